@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m rdl.bench <name> [options]``; each prints a table and writes it."""

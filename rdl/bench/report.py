@@ -1,0 +1,43 @@
+"""Print a benchmark's rows as a table and write them as Markdown and CSV."""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import os
+import resource
+from pathlib import Path
+
+
+def peak_rss_gib() -> float:
+    """Peak resident memory of this process so far, in GiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def run_dir(name: str, root: str | os.PathLike = "outputs/bench") -> Path:
+    path = Path(root) / f"{dt.datetime.now():%Y-%m-%d_%H-%M-%S}-{name}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def markdown(rows: list[dict]) -> str:
+    cols = list(rows[0])
+    fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def report(name: str, rows: list[dict], out: str | os.PathLike | None = None,
+           header: str = "") -> Path:
+    """Print ``rows`` and write ``<out>/<name>.md`` and ``.csv``; returns the folder."""
+    out = Path(out) if out else run_dir(name)
+    out.mkdir(parents=True, exist_ok=True)
+    text = (header + "\n\n" if header else "") + markdown(rows) + "\n"
+    print(text)
+    (out / f"{name}.md").write_text(text)
+    with open(out / f"{name}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"written to {out}/{name}.md and .csv")
+    return out

@@ -1,0 +1,3 @@
+from rdl.data.database import Database, DataError, Table
+
+__all__ = ["Database", "DataError", "Table"]

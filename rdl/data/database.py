@@ -1,0 +1,180 @@
+"""Table and Database: the relational input of rdl, as small plain objects.
+
+A :class:`Table` is a pandas frame plus its keys and time column; a :class:`Database`
+is a dict of named tables. Times are pandas datetimes (``datetime64``); primary keys
+are, after :meth:`Database.reindex`, the row positions ``0..N-1`` and foreign keys
+point at them (``<NA>`` where the referenced row does not exist), as in RelBench.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+META_FILE = "metadata.json"
+
+
+class DataError(ValueError):
+    """Bad input data: the message names the file, table or column and what is wrong."""
+
+
+@dataclass
+class Table:
+    """One table: ``df`` plus its primary key, foreign keys and time column.
+
+    Args:
+        df: the rows.
+        pkey: primary-key column, or ``None`` (e.g. transactions).
+        fkeys: foreign-key column -> name of the table it references.
+        time_col: the row's time (``datetime64``), or ``None`` for static tables.
+    """
+
+    df: pd.DataFrame
+    pkey: str | None = None
+    fkeys: dict[str, str] = field(default_factory=dict)
+    time_col: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def upto(self, t: pd.Timestamp) -> Table:
+        """Rows with time <= ``t`` (all rows of a static table)."""
+        if self.time_col is None:
+            return self
+        return self._with(self.df[self.df[self.time_col] <= t])
+
+    def from_(self, t: pd.Timestamp) -> Table:
+        """Rows with time >= ``t`` (all rows of a static table)."""
+        if self.time_col is None:
+            return self
+        return self._with(self.df[self.df[self.time_col] >= t])
+
+    def _with(self, df: pd.DataFrame) -> Table:
+        return Table(df.reset_index(drop=True), self.pkey, dict(self.fkeys), self.time_col)
+
+    @property
+    def feature_cols(self) -> list[str]:
+        """Columns that are node features: all but the keys."""
+        keys = {self.pkey, *self.fkeys}
+        return [c for c in self.df.columns if c not in keys]
+
+    def meta(self) -> dict:
+        return {"pkey": self.pkey, "fkeys": self.fkeys, "time_col": self.time_col}
+
+
+@dataclass
+class Database:
+    """Named tables linked by foreign keys."""
+
+    tables: dict[str, Table]
+
+    def __getitem__(self, name: str) -> Table:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise KeyError(f"no table {name!r} in the database; it has {sorted(self.tables)}") from None
+
+    def __iter__(self):
+        return iter(self.tables.items())
+
+    @property
+    def min_time(self) -> pd.Timestamp:
+        return min(t.df[t.time_col].min() for _, t in self if t.time_col)
+
+    @property
+    def max_time(self) -> pd.Timestamp:
+        return max(t.df[t.time_col].max() for _, t in self if t.time_col)
+
+    def upto(self, t) -> Database:
+        """The database as it was known at time ``t`` (rows with time <= t)."""
+        t = pd.Timestamp(t)
+        return Database({n: tab.upto(t) for n, tab in self})
+
+    def from_(self, t) -> Database:
+        t = pd.Timestamp(t)
+        return Database({n: tab.from_(t) for n, tab in self})
+
+    def validate(self) -> None:
+        """Raise :class:`DataError` if a key, a time column or a reference is wrong."""
+        for name, tab in self:
+            for col in [tab.pkey, tab.time_col, *tab.fkeys]:
+                if col is not None and col not in tab.df.columns:
+                    raise DataError(f"table {name!r}: column {col!r} named in its keys is missing")
+            if tab.time_col and not pd.api.types.is_datetime64_any_dtype(tab.df[tab.time_col]):
+                raise DataError(
+                    f"table {name!r}: time column {tab.time_col!r} has dtype "
+                    f"{tab.df[tab.time_col].dtype}, expected datetime64")
+            if tab.pkey and tab.df[tab.pkey].duplicated().any():
+                raise DataError(f"table {name!r}: primary key {tab.pkey!r} has duplicate values")
+            for col, ref in tab.fkeys.items():
+                if ref not in self.tables:
+                    raise DataError(f"table {name!r}: foreign key {col!r} references unknown table {ref!r}")
+                if self.tables[ref].pkey is None:
+                    raise DataError(f"table {name!r}: foreign key {col!r} references table {ref!r}, "
+                                    "which has no primary key")
+
+    def reindex(self) -> Database:
+        """Map primary keys to ``0..N-1`` and foreign keys through the same map.
+
+        Foreign keys that reference no row become ``<NA>`` (pandas ``Int64``). Tables with a
+        primary key and a time column are first sorted by time, as RelBench does.
+        """
+        self.validate()
+        tables, maps = {}, {}
+        for name, tab in self:
+            df = tab.df
+            if tab.pkey is not None:
+                if tab.time_col is not None:
+                    df = df.sort_values(tab.time_col, kind="stable")
+                maps[name] = pd.Series(range(len(df)), index=df[tab.pkey].to_numpy())
+                df = df.assign(**{tab.pkey: range(len(df))})
+            tables[name] = Table(df.reset_index(drop=True), tab.pkey, dict(tab.fkeys), tab.time_col)
+        for name, tab in tables.items():
+            for col, ref in tab.fkeys.items():
+                mapped = tab.df[col].map(maps[ref]).astype("Int64")
+                tab.df[col] = mapped
+        return Database(tables)
+
+    # -- parquet storage ---------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write one parquet file per table plus ``metadata.json``.
+
+        The files are written to a temporary folder beside ``path`` that is renamed into
+        place at the end, so a crash never leaves a half-written database.
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        try:
+            for name, tab in self:
+                tab.df.to_parquet(tmp / f"{name}.parquet", index=False)
+            meta = {name: tab.meta() for name, tab in self}
+            (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+            if path.exists():
+                shutil.rmtree(path)
+            os.replace(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Database:
+        path = Path(path)
+        meta_path = path / META_FILE
+        if not meta_path.exists():
+            raise DataError(f"{meta_path}: missing; not a database folder written by Database.save")
+        meta = json.loads(meta_path.read_text())
+        tables = {}
+        for name, m in meta.items():
+            f = path / f"{name}.parquet"
+            if not f.exists():
+                raise DataError(f"{f}: missing, but {meta_path} lists table {name!r}")
+            tables[name] = Table(pd.read_parquet(f), m["pkey"], m["fkeys"], m["time_col"])
+        db = cls(tables)
+        db.validate()
+        return db
