@@ -1,0 +1,118 @@
+"""A Task: a SQL file that labels seed times, plus what the model needs to know about it.
+
+The SQL (``tasks/<db>/<name>.sql``) is run by DuckDB. It sees a relation
+``timestamps(timestamp)`` of seed times, every table of the database by name, and the
+parameter ``$window`` (an INTERVAL). It returns one row per training example:
+``(timestamp, <entity_col>, <target_col>)``. Adding a task needs a SQL file and a YAML
+in ``conf/task/``, no Python.
+
+Splits follow RelBench: train seed times go back from ``val_timestamp - window`` in steps
+of ``window`` to the first time of the database; val uses ``val_timestamp`` and test
+``test_timestamp``. Each split is labelled on the database cut where its labels end (train
+at ``val_timestamp``, val at ``test_timestamp``, test on all rows), so no label ever reads
+a row past its split.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from rdl import ROOT
+from rdl.data.database import Database, DataError
+
+KINDS = ("binary_classification", "regression", "multiclass_classification", "link_prediction")
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class Task:
+    """A prediction task over a database.
+
+    Args:
+        name: e.g. ``user-churn``.
+        sql: path of the SQL file, absolute or relative to the repository's ``tasks/``.
+        kind: one of :data:`KINDS`.
+        entity_table: the table whose rows are predicted (the seed node type).
+        entity_col: the column of the SQL result holding the entity's primary key.
+        target_col: the column of the SQL result holding the label.
+        window: the label window, a pandas timedelta string (``7d``).
+        val_timestamp, test_timestamp: the split times.
+        num_classes: for multiclass classification.
+    """
+
+    name: str
+    sql: str
+    kind: str
+    entity_table: str
+    entity_col: str
+    target_col: str
+    window: str = "7d"
+    val_timestamp: str = "2020-09-07"
+    test_timestamp: str = "2020-09-14"
+    num_classes: int | None = None
+    metrics: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"task {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        self.delta = pd.Timedelta(self.window)
+        self.val_time = pd.Timestamp(self.val_timestamp)
+        self.test_time = pd.Timestamp(self.test_timestamp)
+        path = Path(self.sql)
+        self.sql_path = path if path.is_absolute() else ROOT / "tasks" / path
+        if not self.sql_path.exists():
+            raise FileNotFoundError(f"task {self.name!r}: SQL file {self.sql_path} does not exist")
+
+    @property
+    def is_classification(self) -> bool:
+        return self.kind.endswith("classification")
+
+    # -- labels ----------------------------------------------------------------------
+    def make_table(self, db: Database, timestamps) -> pd.DataFrame:
+        """Run the task's SQL on ``db`` for the given seed times."""
+        con = duckdb.connect()
+        try:
+            for name, table in db:
+                con.register(name, table.df)
+            con.register("timestamps", pd.DataFrame({"timestamp": pd.to_datetime(list(timestamps))}))
+            window = dt.timedelta(seconds=self.delta.total_seconds())
+            try:
+                df = con.execute(self.sql_path.read_text(), {"window": window}).df()
+            except duckdb.Error as e:
+                raise DataError(f"task {self.name!r}: {self.sql_path} failed in DuckDB: {e}") from None
+        finally:
+            con.close()
+        missing = {"timestamp", self.entity_col, self.target_col} - set(df.columns)
+        if missing:
+            raise DataError(f"task {self.name!r}: {self.sql_path} returned no column(s) "
+                            f"{sorted(missing)}; it must return timestamp, {self.entity_col}, "
+                            f"{self.target_col}")
+        df = df.dropna(subset=[self.entity_col])  # rows of dangling foreign keys
+        df["timestamp"] = df["timestamp"].astype("datetime64[s]")
+        df[self.entity_col] = df[self.entity_col].astype("int64")
+        return df.sort_values(["timestamp", self.entity_col], kind="stable").reset_index(drop=True)
+
+    def timestamps(self, split: str, db: Database) -> list[pd.Timestamp]:
+        if split == "train":
+            ts = pd.date_range(self.val_time - self.delta, db.min_time, freq=-self.delta)
+            if len(ts) < 1:
+                raise DataError(f"task {self.name!r}: no train seed time between the database's "
+                                f"start {db.min_time} and val_timestamp - window")
+            return list(ts)
+        if split in ("val", "test"):
+            t = self.val_time if split == "val" else self.test_time
+            if t + self.delta > db.max_time:
+                raise DataError(f"task {self.name!r}: {split} labels need rows up to {t + self.delta}, "
+                                f"but the database ends at {db.max_time}")
+            return [t]
+        raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
+
+    def split_table(self, split: str, db: Database) -> pd.DataFrame:
+        """The labelled rows of one split, computed on the database cut for that split."""
+        cut = {"train": self.val_time, "val": self.test_time, "test": None}[split]
+        view = db if cut is None else db.upto(cut)
+        return self.make_table(view, self.timestamps(split, db))

@@ -1,0 +1,110 @@
+"""Task SQL against a tiny hand-made database whose labels are computed by hand."""
+import pandas as pd
+import pytest
+
+from rdl.data import Database, DataError, Table
+from rdl.tasks import Task
+
+
+def tiny_db() -> Database:
+    customer = pd.DataFrame({"customer_id": [0, 1, 2, 3]})
+    article = pd.DataFrame({"article_id": [0, 1, 2]})
+    tx = pd.DataFrame({
+        "t_dat": pd.to_datetime([
+            "2020-01-01",  # c0 a0: exactly t - 7d -> outside (t - 7d, t]
+            "2020-01-02",  # c1 a1: inside the look-back of t = 2020-01-08
+            "2020-01-08",  # c2 a1: on the seed day: look-back (inclusive end)
+            "2020-01-15",  # c1 a2: exactly t + 7d: inside the label window
+            "2020-01-09",  # c0 a0: first day of the label window
+            "2020-01-16",  # c2 a0: one day past the label window
+            "2020-01-09",  # c0 a0: a repeat purchase, same day
+        ]),
+        "customer_id": pd.array([0, 1, 2, 1, 0, 2, 0], dtype="Int64"),
+        "article_id": pd.array([0, 1, 1, 2, 0, 0, 0], dtype="Int64"),
+        "price": [0.5, 0.1, 0.2, 0.3, 0.25, 0.7, 0.25],
+    })
+    return Database({
+        "customer": Table(customer, pkey="customer_id"),
+        "article": Table(article, pkey="article_id"),
+        "transactions": Table(tx, fkeys={"customer_id": "customer", "article_id": "article"},
+                              time_col="t_dat"),
+    })
+
+
+def task(name, entity_table, entity_col, target_col, kind):
+    return Task(name=name, sql=f"hm/{name}.sql", kind=kind, entity_table=entity_table,
+                entity_col=entity_col, target_col=target_col)
+
+
+T = pd.Timestamp("2020-01-08")
+
+
+def test_user_churn_inclusion_and_window_edges():
+    churn = task("user-churn", "customer", "customer_id", "churn", "binary_classification")
+    df = churn.make_table(tiny_db(), [T])
+    # c0 bought on t - 7d only (excluded: the look-back is (t - 7d, t]); c3 never bought.
+    # c1 bought on t - 6d and again on t + 7d (window end is inclusive) -> not churned.
+    # c2 bought on t (included) and next on t + 8d (outside the window) -> churned.
+    assert df["customer_id"].tolist() == [1, 2]
+    assert df["churn"].tolist() == [0, 1]
+    assert (df["timestamp"] == T).all()
+
+
+def test_user_churn_several_timestamps():
+    churn = task("user-churn", "customer", "customer_id", "churn", "binary_classification")
+    df = churn.make_table(tiny_db(), [T, T + pd.Timedelta("7d")])
+    later = df[df["timestamp"] == T + pd.Timedelta("7d")]
+    # (2020-01-08, 2020-01-15]: c0 (01-09), c1 (01-15); label window (01-15, 01-22]: c2 buys
+    # on 01-16 but c2 is not a seed row (no purchase in the look-back); c0, c1 churn.
+    assert later["customer_id"].tolist() == [0, 1]
+    assert later["churn"].tolist() == [1, 1]
+
+
+def test_item_sales_every_article_window_edges():
+    sales = task("item-sales", "article", "article_id", "sales", "regression")
+    df = sales.make_table(tiny_db(), [T])
+    assert df["article_id"].tolist() == [0, 1, 2]  # every article, 0 if no sale
+    # a0: 0.25 + 0.25 on t + 1d (repeat rows both count); 0.7 on t + 8d is outside.
+    # a1: sold only on or before t -> 0.  a2: 0.3 exactly on t + 7d -> inside.
+    assert df["sales"].tolist() == pytest.approx([0.5, 0.0, 0.3])
+
+
+def test_splits_are_labelled_on_their_cut():
+    db = tiny_db()
+    sales = Task(name="item-sales", sql="hm/item-sales.sql", kind="regression",
+                 entity_table="article", entity_col="article_id", target_col="sales",
+                 val_timestamp="2020-01-08", test_timestamp="2020-01-09", window="1d")
+    # Train seed times run back from val - 1d to the first row; a train label window never
+    # extends past val_timestamp, and the table is computed with rows <= val only.
+    train = sales.split_table("train", db)
+    assert train["timestamp"].max() == pd.Timestamp("2020-01-07")
+    assert train["timestamp"].min() == pd.Timestamp("2020-01-01")
+    val = sales.split_table("val", db)
+    assert val["sales"].tolist() == pytest.approx([0.5, 0.0, 0.0])
+    test = sales.split_table("test", db)
+    assert test["sales"].tolist() == pytest.approx([0.0, 0.0, 0.0])
+
+
+def test_split_without_enough_future_rows_is_an_error():
+    sales = Task(name="item-sales", sql="hm/item-sales.sql", kind="regression",
+                 entity_table="article", entity_col="article_id", target_col="sales",
+                 val_timestamp="2020-01-08", test_timestamp="2020-01-14")
+    with pytest.raises(DataError, match="test labels need rows up to"):
+        sales.split_table("test", tiny_db())
+
+
+def test_bad_sql_names_the_file(tmp_path):
+    bad = tmp_path / "bad.sql"
+    bad.write_text("SELECT nope FROM timestamps")
+    t = Task(name="bad", sql=str(bad), kind="regression", entity_table="article",
+             entity_col="article_id", target_col="sales")
+    with pytest.raises(DataError, match="bad.sql"):
+        t.make_table(tiny_db(), [T])
+
+
+def test_unknown_kind_and_missing_sql():
+    with pytest.raises(ValueError, match="kind"):
+        task("user-churn", "customer", "customer_id", "churn", "classification")
+    with pytest.raises(FileNotFoundError, match="nope.sql"):
+        Task(name="x", sql="hm/nope.sql", kind="regression", entity_table="a",
+             entity_col="a", target_col="y")
