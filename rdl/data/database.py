@@ -131,13 +131,14 @@ class Database:
             if tab.pkey is not None:
                 if tab.time_col is not None:
                     df = df.sort_values(tab.time_col, kind="stable")
-                maps[name] = pd.Series(range(len(df)), index=df[tab.pkey].to_numpy())
+                maps[name] = pd.Index(df[tab.pkey].to_numpy())
                 df = df.assign(**{tab.pkey: range(len(df))})
             tables[name] = Table(df.reset_index(drop=True), tab.pkey, dict(tab.fkeys), tab.time_col)
         for name, tab in tables.items():
             for col, ref in tab.fkeys.items():
-                mapped = tab.df[col].map(maps[ref]).astype("Int64")
-                tab.df[col] = mapped
+                pos = maps[ref].get_indexer(tab.df[col].to_numpy())  # -1: no such row
+                tab.df[col] = pd.array(pos, dtype="Int64")
+                tab.df.loc[pos < 0, col] = pd.NA
         return Database(tables)
 
     # -- parquet storage ---------------------------------------------------------------
@@ -155,6 +156,7 @@ class Database:
                 tab.df.to_parquet(tmp / f"{name}.parquet", index=False)
             meta = {name: tab.meta() for name, tab in self}
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+            os.chmod(tmp, 0o755)  # mkdtemp makes it private; a cache is for every user
             if path.exists():
                 shutil.rmtree(path)
             os.replace(tmp, path)
