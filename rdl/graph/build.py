@@ -1,0 +1,139 @@
+"""Database -> PyG ``HeteroData``: a node type per table, a node per row.
+
+Each node type holds ``tf`` (a PyTorch Frame ``TensorFrame`` of the table's non-key
+columns, one stype per column), ``time`` (int64 seconds, timed tables only) and
+``num_nodes``. Each foreign key ``col`` of table ``T`` referencing ``P`` adds the edge types
+``(T, "f2p_<col>", P)`` and its reverse ``(P, "rev_f2p_<col>", T)``. Materialised frames are
+cached on disk under a fingerprint of the data, the stypes and the text embedder.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+import torch_frame
+from torch_frame.config import TextEmbedderConfig
+from torch_frame.data import Dataset
+from torch_frame.utils import infer_series_stype
+from torch_geometric.data import HeteroData
+
+from rdl.data.database import Database, DataError, Table
+
+GRAPH_VERSION = 1  # bump when the layout of the materialised graph changes
+
+
+def to_seconds(ser: pd.Series) -> torch.Tensor:
+    """Datetimes as int64 seconds since the epoch, whatever unit pandas stores."""
+    return torch.from_numpy(ser.astype("datetime64[s]").astype("int64").to_numpy())
+
+
+def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
+                 sample: int = 100_000, seed: int = 0) -> dict[str, torch_frame.stype]:
+    """PyTorch Frame's stype inference on (a sample of) the feature columns, then overrides.
+
+    ``overrides`` maps a column to a stype name (``numerical``, ``categorical``,
+    ``text_embedded``, ``timestamp``, ...) or to ``null``/``"drop"`` to leave it out.
+    """
+    df = table.df[table.feature_cols]
+    if len(df) > sample:
+        df = df.sample(sample, random_state=seed)
+    stypes = {}
+    for col in df.columns:
+        st = infer_series_stype(df[col])
+        if st is not None:
+            stypes[col] = st
+    for col, name in (overrides or {}).items():
+        if col not in table.df.columns:
+            raise DataError(f"stype override for column {col!r}: the table has no such column "
+                            f"(columns: {list(table.df.columns)})")
+        if name in (None, "drop"):
+            stypes.pop(col, None)
+            continue
+        try:
+            stypes[col] = torch_frame.stype(name)
+        except ValueError:
+            raise DataError(f"stype override for column {col!r}: unknown stype {name!r}; one of "
+                            f"{[s.value for s in torch_frame.stype]}") from None
+    return stypes
+
+
+def fingerprint(db: Database, *parts: Any) -> str:
+    """A hash of every row of every table, plus ``parts`` (stypes, embedder, ...)."""
+    h = hashlib.sha1(repr((GRAPH_VERSION, parts)).encode())
+    for name, tab in sorted(db.tables.items()):
+        h.update(repr((name, tab.meta(), list(tab.df.columns), list(map(str, tab.df.dtypes)))).encode())
+        h.update(pd.util.hash_pandas_object(tab.df, index=False).to_numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
+               text_embedder=None, cache_dir: str | os.PathLike | None = None,
+               ) -> tuple[HeteroData, dict[str, dict]]:
+    """Build the graph of ``db``; returns ``(data, col_stats)`` with per-table column stats.
+
+    Args:
+        db: the database (keys re-indexed to row positions, see :meth:`Database.reindex`).
+        stypes: per-table stype overrides (see :func:`infer_stypes`).
+        text_embedder: callable for ``text_embedded`` columns (see :mod:`rdl.graph.text`).
+        cache_dir: where materialised TensorFrames are cached; ``None`` disables caching.
+    """
+    stypes = stypes or {}
+    unknown = set(stypes) - set(db.tables)
+    if unknown:
+        raise DataError(f"stype overrides name unknown table(s) {sorted(unknown)}; "
+                        f"tables: {sorted(db.tables)}")
+    col_to_stype = {name: infer_stypes(tab, stypes.get(name)) for name, tab in db}
+    cache = None
+    if cache_dir is not None:
+        key = fingerprint(db, sorted((n, sorted((c, s.value) for c, s in d.items()))
+                                     for n, d in col_to_stype.items()), repr(text_embedder))
+        cache = Path(cache_dir) / f"graph-{key}"
+        cache.mkdir(parents=True, exist_ok=True)
+
+    data, col_stats = HeteroData(), {}
+    for name, tab in db:
+        df, cols = tab.df, col_to_stype[name]
+        if tab.pkey is not None and not np.array_equal(df[tab.pkey].to_numpy(), np.arange(len(df))):
+            raise DataError(f"table {name!r}: primary key {tab.pkey!r} is not 0..N-1; "
+                            "call Database.reindex() first")
+        if not cols:  # a table of keys only: one constant feature keeps the encoder simple
+            df, cols = pd.DataFrame({"__const__": np.ones(len(df))}), {"__const__": torch_frame.numerical}
+        text_cfg = None
+        if any(s == torch_frame.text_embedded for s in cols.values()):
+            if text_embedder is None:
+                raise DataError(f"table {name!r} has text_embedded columns but no text embedder "
+                                "is configured (data.text_embedder)")
+            text_cfg = TextEmbedderConfig(text_embedder=text_embedder, batch_size=None)
+        path = None if cache is None else cache / f"{name}.pt"
+        if path is not None and path.exists():
+            tf, stats = torch_frame.load(str(path))
+        else:
+            dataset = Dataset(df[list(cols)], col_to_stype=cols, col_to_text_embedder_cfg=text_cfg)
+            tf, stats = dataset.materialize().tensor_frame, dataset.col_stats
+            if path is not None:  # write beside, then rename: never a half-written cache file
+                tmp = path.with_suffix(f".tmp{os.getpid()}")
+                torch_frame.save(tf, stats, str(tmp))
+                os.replace(tmp, path)
+        data[name].tf = tf
+        data[name].num_nodes = len(tab)
+        col_stats[name] = stats
+        if tab.time_col is not None:
+            data[name].time = to_seconds(tab.df[tab.time_col])
+
+    for name, tab in db:
+        for col, ref in tab.fkeys.items():
+            fk = tab.df[col]
+            valid = fk.notna().to_numpy()
+            src = torch.from_numpy(np.flatnonzero(valid))
+            dst = torch.from_numpy(fk[valid].to_numpy(dtype="int64"))
+            if len(dst) and int(dst.max()) >= len(db[ref]):
+                raise DataError(f"table {name!r}: foreign key {col!r} points past the end of "
+                                f"table {ref!r}")
+            data[name, f"f2p_{col}", ref].edge_index = torch.stack([src, dst])
+            data[ref, f"rev_f2p_{col}", name].edge_index = torch.stack([dst, src])
+    return data, col_stats

@@ -1,0 +1,99 @@
+"""Database -> HeteroData: node types, TensorFrames, time, f2p/rev edges, cache, errors."""
+import pandas as pd
+import pytest
+import torch
+import torch_frame
+
+from rdl.data import Database, DataError, Table
+from rdl.graph.build import make_graph, to_seconds
+from rdl.graph.text import HashingEmbedder
+
+
+def db() -> Database:
+    customer = pd.DataFrame({"customer_id": ["c", "a", "b"], "age": [20.0, None, 40.0],
+                             "club": ["ACTIVE"] * 3})
+    article = pd.DataFrame({"article_id": [10, 11],
+                            "prod_name": ["Strap top", "Denim jeans blue"]})
+    tx = pd.DataFrame({"t_dat": pd.to_datetime(["2020-01-02", "2020-01-01", "2020-01-03"]),
+                       "customer_id": ["a", "b", "zz"],  # "zz" is dangling
+                       "article_id": [11, 10, 10], "price": [0.1, 0.2, 0.3]})
+    return Database({
+        "customer": Table(customer, pkey="customer_id"),
+        "article": Table(article, pkey="article_id"),
+        "transactions": Table(tx, fkeys={"customer_id": "customer", "article_id": "article"},
+                              time_col="t_dat"),
+    }).reindex()
+
+
+def test_graph_layout():
+    d = db()
+    data, stats = make_graph(d, {"article": {"prod_name": "text_embedded"},
+                                 "customer": {"club": "categorical"}},
+                             text_embedder=HashingEmbedder(16))
+    assert set(data.node_types) == {"customer", "article", "transactions"}
+    assert data["customer"].num_nodes == 3 and data["transactions"].num_nodes == 3
+    # keys are not features; the time column is (as in RelBench)
+    assert "customer_id" not in sum(data["transactions"].tf.col_names_dict.values(), [])
+    assert data["transactions"].tf.col_names_dict[torch_frame.timestamp] == ["t_dat"]
+    assert data["article"].tf.col_names_dict[torch_frame.embedding] == ["prod_name"]
+    assert "time" in data["transactions"] and "time" not in data["customer"]
+    assert data["transactions"].time.tolist() == to_seconds(d["transactions"].df["t_dat"]).tolist()
+    # every non-null foreign key gives one f2p edge and its reverse
+    e = data["transactions", "f2p_customer_id", "customer"].edge_index
+    fk = d["transactions"].df["customer_id"]
+    assert e.size(1) == fk.notna().sum() == 2
+    for src, dst in e.t().tolist():
+        assert fk[src] == dst
+    rev = data["customer", "rev_f2p_customer_id", "transactions"].edge_index
+    assert torch.equal(rev, e.flip(0))
+    assert set(stats) == set(data.node_types)
+
+
+def test_time_is_seconds_whatever_the_unit():
+    for unit in ("s", "ms", "us", "ns"):
+        ser = pd.Series(pd.to_datetime(["1970-01-02"])).astype(f"datetime64[{unit}]")
+        assert to_seconds(ser).tolist() == [86400]
+
+
+def test_cache_round_trip(tmp_path):
+    d = db()
+    a, _ = make_graph(d, cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    files = list(tmp_path.rglob("*.pt"))
+    assert len(files) == 3
+    b, _ = make_graph(d, cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    for nt in a.node_types:
+        for st, x in a[nt].tf.feat_dict.items():
+            y = b[nt].tf.feat_dict[st]
+            x, y = (v if isinstance(v, torch.Tensor) else v.values for v in (x, y))
+            assert torch.allclose(x.double(), y.double(), equal_nan=True)
+    # other stypes -> another cache entry
+    make_graph(d, {"customer": {"club": None}}, cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    assert len({f.parent for f in tmp_path.rglob("*.pt")}) == 2
+
+
+def test_bad_overrides_name_the_problem():
+    with pytest.raises(DataError, match="'nope'"):
+        make_graph(db(), {"customer": {"nope": "numerical"}})
+    with pytest.raises(DataError, match="unknown stype 'numeric'"):
+        make_graph(db(), {"customer": {"age": "numeric"}})
+    with pytest.raises(DataError, match="unknown table"):
+        make_graph(db(), {"custom": {"age": "numerical"}})
+    with pytest.raises(DataError, match="text embedder"):
+        make_graph(db(), {"article": {"prod_name": "text_embedded"}})
+
+
+def test_unreindexed_keys_are_an_error():
+    d = db()
+    d.tables["customer"].df["customer_id"] = [5, 6, 7]
+    with pytest.raises(DataError, match="not 0..N-1"):
+        make_graph(d)
+
+
+def test_hashing_embedder_is_deterministic_and_sensible():
+    emb = HashingEmbedder(32)
+    x = emb(["Strap top", "strap TOP", "Denim jeans", None])
+    assert x.shape == (4, 32)
+    assert torch.allclose(x[0], x[1])               # case-insensitive
+    assert torch.allclose(x[0].norm(), torch.tensor(1.0))
+    assert x[3].abs().sum() == 0                    # missing text -> zeros
+    assert (x[0] @ x[2]).abs() < 0.9                # different words differ
