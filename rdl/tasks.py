@@ -42,6 +42,9 @@ class Task:
         window: the label window, a pandas timedelta string (``7d``).
         val_timestamp, test_timestamp: the split times.
         num_classes: for multiclass classification.
+        metrics: metric name -> torchmetrics ``Metric`` (built by Hydra from the YAML).
+        monitor, monitor_mode: the validation metric that selects the model, and whether
+            higher (``max``) or lower (``min``) is better.
     """
 
     name: str
@@ -55,10 +58,15 @@ class Task:
     test_timestamp: str = "2020-09-14"
     num_classes: int | None = None
     metrics: dict = field(default_factory=dict)
+    monitor: str = ""
+    monitor_mode: str = "max"
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"task {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        if self.monitor and self.metrics and self.monitor not in self.metrics:
+            raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} is not one of its "
+                             f"metrics {sorted(self.metrics)}")
         self.delta = pd.Timedelta(self.window)
         self.val_time = pd.Timestamp(self.val_timestamp)
         self.test_time = pd.Timestamp(self.test_timestamp)

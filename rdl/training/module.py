@@ -1,0 +1,122 @@
+"""LightningModule for node-level tasks: compiled model, tensor learning rate, device metrics."""
+from __future__ import annotations
+
+from typing import Callable
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torchmetrics import MetricCollection
+
+from rdl.tasks import Task
+
+
+class NodeTaskModule(pl.LightningModule):
+    """Trains a node-level model on one task.
+
+    Args:
+        model: a plain ``nn.Module`` with the :class:`rdl.nn.NodeModel` forward signature.
+        task: the task (kind, entity table, metrics).
+        optimizer: ``partial`` taking ``(params, lr=Tensor)``; the LR is a tensor so that a
+            scheduler changing it never triggers a recompile.
+        lr: the base learning rate.
+        scheduler: ``partial`` taking ``(optimizer, total_steps=...)``, stepped every
+            optimizer step; ``None`` keeps the LR constant.
+        compile: compile the model with ``torch.compile``.
+        compile_kwargs: passed to ``torch.compile`` (default ``dynamic=True``).
+        target_range: regression only: evaluation predictions are clamped to it (RelBench:
+            the 2nd and 98th percentiles of the train targets).
+    """
+
+    def __init__(self, model: torch.nn.Module, task: Task, optimizer: Callable, lr: float = 0.005,
+                 scheduler: Callable | None = None, compile: bool = True,
+                 compile_kwargs: dict | None = None, target_range: tuple | None = None):
+        super().__init__()
+        self.model, self.task = model, task
+        self.optimizer_fn, self.scheduler_fn, self.lr = optimizer, scheduler, lr
+        self.entity = task.entity_table
+        self.time_types = list(model.time_encoder.lins.keys())
+        if target_range is not None:
+            self.register_buffer("target_range", torch.tensor(target_range, dtype=torch.float))
+        else:
+            self.target_range = None
+        metrics = MetricCollection(dict(task.metrics))
+        self.val_metrics = metrics.clone(prefix="val/")
+        self.test_metrics = metrics.clone(prefix="test/")
+        forward = model
+        if compile:
+            forward = torch.compile(model, **{"dynamic": True, **(compile_kwargs or {})})
+        # Not an nn.Module attribute: the compiled wrapper shares the model's parameters,
+        # and checkpoints keep the plain model's keys.
+        object.__setattr__(self, "forward_fn", forward)
+
+    # -- the step ------------------------------------------------------------------------
+    def forward(self, batch) -> Tensor:
+        types = [nt for nt in batch.node_types if "tf" in batch[nt]]
+        out = self.forward_fn(
+            {nt: batch[nt].tf for nt in types},
+            batch.collect("edge_index"),
+            {nt: batch[nt].time for nt in self.time_types},
+            {nt: batch[nt].batch for nt in self.time_types},
+            batch[self.entity].seed_time,
+        )
+        return out.squeeze(-1) if out.size(-1) == 1 else out
+
+    def loss(self, pred: Tensor, y: Tensor) -> Tensor:
+        kind = self.task.kind
+        if kind == "binary_classification":
+            return F.binary_cross_entropy_with_logits(pred, y)
+        if kind == "regression":
+            return F.l1_loss(pred, y)
+        return F.cross_entropy(pred, y)
+
+    def predict_value(self, pred: Tensor) -> Tensor:
+        """The model output as the metrics expect it: probabilities or clamped values."""
+        kind = self.task.kind
+        if kind == "binary_classification":
+            return pred.sigmoid()
+        if kind == "multiclass_classification":
+            return pred.softmax(-1)
+        if self.target_range is not None:
+            return pred.clamp(self.target_range[0], self.target_range[1])
+        return pred
+
+    def training_step(self, batch, batch_idx):
+        y = batch[self.entity].y
+        loss = self.loss(self(batch), y)
+        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True,
+                 batch_size=y.size(0))
+        return loss
+
+    def _eval_step(self, batch, metrics: MetricCollection):
+        y = batch[self.entity].y
+        pred = self(batch)
+        target = y.long() if self.task.is_classification else y
+        metrics.update(self.predict_value(pred), target)
+        self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0))
+
+    def validation_step(self, batch, batch_idx):
+        self._eval_step(batch, self.val_metrics)
+
+    def on_validation_epoch_end(self):
+        self.log_dict(self.val_metrics.compute(), prog_bar=True)
+        self.val_metrics.reset()
+
+    def test_step(self, batch, batch_idx):
+        self._eval_step(batch, self.test_metrics)
+
+    def on_test_epoch_end(self):
+        self.log_dict(self.test_metrics.compute())
+        self.test_metrics.reset()
+
+    # -- optimisation --------------------------------------------------------------------
+    def configure_optimizers(self):
+        lr = torch.tensor(self.lr, dtype=torch.float, device=self.device)
+        # On CUDA a tensor LR needs the capturable update (no host read of the LR per step).
+        extra = {"capturable": True} if self.device.type == "cuda" else {}
+        opt = self.optimizer_fn(self.model.parameters(), lr=lr, **extra)
+        if self.scheduler_fn is None:
+            return opt
+        sched = self.scheduler_fn(opt, total_steps=int(self.trainer.estimated_stepping_batches))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
