@@ -67,9 +67,21 @@ class Task:
         if self.monitor and self.metrics and self.monitor not in self.metrics:
             raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} is not one of its "
                              f"metrics {sorted(self.metrics)}")
-        self.delta = pd.Timedelta(self.window)
+        try:
+            self.delta = pd.Timedelta(self.window)
+        except ValueError:
+            raise ValueError(f"task {self.name!r}: window {self.window!r} is not a duration "
+                             "such as '7d'") from None
+        for attr in ("val_timestamp", "test_timestamp"):
+            try:
+                pd.Timestamp(getattr(self, attr))
+            except ValueError:
+                raise ValueError(f"task {self.name!r}: {attr} {getattr(self, attr)!r} is not a "
+                                 "date such as '2020-09-07'") from None
         self.val_time = pd.Timestamp(self.val_timestamp)
         self.test_time = pd.Timestamp(self.test_timestamp)
+        if self.test_time < self.val_time:
+            raise ValueError(f"task {self.name!r}: test_timestamp precedes val_timestamp")
         path = Path(self.sql)
         self.sql_path = path if path.is_absolute() else ROOT / "tasks" / path
         if not self.sql_path.exists():

@@ -108,3 +108,14 @@ def test_unknown_kind_and_missing_sql():
     with pytest.raises(FileNotFoundError, match="nope.sql"):
         Task(name="x", sql="hm/nope.sql", kind="regression", entity_table="a",
              entity_col="a", target_col="y")
+
+
+def test_bad_window_and_dates_are_named():
+    kw = dict(name="s", sql="hm/item-sales.sql", kind="regression", entity_table="article",
+              entity_col="article_id", target_col="sales")
+    with pytest.raises(ValueError, match="window 'abc'"):
+        Task(**kw, window="abc")
+    with pytest.raises(ValueError, match="val_timestamp 'soon'"):
+        Task(**kw, val_timestamp="soon")
+    with pytest.raises(ValueError, match="precedes"):
+        Task(**kw, val_timestamp="2020-09-14", test_timestamp="2020-09-07")

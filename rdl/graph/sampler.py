@@ -69,6 +69,7 @@ with ``c`` eligible edges and fan-out ``k``:
 """
 from __future__ import annotations
 
+import copy
 import os
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -279,12 +280,18 @@ class TemporalSampler(BaseSampler):
             return self._generator
         if self._generator is None:
             gen = torch.Generator(device=self.device)
-            if self.seed is not None:
-                gen.manual_seed(int(self.seed))
-            else:
-                gen.seed()
+            # Unseeded: draw the seed from torch's global RNG, so that
+            # ``pl.seed_everything`` / ``torch.manual_seed`` make runs repeatable.
+            seed = self.seed if self.seed is not None else torch.randint(2**62, (1,)).item()
+            gen.manual_seed(int(seed))
             self._generator = gen
         return self._generator
+
+    def with_seed(self, seed: Optional[int]) -> "TemporalSampler":
+        """A sampler that shares this one's index but draws from its own random stream."""
+        other = copy.copy(self)
+        other.seed, other._generator, other._worker_key = seed, None, None
+        return other
 
     @property
     def edge_permutation(self):

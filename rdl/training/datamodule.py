@@ -83,6 +83,9 @@ class RelDataModule(pl.LightningDataModule):
         graph_db = self.db.upto(task.test_time)
         cache = None if self.cache_dir is None else os.path.join(self.cache_dir, "graphs")
         self.data, self.col_stats = make_graph(graph_db, self.stypes, self.text_embedder, cache)
+        # One index for all loaders; evaluation draws from its own seeded stream.
+        self.sampler = TemporalSampler(self.data, self.num_neighbors, strategy=self.strategy,
+                                       strict=self.strict)
 
     # -- what the model needs to know ----------------------------------------------------
     def train_targets(self) -> Tensor:
@@ -110,8 +113,7 @@ class RelDataModule(pl.LightningDataModule):
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         task, df = self.task, self.tables[split]
         train = split == "train"
-        sampler = TemporalSampler(self.data, self.num_neighbors, strategy=self.strategy,
-                                  strict=self.strict, seed=self.seed if not train else None)
+        sampler = self.sampler if train else self.sampler.with_seed(self.seed)
         nodes = torch.from_numpy(df[task.entity_col].to_numpy())
         return NodeLoader(
             self.data, node_sampler=sampler,

@@ -656,3 +656,24 @@ def test_workers_draw_different_streams():
                         batch_size=32, shuffle=False, num_workers=2, persistent_workers=True)
     batches = [b["transactions"].n_id.tolist() for b in loader]
     assert len(batches) == 2 and batches[0] != batches[1]
+
+
+
+def test_with_seed_shares_the_index_and_repeats():
+    d = random_graph(3)
+    seeds, times = make_seeds(d, np.random.default_rng(0), "user", 50)
+    base = TemporalSampler(d, [2, 2, 2])
+    a, b = base.with_seed(7), base.with_seed(7)
+    assert a._colptr is base._colptr  # no second index
+    out_a, out_b = run_sampler(a, "user", seeds, times), run_sampler(b, "user", seeds, times)
+    assert all(torch.equal(out_a.node[t], out_b.node[t]) for t in out_a.node)
+
+
+def test_unseeded_sampler_follows_torch_manual_seed():
+    d = random_graph(3)
+    seeds, times = make_seeds(d, np.random.default_rng(0), "user", 50)
+    outs = []
+    for _ in range(2):
+        torch.manual_seed(123)
+        outs.append(run_sampler(TemporalSampler(d, [2, 2, 2]), "user", seeds, times))
+    assert all(torch.equal(outs[0].node[t], outs[1].node[t]) for t in outs[0].node)

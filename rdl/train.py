@@ -1,0 +1,106 @@
+"""Train and evaluate a model on a task: ``python -m rdl.train task=user-churn``.
+
+Composes everything from ``conf/``: the task (``conf/task``, SQL in ``tasks/``), the
+database and loaders (``conf/data``), the model (``conf/model``), the optimiser and
+schedule, and the Lightning trainer. Val and test metrics, beside trivial baselines, are
+printed and written to the run folder (``metrics.json``).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import hydra
+import pytorch_lightning as pl
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+
+from rdl.data.database import DataError
+from rdl.training import baselines
+from rdl.training.module import NodeTaskModule
+
+log = logging.getLogger("rdl.train")
+# Errors that mean "your data or your settings are wrong", not "rdl has a bug".
+USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
+
+
+def train(cfg: DictConfig) -> dict:
+    pl.seed_everything(cfg.seed, workers=True)
+    task = instantiate(cfg.task, _convert_="all")
+    # One sampled hop per message-passing layer: more hops would be sampled for nothing.
+    hops = list(cfg.data.num_neighbors)[: cfg.model.num_layers]
+    # Objects built from data go to partials: passed to instantiate, Hydra would turn them
+    # into configs (dataclasses to dicts, tuples to lists).
+    dm = instantiate(cfg.data, _partial_=True, _convert_="all")(task=task, num_neighbors=hops,
+                                                                seed=cfg.seed)
+    dm.setup()
+    model = instantiate(cfg.model, _partial_=True)(**dm.model_kwargs())
+    train_y = dm.train_targets()
+    target_range = None
+    if task.kind == "regression":  # RelBench clamps evaluation predictions to this range
+        target_range = tuple(torch.quantile(train_y, torch.tensor([0.02, 0.98])).tolist())
+    module = NodeTaskModule(
+        model, task, optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
+        scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
+        compile=cfg.compile.enabled, compile_kwargs=dict(cfg.compile.kwargs),
+        target_range=target_range)
+    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
+    logger = instantiate(cfg.logger) if cfg.get("logger") else False
+    trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger)
+
+    trainer.fit(module, datamodule=dm)
+    ckpt = "best" if trainer.checkpoint_callback and trainer.checkpoint_callback.best_model_path else None
+    val = trainer.validate(module, datamodule=dm, ckpt_path=ckpt, verbose=False)[0]
+    test = trainer.test(module, datamodule=dm, ckpt_path=ckpt, verbose=False)[0]
+
+    results = {"model": {"val": _strip(val, "val/"), "test": _strip(test, "test/")}}
+    split_y = {s: dm._target(dm.tables[s]) for s in ("val", "test")}
+    results.update(baselines.evaluate(task, train_y, split_y))
+    if trainer.is_global_zero:
+        report(task.name, results, Path(HydraConfig.get().runtime.output_dir))
+    return results
+
+
+def _strip(metrics: dict, prefix: str) -> dict:
+    return {k[len(prefix):]: float(v) for k, v in metrics.items()
+            if k.startswith(prefix) and not k.endswith("loss")}
+
+
+def report(task: str, results: dict, out: Path) -> None:
+    names = list(next(iter(results.values()))["test"])
+    head = ["", *(f"{s} {m}" for s in ("val", "test") for m in names)]
+    rows = [[who, *(f"{r[s].get(m, float('nan')):.4f}" for s in ("val", "test") for m in names)]
+            for who, r in results.items()]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in [head, *rows]]
+    print(f"\n{task}: model vs baselines\n" + "\n".join(lines) + "\n")
+    tmp = out / "metrics.json.tmp"
+    tmp.write_text(json.dumps({"task": task, **results}, indent=2))
+    tmp.replace(out / "metrics.json")
+    log.info("metrics written to %s", out / "metrics.json")
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> float:
+    try:
+        results = train(cfg)
+    except (InstantiationException, *USER_ERRORS) as e:
+        # Bad data or settings: one clear message, no stack trace (HYDRA_FULL_ERROR=1 shows
+        # it). Anything else is a bug and keeps its traceback.
+        if isinstance(e, InstantiationException) and not isinstance(e.__cause__, USER_ERRORS):
+            raise
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    return results["model"]["val"].get(cfg.task.monitor)  # for sweepers
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""The Hydra entry point, end to end on a tiny synthetic database."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def run(tmp_path, *overrides, cache=None):
+    env = {**os.environ, "RDL_CACHE": str(cache or tmp_path / "cache"), "HYDRA_FULL_ERROR": "0"}
+    cmd = [sys.executable, "-m", "rdl.train", f"hydra.run.dir={tmp_path}/run", *overrides]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.mark.parametrize("task,metric", [("user-churn", "auroc"), ("item-sales", "mae")])
+def test_short_training_run(tmp_path, cache, task, metric):
+    out = run(tmp_path, f"task={task}", "data=hm-tiny", "trainer.max_epochs=1",
+              "trainer.limit_train_batches=3", "trainer.limit_val_batches=2",
+              "model.channels=16", "model.encoder_layers=1", "compile.enabled=false", cache=cache)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert results["task"] == task
+    for split in ("val", "test"):
+        assert 0 <= results["model"][split][metric] < float("inf")
+    baselines = [k for k in results if k not in ("task", "model")]
+    assert baselines, "the trivial baselines are reported beside the model"
+    assert "model vs baselines" in out.stdout
+    assert (tmp_path / "run" / "checkpoints" / "best.ckpt").exists()
+
+
+def test_compiled_training_run(tmp_path, cache):
+    out = run(tmp_path, "task=user-churn", "data=hm-tiny", "trainer.max_epochs=1",
+              "trainer.limit_train_batches=4", "trainer.limit_val_batches=2",
+              "model.channels=16", "model.encoder_layers=1", "compile.enabled=true", cache=cache)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert 0 <= results["model"]["test"]["auroc"] <= 1
+
+
+@pytest.mark.parametrize("override,message", [
+    ("task=nope", "task"),
+    ("model.channel=16", "channel"),
+    ("data.db.source=nope", "nope"),
+])
+def test_bad_settings_fail_with_a_clear_message(tmp_path, cache, override, message):
+    out = run(tmp_path, override, "data=hm-tiny", cache=cache)
+    assert out.returncode != 0
+    err = out.stderr
+    assert message in err
+    assert "Traceback" not in err  # one clear message, not a stack trace
