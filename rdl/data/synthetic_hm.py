@@ -1,7 +1,7 @@
 """A synthetic H&M database in the Kaggle format, with the signal real shoppers leave.
 
 :func:`generate` returns the three Kaggle frames (``customers``, ``articles``,
-``transactions``) with every column of the data contract (``/work/shared/hm-schema.md``),
+``transactions``) with every column of the data contract (``hm-schema.md`` of the project's shared material),
 Kaggle-like ids and value sets, and a generative story that gives the three RelBench tasks
 (user-churn, item-sales, user-item-purchase) a learnable signal that lives mostly in the
 *transactions*, not in the entity rows:
