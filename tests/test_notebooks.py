@@ -1,6 +1,5 @@
 """The notebooks run top to bottom (their code cells, in order, in the notebooks folder)."""
 import json
-import os
 from pathlib import Path
 
 import pytest

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+import rdl
 from rdl.data import synthetic_hm
 from rdl.data.database import Database, DataError, Table
 
@@ -297,14 +298,9 @@ def _relbench_meta(raw: dict, name: str, path: Path) -> dict:
 
 
 # -- synthetic, cached ----------------------------------------------------------------------
-def default_cache_dir() -> Path:
-    """``$RDL_CACHE`` or ``~/.cache/rdl``."""
-    return Path(os.environ.get("RDL_CACHE") or Path.home() / ".cache" / "rdl")
-
-
 def synthetic_cache_path(seed: int = 0, scale: float = 0.02, cache_dir=None) -> Path:
     """Cache folder of a synthetic database: encodes generator version, seed and scale."""
-    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
     return root / f"synthetic-hm-v{synthetic_hm.GENERATOR_VERSION}-seed{int(seed)}-scale{float(scale):g}"
 
 

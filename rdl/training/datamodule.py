@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 from torch_geometric.loader import NodeLoader
 
+import rdl
 from rdl.data.database import Database
 from rdl.graph.build import make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
@@ -31,10 +32,6 @@ class AttachTarget:
         store = batch[self.entity_table]
         store.y = self.target[store.input_id]
         return batch
-
-
-def default_cache_dir() -> str:
-    return os.environ.get("RDL_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "rdl"))
 
 
 class RelDataModule(pl.LightningDataModule):
@@ -67,7 +64,7 @@ class RelDataModule(pl.LightningDataModule):
         self.strategy, self.strict = strategy, strict
         self.stypes, self.text_embedder = stypes, text_embedder
         self.num_workers = num_workers
-        self.cache_dir = None if cache_dir is False else (cache_dir or default_cache_dir())
+        self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
         self.seed = seed
         self.data = None
 

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rdl.data import DataError, Database, hm, synthetic_hm
+import rdl
+from rdl.data import DataError, Database, synthetic_hm
 from rdl.data.hm import (hm_database, load_hm, read_kaggle, read_relbench, synthetic_cache_path,
                          synthetic_hm_db, write_kaggle)
 
@@ -216,7 +217,7 @@ def test_synthetic_cache(tmp_path, monkeypatch):
 
 def test_cache_dir_from_env(tmp_path, monkeypatch):
     monkeypatch.setenv("RDL_CACHE", str(tmp_path / "env"))
-    assert hm.default_cache_dir() == tmp_path / "env"
+    assert rdl.cache_dir() == tmp_path / "env"
     assert synthetic_cache_path(2, 0.5).parent == tmp_path / "env"
     assert synthetic_cache_path(2, 0.5).name.endswith("seed2-scale0.5")
 
