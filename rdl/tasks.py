@@ -38,7 +38,10 @@ class Task:
         kind: one of :data:`KINDS`.
         entity_table: the table whose rows are predicted (the seed node type).
         entity_col: the column of the SQL result holding the entity's primary key.
-        target_col: the column of the SQL result holding the label.
+        target_col: the column of the SQL result holding the label (for link prediction:
+            the list of ``target_table`` keys linked to the entity in the window).
+        target_table: link prediction only: the table at the other end of the links.
+        eval_k: link prediction only: how many ranked candidates are scored (MAP@k).
         window: the label window, a pandas timedelta string (``7d``).
         val_timestamp, test_timestamp: the split times.
         num_classes: for multiclass classification.
@@ -57,6 +60,8 @@ class Task:
     val_timestamp: str = "2020-09-07"
     test_timestamp: str = "2020-09-14"
     num_classes: int | None = None
+    target_table: str | None = None
+    eval_k: int = 12
     metrics: dict = field(default_factory=dict)
     monitor: str = ""
     monitor_mode: str = "max"
@@ -64,6 +69,8 @@ class Task:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"task {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        if self.kind == "link_prediction" and not self.target_table:
+            raise ValueError(f"task {self.name!r}: a link_prediction task needs target_table")
         if self.monitor and self.metrics and self.monitor not in self.metrics:
             raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} is not one of its "
                              f"metrics {sorted(self.metrics)}")

@@ -119,3 +119,20 @@ def test_bad_window_and_dates_are_named():
         Task(**kw, val_timestamp="soon")
     with pytest.raises(ValueError, match="precedes"):
         Task(**kw, val_timestamp="2020-09-14", test_timestamp="2020-09-07")
+
+
+def test_user_item_purchase_lists_distinct_articles_in_the_window():
+    t = Task(name="user-item-purchase", sql="hm/user-item-purchase.sql", kind="link_prediction",
+             entity_table="customer", entity_col="customer_id", target_table="article",
+             target_col="article_id")
+    df = t.make_table(tiny_db(), [T])
+    # (t, t + 7d]: c0 bought a0 twice on t + 1d (one distinct article); c1 bought a2 on
+    # t + 7d (inclusive end). c2 bought on t (not after t) and on t + 8d (outside): no row.
+    assert df["customer_id"].tolist() == [0, 1]
+    assert [list(x) for x in df["article_id"]] == [[0], [2]]
+
+
+def test_link_task_needs_a_target_table():
+    with pytest.raises(ValueError, match="target_table"):
+        Task(name="x", sql="hm/user-item-purchase.sql", kind="link_prediction",
+             entity_table="customer", entity_col="customer_id", target_col="article_id")
