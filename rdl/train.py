@@ -22,7 +22,9 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from rdl.data.database import DataError
+from rdl.nn import IDGNN, ContextGNN, TwoTower
 from rdl.training import baselines
+from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
 
 log = logging.getLogger("rdl.train")
@@ -33,6 +35,12 @@ USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
 def train(cfg: DictConfig) -> dict:
     pl.seed_everything(cfg.seed, workers=True)
     task = instantiate(cfg.task, _convert_="all")
+    link = task.kind == "link_prediction"
+    model_cls = hydra.utils.get_class(cfg.model._target_)
+    if link != issubclass(model_cls, (IDGNN, ContextGNN, TwoTower)):
+        raise ValueError(f"model {model_cls.__name__} cannot be trained on task {task.name!r} "
+                         f"({task.kind}); choose " + ("model=contextgnn, idgnn or two-tower" if link
+                                                      else "a node model such as model=sage"))
     # One sampled hop per message-passing layer: more hops would be sampled for nothing.
     hops = list(cfg.data.num_neighbors)[: cfg.model.num_layers]
     # Objects built from data go to partials: passed to instantiate, Hydra would turn them
@@ -41,15 +49,18 @@ def train(cfg: DictConfig) -> dict:
                                                                 seed=cfg.seed)
     dm.setup()
     model = instantiate(cfg.model, _partial_=True)(**dm.model_kwargs())
-    train_y = dm.train_targets()
-    target_range = None
-    if task.kind == "regression":  # RelBench clamps evaluation predictions to this range
-        target_range = tuple(torch.quantile(train_y, torch.tensor([0.02, 0.98])).tolist())
-    module = NodeTaskModule(
-        model, task, optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
-        scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
-        compile=cfg.compile.enabled, compile_kwargs=dict(cfg.compile.kwargs),
-        target_range=target_range)
+    common = dict(optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
+                  scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
+                  compile=cfg.compile.enabled, compile_kwargs=dict(cfg.compile.kwargs))
+    if link:
+        module = LinkTaskModule(model, task, num_dst_nodes=dm.model_kwargs()["num_dst_nodes"],
+                                **common)
+    else:
+        train_y = dm.train_targets()
+        target_range = None
+        if task.kind == "regression":  # RelBench clamps evaluation predictions to this range
+            target_range = tuple(torch.quantile(train_y, torch.tensor([0.02, 0.98])).tolist())
+        module = NodeTaskModule(model, task, target_range=target_range, **common)
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     logger = instantiate(cfg.logger) if cfg.get("logger") else False
     trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger)
@@ -60,8 +71,11 @@ def train(cfg: DictConfig) -> dict:
     test = trainer.test(module, datamodule=dm, ckpt_path=ckpt, verbose=False)[0]
 
     results = {"model": {"val": _strip(val, "val/"), "test": _strip(test, "test/")}}
-    split_y = {s: dm._target(dm.tables[s]) for s in ("val", "test")}
-    results.update(baselines.evaluate(task, train_y, split_y))
+    if link:
+        results.update(baselines.link_baselines(task, dm.tables))
+    else:
+        split_y = {s: dm._target(dm.tables[s]) for s in ("val", "test")}
+        results.update(baselines.node_baselines(task, train_y, split_y))
     if trainer.is_global_zero:
         report(task.name, results, Path(HydraConfig.get().runtime.output_dir))
     return results

@@ -18,14 +18,19 @@ def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("cache")
 
 
-@pytest.mark.parametrize("task,metric", [("user-churn", "auroc"), ("item-sales", "mae")])
+@pytest.mark.parametrize("task,metric", [
+    ("user-churn", "auroc"),
+    ("item-sales", "mae"),
+    ("user-item-purchase", "map"),                  # the default model: contextgnn
+    ("user-item-purchase model=idgnn", "map"),
+])
 def test_short_training_run(tmp_path, cache, task, metric):
-    out = run(tmp_path, f"task={task}", "data=hm-tiny", "trainer.max_epochs=1",
+    out = run(tmp_path, *f"task={task}".split(), "data=hm-tiny", "trainer.max_epochs=1",
               "trainer.limit_train_batches=3", "trainer.limit_val_batches=2",
               "model.channels=16", "model.encoder_layers=1", "compile.enabled=false", cache=cache)
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert results["task"] == task
+    assert results["task"] == task.split()[0]
     for split in ("val", "test"):
         assert 0 <= results["model"][split][metric] < float("inf")
     baselines = [k for k in results if k not in ("task", "model")]
@@ -47,9 +52,11 @@ def test_compiled_training_run(tmp_path, cache):
     ("task=nope", "task"),
     ("model.channel=16", "channel"),
     ("data.db.source=nope", "nope"),
+    ("model=idgnn", "cannot be trained on task 'user-churn'"),
+    ("task=user-item-purchase model=sage", "model=contextgnn"),
 ])
 def test_bad_settings_fail_with_a_clear_message(tmp_path, cache, override, message):
-    out = run(tmp_path, override, "data=hm-tiny", cache=cache)
+    out = run(tmp_path, *override.split(), "data=hm-tiny", cache=cache)
     assert out.returncode != 0
     err = out.stderr
     assert message in err

@@ -1,5 +1,5 @@
-"""The relational GNN for node-level tasks: encode rows, add their age, pass messages,
-predict on the seed rows."""
+"""The relational GNN: encode rows, add their age, pass messages. ``RelGNN`` is the shared
+backbone; ``NodeModel`` puts a head on the seed rows for node-level tasks."""
 from __future__ import annotations
 
 import torch
@@ -10,48 +10,85 @@ from rdl.nn.encoder import HeteroEncoder, RelativeTimeEncoder
 from rdl.nn.gnn import HeteroGraphSAGE
 
 
-class NodeModel(torch.nn.Module):
-    """RelBench's node-level GNN: per-table ResNet encoders, a relative-time encoding,
-    heterogeneous GraphSAGE and an MLP head on the seed nodes.
+class RelGNN(torch.nn.Module):
+    """RelBench's backbone: per-table ResNet encoders, a relative-time encoding and
+    heterogeneous GraphSAGE; returns the features of every node of the batch.
 
     Args:
         metadata: ``(node_types, edge_types)`` of the graph.
         col_names, col_stats: per node type, from the materialised TensorFrames.
         time_types: the node types that have a time.
-        entity_table: the seed node type.
-        out_channels: 1 for binary classification and regression, C for C classes.
         channels: width (RelBench: 128).
-        num_layers: message-passing layers (RelBench: 2; 0 gives the entity-features-only
-            baseline).
+        num_layers: message-passing layers (RelBench: 2; 0 keeps the row encodings).
         encoder_layers: ResNet blocks of each table encoder.
         aggr: SAGEConv aggregation.
-        head_layers: MLP layers of the head.
+        id_table: identity awareness (ID-GNN): the seed nodes of this type, the first
+            ``len(seed_time)`` nodes of it, get a learned vector added before message passing.
     """
 
     def __init__(self, metadata: tuple, col_names: dict, col_stats: dict, time_types: list[str],
-                 entity_table: str, out_channels: int = 1, channels: int = 128,
-                 num_layers: int = 2, encoder_layers: int = 4, aggr: str = "sum",
-                 head_layers: int = 1):
+                 channels: int = 128, num_layers: int = 2, encoder_layers: int = 4,
+                 aggr: str = "sum", id_table: str | None = None):
         super().__init__()
         node_types, edge_types = metadata
-        self.entity_table = entity_table
-        self.num_layers = num_layers
+        self.time_types = list(time_types)
+        self.id_table = id_table
         self.encoder = HeteroEncoder(channels, col_names, col_stats, num_layers=encoder_layers)
         self.time_encoder = RelativeTimeEncoder(time_types, channels)
         self.gnn = HeteroGraphSAGE(node_types, edge_types, channels, num_layers, aggr)
+        self.id_emb = torch.nn.Parameter(torch.empty(channels)) if id_table else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        for m in (self.encoder, self.time_encoder, self.gnn):
+            m.reset_parameters()
+        if self.id_emb is not None:
+            torch.nn.init.normal_(self.id_emb, std=0.1)
+
+    def forward(self, tf_dict: dict, edge_index_dict: dict, time_dict: dict,
+                batch_dict: dict, seed_time: Tensor) -> dict[str, Tensor]:
+        """Inputs: node type -> TensorFrame ``[N_t]``; edge type -> ``[2, E]``; timed node
+        type -> time ``[N_t]`` (seconds) and seed index ``[N_t]``; ``seed_time [B]``.
+        Returns node type -> ``[N_t, channels]``."""
+        x_dict = self.encoder(tf_dict)
+        for nt, rel in self.time_encoder(seed_time, time_dict, batch_dict).items():
+            x_dict[nt] = x_dict[nt] + rel
+        if self.id_emb is not None:
+            x = x_dict[self.id_table]
+            is_seed = torch.arange(x.size(0), device=x.device) < seed_time.size(0)
+            x_dict[self.id_table] = x + is_seed.unsqueeze(-1) * self.id_emb
+        return self.gnn(x_dict, edge_index_dict)
+
+
+class NodeModel(torch.nn.Module):
+    """Node-level prediction: :class:`RelGNN` and an MLP head on the seed nodes.
+
+    Args:
+        entity_table: the seed node type.
+        out_channels: 1 for binary classification and regression, C for C classes.
+        head_layers: MLP layers of the head.
+        **kwargs: the :class:`RelGNN` arguments.
+    """
+
+    def __init__(self, entity_table: str, out_channels: int = 1, head_layers: int = 1,
+                 channels: int = 128, **kwargs):
+        super().__init__()
+        self.entity_table = entity_table
+        self.gnn = RelGNN(channels=channels, **kwargs)
         self.head = MLP(channels, out_channels=out_channels, num_layers=head_layers,
                         norm="layer_norm")
 
+    @property
+    def time_types(self) -> list[str]:
+        return self.gnn.time_types
+
     def reset_parameters(self):
-        for m in (self.encoder, self.time_encoder, self.gnn, self.head):
-            m.reset_parameters()
+        self.gnn.reset_parameters()
+        self.head.reset_parameters()
 
     def forward(self, tf_dict: dict, edge_index_dict: dict, time_dict: dict,
                 batch_dict: dict, seed_time: Tensor) -> Tensor:
         """Returns ``[B, out_channels]`` for the ``B = len(seed_time)`` seed nodes, which
         come first among the ``entity_table`` nodes."""
-        x_dict = self.encoder(tf_dict)
-        for nt, rel in self.time_encoder(seed_time, time_dict, batch_dict).items():
-            x_dict[nt] = x_dict[nt] + rel
-        x_dict = self.gnn(x_dict, edge_index_dict)
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time)
         return self.head(x_dict[self.entity_table][: seed_time.size(0)])

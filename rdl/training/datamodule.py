@@ -8,11 +8,13 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 from torch_geometric.loader import NodeLoader
+from torch_geometric.transforms import Compose
 
 import rdl
 from rdl.data.database import Database
 from rdl.graph.build import make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
+from rdl.graph.transforms import AttachLinkTarget, Bidirectional
 from rdl.tasks import SPLITS, Task
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ class RelDataModule(pl.LightningDataModule):
         num_neighbors: fan-out per hop (RelBench: [128, 64]); one hop per model layer.
         strategy: ``uniform`` or ``last`` temporal sampling.
         strict: neighbours must be strictly older than the seed (RelBench v3 rule).
+        bidirectional: sampled edges carry messages both ways (see
+            :class:`~rdl.graph.transforms.Bidirectional`); ID-GNN needs it.
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
         num_workers: loader worker processes.
         cache_dir: where materialised graphs are cached (default ``$RDL_CACHE`` or
@@ -53,7 +57,7 @@ class RelDataModule(pl.LightningDataModule):
 
     def __init__(self, db: Database, task: Task, batch_size: int = 512,
                  num_neighbors: list[int] = (128, 64), strategy: str = "uniform",
-                 strict: bool = False, stypes: dict | None = None, text_embedder=None,
+                 strict: bool = False, bidirectional: bool = False, stypes: dict | None = None, text_embedder=None,
                  num_workers: int = 0, cache_dir: str | None = None,
                  eval_batch_size: int | None = None, seed: int = 0):
         super().__init__()
@@ -61,7 +65,7 @@ class RelDataModule(pl.LightningDataModule):
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
         self.num_neighbors = list(num_neighbors)
-        self.strategy, self.strict = strategy, strict
+        self.strategy, self.strict, self.bidirectional = strategy, strict, bidirectional
         self.stypes, self.text_embedder = stypes, text_embedder
         self.num_workers = num_workers
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
@@ -90,22 +94,42 @@ class RelDataModule(pl.LightningDataModule):
 
     def model_kwargs(self) -> dict:
         """Data-dependent constructor arguments of the model."""
-        data = self.data
-        task = self.task
-        out = task.num_classes if task.kind == "multiclass_classification" else 1
-        return dict(
+        data, task = self.data, self.task
+        kwargs = dict(
             metadata=data.metadata(),
             col_names={nt: data[nt].tf.col_names_dict for nt in data.node_types},
             col_stats=self.col_stats,
             time_types=[nt for nt in data.node_types if "time" in data[nt]],
-            entity_table=task.entity_table,
-            out_channels=out,
         )
+        if task.kind == "link_prediction":
+            return dict(kwargs, src_table=task.entity_table, dst_table=task.target_table,
+                        num_dst_nodes=data[task.target_table].num_nodes)
+        out = task.num_classes if task.kind == "multiclass_classification" else 1
+        return dict(kwargs, entity_table=task.entity_table, out_channels=out)
 
     # -- loaders ----------------------------------------------------------------------------
     def _target(self, df) -> Tensor:
         y = torch.from_numpy(df[self.task.target_col].to_numpy())
         return y.long() if self.task.kind == "multiclass_classification" else y.float()
+
+    def link_lists(self, df) -> tuple[Tensor, Tensor]:
+        """The target lists of a link task's table as a CSR ``(ptr, idx)`` over its rows."""
+        lists = df[self.task.target_col]
+        counts = torch.tensor(lists.map(len).to_numpy(), dtype=torch.long)
+        ptr = torch.zeros(len(counts) + 1, dtype=torch.long)
+        torch.cumsum(counts, 0, out=ptr[1:])
+        flat = lists.explode().dropna().to_numpy(dtype="int64")
+        return ptr, torch.from_numpy(flat)
+
+    def transform(self, split: str):
+        task, df = self.task, self.tables[split]
+        if task.kind == "link_prediction":
+            ptr, idx = self.link_lists(df)
+            attach = AttachLinkTarget(task.entity_table, task.target_table, ptr, idx,
+                                      self.data[task.target_table].num_nodes)
+        else:
+            attach = AttachTarget(task.entity_table, self._target(df))
+        return Compose([Bidirectional(), attach]) if self.bidirectional else attach
 
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         task, df = self.task, self.tables[split]
@@ -116,7 +140,7 @@ class RelDataModule(pl.LightningDataModule):
             self.data, node_sampler=sampler,
             input_nodes=(task.entity_table, nodes),
             input_time=to_seconds(df["timestamp"]),
-            transform=AttachTarget(task.entity_table, self._target(df)),
+            transform=self.transform(split),
             batch_size=self.batch_size if train else self.eval_batch_size,
             shuffle=train if shuffle is None else shuffle,
             num_workers=self.num_workers,

@@ -1,4 +1,9 @@
-"""LightningModule for node-level tasks: compiled model, tensor learning rate, device metrics."""
+"""LightningModules: compiled model, tensor learning rate, metrics on the device.
+
+:class:`TaskModule` holds what every task shares (compilation, the optimiser and its
+schedule, the metric collections, turning a batch into model inputs);
+:class:`NodeTaskModule` trains node-level tasks, ``rdl.training.link_module`` link tasks.
+"""
 from __future__ import annotations
 
 from typing import Callable
@@ -12,12 +17,13 @@ from torchmetrics import MetricCollection
 from rdl.tasks import Task
 
 
-class NodeTaskModule(pl.LightningModule):
-    """Trains a node-level model on one task.
+class TaskModule(pl.LightningModule):
+    """Shared machinery; subclasses define the steps.
 
     Args:
-        model: a plain ``nn.Module`` with the :class:`rdl.nn.NodeModel` forward signature.
-        task: the task (kind, entity table, metrics).
+        model: a plain ``nn.Module`` taking ``(tf_dict, edge_index_dict, time_dict,
+            batch_dict, seed_time, ...)``.
+        task: the task (kind, tables, metrics).
         optimizer: ``partial`` taking ``(params, lr=Tensor)``; the LR is a tensor so that a
             scheduler changing it never triggers a recompile.
         lr: the base learning rate.
@@ -25,22 +31,16 @@ class NodeTaskModule(pl.LightningModule):
             optimizer step; ``None`` keeps the LR constant.
         compile: compile the model with ``torch.compile``.
         compile_kwargs: passed to ``torch.compile`` (default ``dynamic=True``).
-        target_range: regression only: evaluation predictions are clamped to it (RelBench:
-            the 2nd and 98th percentiles of the train targets).
     """
 
     def __init__(self, model: torch.nn.Module, task: Task, optimizer: Callable, lr: float = 0.005,
                  scheduler: Callable | None = None, compile: bool = True,
-                 compile_kwargs: dict | None = None, target_range: tuple | None = None):
+                 compile_kwargs: dict | None = None):
         super().__init__()
         self.model, self.task = model, task
         self.optimizer_fn, self.scheduler_fn, self.lr = optimizer, scheduler, lr
         self.entity = task.entity_table
-        self.time_types = list(model.time_encoder.lins.keys())
-        if target_range is not None:
-            self.register_buffer("target_range", torch.tensor(target_range, dtype=torch.float))
-        else:
-            self.target_range = None
+        self.time_types = model.time_types
         metrics = MetricCollection(dict(task.metrics))
         self.val_metrics = metrics.clone(prefix="val/")
         self.test_metrics = metrics.clone(prefix="test/")
@@ -51,16 +51,63 @@ class NodeTaskModule(pl.LightningModule):
         # and checkpoints keep the plain model's keys.
         object.__setattr__(self, "forward_fn", forward)
 
-    # -- the step ------------------------------------------------------------------------
-    def forward(self, batch) -> Tensor:
+    def inputs(self, batch, seed_table: str | None = None) -> tuple:
+        """The model's inputs from a sampled batch seeded at ``seed_table`` nodes."""
         types = [nt for nt in batch.node_types if "tf" in batch[nt]]
-        out = self.forward_fn(
+        return (
             {nt: batch[nt].tf for nt in types},
             batch.collect("edge_index"),
             {nt: batch[nt].time for nt in self.time_types},
             {nt: batch[nt].batch for nt in self.time_types},
-            batch[self.entity].seed_time,
+            batch[seed_table or self.entity].seed_time,
         )
+
+    def forward(self, batch, *extra):
+        return self.forward_fn(*self.inputs(batch), *extra)
+
+    def on_validation_epoch_end(self):
+        self.log_dict(self.val_metrics.compute(), prog_bar=True)
+        self.val_metrics.reset()
+
+    def on_test_epoch_end(self):
+        self.log_dict(self.test_metrics.compute())
+        self.test_metrics.reset()
+
+    def validation_step(self, batch, batch_idx):
+        self.eval_step(batch, self.val_metrics)
+
+    def test_step(self, batch, batch_idx):
+        self.eval_step(batch, self.test_metrics)
+
+    def configure_optimizers(self):
+        lr = torch.tensor(self.lr, dtype=torch.float, device=self.device)
+        # On CUDA a tensor LR needs the capturable update (no host read of the LR per step).
+        extra = {"capturable": True} if self.device.type == "cuda" else {}
+        opt = self.optimizer_fn(self.model.parameters(), lr=lr, **extra)
+        if self.scheduler_fn is None:
+            return opt
+        sched = self.scheduler_fn(opt, total_steps=int(self.trainer.estimated_stepping_batches))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+class NodeTaskModule(TaskModule):
+    """Node-level tasks: classification (BCE / CE) and regression (L1).
+
+    Args:
+        target_range: regression only: evaluation predictions are clamped to it (RelBench:
+            the 2nd and 98th percentiles of the train targets).
+        **kwargs: see :class:`TaskModule`.
+    """
+
+    def __init__(self, model, task, *args, target_range: tuple | None = None, **kwargs):
+        super().__init__(model, task, *args, **kwargs)
+        if target_range is not None:
+            self.register_buffer("target_range", torch.tensor(target_range, dtype=torch.float))
+        else:
+            self.target_range = None
+
+    def forward(self, batch) -> Tensor:
+        out = super().forward(batch)
         return out.squeeze(-1) if out.size(-1) == 1 else out
 
     def loss(self, pred: Tensor, y: Tensor) -> Tensor:
@@ -89,34 +136,9 @@ class NodeTaskModule(pl.LightningModule):
                  batch_size=y.size(0))
         return loss
 
-    def _eval_step(self, batch, metrics: MetricCollection):
+    def eval_step(self, batch, metrics: MetricCollection):
         y = batch[self.entity].y
         pred = self(batch)
         target = y.long() if self.task.is_classification else y
         metrics.update(self.predict_value(pred), target)
         self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0))
-
-    def validation_step(self, batch, batch_idx):
-        self._eval_step(batch, self.val_metrics)
-
-    def on_validation_epoch_end(self):
-        self.log_dict(self.val_metrics.compute(), prog_bar=True)
-        self.val_metrics.reset()
-
-    def test_step(self, batch, batch_idx):
-        self._eval_step(batch, self.test_metrics)
-
-    def on_test_epoch_end(self):
-        self.log_dict(self.test_metrics.compute())
-        self.test_metrics.reset()
-
-    # -- optimisation --------------------------------------------------------------------
-    def configure_optimizers(self):
-        lr = torch.tensor(self.lr, dtype=torch.float, device=self.device)
-        # On CUDA a tensor LR needs the capturable update (no host read of the LR per step).
-        extra = {"capturable": True} if self.device.type == "cuda" else {}
-        opt = self.optimizer_fn(self.model.parameters(), lr=lr, **extra)
-        if self.scheduler_fn is None:
-            return opt
-        sched = self.scheduler_fn(opt, total_steps=int(self.trainer.estimated_stepping_batches))
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}

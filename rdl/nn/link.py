@@ -1,0 +1,151 @@
+"""Link-prediction models: rank ``dst_table`` rows for each ``src_table`` seed.
+
+Three families, all on the :class:`~rdl.nn.model.RelGNN` backbone:
+
+- :class:`TwoTower`: the seed's subgraph embedding against each candidate's own subgraph
+  embedding (plus an optional shallow embedding of the candidate), a dot product.
+- :class:`IDGNN`: one subgraph around the seed, which is marked (identity awareness);
+  messages flow both ways, and every candidate *in the subgraph* is scored from its
+  features, so the score is pair-wise. Candidates outside the subgraph are not scored.
+- :class:`ContextGNN`: ID-GNN's pair-wise scores for the candidates in the seed's subgraph,
+  a two-tower score (seed embedding against a shallow embedding of every candidate) for all
+  others, one ranking (in the spirit of ContextGNN, Yuan et al. 2024).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torch_geometric.nn import MLP
+
+from rdl.nn.model import RelGNN
+
+
+class IDGNN(torch.nn.Module):
+    """Identity-aware GNN for recommendation (RelBench's ID-GNN baseline).
+
+    Args:
+        src_table, dst_table: the seed and the candidate node types.
+        num_dst_nodes: unused (ID-GNN scores only what it sees); the link models share
+            one signature.
+        channels, head_layers: width, and MLP layers of the scoring head.
+        **kwargs: the :class:`RelGNN` arguments.
+
+    ``forward`` returns one logit per ``dst_table`` node of the batch, ``[N_dst]``: the
+    score of (its seed, that row).
+    """
+
+    def __init__(self, src_table: str, dst_table: str, num_dst_nodes: int | None = None,
+                 channels: int = 128, head_layers: int = 1, **kwargs):
+        super().__init__()
+        self.src_table, self.dst_table = src_table, dst_table
+        self.gnn = RelGNN(channels=channels, id_table=src_table, **kwargs)
+        self.head = MLP(channels, out_channels=1, num_layers=head_layers, norm="layer_norm")
+
+    @property
+    def time_types(self) -> list[str]:
+        return self.gnn.time_types
+
+    def reset_parameters(self):
+        self.gnn.reset_parameters()
+        self.head.reset_parameters()
+
+    def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time) -> Tensor:
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time)
+        return self.head(x_dict[self.dst_table]).squeeze(-1)
+
+
+class ContextGNN(torch.nn.Module):
+    """Pair-wise scores inside the seed's subgraph, two-tower scores outside it.
+
+    Args:
+        src_table, dst_table: the seed and the candidate node types.
+        num_dst_nodes: rows of ``dst_table`` (the shallow embedding's size).
+        channels, head_layers: width, and MLP layers of the pair-wise head.
+        **kwargs: the :class:`RelGNN` arguments.
+
+    ``forward`` returns ``(pair [N_dst], seed [B, C])``: a logit per ``dst_table`` node of
+    the batch and the seeds' embeddings; :meth:`scores` turns them into ``[B, num_dst]``.
+    """
+
+    def __init__(self, src_table: str, dst_table: str, num_dst_nodes: int, channels: int = 128,
+                 head_layers: int = 1, **kwargs):
+        super().__init__()
+        self.src_table, self.dst_table = src_table, dst_table
+        self.gnn = RelGNN(channels=channels, id_table=src_table, **kwargs)
+        self.pair_head = MLP(channels, out_channels=1, num_layers=head_layers, norm="layer_norm")
+        self.seed_head = MLP(channels, out_channels=channels, num_layers=head_layers,
+                             norm="layer_norm")
+        self.dst_emb = torch.nn.Embedding(num_dst_nodes, channels)
+        self.dst_bias = torch.nn.Embedding(num_dst_nodes, 1)
+        self.reset_parameters()
+
+    @property
+    def time_types(self) -> list[str]:
+        return self.gnn.time_types
+
+    def reset_parameters(self):
+        self.gnn.reset_parameters()
+        self.pair_head.reset_parameters()
+        self.seed_head.reset_parameters()
+        torch.nn.init.normal_(self.dst_emb.weight, std=0.1)
+        torch.nn.init.zeros_(self.dst_bias.weight)
+
+    def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time):
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time)
+        pair = self.pair_head(x_dict[self.dst_table]).squeeze(-1)
+        seed = self.seed_head(x_dict[self.src_table][: seed_time.size(0)])
+        return pair, seed
+
+    def scores(self, pair: Tensor, seed: Tensor, dst_batch: Tensor, dst_id: Tensor) -> Tensor:
+        """``[B, num_dst]`` logits: two-tower everywhere, pair-wise where the candidate is
+        in the seed's subgraph (``dst_batch``, ``dst_id``: seed index and row of each
+        ``dst_table`` node of the batch; unique pairs, as the sampler dedupes per seed)."""
+        out = seed @ self.dst_emb.weight.t() + self.dst_bias.weight.t()
+        return out.index_put((dst_batch, dst_id), pair)
+
+
+class TwoTower(torch.nn.Module):
+    """Two towers over one backbone: seed rows and candidate rows are each embedded from
+    their own subgraph; a candidate's score is the dot product with the seed's embedding.
+
+    Args:
+        src_table, dst_table: the seed and the candidate node types.
+        num_dst_nodes: rows of ``dst_table``; with ``shallow=True`` each gets a learned
+            embedding added to its subgraph embedding.
+        channels, head_layers: width, and MLP layers of each tower's head.
+        **kwargs: the :class:`RelGNN` arguments.
+    """
+
+    def __init__(self, src_table: str, dst_table: str, num_dst_nodes: int, channels: int = 128,
+                 head_layers: int = 1, shallow: bool = True, **kwargs):
+        super().__init__()
+        self.src_table, self.dst_table = src_table, dst_table
+        self.gnn = RelGNN(channels=channels, **kwargs)
+        self.src_head = MLP(channels, out_channels=channels, num_layers=head_layers,
+                            norm="layer_norm")
+        self.dst_head = MLP(channels, out_channels=channels, num_layers=head_layers,
+                            norm="layer_norm")
+        self.dst_emb = torch.nn.Embedding(num_dst_nodes, channels) if shallow else None
+        self.reset_parameters()
+
+    @property
+    def time_types(self) -> list[str]:
+        return self.gnn.time_types
+
+    def reset_parameters(self):
+        self.gnn.reset_parameters()
+        self.src_head.reset_parameters()
+        self.dst_head.reset_parameters()
+        if self.dst_emb is not None:
+            torch.nn.init.normal_(self.dst_emb.weight, std=0.1)
+
+    def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
+                src_index: Tensor, dst_index: Tensor, dst_id: Tensor):
+        """Embeddings of the seeds at ``src_index`` among the ``src_table`` nodes and at
+        ``dst_index`` among the ``dst_table`` nodes (``dst_id``: their rows)."""
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time)
+        src = self.src_head(x_dict[self.src_table][src_index])
+        dst = self.dst_head(x_dict[self.dst_table][dst_index])
+        if self.dst_emb is not None:
+            dst = dst + self.dst_emb(dst_id)
+        return src, dst

@@ -1,0 +1,72 @@
+"""LightningModule for link prediction: rank every ``dst`` row for each seed, on the device.
+
+Batches are seeded at the task's source rows (a customer at a time); the loader attaches
+the true rows (``batch[src].y``, -1 padded) and marks the true ``dst`` nodes of each
+subgraph (``batch[dst].y``). Evaluation scores all ``dst`` rows per batch (a ``[B, num_dst]``
+matrix, never more) and keeps the top k.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torchmetrics import MetricCollection
+
+from rdl.nn.link import IDGNN, ContextGNN, TwoTower
+from rdl.training.module import TaskModule
+
+
+def listwise_loss(scores: Tensor, pos: Tensor) -> Tensor:
+    """Softmax cross-entropy of each true row against all rows: ``scores [B, N]``,
+    ``pos [B, L]`` true rows padded with -1; averaged over the true rows."""
+    valid = pos >= 0
+    logp = scores.log_softmax(-1).gather(1, pos.clamp(min=0))
+    return -(logp * valid).sum() / valid.sum().clamp(min=1)
+
+
+class LinkTaskModule(TaskModule):
+    """Trains an :class:`~rdl.nn.link.IDGNN`, :class:`~rdl.nn.link.ContextGNN` or
+    :class:`~rdl.nn.link.TwoTower` on a link task.
+
+    Args:
+        num_dst_nodes: rows of the task's target table.
+        **kwargs: see :class:`~rdl.training.module.TaskModule`.
+    """
+
+    def __init__(self, model, task, *args, num_dst_nodes: int, **kwargs):
+        super().__init__(model, task, *args, **kwargs)
+        self.dst = task.target_table
+        self.num_dst, self.k = num_dst_nodes, task.eval_k
+        if not isinstance(model, (IDGNN, ContextGNN, TwoTower)):
+            raise TypeError(f"task {task.name!r} is link prediction; model "
+                            f"{type(model).__name__} is not a link model (model=idgnn, "
+                            "contextgnn or two-tower)")
+
+    def scores(self, batch) -> Tensor:
+        """``[B, num_dst]`` logits of every ``dst`` row for each seed of the batch."""
+        dst = batch[self.dst]
+        B = batch[self.entity].batch_size
+        if isinstance(self.model, ContextGNN):
+            pair, seed = self(batch)
+            return self.model.scores(pair, seed, dst.batch, dst.n_id)
+        if isinstance(self.model, IDGNN):
+            out = torch.full((B, self.num_dst), float("-inf"), device=self.device)
+            return out.index_put((dst.batch, dst.n_id), self(batch))
+        src, _ = self(batch, torch.arange(B, device=self.device), *self._no_dst)
+        return src @ self._dst_emb.t()
+
+    def training_step(self, batch, batch_idx):
+        pos = batch[self.entity].y
+        if isinstance(self.model, IDGNN):  # a label per candidate in the subgraph (RelBench)
+            y = batch[self.dst].y
+            logits = self(batch)
+            loss = F.binary_cross_entropy_with_logits(logits, y, reduction="sum") / max(y.numel(), 1)
+        else:
+            loss = listwise_loss(self.scores(batch), pos)
+        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True,
+                 batch_size=pos.size(0))
+        return loss
+
+    def eval_step(self, batch, metrics: MetricCollection):
+        top = self.scores(batch).topk(self.k, dim=-1).indices
+        metrics.update(top, batch[self.entity].y)
