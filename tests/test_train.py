@@ -23,6 +23,7 @@ def cache(tmp_path_factory):
     ("item-sales", "mae"),
     ("user-item-purchase", "map"),                  # the default model: contextgnn
     ("user-item-purchase model=idgnn", "map"),
+    ("user-item-purchase model=two-tower", "map"),
 ])
 def test_short_training_run(tmp_path, cache, task, metric):
     out = run(tmp_path, *f"task={task}".split(), "data=hm-tiny", "trainer.max_epochs=1",

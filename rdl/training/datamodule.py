@@ -4,10 +4,12 @@ from __future__ import annotations
 import logging
 import os
 
+import pandas as pd
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
-from torch_geometric.loader import NodeLoader
+from torch_geometric.loader import LinkLoader, NodeLoader
+from torch_geometric.sampler import NegativeSampling
 from torch_geometric.transforms import Compose
 
 import rdl
@@ -49,6 +51,8 @@ class RelDataModule(pl.LightningDataModule):
         strict: neighbours must be strictly older than the seed (RelBench v3 rule).
         bidirectional: sampled edges carry messages both ways (see
             :class:`~rdl.graph.transforms.Bidirectional`); ID-GNN needs it.
+        triplets: link tasks: train on (seed, true row, random row) triplets, each with its
+            own subgraph (two-tower training), instead of on seed subgraphs.
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
         num_workers: loader worker processes.
         cache_dir: where materialised graphs are cached (default ``$RDL_CACHE`` or
@@ -57,7 +61,7 @@ class RelDataModule(pl.LightningDataModule):
 
     def __init__(self, db: Database, task: Task, batch_size: int = 512,
                  num_neighbors: list[int] = (128, 64), strategy: str = "uniform",
-                 strict: bool = False, bidirectional: bool = False, stypes: dict | None = None, text_embedder=None,
+                 strict: bool = False, bidirectional: bool = False, triplets: bool = False, stypes: dict | None = None, text_embedder=None,
                  num_workers: int = 0, cache_dir: str | None = None,
                  eval_batch_size: int | None = None, seed: int = 0):
         super().__init__()
@@ -66,6 +70,7 @@ class RelDataModule(pl.LightningDataModule):
         self.eval_batch_size = eval_batch_size or batch_size
         self.num_neighbors = list(num_neighbors)
         self.strategy, self.strict, self.bidirectional = strategy, strict, bidirectional
+        self.triplets = triplets
         self.stypes, self.text_embedder = stypes, text_embedder
         self.num_workers = num_workers
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
@@ -148,7 +153,41 @@ class RelDataModule(pl.LightningDataModule):
             filter_per_worker=self.num_workers > 0,
         )
 
+    def dst_loader(self, split: str) -> NodeLoader:
+        """Every row of a link task's target table, seeded at the split's time (two-tower
+        evaluation embeds all candidates once per evaluation time)."""
+        task = self.task
+        t = task.val_time if split == "val" else task.test_time
+        n = self.data[task.target_table].num_nodes
+        return NodeLoader(
+            self.data, node_sampler=self.sampler.with_seed(self.seed),
+            input_nodes=(task.target_table, torch.arange(n)),
+            input_time=to_seconds(pd.Series([t] * n)),
+            transform=Bidirectional() if self.bidirectional else None,
+            batch_size=self.eval_batch_size, shuffle=False,
+        )
+
+    def triplet_loader(self) -> LinkLoader:
+        """Training links of a link task, one per (seed row, true target): each endpoint and
+        one random target row get their own subgraph at the link's time."""
+        task, df = self.task, self.tables["train"]
+        pairs = df[["timestamp", task.entity_col, task.target_col]].explode(task.target_col)
+        src = torch.from_numpy(pairs[task.entity_col].to_numpy(dtype="int64"))
+        dst = torch.from_numpy(pairs[task.target_col].to_numpy(dtype="int64"))
+        link_type = (task.entity_table, "links", task.target_table)
+        return LinkLoader(
+            self.data, link_sampler=self.sampler,
+            edge_label_index=(link_type, torch.stack([src, dst])),
+            edge_label_time=to_seconds(pairs["timestamp"]),
+            neg_sampling=NegativeSampling("triplet", amount=1),
+            batch_size=self.batch_size, shuffle=True,
+            num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
+            filter_per_worker=self.num_workers > 0,
+        )
+
     def train_dataloader(self):
+        if self.triplets:
+            return self.triplet_loader()
         return self.loader("train")
 
     def val_dataloader(self):

@@ -52,20 +52,54 @@ class LinkTaskModule(TaskModule):
         if isinstance(self.model, IDGNN):
             out = torch.full((B, self.num_dst), float("-inf"), device=self.device)
             return out.index_put((dst.batch, dst.n_id), self(batch))
-        src, _ = self(batch, torch.arange(B, device=self.device), *self._no_dst)
-        return src @ self._dst_emb.t()
+        none = torch.zeros(2, 0, dtype=torch.long, device=self.device)  # two distinct empties
+        src, _ = self(batch, torch.arange(B, device=self.device), none[0], none[1])
+        return src @ self.dst_embeddings.t()
 
     def training_step(self, batch, batch_idx):
-        pos = batch[self.entity].y
-        if isinstance(self.model, IDGNN):  # a label per candidate in the subgraph (RelBench)
+        if isinstance(self.model, TwoTower):
+            loss, n = self.bpr_loss(batch)
+        elif isinstance(self.model, IDGNN):  # a label per candidate in the subgraph (RelBench)
             y = batch[self.dst].y
             logits = self(batch)
             loss = F.binary_cross_entropy_with_logits(logits, y, reduction="sum") / max(y.numel(), 1)
+            n = batch[self.entity].batch_size
         else:
-            loss = listwise_loss(self.scores(batch), pos)
-        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True,
-                 batch_size=pos.size(0))
+            loss = listwise_loss(self.scores(batch), batch[self.entity].y)
+            n = batch[self.entity].batch_size
+        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=n)
         return loss
+
+    def bpr_loss(self, batch) -> tuple[Tensor, int]:
+        """Bayesian personalised ranking on (seed, true row, random row) triplets."""
+        dst = batch[self.dst]
+        pos, neg = dst.dst_pos_index, dst.dst_neg_index
+        dst_index = torch.cat([pos, neg])
+        src, out = self(batch, batch[self.entity].src_index, dst_index, dst.n_id[dst_index])
+        p, n = out.split([pos.numel(), neg.numel()])
+        return -F.logsigmoid((src * p).sum(-1) - (src * n).sum(-1)).mean(), pos.numel()
+
+    # -- two-tower evaluation: embed every candidate once per evaluation time -----------
+    @torch.no_grad()
+    def embed_all_dst(self, split: str) -> Tensor:
+        out = []
+        for batch in self.trainer.datamodule.dst_loader(split):
+            batch = batch.to(self.device)
+            B = batch[self.dst].batch_size
+            index = torch.arange(B, device=self.device)
+            none = torch.zeros(0, dtype=torch.long, device=self.device)
+            _, emb = self.forward_fn(*self.inputs(batch, self.dst), none, index,
+                                     batch[self.dst].n_id[:B])
+            out.append(emb)
+        return torch.cat(out)
+
+    def on_validation_epoch_start(self):
+        if isinstance(self.model, TwoTower):
+            self.dst_embeddings = self.embed_all_dst("val")
+
+    def on_test_epoch_start(self):
+        if isinstance(self.model, TwoTower):
+            self.dst_embeddings = self.embed_all_dst("test")
 
     def eval_step(self, batch, metrics: MetricCollection):
         top = self.scores(batch).topk(self.k, dim=-1).indices
