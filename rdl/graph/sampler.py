@@ -3,7 +3,8 @@
 ``TemporalSampler`` is a vectorised-torch replacement for PyG's
 ``NeighborSampler(disjoint=True, temporal_strategy=..., time_attr=...)``
 (which needs ``pyg-lib``).  It plugs into ``torch_geometric.loader.NodeLoader``
-and returns ordinary ``HeteroSamplerOutput`` objects.
+(``sample_from_nodes``) and ``torch_geometric.loader.LinkLoader``
+(``sample_from_edges``) and returns ordinary ``HeteroSamplerOutput`` objects.
 
 Semantics (those of pyg-lib's ``hetero_neighbor_sample`` in disjoint temporal
 mode, with the decisions below made explicit):
@@ -12,7 +13,8 @@ mode, with the decisions below made explicit):
   subgraph a global node appears at most once: nodes are de-duplicated by the
   pair ``(seed index, global node id)``.  A node reached again (in the same or
   a later hop, through the same or another edge type) only adds the edge.
-  ``batch[node_type]`` holds the seed index (``0..B-1``) of every node.
+  ``batch[node_type]`` holds the seed index (``0..B-1``) of every node (link
+  sampling: see below).
 * Node order per type: the seeds first (input type only, in input order), then
   the nodes added by hop 1, hop 2, ... (``num_sampled_nodes[type][h]`` of
   them for hop ``h``, entry 0 being the seed count).  Within one hop and one
@@ -41,8 +43,44 @@ mode, with the decisions below made explicit):
   tensors when nothing was sampled), so the keys never change across batches.
   ``metadata = (input_id, seed_time)`` as in PyG, moved to ``device``
   (``seed_time`` is ``None`` when the loader gave no input time).
-* Seed times are cast to the dtype of each node type's time (int64 seconds
-  in rdl); float node times work too.
+* Seed times are compared with each node type's time (int64 seconds in rdl);
+  float node times work too, and a float seed time against integer node times
+  means ``time <= floor(seed)`` (``time < ceil(seed)`` when strict).
+* Several seed types (link sampling): the seeds of all types are numbered
+  consecutively in order (pyg-lib's ``batch_idx``); a seed type without a given
+  time uses its own node time, or no filter if it has none.
+
+Link sampling (``sample_from_edges``; PyG's ``edge_sample`` in disjoint
+temporal mode, the metadata ``LinkLoader.filter_fn`` reads):
+
+* Every src and every dst endpoint of the seed links, negatives included, is
+  the seed of its own subgraph, with the link's time (``edge_label_time``) as
+  seed time.  Negative ``j`` belongs to positive ``j % num_pos`` and takes its
+  time.  Without link times, a seed of a timed type uses its own time.
+* Seeds: ``[src, src_neg]`` of the src type, then ``[dst, dst_neg]`` of the
+  dst type (the first ``n`` nodes of each type); when both ends have the same
+  type, one list ``[src, src_neg, dst, dst_neg]``.
+* ``batch``: the ``i``-th seed of each endpoint list has ``i % num_pos`` (the
+  index of its positive link), so ``edge_label_time[batch]`` (``seed_time``
+  for triplets) is every node's seed time.  PyG numbers the seeds across both
+  lists before taking ``% num_pos``: identical whenever ``num_neg`` is a
+  multiple of ``num_pos`` (integer ``amount``); with a fractional binary
+  amount PyG's dst ``batch`` is shifted and no longer indexes the seed's time,
+  so we keep the per-list numbering.
+* Negatives, drawn with the sampler's generator: ``"binary"``:
+  ``ceil(amount * num_pos)`` random (src, dst) pairs, label 0 (given labels,
+  or 1, for the positives); ``"triplet"``: ``amount`` random dst per positive
+  (no labels).  Uniform over the nodes of the type, or proportional to
+  ``src_weight`` / ``dst_weight``.  For a timed endpoint type, with link
+  times, each negative is drawn exactly among the nodes its seed may see
+  under the sampler's time rule (inverse CDF over the nodes sorted by time);
+  if it may see none, the oldest node (PyG's fallback).  Negatives can be
+  false negatives, as in PyG.
+* Metadata: ``None``/binary: ``(input_id, edge_label_index [2, n],
+  edge_label, src_time)`` with ``edge_label_index`` the local indices of the
+  endpoints of link ``i`` (``[i, i]``, or ``[i, n + i]`` for one node type);
+  triplet: ``(input_id, src_index [P], dst_pos_index [P], dst_neg_index [P]
+  or [P, amount], src_time [P])``.  All on ``device``.
 
 Index (built once, on ``device``): per edge type a CSC layout -- ``colptr``
 over dst nodes, src ids and original edge ids sorted by ``(dst, src time,
@@ -53,6 +91,16 @@ frontier.  Integer times use ``time_key = time - t_min`` (``S = span + 2``);
 float times, or spans too wide for int64 keys, use the rank among the distinct
 times.  Edge types in which every dst has exactly one incoming edge (the
 reverse of a foreign key: child row -> its parent) skip the CSC lookups.
+
+Host synchronisation (CUDA): the sizes of data-dependent outputs are needed
+on the host, so every hop and edge type syncs a few times (``_expand``'s
+total, ``unique``, ``nonzero``, the large-segment path's convergence check).
+Nothing per seed or per node runs in Python.  The seed-side work adds no
+sync: seed thresholds, negative sampling (``randint`` / ``rand``,
+``searchsorted``, gathers; no rejection loop), the batch relabelling and the
+link metadata are device ops sized from host-known counts.  The loader's
+input tensors arrive on the CPU and are copied to the device once each (a
+pageable copy briefly blocks the host).
 
 Uniform sampling without replacement, per (frontier node, edge type) segment
 with ``c`` eligible edges and fan-out ``k``:
@@ -70,6 +118,7 @@ with ``c`` eligible edges and fan-out ``k``:
 from __future__ import annotations
 
 import copy
+import math
 import os
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -79,7 +128,9 @@ from torch import Tensor
 from torch_geometric.data import HeteroData
 from torch_geometric.sampler import (
     BaseSampler,
+    EdgeSamplerInput,
     HeteroSamplerOutput,
+    NegativeSampling,
     NodeSamplerInput,
 )
 from torch_geometric.sampler.base import NumNeighbors
@@ -135,6 +186,10 @@ class TemporalSampler(BaseSampler):
         strict: eligible iff ``time < seed_time`` instead of ``<=``.
         device: where the CSC index lives and sampling runs (CPU or CUDA).
         seed: seed of the sampler's own :class:`torch.Generator`.
+
+    ``sample_from_nodes`` serves ``NodeLoader``, ``sample_from_edges``
+    ``LinkLoader`` (with ``neg_sampling`` None, binary or triplet); see the
+    module docstring for the exact semantics.
 
     In DataLoader worker processes the generator is re-seeded once per worker
     from ``(seed, worker_info.seed)`` so that workers draw different streams;
@@ -248,6 +303,8 @@ class TemporalSampler(BaseSampler):
 
         self._generator: Optional[torch.Generator] = None
         self._worker_key = None
+        # Built on first use by negative sampling: sorted time keys, weight CDFs.
+        self._neg_cache: Dict[tuple, tuple] = {}
 
     # ------------------------------------------------------------------ #
     # Pickling / workers
@@ -297,41 +354,236 @@ class TemporalSampler(BaseSampler):
     def edge_permutation(self):
         return None  # `edge` already holds ids into the original edge_index
 
-    def sample_from_edges(self, index, neg_sampling=None):
-        raise NotImplementedError("TemporalSampler only samples from nodes")
-
     # ------------------------------------------------------------------ #
-    # Sampling
+    # Node sampling
     # ------------------------------------------------------------------ #
     def sample_from_nodes(self, inputs: NodeSamplerInput, **kwargs) -> HeteroSamplerOutput:
-        dev = self.device
-        gen = self._get_generator()
         input_type = inputs.input_type
         if input_type is None or input_type not in self.num_nodes:
             raise ValueError(f"unknown input node type {input_type!r}")
-
+        dev = self.device
         seed_nodes = inputs.node.to(dev, torch.long)
-        num_seeds = seed_nodes.numel()
-        if inputs.time is not None:
-            seed_time: Optional[Tensor] = inputs.time.to(dev)
-        elif input_type in self.node_time:
-            seed_time = self.node_time[input_type].index_select(0, seed_nodes)
+        seed_time = inputs.time.to(dev) if inputs.time is not None else None
+        out = self._sample({input_type: seed_nodes},
+                           None if seed_time is None else {input_type: seed_time})
+        input_id = inputs.input_id
+        if input_id is None:
+            input_id = torch.arange(seed_nodes.numel())
+        out.metadata = (input_id.to(dev), seed_time)
+        return out
+
+    # ------------------------------------------------------------------ #
+    # Link sampling
+    # ------------------------------------------------------------------ #
+    def sample_from_edges(self, inputs: EdgeSamplerInput,
+                          neg_sampling: Optional[NegativeSampling] = None) -> HeteroSamplerOutput:
+        """Disjoint temporal subgraphs of both endpoints of every seed link.
+
+        Each src and each dst endpoint (negatives included) is the seed of its own
+        subgraph, with the link's label time as seed time; negatives take the time of
+        their positive.  The metadata is what :class:`~torch_geometric.loader.LinkLoader`
+        expects (PyG's ``edge_sample`` with ``disjoint=True``); see the module docstring.
+        """
+        input_type = inputs.input_type
+        if input_type is None or len(input_type) != 3:
+            raise ValueError(f"TemporalSampler samples links of a (src, rel, dst) edge type "
+                             f"(got {input_type!r})")
+        src_type, dst_type = input_type[0], input_type[-1]
+        for t in (src_type, dst_type):
+            if t not in self.num_nodes:
+                raise ValueError(f"unknown node type {t!r} of input edge type {input_type}")
+        neg = NegativeSampling.cast(neg_sampling)
+        dev = self.device
+        src = inputs.row.to(dev, torch.long)
+        dst = inputs.col.to(dev, torch.long)
+        num_pos = src.numel()
+        if dst.numel() != num_pos:
+            raise ValueError("seed links need as many dst as src nodes")
+        label = inputs.label.to(dev) if inputs.label is not None else None
+        time = inputs.time.to(dev) if inputs.time is not None else None
+        src_time = dst_time = time
+
+        num_neg = 0
+        if neg is not None:
+            gen = self._get_generator()
+            if neg.is_binary():
+                # Random (src, dst) pairs; negative j belongs to positive j % num_pos.
+                num_neg = math.ceil(num_pos * neg.amount)
+                neg_time = _repeat_to(time, num_neg)
+                src_neg = self._negatives(src_type, num_neg, neg_time, neg.src_weight, gen)
+                dst_neg = self._negatives(dst_type, num_neg, neg_time, neg.dst_weight, gen)
+                src, dst = torch.cat([src, src_neg]), torch.cat([dst, dst_neg])
+                if label is None:
+                    label = torch.ones(num_pos, device=dev)
+                label = torch.cat([label, label.new_zeros((num_neg,) + label.shape[1:])])
+                if time is not None:
+                    src_time = dst_time = torch.cat([time, neg_time])
+            else:  # triplet: `amount` random dst per positive
+                if label is not None:
+                    raise ValueError("triplet negative sampling takes no edge labels")
+                num_neg = num_pos * int(neg.amount)
+                neg_time = _repeat_to(time, num_neg)
+                dst = torch.cat([dst, self._negatives(dst_type, num_neg, neg_time,
+                                                      neg.dst_weight, gen)])
+                if time is not None:
+                    dst_time = torch.cat([time, neg_time])
+
+        n_src, n_dst = src.numel(), dst.numel()
+        if src_type != dst_type:
+            seeds = {src_type: src, dst_type: dst}
+            times = None if time is None else {src_type: src_time, dst_type: dst_time}
         else:
-            seed_time = None  # no time filter at all
-        # Per timed src type: threshold q[b] -- a neighbour with time key r
-        # is eligible for seed b iff r < q[b].
-        seed_q: Dict[NodeType, Tensor] = {}
-        if seed_time is not None:
-            for t, stride in self._time_stride.items():
-                if t in self._time_min:
-                    lo = self._time_min[t]
-                    st = seed_time.to(torch.long).clamp(lo - 1, lo + stride - 1)
-                    q = st - lo + (0 if self.strict else 1)
-                    seed_q[t] = q.clamp_(0, stride - 1)
-                else:
-                    uniq = self._uniq_time[t]
-                    seed_q[t] = torch.searchsorted(uniq, seed_time.to(uniq.dtype),
-                                                   right=not self.strict)
+            seeds = {src_type: torch.cat([src, dst])}
+            times = None if time is None else {src_type: torch.cat([src_time, dst_time])}
+        out = self._sample(seeds, times)
+
+        # Seed index -> index of its positive link: the i-th src (or dst) seed,
+        # negatives included, maps to i % num_pos, so that `time[batch]` is every
+        # node's seed time.
+        ar = torch.arange(max(n_src, n_dst), device=dev)
+        if num_pos > 0:
+            ar = ar.remainder(num_pos)
+        relabel = torch.cat([ar[:n_src], ar[:n_dst]])
+        out.batch = {t: relabel.index_select(0, b) for t, b in out.batch.items()}
+
+        input_id = inputs.input_id
+        if input_id is None:
+            input_id = torch.arange(num_pos)
+        input_id = input_id.to(dev)
+        if neg is None or neg.is_binary():
+            if src_type != dst_type:
+                edge_label_index = torch.arange(n_src, device=dev).repeat(2).view(2, -1)
+            else:
+                edge_label_index = torch.arange(n_src + n_dst, device=dev).view(2, -1)
+            out.metadata = (input_id, edge_label_index, label, src_time)
+        else:
+            src_index = torch.arange(num_pos, device=dev)
+            base = num_pos if src_type != dst_type else 2 * num_pos
+            dst_pos_index = torch.arange(base - num_pos, base, device=dev)
+            dst_neg_index = torch.arange(base, base + num_neg, device=dev)
+            dst_neg_index = dst_neg_index.view(int(neg.amount), num_pos).t().contiguous()
+            if dst_neg_index.size(1) == 1:
+                dst_neg_index = dst_neg_index.view(-1)
+            out.metadata = (input_id, src_index, dst_pos_index, dst_neg_index, src_time)
+        return out
+
+    def _negatives(self, node_type: NodeType, num: int, seed_time: Optional[Tensor],
+                   weight: Optional[Tensor], gen: torch.Generator) -> Tensor:
+        """``num`` random nodes of ``node_type``, uniform or proportional to ``weight``.
+
+        With ``seed_time`` and a timed type, the i-th is drawn among the nodes the i-th
+        seed may see (the sampler's time rule); if it may see none, the oldest node.
+        """
+        dev = self.device
+        n = self.num_nodes[node_type]
+        if num == 0:
+            return torch.empty(0, dtype=torch.long, device=dev)
+        if n == 0:
+            raise ValueError(f"cannot draw negative {node_type!r} nodes: the type has none")
+        timed = seed_time is not None and node_type in self._time_stride
+        if weight is None and not timed:
+            return torch.randint(n, (num,), generator=gen, device=dev)
+        order = hi = None
+        if timed:
+            keys, order = self._sorted_time_key(node_type)
+            count = torch.searchsorted(keys, self._threshold(node_type, seed_time))
+            hi = (count - 1).clamp_(min=0)  # count == 0: index 0, the oldest node
+        u = torch.rand(num, generator=gen, device=dev, dtype=torch.float64)
+        if weight is None:
+            idx = torch.minimum((u * count).long(), hi)
+        else:  # inverse CDF over the (eligible prefix of the) nodes
+            cum = self._weight_cdf(node_type, weight, order)
+            if hi is None:
+                total = cum[-1:]
+                hi = torch.full_like(u, n - 1, dtype=torch.long)
+            else:
+                total = torch.where(count > 0, cum.index_select(0, hi), 0.0)
+            idx = torch.minimum(torch.searchsorted(cum, u * total, right=True), hi)
+        return idx if order is None else order.index_select(0, idx)
+
+    def _sorted_time_key(self, node_type: NodeType) -> Tuple[Tensor, Tensor]:
+        """Time keys of a timed type in ascending order and the node ids in that order."""
+        hit = self._neg_cache.get(("time", node_type))
+        if hit is None:
+            keys, order = torch.sort(self._time_key[node_type], stable=True)
+            hit = self._neg_cache[("time", node_type)] = (keys, order)
+        return hit
+
+    def _weight_cdf(self, node_type: NodeType, weight: Tensor, order: Optional[Tensor]) -> Tensor:
+        key = ("cdf", node_type, order is not None)
+        hit = self._neg_cache.get(key)
+        if hit is not None and hit[0] is weight and hit[1] == weight._version:
+            return hit[2]
+        w = weight.reshape(-1)
+        if w.numel() != self.num_nodes[node_type]:
+            raise ValueError(f"negative sampling weight of {node_type!r} has {w.numel()} entries, "
+                             f"expected {self.num_nodes[node_type]}")
+        w = w.to(self.device, torch.float64)
+        if order is not None:
+            w = w.index_select(0, order)
+        cum = torch.cumsum(w, 0)
+        self._neg_cache[key] = (weight, weight._version, cum)
+        return cum
+
+    # ------------------------------------------------------------------ #
+    # Sampling core
+    # ------------------------------------------------------------------ #
+    def _threshold(self, node_type: NodeType, seed_time: Tensor) -> Tensor:
+        """Per seed: a node of ``node_type`` with time key r is eligible iff r < q."""
+        stride = self._time_stride[node_type]
+        node_int = not self.node_time[node_type].is_floating_point()
+        if node_int and seed_time.is_floating_point():
+            # Integer node times: t <= s  <=>  t <= floor(s);  t < s  <=>  t < ceil(s).
+            seed_time = torch.ceil(seed_time) if self.strict else torch.floor(seed_time)
+            seed_time = torch.nan_to_num(seed_time, nan=float("-inf"))
+            # Into int64 range before the cast (the largest double below 2**63).
+            seed_time = seed_time.clamp(-(2.0**63), 2.0**63 - 1024).to(torch.long)
+        if node_type in self._time_min:
+            lo = self._time_min[node_type]
+            st = seed_time.to(torch.long).clamp(lo - 1, lo + stride - 1)
+            q = st - lo + (0 if self.strict else 1)
+            return q.clamp_(0, stride - 1)
+        uniq = self._uniq_time[node_type]
+        return torch.searchsorted(uniq, seed_time.to(uniq.dtype), right=not self.strict)
+
+    def _seed_thresholds(self, seed_dict: Dict[NodeType, Tensor],
+                         seed_time_dict: Optional[Dict[NodeType, Tensor]],
+                         ) -> Dict[NodeType, Tensor]:
+        """Per timed node type: the threshold of every seed (in global seed order).
+
+        A seed type without a given time uses its own node time, or no filter when
+        it has none; no filter at all when no seed has a time.
+        """
+        parts: List[Optional[Tensor]] = []
+        for t, nodes in seed_dict.items():
+            if seed_time_dict is not None and seed_time_dict.get(t) is not None:
+                parts.append(seed_time_dict[t])
+            elif t in self.node_time:
+                parts.append(self.node_time[t].index_select(0, nodes))
+            else:
+                parts.append(None)
+        if all(p is None for p in parts):
+            return {}
+        out = {}
+        for t, stride in self._time_stride.items():
+            qs = [self._threshold(t, p) if p is not None else
+                  torch.full((nodes.numel(),), stride - 1, dtype=torch.long, device=self.device)
+                  for p, nodes in zip(parts, seed_dict.values())]
+            out[t] = _cat(qs)
+        return out
+
+    def _sample(self, seed_dict: Dict[NodeType, Tensor],
+                seed_time_dict: Optional[Dict[NodeType, Tensor]] = None) -> HeteroSamplerOutput:
+        """Disjoint temporal sampling from seeds of one or more node types.
+
+        The seeds of all types are numbered consecutively in dict order (the
+        ``batch`` of the output is that global seed index), as pyg-lib's
+        ``hetero_neighbor_sample`` does.  ``seed_time_dict``: per seed type, the
+        seed times (see :meth:`_seed_thresholds`).  No metadata.
+        """
+        dev = self.device
+        gen = self._get_generator()
+        seed_q = self._seed_thresholds(seed_dict, seed_time_dict)
 
         empty = torch.empty(0, dtype=torch.long, device=dev)
         # Per node type: sorted (key, local id) chunks, key = batch * N + node.
@@ -345,19 +597,23 @@ class TemporalSampler(BaseSampler):
         eids: Dict[EdgeType, List[Tensor]] = {et: [] for et in self.edge_types}
         num_sampled_edges: Dict[EdgeType, List[int]] = {et: [] for et in self.edge_types}
 
-        seed_batch = torch.arange(num_seeds, device=dev)
-        chunks[input_type].append((seed_batch * max(self.num_nodes[input_type], 1) + seed_nodes,
-                                   seed_batch))
-        node_parts[input_type].append(seed_nodes)
-        batch_parts[input_type].append(seed_batch)
-        count[input_type] = num_seeds
-        num_sampled_nodes[input_type][0] = num_seeds
-
         # Frontier: per node type, (global ids, seed index, local id of the
         # first one) -- a hop's new nodes have consecutive local ids.
-        frontier: Dict[NodeType, Tuple[Tensor, Tensor, int]] = {
-            input_type: (seed_nodes, seed_batch, 0)
-        }
+        frontier: Dict[NodeType, Tuple[Tensor, Tensor, int]] = {}
+        offset = 0
+        for t, seed_nodes in seed_dict.items():
+            if t not in self.num_nodes:
+                raise ValueError(f"unknown seed node type {t!r}")
+            n = seed_nodes.numel()
+            local = torch.arange(n, device=dev)
+            seed_batch = local + offset if offset else local
+            chunks[t].append((seed_batch * max(self.num_nodes[t], 1) + seed_nodes, local))
+            node_parts[t].append(seed_nodes)
+            batch_parts[t].append(seed_batch)
+            count[t] = n
+            num_sampled_nodes[t][0] = n
+            frontier[t] = (seed_nodes, seed_batch, 0)
+            offset += n
 
         for hop in range(self.num_hops):
             hop_start = dict(count)
@@ -407,11 +663,6 @@ class TemporalSampler(BaseSampler):
         col = {et: _cat(cols[et]) if cols[et] else empty for et in self.edge_types}
         edge = {et: _cat(eids[et]) if eids[et] else empty for et in self.edge_types}
 
-        input_id = inputs.input_id
-        if input_id is None:
-            input_id = torch.arange(num_seeds)
-        input_id = input_id.to(dev)
-        meta_time = inputs.time.to(dev) if inputs.time is not None else None
         return HeteroSamplerOutput(
             node=node,
             row=row,
@@ -420,7 +671,6 @@ class TemporalSampler(BaseSampler):
             batch=batch,
             num_sampled_nodes=num_sampled_nodes,
             num_sampled_edges=num_sampled_edges,
-            metadata=(input_id, meta_time),
         )
 
     # ------------------------------------------------------------------ #
@@ -552,6 +802,15 @@ def _stable_argsort(key: Tensor) -> Optional[Tensor]:
     if _is_sorted(key):
         return None
     return torch.argsort(key, stable=True)
+
+
+def _repeat_to(x: Optional[Tensor], n: int) -> Optional[Tensor]:
+    """``x[i % len(x)]`` for ``i < n`` (None stays None)."""
+    if x is None:
+        return None
+    if x.numel() == 0:
+        return x[:0]
+    return x.repeat(-(-n // x.numel()))[:n]
 
 
 def _cat(parts: List[Tensor]) -> Tensor:
