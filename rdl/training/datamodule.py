@@ -38,6 +38,18 @@ class AttachTarget:
         return batch
 
 
+class KeepArgsLinkLoader(LinkLoader):
+    """PyG's ``LinkLoader`` keeping ``edge_label``, ``edge_label_time`` and ``input_id`` as
+    attributes: Lightning rebuilds a loader from its attributes to inject a distributed
+    sampler, and without them it would rebuild one without link times (no time filter)."""
+
+    def __init__(self, data, link_sampler, edge_label_index=None, edge_label=None,
+                 edge_label_time=None, neg_sampling=None, input_id=None, **kwargs):
+        super().__init__(data, link_sampler, edge_label_index, edge_label, edge_label_time,
+                         neg_sampling, input_id=input_id, **kwargs)
+        self.edge_label, self.edge_label_time, self.input_id = edge_label, edge_label_time, input_id
+
+
 class RelDataModule(pl.LightningDataModule):
     """Builds, once, the split tables of ``task`` and the graph of ``db``, and serves
     temporal neighbour-sampled mini-batches of the task's seeds.
@@ -76,6 +88,7 @@ class RelDataModule(pl.LightningDataModule):
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
         self.seed = seed
         self.data = None
+        self._loaders = []
 
     def setup(self, stage: str | None = None) -> None:
         if self.data is not None:
@@ -141,7 +154,7 @@ class RelDataModule(pl.LightningDataModule):
         train = split == "train"
         sampler = self.sampler if train else self.sampler.with_seed(self.seed)
         nodes = torch.from_numpy(df[task.entity_col].to_numpy())
-        return NodeLoader(
+        return self._keep(NodeLoader(
             self.data, node_sampler=sampler,
             input_nodes=(task.entity_table, nodes),
             input_time=to_seconds(df["timestamp"]),
@@ -151,7 +164,21 @@ class RelDataModule(pl.LightningDataModule):
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0,
-        )
+        ))
+
+    def _keep(self, loader):
+        self._loaders.append(loader)
+        return loader
+
+    def teardown(self, stage: str | None = None) -> None:
+        # PyG loaders and their iterators reference each other, so persistent workers are
+        # not told to stop when the loader is dropped and each waits out a 5 s timeout
+        # (felt by sweeps, notebooks and tests that train in one process).
+        for loader in self._loaders:
+            it, loader._iterator = getattr(loader, "_iterator", None), None
+            if it is not None and hasattr(it, "_shutdown_workers"):
+                it._shutdown_workers()
+        self._loaders.clear()
 
     def dst_loader(self, split: str) -> NodeLoader:
         """Every row of a link task's target table, seeded at the split's time (two-tower
@@ -175,7 +202,7 @@ class RelDataModule(pl.LightningDataModule):
         src = torch.from_numpy(pairs[task.entity_col].to_numpy(dtype="int64"))
         dst = torch.from_numpy(pairs[task.target_col].to_numpy(dtype="int64"))
         link_type = (task.entity_table, "links", task.target_table)
-        return LinkLoader(
+        return self._keep(KeepArgsLinkLoader(
             self.data, link_sampler=self.sampler,
             edge_label_index=(link_type, torch.stack([src, dst])),
             edge_label_time=to_seconds(pairs["timestamp"]),
@@ -183,7 +210,7 @@ class RelDataModule(pl.LightningDataModule):
             batch_size=self.batch_size, shuffle=True,
             num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0,
-        )
+        ))
 
     def train_dataloader(self):
         if self.triplets:
