@@ -77,7 +77,8 @@ def train(cfg: DictConfig) -> dict:
         split_y = {s: dm._target(dm.tables[s]) for s in ("val", "test")}
         results.update(baselines.node_baselines(task, train_y, split_y))
     if trainer.is_global_zero:
-        report(task.name, results, Path(HydraConfig.get().runtime.output_dir))
+        report(task.name, results, Path(HydraConfig.get().runtime.output_dir),
+               percent=("map",) if link else ())
     return results
 
 
@@ -86,13 +87,18 @@ def _strip(metrics: dict, prefix: str) -> dict:
             if k.startswith(prefix) and not k.endswith("loss")}
 
 
-def report(task: str, results: dict, out: Path) -> None:
+def report(task: str, results: dict, out: Path, percent: tuple = ()) -> None:
+    """Print model and baselines side by side (``percent``: metrics also shown in %) and
+    write ``metrics.json``."""
     names = list(next(iter(results.values()))["test"])
     head = ["", *(f"{s} {m}" for s in ("val", "test") for m in names)]
     rows = [[who, *(f"{r[s].get(m, float('nan')):.4f}" for s in ("val", "test") for m in names)]
             for who, r in results.items()]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in [head, *rows]]
+    for m in percent:
+        lines.append(f"test {m} in %: " + ", ".join(f"{who} {100 * r['test'][m]:.2f} %"
+                                                     for who, r in results.items()))
     print(f"\n{task}: model vs baselines\n" + "\n".join(lines) + "\n")
     tmp = out / "metrics.json.tmp"
     tmp.write_text(json.dumps({"task": task, **results}, indent=2))

@@ -1,4 +1,4 @@
-"""Issue-level acceptance on the default synthetic data (slow: about 9 minutes on 2 cores).
+"""Issue-level acceptance on the default synthetic data (slow: about 20 minutes on 2 cores).
 
 The default configs must beat the entity-features-only model (0 message-passing layers)
 and the trivial baselines; these runs measure it.
@@ -32,3 +32,12 @@ def test_sales_gnn_beats_zero_and_entity_only(tmp_path):
     flat = train(tmp_path, "flat", "task=item-sales", "model.num_layers=0")
     assert gnn["model"]["test"]["mae"] < gnn["zero"]["test"]["mae"]
     assert gnn["model"]["test"]["mae"] < flat["model"]["test"]["mae"]
+
+
+def test_purchase_hybrid_and_idgnn_beat_baselines(tmp_path):
+    hybrid = train(tmp_path, "hybrid", "task=user-item-purchase")          # contextgnn
+    idgnn = train(tmp_path, "idgnn", "task=user-item-purchase", "model=idgnn")
+    for res in (hybrid, idgnn):
+        for baseline in ("popularity (last window)", "past links"):
+            assert res["model"]["test"]["map"] > res[baseline]["test"]["map"]
+    assert hybrid["model"]["test"]["map"] >= idgnn["model"]["test"]["map"]
