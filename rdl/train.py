@@ -24,6 +24,7 @@ from omegaconf import DictConfig
 from rdl.data.database import DataError
 from rdl.nn import IDGNN, ContextGNN, TwoTower
 from rdl.training import baselines
+from rdl.training.compile import stats as compile_stats
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
 
@@ -32,8 +33,8 @@ log = logging.getLogger("rdl.train")
 USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
 
 
-def train(cfg: DictConfig) -> dict:
-    pl.seed_everything(cfg.seed, workers=True)
+def build(cfg: DictConfig) -> tuple:
+    """The task, the set-up datamodule and the LightningModule a config describes."""
     task = instantiate(cfg.task, _convert_="all")
     link = task.kind == "link_prediction"
     model_cls = hydra.utils.get_class(cfg.model._target_)
@@ -51,16 +52,22 @@ def train(cfg: DictConfig) -> dict:
     model = instantiate(cfg.model, _partial_=True)(**dm.model_kwargs())
     common = dict(optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
                   scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
-                  compile=cfg.compile.enabled, compile_kwargs=dict(cfg.compile.kwargs))
+                  compile=instantiate(cfg.compile, _convert_="all"))
     if link:
         module = LinkTaskModule(model, task, num_dst_nodes=dm.model_kwargs()["num_dst_nodes"],
                                 **common)
     else:
-        train_y = dm.train_targets()
         target_range = None
         if task.kind == "regression":  # RelBench clamps evaluation predictions to this range
-            target_range = tuple(torch.quantile(train_y, torch.tensor([0.02, 0.98])).tolist())
+            target_range = tuple(torch.quantile(dm.train_targets(), torch.tensor([0.02, 0.98])).tolist())
         module = NodeTaskModule(model, task, target_range=target_range, **common)
+    return task, dm, module
+
+
+def train(cfg: DictConfig) -> dict:
+    pl.seed_everything(cfg.seed, workers=True)
+    task, dm, module = build(cfg)
+    link = task.kind == "link_prediction"
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     logger = instantiate(cfg.logger) if cfg.get("logger") else False
     trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger)
@@ -75,10 +82,15 @@ def train(cfg: DictConfig) -> dict:
         results.update(baselines.link_baselines(task, dm.tables))
     else:
         split_y = {s: dm._target(dm.tables[s]) for s in ("val", "test")}
-        results.update(baselines.node_baselines(task, train_y, split_y))
+        results.update(baselines.node_baselines(task, dm.train_targets(), split_y))
     if trainer.is_global_zero:
         report(task.name, results, Path(HydraConfig.get().runtime.output_dir),
                percent=("map",) if link else ())
+        if module.compile_options.enabled:
+            c = compile_stats()
+            print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
+                  f"breaks (one graph per mode, train and eval, is expected; compile.log=true "
+                  "says why each happened)")
     return results
 
 

@@ -43,10 +43,17 @@ def test_short_training_run(tmp_path, cache, task, metric):
 def test_compiled_training_run(tmp_path, cache):
     out = run(tmp_path, "task=user-churn", "data=hm-tiny", "trainer.max_epochs=1",
               "trainer.limit_train_batches=4", "trainer.limit_val_batches=2",
-              "model.channels=16", "model.encoder_layers=1", "compile.enabled=true", cache=cache)
+              "model.channels=16", "model.encoder_layers=1", "compile.enabled=true",
+              "compile.log=true", cache=cache)
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert 0 <= results["model"]["test"]["auroc"] <= 1
+    # Sanity check, training, validation, the best checkpoint's validation and test: one
+    # graph for training and one for evaluation, nothing else.
+    assert "torch.compile: 2 graphs compiled, 0 graph breaks" in out.stdout, out.stdout[-2000:]
+    # compile.log=true reports the one recompile, and why: evaluation runs without grad.
+    assert out.stderr.count("Recompiling function") == 1, out.stderr[-3000:]
+    assert "GLOBAL_STATE changed: grad_mode" in out.stderr
 
 
 @pytest.mark.parametrize("override,message", [

@@ -33,6 +33,21 @@ class Bidirectional:
         return batch
 
 
+class AttachPadRows:
+    """Attach to every node type of a batch ``num_pad`` rows of its table (``pad_tf``),
+    which :func:`rdl.training.compile.pad_inputs` appends to the model's inputs so that
+    no node type reaches the compiled model with 0 or 1 rows."""
+
+    def __init__(self, data, num_pad: int = 2):
+        first = torch.zeros(num_pad, dtype=torch.long)
+        self.pad = {nt: data[nt].tf[first] for nt in data.node_types if "tf" in data[nt]}
+
+    def __call__(self, batch):
+        for nt, tf in self.pad.items():
+            batch[nt].pad_tf = tf
+        return batch
+
+
 def pad_lists(ptr: Tensor, idx: Tensor, rows: Tensor) -> Tensor:
     """Rows ``rows`` of a CSR list (``ptr``, ``idx``) as ``[len(rows), L]``, padded with -1."""
     start, count = ptr[rows], ptr[rows + 1] - ptr[rows]

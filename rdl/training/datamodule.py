@@ -8,6 +8,7 @@ import pandas as pd
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
+from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
 from torch_geometric.loader import LinkLoader, NodeLoader
 from torch_geometric.sampler import NegativeSampling
 from torch_geometric.transforms import Compose
@@ -16,8 +17,9 @@ import rdl
 from rdl.data.database import Database
 from rdl.graph.build import make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
-from rdl.graph.transforms import AttachLinkTarget, Bidirectional
+from rdl.graph.transforms import AttachLinkTarget, AttachPadRows, Bidirectional
 from rdl.tasks import SPLITS, Task
+from rdl.training.compile import PAD
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,35 @@ class AttachTarget:
         store = batch[self.entity_table]
         store.y = self.target[store.input_id]
         return batch
+
+
+class TailMergingBatchSampler(BatchSampler):
+    """``BatchSampler`` whose last batch joins the one before it when it is smaller than
+    half a batch. A batch of one seed, or a much smaller one, would fall outside the size
+    ranges the compiled model was specialised for (Dynamo bakes in sizes 0 and 1, and
+    Inductor guards on ranges such as "more than 16 rows"), and recompile it."""
+
+    def __iter__(self):
+        batches = super().__iter__()
+        prev = next(batches, None)
+        for batch in batches:
+            if 2 * len(batch) < self.batch_size:  # only the last can be short
+                prev = prev + batch
+                continue
+            yield prev
+            prev = batch
+        if prev is not None:
+            yield prev
+
+    def __len__(self) -> int:
+        n = super().__len__()
+        tail = len(self.sampler) % self.batch_size
+        return n - 1 if n > 1 and not self.drop_last and 0 < 2 * tail < self.batch_size else n
+
+
+def batches(n: int, batch_size: int, shuffle: bool) -> TailMergingBatchSampler:
+    sampler = RandomSampler(range(n)) if shuffle else SequentialSampler(range(n))
+    return TailMergingBatchSampler(sampler, batch_size, drop_last=False)
 
 
 class KeepArgsLinkLoader(LinkLoader):
@@ -147,7 +178,11 @@ class RelDataModule(pl.LightningDataModule):
                                       self.data[task.target_table].num_nodes)
         else:
             attach = AttachTarget(task.entity_table, self._target(df))
-        return Compose([Bidirectional(), attach]) if self.bidirectional else attach
+        return self._transforms(attach)
+
+    def _transforms(self, *more) -> Compose:
+        both = [Bidirectional()] if self.bidirectional else []
+        return Compose([*both, *more, AttachPadRows(self.data, PAD)])
 
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         task, df = self.task, self.tables[split]
@@ -159,8 +194,8 @@ class RelDataModule(pl.LightningDataModule):
             input_nodes=(task.entity_table, nodes),
             input_time=to_seconds(df["timestamp"]),
             transform=self.transform(split),
-            batch_size=self.batch_size if train else self.eval_batch_size,
-            shuffle=train if shuffle is None else shuffle,
+            batch_sampler=batches(len(nodes), self.batch_size if train else self.eval_batch_size,
+                                  train if shuffle is None else shuffle),
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0,
@@ -190,8 +225,8 @@ class RelDataModule(pl.LightningDataModule):
             self.data, node_sampler=self.sampler.with_seed(self.seed),
             input_nodes=(task.target_table, torch.arange(n)),
             input_time=to_seconds(pd.Series([t] * n)),
-            transform=Bidirectional() if self.bidirectional else None,
-            batch_size=self.eval_batch_size, shuffle=False,
+            transform=self._transforms(),
+            batch_sampler=batches(n, self.eval_batch_size, False),
         )
 
     def triplet_loader(self) -> LinkLoader:
@@ -206,8 +241,8 @@ class RelDataModule(pl.LightningDataModule):
             self.data, link_sampler=self.sampler,
             edge_label_index=(link_type, torch.stack([src, dst])),
             edge_label_time=to_seconds(pairs["timestamp"]),
-            neg_sampling=NegativeSampling("triplet", amount=1),
-            batch_size=self.batch_size, shuffle=True,
+            neg_sampling=NegativeSampling("triplet", amount=1), transform=self._transforms(),
+            batch_sampler=batches(len(src), self.batch_size, True),
             num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0,
         ))

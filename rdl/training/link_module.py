@@ -13,6 +13,7 @@ from torch import Tensor
 from torchmetrics import MetricCollection
 
 from rdl.nn.link import IDGNN, ContextGNN, TwoTower
+from rdl.training.compile import PAD
 from rdl.training.module import TaskModule
 
 
@@ -45,30 +46,31 @@ class LinkTaskModule(TaskModule):
     def scores(self, batch) -> Tensor:
         """``[B, num_dst]`` logits of every ``dst`` row for each seed of the batch."""
         dst = batch[self.dst]
-        B = batch[self.entity].batch_size
+        B, N = batch[self.entity].batch_size, dst.num_nodes
         if isinstance(self.model, ContextGNN):
             pair, seed = self(batch)
-            return self.model.scores(pair, seed, dst.batch, dst.n_id)
+            return self.model.scores(pair[:N], seed, dst.batch, dst.n_id)
         if isinstance(self.model, IDGNN):
             out = torch.full((B, self.num_dst), float("-inf"), device=self.device)
-            return out.index_put((dst.batch, dst.n_id), self(batch))
-        none = torch.zeros(2, 0, dtype=torch.long, device=self.device)  # two distinct empties
-        src, _ = self(batch, torch.arange(B, device=self.device), none[0], none[1])
+            return out.index_put((dst.batch, dst.n_id), self(batch)[:N])
+        # Only seed embeddings are needed; two pad rows stand in as candidates, so that the
+        # compiled model sees the same shapes as in :meth:`embed_all_dst`.
+        pad = torch.arange(N, N + PAD, device=self.device)
+        src, _ = self(batch, torch.arange(B, device=self.device), pad, torch.zeros_like(pad))
         return src @ self.dst_embeddings.t()
 
-    def training_step(self, batch, batch_idx):
+    def step_loss(self, batch) -> tuple[Tensor, int]:
         if isinstance(self.model, TwoTower):
-            loss, n = self.bpr_loss(batch)
+            return self.bpr_loss(batch)
         elif isinstance(self.model, IDGNN):  # a label per candidate in the subgraph (RelBench)
             y = batch[self.dst].y
-            logits = self(batch)
+            logits = self(batch)[: y.numel()]  # without the pad rows
             loss = F.binary_cross_entropy_with_logits(logits, y, reduction="sum") / max(y.numel(), 1)
             n = batch[self.entity].batch_size
         else:
             loss = listwise_loss(self.scores(batch), batch[self.entity].y)
             n = batch[self.entity].batch_size
-        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=n)
-        return loss
+        return loss, n
 
     def bpr_loss(self, batch) -> tuple[Tensor, int]:
         """Bayesian personalised ranking on (seed, true row, random row) triplets."""
@@ -85,10 +87,10 @@ class LinkTaskModule(TaskModule):
         out = []
         for batch in self.trainer.datamodule.dst_loader(split):
             batch = batch.to(self.device)
-            B = batch[self.dst].batch_size
+            B, N = batch[self.dst].batch_size, batch[self.entity].num_nodes
             index = torch.arange(B, device=self.device)
-            none = torch.zeros(0, dtype=torch.long, device=self.device)
-            _, emb = self.forward_fn(*self.inputs(batch, self.dst), none, index,
+            pad = torch.arange(N, N + PAD, device=self.device)  # pad rows as the seeds
+            _, emb = self.forward_fn(*self.inputs(batch, self.dst), pad, index,
                                      batch[self.dst].n_id[:B])
             out.append(emb)
         return torch.cat(out)

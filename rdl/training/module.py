@@ -15,6 +15,8 @@ from torch import Tensor
 from torchmetrics import MetricCollection
 
 from rdl.tasks import Task
+from rdl.training.compile import (CompileOptions, compile_model, compile_optimizer_step,
+                                  pad_inputs, set_logging)
 
 
 class TaskModule(pl.LightningModule):
@@ -29,13 +31,12 @@ class TaskModule(pl.LightningModule):
         lr: the base learning rate.
         scheduler: ``partial`` taking ``(optimizer, total_steps=...)``, stepped every
             optimizer step; ``None`` keeps the LR constant.
-        compile: compile the model with ``torch.compile``.
-        compile_kwargs: passed to ``torch.compile`` (default ``dynamic=True``).
+        compile: :class:`~rdl.training.compile.CompileOptions` (or a dict of them, or a
+            bool for ``enabled``): compile the model and the optimiser step.
     """
 
     def __init__(self, model: torch.nn.Module, task: Task, optimizer: Callable, lr: float = 0.005,
-                 scheduler: Callable | None = None, compile: bool = True,
-                 compile_kwargs: dict | None = None):
+                 scheduler: Callable | None = None, compile: CompileOptions | dict | bool = True):
         super().__init__()
         self.model, self.task = model, task
         self.optimizer_fn, self.scheduler_fn, self.lr = optimizer, scheduler, lr
@@ -44,22 +45,26 @@ class TaskModule(pl.LightningModule):
         metrics = MetricCollection(dict(task.metrics))
         self.val_metrics = metrics.clone(prefix="val/")
         self.test_metrics = metrics.clone(prefix="test/")
+        self.compile_options = CompileOptions.of(compile)
         forward = model
-        if compile:
-            forward = torch.compile(model, **{"dynamic": True, **(compile_kwargs or {})})
+        if self.compile_options.enabled:
+            set_logging(self.compile_options.log)
+            forward = compile_model(model, **self.compile_options.kwargs)
         # Not an nn.Module attribute: the compiled wrapper shares the model's parameters,
         # and checkpoints keep the plain model's keys.
         object.__setattr__(self, "forward_fn", forward)
 
     def inputs(self, batch, seed_table: str | None = None) -> tuple:
-        """The model's inputs from a sampled batch seeded at ``seed_table`` nodes."""
+        """The model's inputs from a sampled batch seeded at ``seed_table`` nodes, padded
+        (:func:`~rdl.training.compile.pad_inputs`) so that no size is 0 or 1."""
         types = [nt for nt in batch.node_types if "tf" in batch[nt]]
-        return (
+        return pad_inputs(
             {nt: batch[nt].tf for nt in types},
             batch.collect("edge_index"),
             {nt: batch[nt].time for nt in self.time_types},
             {nt: batch[nt].batch for nt in self.time_types},
             batch[seed_table or self.entity].seed_time,
+            {nt: batch[nt].pad_tf for nt in types},
         )
 
     def forward(self, batch, *extra):
@@ -73,6 +78,15 @@ class TaskModule(pl.LightningModule):
         self.log_dict(self.test_metrics.compute())
         self.test_metrics.reset()
 
+    def step_loss(self, batch) -> tuple[Tensor, int]:
+        """The training loss of a batch and the number of examples it averages."""
+        raise NotImplementedError
+
+    def training_step(self, batch, batch_idx):
+        loss, n = self.step_loss(batch)
+        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=n)
+        return loss
+
     def validation_step(self, batch, batch_idx):
         self.eval_step(batch, self.val_metrics)
 
@@ -84,6 +98,8 @@ class TaskModule(pl.LightningModule):
         # On CUDA a tensor LR needs the capturable update (no host read of the LR per step).
         extra = {"capturable": True} if self.device.type == "cuda" else {}
         opt = self.optimizer_fn(self.model.parameters(), lr=lr, **extra)
+        if self.compile_options.enabled and self.compile_options.optimizer:
+            compile_optimizer_step(opt)  # before the scheduler wraps ``step``
         if self.scheduler_fn is None:
             return opt
         sched = self.scheduler_fn(opt, total_steps=int(self.trainer.estimated_stepping_batches))
@@ -129,12 +145,9 @@ class NodeTaskModule(TaskModule):
             return pred.clamp(self.target_range[0], self.target_range[1])
         return pred
 
-    def training_step(self, batch, batch_idx):
+    def step_loss(self, batch) -> tuple[Tensor, int]:
         y = batch[self.entity].y
-        loss = self.loss(self(batch), y)
-        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True,
-                 batch_size=y.size(0))
-        return loss
+        return self.loss(self(batch), y), y.size(0)
 
     def eval_step(self, batch, metrics: MetricCollection):
         y = batch[self.entity].y

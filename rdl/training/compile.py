@@ -1,0 +1,138 @@
+"""``torch.compile`` for rdl's models and optimiser steps, and a count of what it did.
+
+The compiled path promises: one graph per model and mode (train, eval), no graph breaks,
+no recompiles when batch shapes or the learning rate change. Dynamic shapes are on from
+the first call, equal sizes are not tied, and no size reaching the model is 0 or 1, so a
+batch with an empty node type, one node, or two node types of the same size reuses the
+graph.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import types
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch_frame
+import torch.fx.experimental._config as fx_config
+from torch import Tensor
+from torch._dynamo.utils import counters
+
+# Shape settings while tracing: two sizes that happen to be equal at the first call
+# ("duck shaping") must not be assumed equal for ever, or a later batch recompiles.
+# Dynamo bakes a size of 0 or 1 into the graph as a constant (and Inductor cannot compile
+# this model with unbacked sizes), so a batch with an empty node type or a single node
+# would recompile; every node type therefore gets PAD extra rows and every edge type PAD
+# extra edges between them (:func:`pad_inputs`), and loaders never make a batch of one
+# seed, or a much smaller one than the rest (``rdl.training.datamodule.TailMergingBatchSampler``).
+PAD = 2
+log = logging.getLogger(__name__)
+SHAPE_SETTINGS = dict(use_duck_shape=False)
+
+
+@dataclass
+class CompileOptions:
+    """What to compile and how (``compile.*`` in the config).
+
+    Args:
+        enabled: compile the model (off: eager).
+        optimizer: compile the optimiser step too.
+        log: report every recompile and graph break as it happens, with its reason (like
+            ``TORCH_LOGS=recompiles,graph_breaks``).
+        kwargs: passed to ``torch.compile`` for the model (``dynamic``, ``mode``,
+            ``fullgraph``, ``backend``).
+    """
+    enabled: bool = True
+    optimizer: bool = True
+    log: bool = False
+    kwargs: dict = field(default_factory=lambda: {"dynamic": True})
+
+    @classmethod
+    def of(cls, value) -> "CompileOptions":
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, bool):
+            return cls(enabled=value)
+        return cls(**(value or {}))
+
+
+def compile_model(model: torch.nn.Module, **kwargs) -> Callable:
+    """``torch.compile(model, dynamic=True, **kwargs)``, traced under :data:`SHAPE_SETTINGS`.
+    Call it with :func:`pad_inputs`."""
+    compiled = torch.compile(model, **{"dynamic": True, **kwargs})
+
+    @functools.wraps(model.forward)
+    def forward(*args, **kw):
+        with fx_config.patch(**SHAPE_SETTINGS):
+            return compiled(*args, **kw)
+
+    return forward
+
+
+def compile_optimizer_step(optimizer: torch.optim.Optimizer, **kwargs) -> None:
+    """Compile ``optimizer.step`` in place (call before creating its LR scheduler).
+
+    The closure that Lightning passes (forward and backward, already compiled) runs
+    outside; the update itself is one compiled graph that reads the LR tensor, so a
+    scheduler changing it needs no recompile. PyTorch breaks the graph once, on purpose,
+    where the optimiser creates its state. A fused optimiser (``fused=True``) is one
+    kernel already and is left as it is.
+    """
+    if optimizer.defaults.get("fused"):
+        log.info("optimizer is fused (one kernel already): its step is not compiled")
+        return
+    step = torch.compile(optimizer.step, **kwargs)
+
+    @functools.wraps(optimizer.step)
+    def compiled_step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        step()
+        return loss
+
+    # A bound method, as LR schedulers expect (they wrap ``step.__func__``).
+    optimizer.step = types.MethodType(compiled_step, optimizer)
+
+
+def set_logging(enabled: bool) -> None:
+    """Report recompiles (with the guard that failed) and graph breaks (with the reason)."""
+    if enabled:
+        torch._logging.set_logs(recompiles=True, graph_breaks=True)
+
+
+def stats() -> dict[str, int]:
+    """What Dynamo did in this process so far: graphs compiled, graph breaks, frames traced."""
+    return {
+        "graphs": int(counters["stats"]["unique_graphs"]),
+        "graph_breaks": int(sum(counters["graph_break"].values())),
+        "frames": int(counters["frames"]["total"]),
+    }
+
+
+
+
+
+def pad_inputs(tf_dict: dict, edge_index_dict: dict, time_dict: dict, batch_dict: dict,
+               seed_time: Tensor, pad_tf_dict: dict) -> tuple:
+    """The model's inputs with the rows of ``pad_tf_dict`` (node type -> ``PAD`` rows of
+    its table, see :class:`~rdl.graph.transforms.AttachPadRows`) appended to every node
+    type, and ``PAD`` edges between them appended to every edge type.
+
+    Pad rows belong to the first seed and are as old as it; they send messages only to
+    each other, so no real node's output changes. A node-level output ``[N_t + PAD, ...]``
+    keeps its real rows first.
+    """
+    sizes = {nt: tf.num_rows for nt, tf in tf_dict.items()}
+    tf_dict = {nt: torch_frame.cat([tf, pad_tf_dict[nt]]) for nt, tf in tf_dict.items()}
+    edge_index_dict = {
+        (src, rel, dst): torch.cat([ei, torch.stack([
+            torch.arange(sizes[src], sizes[src] + PAD, device=ei.device),
+            torch.arange(sizes[dst], sizes[dst] + PAD, device=ei.device)])], dim=1)
+        for (src, rel, dst), ei in edge_index_dict.items()}
+    time_dict = {nt: torch.cat([t, seed_time[:1].expand(PAD)]) for nt, t in time_dict.items()}
+    batch_dict = {nt: torch.cat([b, b.new_zeros(PAD)]) for nt, b in batch_dict.items()}
+    return tf_dict, edge_index_dict, time_dict, batch_dict, seed_time

@@ -1,0 +1,187 @@
+"""The compiled path: every model compiles in one graph (``fullgraph=True``), shapes that
+vary from batch to batch (empty node types, single rows included) never recompile it,
+nor does a changing learning rate; padding changes no output."""
+from __future__ import annotations
+
+import functools
+
+import pandas as pd
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from torch._dynamo.utils import counters
+from torch_geometric.loader import NodeLoader
+
+import rdl
+from rdl.graph.build import to_seconds
+from rdl.train import build
+from rdl.training import schedules
+from rdl.training.compile import compile_optimizer_step
+from rdl.training.datamodule import TailMergingBatchSampler
+
+MODELS = [("user-churn", "sage"), ("item-sales", "sage"), ("user-item-purchase", "idgnn"),
+          ("user-item-purchase", "contextgnn"), ("user-item-purchase", "two-tower")]
+
+
+def setup(tmp_path_factory, task, model, *overrides):
+    cache = tmp_path_factory.getbasetemp() / "compile-cache"
+    with initialize_config_dir(str(rdl.ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", [f"task={task}", f"model={model}", "data=hm-tiny",
+                                 f"data.cache_dir={cache}", "model.channels=16",
+                                 "model.encoder_layers=1", *overrides])
+    torch.manual_seed(0)
+    return build(cfg)
+
+
+def graphs() -> int:
+    return int(counters["stats"]["unique_graphs"])
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    counters.clear()
+    yield
+    torch._dynamo.reset()
+
+
+def train_step(module, batch, opt):
+    loss, _ = module.step_loss(batch)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+def eval_step(module, batch):
+    with torch.no_grad():
+        module.eval_step(batch, module.val_metrics)
+
+
+def prepare_eval(module, dm, split="val"):
+    if hasattr(module, "embed_all_dst") and type(module.model).__name__ == "TwoTower":
+        module.trainer = type("T", (), {"datamodule": dm})()  # what embed_all_dst reads
+        module.dst_embeddings = module.embed_all_dst(split)
+
+
+@pytest.mark.parametrize("task,model", MODELS)
+def test_every_model_compiles_in_one_graph(tmp_path_factory, task, model):
+    _, dm, module = setup(tmp_path_factory, task, model, "+compile.kwargs.fullgraph=true")
+    opt = torch.optim.Adam(module.model.parameters(), lr=torch.tensor(1e-3))
+    module.train()
+    loss = train_step(module, next(iter(dm.train_dataloader())), opt)
+    assert torch.isfinite(loss)
+    module.eval()
+    with torch.no_grad():
+        prepare_eval(module, dm)
+        eval_step(module, next(iter(dm.val_dataloader())))
+    assert not counters["graph_break"], dict(counters["graph_break"])
+    assert graphs() >= 2  # fullgraph=True would have raised on a break
+
+
+def odd_batches(dm) -> list:
+    """Seeds whose subgraphs hold no transaction and no article (empty node and edge
+    types), and seeds that see exactly one transaction in all."""
+    task, df = dm.task, dm.tables["train"]
+    tx = dm.db["transactions"].df
+    first = tx.groupby("customer_id")["t_dat"].min()
+    on_first = tx[tx["t_dat"] == tx["customer_id"].map(first)]["customer_id"].value_counts()
+    one = int(on_first.index[on_first == 1][0])  # bought one article on their first day
+    day = first[one]
+    later = set(first.index[first <= day])
+    others = [c for c in range(dm.data[task.entity_table].num_nodes) if c not in later][:31]
+    first_day = tx["t_dat"].min()
+    loader = functools.partial(NodeLoader, dm.data, node_sampler=dm.sampler,
+                               transform=dm.transform("train"), batch_size=64)
+    empty = loader(input_nodes=(task.entity_table, torch.tensor(others)),
+                   input_time=to_seconds(pd.Series([first_day - pd.Timedelta(days=1)] * 31)))
+    single = loader(input_nodes=(task.entity_table, torch.tensor([one] + others)),
+                    input_time=to_seconds(pd.Series([day] * 32)))
+    out = [next(iter(empty)), next(iter(single))]
+    assert out[0]["transactions"].num_nodes == 0 and out[0]["article"].num_nodes == 0
+    assert out[1]["transactions"].num_nodes == 1 and out[1]["article"].num_nodes == 1
+    return out
+
+
+@pytest.mark.parametrize("task,model", [("user-churn", "sage"), ("user-item-purchase", "contextgnn")])
+def test_no_recompiles_over_varying_batches(tmp_path_factory, task, model):
+    _, dm, module = setup(tmp_path_factory, task, model)
+    opt = torch.optim.Adam(module.model.parameters(), lr=torch.tensor(1e-3), fused=True)
+    module.train()
+    loader, sizes, steps = dm.train_dataloader(), set(), 0
+    while steps < 50:
+        for batch in loader:
+            train_step(module, batch, opt)
+            sizes.add(tuple(batch[nt].num_nodes for nt in batch.node_types))
+            steps += 1
+            if steps == 2:
+                warm = graphs()
+    assert len(sizes) > 20, "the batches should vary in shape"
+    assert graphs() == warm == 1, "training compiled more than once"
+    if task == "user-churn":  # odd shapes: empty node and edge types, one node
+        for batch in odd_batches(dm):
+            train_step(module, batch, opt)
+        assert graphs() == 1
+    module.eval()
+    for batch in dm.val_dataloader():
+        eval_step(module, batch)
+    assert graphs() == 2, "evaluation compiled more than once"
+
+
+def test_padding_changes_no_output(tmp_path_factory):
+    _, dm, module = setup(tmp_path_factory, "user-churn", "sage", "compile.enabled=false")
+    model = module.model.eval()
+    batch = next(iter(dm.val_dataloader()))
+    padded = module.inputs(batch)
+    plain = ({nt: batch[nt].tf for nt in batch.node_types}, batch.collect("edge_index"),
+             {nt: batch[nt].time for nt in model.time_types},
+             {nt: batch[nt].batch for nt in model.time_types}, batch["customer"].seed_time)
+    assert padded[0]["article"].num_rows == batch["article"].num_nodes + 2
+    with torch.no_grad():
+        torch.testing.assert_close(model(*padded), model(*plain))
+
+
+@pytest.mark.parametrize("schedule", [
+    functools.partial(schedules.warmup_cosine, warmup_steps=3),
+    schedules.exponential, schedules.constant])
+@pytest.mark.parametrize("fused", [False, True])
+def test_compiled_optimizer_step_follows_the_lr_without_recompiling(schedule, fused):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=torch.tensor(0.01), fused=fused)
+    compile_optimizer_step(opt)
+    sched = schedule(opt, total_steps=12)
+    reference = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    reference.load_state_dict(model.state_dict())
+    ref_opt = torch.optim.Adam(reference.parameters(), lr=0.01)
+    ref_sched = schedule(ref_opt, total_steps=12)
+    lrs = []
+    for step in range(12):
+        x = torch.randn(16, 8)
+        for m, o, s in ((model, opt, sched), (reference, ref_opt, ref_sched)):
+            o.zero_grad()
+            m(x).pow(2).mean().backward()
+            o.step()
+            s.step()
+        lrs.append(float(opt.param_groups[0]["lr"]))
+        if step == 0:
+            warm = graphs()
+    assert isinstance(opt.param_groups[0]["lr"], torch.Tensor)
+    # A fused step is one kernel, left uncompiled; otherwise one graph for all steps.
+    assert graphs() == warm == (0 if fused else 1), "a new learning rate recompiled the step"
+    if schedule is not schedules.constant:
+        assert len(set(lrs)) > 5
+    for p, q in zip(model.parameters(), reference.parameters()):  # the same updates
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("n,batch_size", [(100, 32), (97, 32), (113, 32), (1, 32), (33, 32),
+                                          (64, 32), (5, 1)])
+def test_tail_merging_batches(n, batch_size):
+    sampler = TailMergingBatchSampler(range(n), batch_size, drop_last=False)
+    batches = list(sampler)
+    assert len(batches) == len(sampler)
+    assert sorted(i for b in batches for i in b) == list(range(n))
+    if len(batches) > 1:
+        assert min(2 * len(b) for b in batches) >= batch_size
+    assert max(len(b) for b in batches) < 1.5 * batch_size + 1
