@@ -204,6 +204,7 @@ def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = N
     from torch_geometric.sampler import NodeSamplerInput
 
     from rdl.graph.build import to_seconds
+    from rdl.training.compile import compile_model, pad_inputs
 
     if threads:
         torch.set_num_threads(threads)
@@ -217,7 +218,7 @@ def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = N
     setup_s = time.perf_counter() - t0
     torch.manual_seed(int(root.seed))
     model = instantiate(model_cfg, _partial_=True)(**dm.model_kwargs())
-    compiled = torch.compile(model, **dict(root.compile.kwargs))
+    compiled = compile_model(model, **dict(root.compile.kwargs))
     lr = torch.tensor(float(root.lr))
     opt = instantiate(_conf("optimizer/adam"))(model.parameters(), lr=lr)
     entity = task.entity_table
@@ -248,10 +249,11 @@ def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = N
 
     def step(batch):
         types = [nt for nt in batch.node_types if "tf" in batch[nt]]
-        pred = compiled({nt: batch[nt].tf for nt in types}, batch.collect("edge_index"),
-                        {nt: batch[nt].time for nt in time_types},
-                        {nt: batch[nt].batch for nt in time_types},
-                        batch[entity].seed_time).squeeze(-1)
+        pred = compiled(*pad_inputs({nt: batch[nt].tf for nt in types},
+                                    batch.collect("edge_index"),
+                                    {nt: batch[nt].time for nt in time_types},
+                                    {nt: batch[nt].batch for nt in time_types},
+                                    batch[entity].seed_time)).squeeze(-1)
         loss = F.binary_cross_entropy_with_logits(pred, batch[entity].y)
         loss.backward()
         opt.step()

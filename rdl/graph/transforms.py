@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import torch
+import torch_frame
 from torch import Tensor
 from torch_geometric.utils import coalesce
 
@@ -33,18 +34,21 @@ class Bidirectional:
         return batch
 
 
-class AttachPadRows:
-    """Attach to every node type of a batch ``num_pad`` rows of its table (``pad_tf``),
-    which :func:`rdl.training.compile.pad_inputs` appends to the model's inputs so that
-    no node type reaches the compiled model with 0 or 1 rows."""
+class PadRows:
+    """Append ``num_pad`` rows of its table to every node type's TensorFrame ``tf``
+    (``batch[t].num_nodes`` still counts the real rows only). With
+    :func:`rdl.training.compile.pad_inputs`, no node or edge type reaches the compiled
+    model with 0 or 1 rows, which would make it recompile. Done here, on the CPU, because
+    building a TensorFrame checks its offsets with a read of their values."""
 
     def __init__(self, data, num_pad: int = 2):
         first = torch.zeros(num_pad, dtype=torch.long)
         self.pad = {nt: data[nt].tf[first] for nt in data.node_types if "tf" in data[nt]}
 
     def __call__(self, batch):
-        for nt, tf in self.pad.items():
-            batch[nt].pad_tf = tf
+        for nt, pad in self.pad.items():
+            if "tf" in batch[nt]:
+                batch[nt].tf = torch_frame.cat([batch[nt].tf, pad])
         return batch
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
-import torch_frame
 import torch.fx.experimental._config as fx_config
 from torch import Tensor
 from torch._dynamo.utils import counters
@@ -25,7 +24,7 @@ from torch._dynamo.utils import counters
 # Dynamo bakes a size of 0 or 1 into the graph as a constant (and Inductor cannot compile
 # this model with unbacked sizes), so a batch with an empty node type or a single node
 # would recompile; every node type therefore gets PAD extra rows and every edge type PAD
-# extra edges between them (:func:`pad_inputs`), and loaders never make a batch of one
+# extra edges between them (``PadRows``, :func:`pad_inputs`), and loaders never make a batch of one
 # seed, or a much smaller one than the rest (``rdl.training.datamodule.TailMergingBatchSampler``).
 PAD = 2
 log = logging.getLogger(__name__)
@@ -117,17 +116,16 @@ def stats() -> dict[str, int]:
 
 
 def pad_inputs(tf_dict: dict, edge_index_dict: dict, time_dict: dict, batch_dict: dict,
-               seed_time: Tensor, pad_tf_dict: dict) -> tuple:
-    """The model's inputs with the rows of ``pad_tf_dict`` (node type -> ``PAD`` rows of
-    its table, see :class:`~rdl.graph.transforms.AttachPadRows`) appended to every node
-    type, and ``PAD`` edges between them appended to every edge type.
+               seed_time: Tensor) -> tuple:
+    """The model's inputs completed for the ``PAD`` pad rows that every node type's
+    TensorFrame carries at its end (:class:`~rdl.graph.transforms.PadRows` appends them in
+    the loader): ``PAD`` edges between pad rows for every edge type, and a time and seed
+    for each pad row (the first seed's: they are as old as it).
 
-    Pad rows belong to the first seed and are as old as it; they send messages only to
-    each other, so no real node's output changes. A node-level output ``[N_t + PAD, ...]``
-    keeps its real rows first.
+    Pad rows send messages only to each other, so no real node's output changes; a
+    node-level output ``[N_t + PAD, ...]`` keeps its real rows first.
     """
-    sizes = {nt: tf.num_rows for nt, tf in tf_dict.items()}
-    tf_dict = {nt: torch_frame.cat([tf, pad_tf_dict[nt]]) for nt, tf in tf_dict.items()}
+    sizes = {nt: tf.num_rows - PAD for nt, tf in tf_dict.items()}
     edge_index_dict = {
         (src, rel, dst): torch.cat([ei, torch.stack([
             torch.arange(sizes[src], sizes[src] + PAD, device=ei.device),

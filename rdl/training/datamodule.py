@@ -17,7 +17,7 @@ import rdl
 from rdl.data.database import Database
 from rdl.graph.build import make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
-from rdl.graph.transforms import AttachLinkTarget, AttachPadRows, Bidirectional
+from rdl.graph.transforms import AttachLinkTarget, PadRows, Bidirectional
 from rdl.tasks import SPLITS, Task
 from rdl.training.compile import PAD
 
@@ -182,7 +182,7 @@ class RelDataModule(pl.LightningDataModule):
 
     def _transforms(self, *more) -> Compose:
         both = [Bidirectional()] if self.bidirectional else []
-        return Compose([*both, *more, AttachPadRows(self.data, PAD)])
+        return Compose([*both, *more, PadRows(self.data, PAD)])
 
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         task, df = self.task, self.tables[split]

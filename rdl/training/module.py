@@ -42,7 +42,8 @@ class TaskModule(pl.LightningModule):
         self.optimizer_fn, self.scheduler_fn, self.lr = optimizer, scheduler, lr
         self.entity = task.entity_table
         self.time_types = model.time_types
-        metrics = MetricCollection(dict(task.metrics))
+        # No compute groups: finding them compares metric states on the host.
+        metrics = MetricCollection(dict(task.metrics), compute_groups=False)
         self.val_metrics = metrics.clone(prefix="val/")
         self.test_metrics = metrics.clone(prefix="test/")
         self.compile_options = CompileOptions.of(compile)
@@ -55,8 +56,8 @@ class TaskModule(pl.LightningModule):
         object.__setattr__(self, "forward_fn", forward)
 
     def inputs(self, batch, seed_table: str | None = None) -> tuple:
-        """The model's inputs from a sampled batch seeded at ``seed_table`` nodes, padded
-        (:func:`~rdl.training.compile.pad_inputs`) so that no size is 0 or 1."""
+        """The model's inputs from a sampled batch seeded at ``seed_table`` nodes, with its
+        pad rows (:func:`~rdl.training.compile.pad_inputs`): no size is 0 or 1."""
         types = [nt for nt in batch.node_types if "tf" in batch[nt]]
         return pad_inputs(
             {nt: batch[nt].tf for nt in types},
@@ -64,7 +65,6 @@ class TaskModule(pl.LightningModule):
             {nt: batch[nt].time for nt in self.time_types},
             {nt: batch[nt].batch for nt in self.time_types},
             batch[seed_table or self.entity].seed_time,
-            {nt: batch[nt].pad_tf for nt in types},
         )
 
     def forward(self, batch, *extra):
