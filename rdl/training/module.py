@@ -84,7 +84,9 @@ class TaskModule(pl.LightningModule):
 
     def training_step(self, batch, batch_idx):
         loss, n = self.step_loss(batch)
-        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=n)
+        # Not on the progress bar: it would read the loss on the host at every step (the
+        # loggers read it every ``trainer.log_every_n_steps``).
+        self.log("train/loss", loss, on_step=True, on_epoch=True, batch_size=n)
         return loss
 
     def validation_step(self, batch, batch_idx):

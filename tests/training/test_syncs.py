@@ -5,7 +5,8 @@ for the device.
 Runs Lightning's real loop on the CPU with a ``TorchDispatchMode`` that records every op
 which, on CUDA, copies a value to the host (``.item()``, ``bool(tensor)``, ``nonzero``,
 boolean-mask indexing, ``unique``, ``repeat_interleave`` without ``output_size``, ...),
-from the start to the end of each train and validation batch.
+from the start to the end of each train and validation batch, the progress bar's update
+included (the loggers read values every ``log_every_n_steps`` only, and at epoch end).
 
 The model itself is compiled in training, and Dynamo does not run compiled code under a
 dispatch mode, so the audit pauses inside the model's forward and backward and the
@@ -118,7 +119,9 @@ def test_training_and_evaluation_steps_never_sync(tmp_path, task, model):
     _, dm, module = build(cfg)
     audit = Audit()
     trainer = instantiate(cfg.trainer, callbacks=[audit], logger=False,
-                          enable_checkpointing=False, enable_progress_bar=False)
+                          enable_checkpointing=False)
+    # Last, so that its window also covers the progress bar's per-batch update.
+    trainer.callbacks.append(trainer.callbacks.pop(trainer.callbacks.index(audit)))
     trainer.fit(module, datamodule=dm)
     assert audit.batches == 4 + min(2, len(dm.val_dataloader())), "it saw every batch"
     assert trainer.global_step == 4
