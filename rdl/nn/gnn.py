@@ -35,9 +35,26 @@ class HeteroGraphSAGE(torch.nn.Module):
             for norm in norms.values():
                 norm.reset_parameters()
 
-    def forward(self, x_dict: dict[str, Tensor], edge_index_dict: dict) -> dict[str, Tensor]:
-        for conv, norms in zip(self.convs, self.norms):
-            out = conv(x_dict, edge_index_dict)
+    def forward(self, x_dict: dict[str, Tensor], edge_index_dict: dict,
+                out_types: tuple[str, ...] | None = None) -> dict[str, Tensor]:
+        """``out_types``: the node types whose output is used (default: all). Each layer
+        then updates only the types whose features can still reach them (the last layer
+        only ``out_types``): the result is the same for those types, the other entries
+        are left unfinished, and a node-level head on the seeds skips most of the work."""
+        layers = zip(self.convs, self.norms, self.updated_types(edge_index_dict, out_types))
+        for conv, norms, types in layers:
+            edges = {et: ei for et, ei in edge_index_dict.items() if types is None or et[2] in types}
+            out = conv(x_dict, edges)
             # A node type that receives no edge type keeps its features.
             x_dict = {nt: norms[nt](out[nt]).relu() if nt in out else x for nt, x in x_dict.items()}
         return x_dict
+
+    def updated_types(self, edge_types, out_types) -> list[set | None]:
+        """Per layer, the node types whose output some type of ``out_types`` needs."""
+        if out_types is None:
+            return [None] * len(self.convs)
+        layers = [set(out_types)]
+        for _ in range(len(self.convs) - 1):
+            last = layers[0]
+            layers.insert(0, last | {src for src, _, dst in edge_types if dst in last})
+        return layers

@@ -50,7 +50,8 @@ class IDGNN(torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time) -> Tensor:
-        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time)
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
+                          out_types=(self.dst_table,))
         return self.head(x_dict[self.dst_table]).squeeze(-1)
 
 
@@ -91,7 +92,8 @@ class ContextGNN(torch.nn.Module):
         torch.nn.init.zeros_(self.dst_bias.weight)
 
     def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time):
-        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time)
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
+                          out_types=(self.src_table, self.dst_table))
         pair = self.pair_head(x_dict[self.dst_table]).squeeze(-1)
         seed = self.seed_head(x_dict[self.src_table][: seed_time.size(0)])
         return pair, seed
@@ -143,7 +145,8 @@ class TwoTower(torch.nn.Module):
                 src_index: Tensor, dst_index: Tensor, dst_id: Tensor):
         """Embeddings of the seeds at ``src_index`` among the ``src_table`` nodes and at
         ``dst_index`` among the ``dst_table`` nodes (``dst_id``: their rows)."""
-        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time)
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
+                          out_types=(self.src_table, self.dst_table))
         src = self.src_head(x_dict[self.src_table][src_index])
         dst = self.dst_head(x_dict[self.dst_table][dst_index])
         if self.dst_emb is not None:

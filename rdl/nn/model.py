@@ -46,10 +46,12 @@ class RelGNN(torch.nn.Module):
             torch.nn.init.normal_(self.id_emb, std=0.1)
 
     def forward(self, tf_dict: dict, edge_index_dict: dict, time_dict: dict,
-                batch_dict: dict, seed_time: Tensor) -> dict[str, Tensor]:
+                batch_dict: dict, seed_time: Tensor,
+                out_types: tuple[str, ...] | None = None) -> dict[str, Tensor]:
         """Inputs: node type -> TensorFrame ``[N_t]``; edge type -> ``[2, E]``; timed node
         type -> time ``[N_t]`` (seconds) and seed index ``[N_t]``; ``seed_time [B]``.
-        Returns node type -> ``[N_t, channels]``."""
+        Returns node type -> ``[N_t, channels]``, final for ``out_types`` (default: all;
+        see :class:`~rdl.nn.gnn.HeteroGraphSAGE`)."""
         x_dict = self.encoder(tf_dict)
         for nt, rel in self.time_encoder(seed_time, time_dict, batch_dict).items():
             x_dict[nt] = x_dict[nt] + rel
@@ -57,7 +59,7 @@ class RelGNN(torch.nn.Module):
             x = x_dict[self.id_table]
             is_seed = torch.arange(x.size(0), device=x.device) < seed_time.size(0)
             x_dict[self.id_table] = x + is_seed.unsqueeze(-1) * self.id_emb
-        return self.gnn(x_dict, edge_index_dict)
+        return self.gnn(x_dict, edge_index_dict, out_types)
 
 
 class NodeModel(torch.nn.Module):
@@ -90,5 +92,6 @@ class NodeModel(torch.nn.Module):
                 batch_dict: dict, seed_time: Tensor) -> Tensor:
         """Returns ``[B, out_channels]`` for the ``B = len(seed_time)`` seed nodes, which
         come first among the ``entity_table`` nodes."""
-        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time)
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
+                          out_types=(self.entity_table,))
         return self.head(x_dict[self.entity_table][: seed_time.size(0)])
