@@ -56,6 +56,17 @@ def test_compiled_training_run(tmp_path, cache):
     assert "GLOBAL_STATE changed: grad_mode" in out.stderr
 
 
+def test_compiled_bf16_mixed_run(tmp_path, cache):
+    out = run(tmp_path, "task=item-sales", "data=hm-tiny", "trainer.max_epochs=1",
+              "trainer.limit_train_batches=3", "trainer.limit_val_batches=2",
+              "model.channels=16", "model.encoder_layers=1", "trainer.precision=bf16-mixed",
+              cache=cache)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert 0 <= results["model"]["test"]["mae"] < float("inf")
+    assert "torch.compile: 2 graphs compiled, 0 graph breaks" in out.stdout, out.stdout[-2000:]
+
+
 @pytest.mark.parametrize("override,message", [
     ("task=nope", "task"),
     ("model.channel=16", "channel"),

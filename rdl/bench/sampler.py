@@ -253,7 +253,9 @@ def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = N
                                     batch.collect("edge_index"),
                                     {nt: batch[nt].time for nt in time_types},
                                     {nt: batch[nt].batch for nt in time_types},
-                                    batch[entity].seed_time)).squeeze(-1)
+                                    batch[entity].seed_time,
+                                    {nt: batch[nt].num_nodes for nt in types}),
+                        row_dict={nt: batch[nt].tf_index for nt in types}).squeeze(-1)
         loss = F.binary_cross_entropy_with_logits(pred, batch[entity].y)
         loss.backward()
         opt.step()

@@ -42,9 +42,14 @@ class HeteroEncoder(torch.nn.Module):
         for enc in self.encoders.values():
             enc.reset_parameters()
 
-    def forward(self, tf_dict: dict) -> dict[str, Tensor]:
-        """``tf_dict``: node type -> TensorFrame ``[N_t]``; returns node type -> ``[N_t, C]``."""
-        return {nt: self.encoders[nt](tf) for nt, tf in tf_dict.items()}
+    def forward(self, tf_dict: dict, row_dict: dict | None = None) -> dict[str, Tensor]:
+        """``tf_dict``: node type -> TensorFrame ``[R_t]``; ``row_dict``: node type -> the
+        row of each node, ``[N_t]`` (default: node i is row i). Returns node type ->
+        ``[N_t, C]``: rows shared by several nodes are encoded once."""
+        out = {nt: self.encoders[nt](tf) for nt, tf in tf_dict.items()}
+        if row_dict is not None:
+            out = {nt: x[row_dict[nt]] if nt in row_dict else x for nt, x in out.items()}
+        return out
 
 
 class RelativeTimeEncoder(torch.nn.Module):
@@ -57,7 +62,9 @@ class RelativeTimeEncoder(torch.nn.Module):
     def __init__(self, node_types: list[str], channels: int):
         super().__init__()
         self.pe = PositionalEncoding(channels)
-        self.lins = torch.nn.ModuleDict({nt: torch.nn.Linear(channels, channels) for nt in node_types})
+        # No bias: the encoding is added to the row encoder's output, which has one.
+        self.lins = torch.nn.ModuleDict({nt: torch.nn.Linear(channels, channels, bias=False)
+                                         for nt in node_types})
 
     def reset_parameters(self):
         for lin in self.lins.values():

@@ -20,9 +20,15 @@ class HeteroGraphSAGE(torch.nn.Module):
     def __init__(self, node_types: list[str], edge_types: list[tuple], channels: int,
                  num_layers: int = 2, aggr: str = "sum"):
         super().__init__()
+        # The convs into one node type are summed, so one bias per type is enough: the
+        # first edge type into it has one. (Duplicate biases also get identical gradient
+        # reductions, which Inductor's CPU code generator mishandles in bfloat16.)
+        first = {}
+        for et in edge_types:
+            first.setdefault(et[2], et)
         self.convs = torch.nn.ModuleList(
-            HeteroConv({et: SAGEConv((channels, channels), channels, aggr=aggr) for et in edge_types},
-                       aggr="sum")
+            HeteroConv({et: SAGEConv((channels, channels), channels, aggr=aggr,
+                                     bias=first[et[2]] == et) for et in edge_types}, aggr="sum")
             for _ in range(num_layers))
         self.norms = torch.nn.ModuleList(
             torch.nn.ModuleDict({nt: torch.nn.LayerNorm(channels) for nt in node_types})

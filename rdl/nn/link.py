@@ -49,8 +49,9 @@ class IDGNN(torch.nn.Module):
         self.gnn.reset_parameters()
         self.head.reset_parameters()
 
-    def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time) -> Tensor:
-        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
+    def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
+                row_dict=None) -> Tensor:
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
                           out_types=(self.dst_table,))
         return self.head(x_dict[self.dst_table]).squeeze(-1)
 
@@ -91,8 +92,8 @@ class ContextGNN(torch.nn.Module):
         torch.nn.init.normal_(self.dst_emb.weight, std=0.1)
         torch.nn.init.zeros_(self.dst_bias.weight)
 
-    def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time):
-        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
+    def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict=None):
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
                           out_types=(self.src_table, self.dst_table))
         pair = self.pair_head(x_dict[self.dst_table]).squeeze(-1)
         seed = self.seed_head(x_dict[self.src_table][: seed_time.size(0)])
@@ -142,10 +143,10 @@ class TwoTower(torch.nn.Module):
             torch.nn.init.normal_(self.dst_emb.weight, std=0.1)
 
     def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
-                src_index: Tensor, dst_index: Tensor, dst_id: Tensor):
+                src_index: Tensor, dst_index: Tensor, dst_id: Tensor, row_dict=None):
         """Embeddings of the seeds at ``src_index`` among the ``src_table`` nodes and at
         ``dst_index`` among the ``dst_table`` nodes (``dst_id``: their rows)."""
-        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
                           out_types=(self.src_table, self.dst_table))
         src = self.src_head(x_dict[self.src_table][src_index])
         dst = self.dst_head(x_dict[self.dst_table][dst_index])

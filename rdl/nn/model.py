@@ -46,13 +46,14 @@ class RelGNN(torch.nn.Module):
             torch.nn.init.normal_(self.id_emb, std=0.1)
 
     def forward(self, tf_dict: dict, edge_index_dict: dict, time_dict: dict,
-                batch_dict: dict, seed_time: Tensor,
+                batch_dict: dict, seed_time: Tensor, row_dict: dict | None = None,
                 out_types: tuple[str, ...] | None = None) -> dict[str, Tensor]:
-        """Inputs: node type -> TensorFrame ``[N_t]``; edge type -> ``[2, E]``; timed node
-        type -> time ``[N_t]`` (seconds) and seed index ``[N_t]``; ``seed_time [B]``.
-        Returns node type -> ``[N_t, channels]``, final for ``out_types`` (default: all;
-        see :class:`~rdl.nn.gnn.HeteroGraphSAGE`)."""
-        x_dict = self.encoder(tf_dict)
+        """Inputs: node type -> TensorFrame of its rows; edge type -> ``[2, E]``; timed
+        node type -> time ``[N_t]`` (seconds) and seed index ``[N_t]``; ``seed_time [B]``;
+        node type -> each node's row in its TensorFrame ``[N_t]`` (default: node i is row
+        i). Returns node type -> ``[N_t, channels]``, final for ``out_types`` (default:
+        all; see :class:`~rdl.nn.gnn.HeteroGraphSAGE`)."""
+        x_dict = self.encoder(tf_dict, row_dict)
         for nt, rel in self.time_encoder(seed_time, time_dict, batch_dict).items():
             x_dict[nt] = x_dict[nt] + rel
         if self.id_emb is not None:
@@ -89,9 +90,9 @@ class NodeModel(torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, tf_dict: dict, edge_index_dict: dict, time_dict: dict,
-                batch_dict: dict, seed_time: Tensor) -> Tensor:
+                batch_dict: dict, seed_time: Tensor, row_dict: dict | None = None) -> Tensor:
         """Returns ``[B, out_channels]`` for the ``B = len(seed_time)`` seed nodes, which
-        come first among the ``entity_table`` nodes."""
-        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
+        come first among the ``entity_table`` nodes (inputs: see :class:`RelGNN`)."""
+        x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
                           out_types=(self.entity_table,))
         return self.head(x_dict[self.entity_table][: seed_time.size(0)])

@@ -25,7 +25,7 @@ from torch._dynamo.utils import counters
 # Dynamo bakes a size of 0 or 1 into the graph as a constant (and Inductor cannot compile
 # this model with unbacked sizes), so a batch with an empty node type or a single node
 # would recompile; every node type therefore gets PAD extra rows and every edge type PAD
-# extra edges between them (``PadRows``, :func:`pad_inputs`), and loaders never make a batch of one
+# extra edges between them (``InputRows``, :func:`pad_inputs`), and loaders never make a batch of one
 # seed, or a much smaller one than the rest (``rdl.training.datamodule.TailMergingBatchSampler``).
 PAD = 2
 log = logging.getLogger(__name__)
@@ -120,24 +120,20 @@ def stats() -> dict[str, int]:
     }
 
 
-
-
-
 def pad_inputs(tf_dict: dict, edge_index_dict: dict, time_dict: dict, batch_dict: dict,
-               seed_time: Tensor) -> tuple:
-    """The model's inputs completed for the ``PAD`` pad rows that every node type's
-    TensorFrame carries at its end (:class:`~rdl.graph.transforms.PadRows` appends them in
-    the loader): ``PAD`` edges between pad rows for every edge type, and a time and seed
-    for each pad row (the first seed's: they are as old as it).
+               seed_time: Tensor, num_nodes: dict) -> tuple:
+    """The model's inputs completed for ``PAD`` pad nodes per node type, which follow the
+    ``num_nodes[t]`` nodes of the batch (their rows are in ``tf``: see
+    :class:`~rdl.graph.transforms.InputRows`): ``PAD`` edges between pad nodes for every
+    edge type, and a time and a seed for each pad node (the first seed's: as old as it).
 
-    Pad rows send messages only to each other, so no real node's output changes; a
-    node-level output ``[N_t + PAD, ...]`` keeps its real rows first.
+    Pad nodes send messages only to each other, so no real node's output changes; a
+    node-level output ``[N_t + PAD, ...]`` keeps its real nodes first.
     """
-    sizes = {nt: tf.num_rows - PAD for nt, tf in tf_dict.items()}
     edge_index_dict = {
         (src, rel, dst): torch.cat([ei, torch.stack([
-            torch.arange(sizes[src], sizes[src] + PAD, device=ei.device),
-            torch.arange(sizes[dst], sizes[dst] + PAD, device=ei.device)])], dim=1)
+            torch.arange(num_nodes[src], num_nodes[src] + PAD, device=ei.device),
+            torch.arange(num_nodes[dst], num_nodes[dst] + PAD, device=ei.device)])], dim=1)
         for (src, rel, dst), ei in edge_index_dict.items()}
     time_dict = {nt: torch.cat([t, seed_time[:1].expand(PAD)]) for nt, t in time_dict.items()}
     batch_dict = {nt: torch.cat([b, b.new_zeros(PAD)]) for nt, b in batch_dict.items()}

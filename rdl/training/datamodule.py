@@ -1,6 +1,7 @@
 """LightningDataModule: database -> task tables -> graph -> temporal loaders."""
 from __future__ import annotations
 
+import copy
 import logging
 import os
 
@@ -17,7 +18,7 @@ import rdl
 from rdl.data.database import Database
 from rdl.graph.build import make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
-from rdl.graph.transforms import AttachLinkTarget, PadRows, Bidirectional
+from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
 from rdl.tasks import SPLITS, Task
 from rdl.training.compile import PAD
 
@@ -133,6 +134,12 @@ class RelDataModule(pl.LightningDataModule):
         graph_db = self.db.upto(task.test_time)
         cache = None if self.cache_dir is None else os.path.join(self.cache_dir, "graphs")
         self.data, self.col_stats = make_graph(graph_db, self.stypes, self.text_embedder, cache)
+        # Loaders sample from the graph without its TensorFrames: ``InputRows`` gathers
+        # each distinct row once per batch.
+        self.tf_dict = {nt: self.data[nt].tf for nt in self.data.node_types if "tf" in self.data[nt]}
+        self.graph = copy.copy(self.data)
+        for nt in self.tf_dict:
+            del self.graph[nt].tf
         # One index for all loaders; evaluation draws from its own seeded stream.
         self.sampler = TemporalSampler(self.data, self.num_neighbors, strategy=self.strategy,
                                        strict=self.strict)
@@ -182,7 +189,7 @@ class RelDataModule(pl.LightningDataModule):
 
     def _transforms(self, *more) -> Compose:
         both = [Bidirectional()] if self.bidirectional else []
-        return Compose([*both, *more, PadRows(self.data, PAD)])
+        return Compose([*both, *more, InputRows(self.tf_dict, PAD)])
 
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         task, df = self.task, self.tables[split]
@@ -190,7 +197,7 @@ class RelDataModule(pl.LightningDataModule):
         sampler = self.sampler if train else self.sampler.with_seed(self.seed)
         nodes = torch.from_numpy(df[task.entity_col].to_numpy())
         return self._keep(NodeLoader(
-            self.data, node_sampler=sampler,
+            self.graph, node_sampler=sampler,
             input_nodes=(task.entity_table, nodes),
             input_time=to_seconds(df["timestamp"]),
             transform=self.transform(split),
@@ -222,7 +229,7 @@ class RelDataModule(pl.LightningDataModule):
         t = task.val_time if split == "val" else task.test_time
         n = self.data[task.target_table].num_nodes
         return NodeLoader(
-            self.data, node_sampler=self.sampler.with_seed(self.seed),
+            self.graph, node_sampler=self.sampler.with_seed(self.seed),
             input_nodes=(task.target_table, torch.arange(n)),
             input_time=to_seconds(pd.Series([t] * n)),
             transform=self._transforms(),
@@ -238,7 +245,7 @@ class RelDataModule(pl.LightningDataModule):
         dst = torch.from_numpy(pairs[task.target_col].to_numpy(dtype="int64"))
         link_type = (task.entity_table, "links", task.target_table)
         return self._keep(KeepArgsLinkLoader(
-            self.data, link_sampler=self.sampler,
+            self.graph, link_sampler=self.sampler,
             edge_label_index=(link_type, torch.stack([src, dst])),
             edge_label_time=to_seconds(pairs["timestamp"]),
             neg_sampling=NegativeSampling("triplet", amount=1), transform=self._transforms(),

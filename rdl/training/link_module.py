@@ -90,8 +90,8 @@ class LinkTaskModule(TaskModule):
             B, N = batch[self.dst].batch_size, batch[self.entity].num_nodes
             index = torch.arange(B, device=self.device)
             pad = torch.arange(N, N + PAD, device=self.device)  # pad rows as the seeds
-            _, emb = self.forward_fn(*self.inputs(batch, self.dst), pad, index,
-                                     batch[self.dst].n_id[:B])
+            args, kwargs = self.inputs(batch, self.dst)
+            _, emb = self.forward_fn(*args, pad, index, batch[self.dst].n_id[:B], **kwargs)
             out.append(emb)
         return torch.cat(out)
 

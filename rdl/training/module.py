@@ -55,20 +55,25 @@ class TaskModule(pl.LightningModule):
         # and checkpoints keep the plain model's keys.
         object.__setattr__(self, "forward_fn", forward)
 
-    def inputs(self, batch, seed_table: str | None = None) -> tuple:
-        """The model's inputs from a sampled batch seeded at ``seed_table`` nodes, with its
-        pad rows (:func:`~rdl.training.compile.pad_inputs`): no size is 0 or 1."""
+    def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
+        """The model's positional and keyword inputs from a sampled batch seeded at
+        ``seed_table`` nodes: each node type's distinct rows and each node's row among them
+        (``row_dict``), with pad nodes (:func:`~rdl.training.compile.pad_inputs`), so that
+        no size is 0 or 1."""
         types = [nt for nt in batch.node_types if "tf" in batch[nt]]
-        return pad_inputs(
+        args = pad_inputs(
             {nt: batch[nt].tf for nt in types},
             batch.collect("edge_index"),
             {nt: batch[nt].time for nt in self.time_types},
             {nt: batch[nt].batch for nt in self.time_types},
             batch[seed_table or self.entity].seed_time,
+            {nt: batch[nt].num_nodes for nt in types},
         )
+        return args, {"row_dict": {nt: batch[nt].tf_index for nt in types}}
 
     def forward(self, batch, *extra):
-        return self.forward_fn(*self.inputs(batch), *extra)
+        args, kwargs = self.inputs(batch)
+        return self.forward_fn(*args, *extra, **kwargs)
 
     def on_validation_epoch_end(self):
         self.log_dict(self.val_metrics.compute(), prog_bar=True)

@@ -128,19 +128,23 @@ def test_no_recompiles_over_varying_batches(tmp_path_factory, task, model):
     assert graphs() == 2, "evaluation compiled more than once"
 
 
-def test_padding_changes_no_output(tmp_path_factory):
+def test_distinct_rows_and_padding_change_no_output(tmp_path_factory):
     _, dm, module = setup(tmp_path_factory, "user-churn", "sage", "compile.enabled=false")
     model = module.model.eval()
     batch = next(iter(dm.val_dataloader()))
-    padded = module.inputs(batch)
-    plain = ({nt: batch[nt].tf[: batch[nt].num_nodes] for nt in batch.node_types},
+    args, kwargs = module.inputs(batch)
+    # The plain inputs: every node its own row (as PyG's loaders slice features), no pads.
+    plain = ({nt: dm.data[nt].tf[batch[nt].n_id] for nt in batch.node_types},
              batch.collect("edge_index"),
              {nt: batch[nt].time for nt in model.time_types},
              {nt: batch[nt].batch for nt in model.time_types}, batch["customer"].seed_time)
-    assert padded[0]["article"].num_rows == batch["article"].num_nodes + 2
-    assert all(ei.size(1) >= 2 for ei in padded[1].values())
+    article = batch["article"]
+    assert args[0]["article"].num_rows < article.num_nodes, "articles repeat across seeds"
+    assert args[0]["article"].num_rows == article.n_id.unique().numel() + 2
+    assert kwargs["row_dict"]["article"].numel() == article.num_nodes + 2
+    assert all(ei.size(1) >= 2 for ei in args[1].values())
     with torch.no_grad():
-        torch.testing.assert_close(model(*padded), model(*plain))
+        torch.testing.assert_close(model(*args, **kwargs), model(*plain))
 
 
 @pytest.mark.parametrize("schedule", [

@@ -79,10 +79,10 @@ class Audit(pl.Callback):
     def setup(self, trainer, module, stage):
         model = module.forward_fn
 
-        def forward(*args):
+        def forward(*args, **kwargs):
             self.recorder.paused += 1
             try:
-                return model(*args)
+                return model(*args, **kwargs)
             finally:
                 self.recorder.paused -= 1
 

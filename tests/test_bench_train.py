@@ -1,0 +1,55 @@
+"""``python -m rdl.bench train`` end to end on the tiny database: eager and compiled."""
+import csv
+import math
+import os
+import subprocess
+import sys
+
+
+def test_train_benchmark_eager_and_compiled(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "RDL_CACHE": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "rdl.bench", "train", "--tasks", "user-churn",
+           "--variants", "eager", "dynamic", "--steps", "2", "--warmup", "1", "--threads", "1",
+           "--set", "data=hm-tiny", "model.channels=16", "model.encoder_layers=1",
+           "--out", str(out)]
+    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "| task | model | variant | ms/step |" in proc.stdout
+
+    with open(out / "train.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["variant"] for r in rows] == ["eager", "compile dynamic=True"], rows
+    assert (out / "train.md").exists()
+    for r in rows:
+        assert r["task"] == "user-churn" and r["model"] == "sage"
+        assert r["note"] == "", r
+        for col in ("ms/step", "ms/step+sampler", "first_step_s", "peak_mem_gib"):
+            v = float(r[col])
+            assert math.isfinite(v) and v > 0, (col, r)
+        assert math.isfinite(float(r["last_loss"]))
+        ratio = float(r["speedup_vs_eager"])
+        assert math.isfinite(ratio) and ratio > 0
+    eager, dynamic = rows
+    assert float(eager["speedup_vs_eager"]) == 1
+    assert int(eager["graphs"]) == 0 and int(eager["graph_breaks"]) == 0
+    assert int(dynamic["graphs"]) >= 1
+    assert int(dynamic["graph_breaks"]) == 0
+    # The compiled row pays its compilation in the first step.
+    assert float(dynamic["first_step_s"]) > float(dynamic["ms/step"]) / 1000
+
+
+def test_a_failing_variant_leaves_a_row_and_the_run_goes_on(tmp_path):
+    """The child fails at once (a bad override); reduce-overhead is skipped on the CPU."""
+    out = tmp_path / "out"
+    env = {**os.environ, "RDL_CACHE": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "rdl.bench", "train", "--tasks", "user-churn:sage",
+           "--variants", "eager", "reduce-overhead", "--device", "cpu", "--steps", "1",
+           "--warmup", "1", "--set", "data=hm-tiny", "model.no_such_key=1", "--out", str(out)]
+    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out / "train.csv", newline="") as f:
+        eager, graphs = csv.DictReader(f)
+    assert eager["note"].startswith("failed:") and "no_such_key" in eager["note"], eager
+    assert eager["ms/step"] == "" and eager["speedup_vs_eager"] == ""
+    assert graphs["variant"] == "reduce-overhead" and graphs["note"].startswith("skipped")
