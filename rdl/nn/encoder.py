@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 import torch_frame
 from torch import Tensor
+from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
 
@@ -16,6 +17,37 @@ STYPE_ENCODERS = {
     torch_frame.embedding: torch_frame.nn.LinearEmbeddingEncoder,
     torch_frame.timestamp: torch_frame.nn.TimestampEncoder,
 }
+
+
+class FixedOrderEncoder(StypeWiseFeatureEncoder):
+    """PyTorch Frame's stype-wise encoder with the stype order fixed when it is built.
+
+    Written here because ``TensorFrame.stypes`` lists the ``torch_frame.stype`` enum on
+    every call, which Dynamo before torch 2.12 cannot trace: a graph break per table in the
+    compiled model. Frames of one table always hold the stypes it was built with, in
+    PyTorch Frame's canonical order, which this keeps.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.stypes = [st for st in torch_frame.stype if st in self.col_names_dict]
+
+    def forward(self, tf: torch_frame.TensorFrame) -> tuple[Tensor, list[str]]:
+        xs = [self.encoder_dict[st.value](tf.feat_dict[st], self.col_names_dict[st])
+              for st in self.stypes]
+        return torch.cat(xs, dim=1), [c for st in self.stypes for c in self.col_names_dict[st]]
+
+
+def table_encoder(channels: int, names: dict, stats: dict, num_layers: int) -> ResNet:
+    """RelBench's table encoder: PyTorch Frame's ResNet, with :class:`FixedOrderEncoder`."""
+    model = ResNet(channels=channels, out_channels=channels, num_layers=num_layers,
+                   col_stats=stats, col_names_dict=names,
+                   stype_encoder_dict={st: STYPE_ENCODERS[st]() for st in names})
+    model.encoder = FixedOrderEncoder(
+        out_channels=channels, col_stats=stats, col_names_dict=names,
+        stype_encoder_dict={st: STYPE_ENCODERS[st]() for st in names})
+    model.encoder.reset_parameters()
+    return model
 
 
 class HeteroEncoder(torch.nn.Module):
@@ -31,11 +63,8 @@ class HeteroEncoder(torch.nn.Module):
     def __init__(self, channels: int, col_names: dict, col_stats: dict, num_layers: int = 4):
         super().__init__()
         self.encoders = torch.nn.ModuleDict({
-            nt: ResNet(
-                channels=channels, out_channels=channels, num_layers=num_layers,
-                col_stats=col_stats[nt], col_names_dict=names,
-                stype_encoder_dict={st: STYPE_ENCODERS[st]() for st in names},
-            ) for nt, names in col_names.items()
+            nt: table_encoder(channels, names, col_stats[nt], num_layers)
+            for nt, names in col_names.items()
         })
 
     def reset_parameters(self):
