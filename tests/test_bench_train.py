@@ -53,3 +53,22 @@ def test_a_failing_variant_leaves_a_row_and_the_run_goes_on(tmp_path):
     assert eager["note"].startswith("failed:") and "no_such_key" in eager["note"], eager
     assert eager["ms/step"] == "" and eager["speedup_vs_eager"] == ""
     assert graphs["variant"] == "reduce-overhead" and graphs["note"].startswith("skipped")
+
+
+def test_profile_columns(tmp_path):
+    """--profile splits the host's time per step into matrix products, RNG and the rest."""
+    out = tmp_path / "out"
+    env = {**os.environ, "RDL_CACHE": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "rdl.bench", "train", "--tasks", "user-churn",
+           "--variants", "eager", "--device", "cpu", "--steps", "2", "--warmup", "1",
+           "--threads", "1", "--profile", "--set", "data=hm-tiny", "model.channels=16",
+           "model.encoder_layers=1", "--out", str(out)]
+    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out / "train.csv", newline="") as f:
+        (row,) = csv.DictReader(f)
+    assert row["note"] == "", row
+    assert "prof_kernel_ms" not in row  # CUDA only
+    parts = [float(row[c]) for c in ("prof_matmul_ms", "prof_rng_ms", "prof_other_ms")]
+    assert parts[0] > 0 and parts[2] > 0  # the model has linear layers and other ops
+    assert parts[1] > 0  # the encoders' dropout draws random numbers in training

@@ -2,7 +2,7 @@
 
 ``python -m rdl.bench train [--tasks user-churn | all | TASK[:MODEL] ...]
 [--variants eager dynamic ...] [--steps 20] [--warmup 3] [--threads N] [--device cuda|cpu]
-[--set HYDRA_OVERRIDE ...] [--timeout S] [--out DIR]``
+[--set HYDRA_OVERRIDE ...] [--timeout S] [--profile] [--out DIR]``
 
 What is measured, for each (task, model) and each variant, each in a fresh subprocess (so
 compiled code held in memory, peak memory and Dynamo's counters do not mix between rows):
@@ -30,7 +30,11 @@ compiled code held in memory, peak memory and Dynamo's counters do not mix betwe
    Then ``--steps`` more steps, each drawing its batch from a fresh iterator of the loader
    inside the timed region (sampling, feature slicing, labels, pad rows, collation):
    the median is ``ms/step+sampler`` ("sampler included").
-4. After all steps: Dynamo's graph count and graph-break count in the process
+4. With ``--profile``, the timed pre-sampled steps run once more under ``torch.profiler``
+   (:func:`profile_steps`): the host's time in matrix products, dropout's random numbers
+   and all other ops, and on CUDA the device's kernel time and the kernels launched, per
+   step. A step much longer than its kernel time is bound by the host.
+5. After all steps: Dynamo's graph count and graph-break count in the process
    (:func:`rdl.training.compile.stats`; each recompile is one more graph, so a model
    that recompiles shows graphs > 1; a compiled optimiser adds its own graphs), the peak
    memory (CUDA: ``torch.cuda.max_memory_allocated``; CPU: the process's peak resident
@@ -109,6 +113,8 @@ VARIANTS = {
     "eager-bf16": ("eager bf16-mixed", ["compile.enabled=false"], True, False),
     "bf16": ("compile bf16-mixed", COMPILED, True, False),
 }
+PROFILE_COLUMNS = ("prof_matmul_ms", "prof_rng_ms", "prof_other_ms", "prof_kernel_ms",
+                   "prof_kernels")
 RESULT = "RDL_BENCH_TRAIN_RESULT "  # the child's result line on stdout
 
 
@@ -139,9 +145,45 @@ def _cycle(loader):
             raise RuntimeError("the train loader yields no batch")
 
 
+MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
+
+
+def profile_steps(step, batches: list, dev: torch.device) -> dict:
+    """Where a step's time goes, from ``torch.profiler`` over one step per batch.
+
+    Per step: the host's time in matrix products, in random numbers (dropout's mask) and in
+    everything else (operators' self time); on CUDA also the time the device spends in
+    kernels and how many kernels the step launches. A step much longer than its kernel
+    time is bound by the host (Python, dispatch, launches), not by the device.
+    """
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    with profile(activities=acts) as prof:
+        for b in batches:
+            step(b)
+        _sync(dev)
+    n = len(batches)
+    ms = {"matmul": 0.0, "rng": 0.0, "other": 0.0}
+    for e in prof.key_averages():
+        name = e.key
+        kind = ("matmul" if name in MATMUL_OPS or "mkldnn" in name else
+                "rng" if any(k in name for k in ("bernoulli", "rand", "native_dropout")) else
+                "other")
+        ms[kind] += e.self_cpu_time_total / 1000 / n
+    out = {f"prof_{k}_ms": v for k, v in ms.items()}
+    if dev.type == "cuda":
+        kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+        out["prof_kernel_ms"] = sum(e.self_device_time_total for e in kernels) / 1000 / n
+        out["prof_kernels"] = len(kernels) / n
+    return out
+
+
 def measure(task: str, model: str, variant: str, overrides: list[str], steps: int,
-            warmup: int, threads: int | None, device: str) -> dict:
-    """Time one variant in this process; returns the numbers of its report row."""
+            warmup: int, threads: int | None, device: str, profile: bool = False) -> dict:
+    """Time one variant in this process; returns the numbers of its report row
+    (with ``profile``, also :func:`profile_steps` over the timed batches)."""
     import pytorch_lightning as pl
 
     from rdl.train import build
@@ -193,6 +235,7 @@ def measure(task: str, model: str, variant: str, overrides: list[str], steps: in
     for b in batches[warmup:]:
         s, loss = timed(lambda b=b: b)
         excluded.append(s)
+    prof = profile_steps(step, batches[warmup:], dev) if profile else {}
     del batches
     stream = _cycle(dm.train_dataloader())  # a fresh iterator: sampling inside the timing
     included = []
@@ -218,6 +261,7 @@ def measure(task: str, model: str, variant: str, overrides: list[str], steps: in
         # for the header
         "threads": torch.get_num_threads(), "device_name": name, "torch": torch.__version__,
         "presample_s": sample_s, "batch_size": int(cfg.data.batch_size),
+        **prof,
     }
 
 
@@ -344,6 +388,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds a variant may take (default: no limit)")
     p.add_argument("--out", default=None, help="report folder (default outputs/bench/<time>-train)")
+    p.add_argument("--profile", action="store_true",
+                   help="also profile the timed steps: host ms in matmul / RNG / other ops, "
+                        "and on CUDA kernel ms and kernels per step")
     args = p.parse_args(argv)
     if args.steps < 1 or args.warmup < 1:
         p.error("--steps and --warmup must be at least 1")
@@ -366,7 +413,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{task}:{model} {name} ...", flush=True)
                 spec = {"task": task, "model": model, "variant": slug,
                         "overrides": [*args.sets, *overrides], "steps": args.steps,
-                        "warmup": args.warmup, "threads": args.threads, "device": args.device}
+                        "warmup": args.warmup, "threads": args.threads, "device": args.device,
+                        "profile": args.profile}
                 t = time.perf_counter()
                 res = _run_child(spec, args.timeout, out / "logs" / f"{task}_{model}_{slug}.log")
                 if "error" in res:
@@ -389,8 +437,12 @@ def main(argv: list[str] | None = None) -> None:
                 "compile_s": _fmt(res.get("compile_s")),
                 "graphs": res.get("graphs", ""), "graph_breaks": res.get("graph_breaks", ""),
                 "peak_mem_gib": _fmt(res.get("peak_mem_gib"), 3),
-                "last_loss": _fmt(res.get("last_loss"), 5), "note": res.get("note", ""),
+                "last_loss": _fmt(res.get("last_loss"), 5),
             })
+            if args.profile:
+                row.update({k: _fmt(res.get(k)) for k in PROFILE_COLUMNS
+                            if cuda or "kernel" not in k})
+            row["note"] = res.get("note", "")
             rows.append(row)
 
     threads = info.get("threads", args.threads or torch.get_num_threads())
@@ -407,7 +459,12 @@ def main(argv: list[str] | None = None) -> None:
         "the device, forward + loss, backward, optimizer step. speedup_vs_eager = eager "
         "ms/step / row ms/step; graphs and graph_breaks are Dynamo's counts after all "
         f"steps; peak_mem_gib: {mem}. Load average (1/5/15 min) before: {load_start}, "
-        f"after: {_load()}.")
+        f"after: {_load()}."
+        + (" prof_*: torch.profiler over the timed pre-sampled steps, per step: the host's "
+           "self time in matrix products, random numbers (dropout) and all other ops"
+           + ("; kernel time on the device and kernels launched" if cuda else "")
+           + " (profiling slows the steps it sees; ms/step is timed without it)."
+           if args.profile else ""))
     report("train", rows, out, header=header)
     plot(rows, out / "train.png", title=f"rdl train step, {device}, {threads} thread(s)")
 
