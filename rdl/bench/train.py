@@ -168,9 +168,9 @@ def profile_steps(step, batches: list, dev: torch.device) -> dict:
     ms = {"matmul": 0.0, "rng": 0.0, "other": 0.0}
     for e in prof.key_averages():
         name = e.key
+        rng = any(k in name for k in ("bernoulli", "rand", "uniform", "native_dropout"))
         kind = ("matmul" if name in MATMUL_OPS or "mkldnn" in name else
-                "rng" if any(k in name for k in ("bernoulli", "rand", "native_dropout")) else
-                "other")
+                "rng" if rng else "other")
         ms[kind] += e.self_cpu_time_total / 1000 / n
     out = {f"prof_{k}_ms": v for k, v in ms.items()}
     if dev.type == "cuda":

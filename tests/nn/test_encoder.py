@@ -42,3 +42,34 @@ def test_table_encoder_traces_as_one_graph():
     torch._dynamo.reset()
     compiled = torch.compile(enc, fullgraph=True, backend="eager", dynamic=True)
     torch.testing.assert_close(compiled({"t": tf})["t"], enc({"t": tf})["t"])
+
+
+def test_dropout_keeps_each_value_with_probability_1_minus_p():
+    from rdl.nn.encoder import Dropout
+    torch.manual_seed(0)
+    x = torch.rand(400, 500) + 0.5
+    drop = Dropout(0.2)
+    y = drop(x)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - 0.8) < 0.005     # 200k draws: sd 0.0009
+    torch.testing.assert_close(y[kept], x[kept] / 0.8)        # kept values scaled by 1/(1-p)
+    assert not torch.equal(drop(x) != 0, kept)                # a new mask per call
+    assert drop.eval()(x) is x                                # identity in evaluation
+    assert torch.equal(Dropout(0.0).train()(x), x)
+    assert torch.equal(Dropout(1.0).train()(x), torch.zeros_like(x))
+
+
+def test_dropout_gradient_uses_the_same_mask():
+    from rdl.nn.encoder import Dropout
+    x = torch.rand(300, 40, requires_grad=True)
+    y = Dropout(0.5)(x)
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, (y != 0).float() * 2.0)
+
+
+def test_table_encoder_uses_rdl_dropout():
+    from rdl.nn.encoder import Dropout
+    tf, stats = frame()
+    enc = HeteroEncoder(8, {"t": tf.col_names_dict}, {"t": stats}, num_layers=2)
+    drops = [m for m in enc.modules() if isinstance(m, torch.nn.Dropout)]
+    assert len(drops) == 2 and all(type(m) is Dropout and m.p == 0.2 for m in drops)
