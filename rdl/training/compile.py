@@ -58,6 +58,31 @@ class CompileOptions:
         return cls(**(value or {}))
 
 
+def _no_size_guard_in_cpu_sums() -> None:
+    """Inductor's C++ backend sums float32 over more than 4096 values with a cascade helper
+    (for precision) and over fewer without, and decides it with a *guard* on the size. A
+    dynamic size that crosses 4096 (the article rows of one evaluation batch against the
+    next) then recompiles the graph. Written here because no Inductor setting turns that
+    guard off: the helper is used for every float32 sum, whatever its size (as precise, and
+    a sum of fewer than 4096 values is one chunk of it).
+    """
+    from torch._inductor.codegen import cpp
+
+    kernel = getattr(cpp, "CppKernel", None)
+    need = getattr(kernel, "need_use_acc_helper", None)
+    if need is None or getattr(need, "_rdl", False):
+        return
+
+    @functools.wraps(need)
+    def need_use_acc_helper(self, reduction_type, dtype, use_scalar):
+        if reduction_type == "sum" and dtype == torch.float:
+            return True
+        return need(self, reduction_type, dtype, use_scalar)
+
+    need_use_acc_helper._rdl = True
+    kernel.need_use_acc_helper = need_use_acc_helper
+
+
 def compile_model(model: torch.nn.Module, **kwargs) -> Callable:
     """``torch.compile(model, dynamic=True, **kwargs)``, traced under :data:`SHAPE_SETTINGS`.
     Call it with :func:`pad_inputs`.
@@ -67,6 +92,7 @@ def compile_model(model: torch.nn.Module, **kwargs) -> Callable:
     (the train step of the default user-churn model: dropout took more time than all
     matrix products). On CUDA, Inductor's own is the faster one and is kept.
     """
+    _no_size_guard_in_cpu_sums()
     compiled = torch.compile(model, **{"dynamic": True, **kwargs})
 
     @functools.wraps(model.forward)

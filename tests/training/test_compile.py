@@ -191,3 +191,25 @@ def test_tail_merging_batches(n, batch_size):
     if len(batches) > 1:
         assert min(2 * len(b) for b in batches) >= batch_size
     assert max(len(b) for b in batches) < 1.5 * batch_size + 1
+
+
+class _Sum(torch.nn.Module):
+    def forward(self, x, seed_time):
+        return x.sum(0) + seed_time.sum()
+
+
+def test_a_sum_over_a_size_crossing_4096_does_not_recompile():
+    """Inductor's C++ backend picks how to sum float32 by a guard on size > 4096; the
+    article rows of evaluation batches cross it (an ID-GNN run recompiled)."""
+    from rdl.training.compile import compile_model, stats
+
+    torch._dynamo.reset()
+    counters.clear()
+    f = compile_model(_Sum())
+    import torch._inductor.config as inductor_config
+    with inductor_config.patch(fx_graph_cache=False):
+        for n in (3000, 5000, 100, 9000):
+            x = torch.randn(n, 8)
+            want = x.double().sum(0).float() + 3
+            torch.testing.assert_close(f(x, torch.ones(3)), want, atol=1e-3, rtol=1e-4)
+    assert stats()["graphs"] == 1
