@@ -81,6 +81,12 @@ def _no_size_guard_in_cpu_sums() -> None:
 
     need_use_acc_helper._rdl = True
     kernel.need_use_acc_helper = need_use_acc_helper
+    # Inductor's caches do not see this change: tag their keys, or a graph compiled and
+    # cached without it comes back with its size guard.
+    tag = "rdl-cpp-sum-helper"
+    cc = torch.compiler.config
+    if tag not in cc.cache_key_tag:
+        cc.cache_key_tag = f"{cc.cache_key_tag};{tag}" if cc.cache_key_tag else tag
 
 
 def compile_model(model: torch.nn.Module, **kwargs) -> Callable:
