@@ -94,9 +94,9 @@ def compile_model(model: torch.nn.Module, **kwargs) -> Callable:
     Call it with :func:`pad_inputs`.
 
     On the CPU, random ops (dropout) call PyTorch's kernels instead of Inductor's
-    generated random-number code, which the profile shows several times slower there
-    (the train step of the default user-churn model: dropout took more time than all
-    matrix products). On CUDA, Inductor's own is the faster one and is kept.
+    generated random-number code, which made the default user-churn train step slower
+    there. On CUDA, Inductor's own is the faster one and is kept. Float32 sums are
+    generated without a size guard (:func:`_no_size_guard_in_cpu_sums`).
     """
     _no_size_guard_in_cpu_sums()
     compiled = torch.compile(model, **{"dynamic": True, **kwargs})
