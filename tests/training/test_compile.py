@@ -213,3 +213,33 @@ def test_a_sum_over_a_size_crossing_4096_does_not_recompile():
             want = x.double().sum(0).float() + 3
             torch.testing.assert_close(f(x, torch.ones(3)), want, atol=1e-3, rtol=1e-4)
     assert stats()["graphs"] == 1
+
+
+class _Masks(torch.nn.Module):
+    """Boolean outputs from float, float64, int64 and bfloat16 comparisons, one of them
+    transposed (not contiguous along the vectorised loop)."""
+
+    def forward(self, x, i, d, seed_time):
+        return (x > 0.1, i >= 3, (2 * x).relu() <= 0.5, d < 0, x.bfloat16() > 0, x.t() > 0,
+                seed_time > 0)
+
+
+@pytest.mark.parametrize("shape", [(1000, 128), (13, 37), (5, 3)])
+def test_compiled_boolean_stores_equal_eager(shape):
+    """rdl replaces how Inductor's C++ code stores boolean vectors (ten times faster);
+    every lane and every loop tail must still be stored as eager stores it."""
+    from torch._inductor.utils import run_and_get_code
+
+    from rdl.training.compile import compile_model
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(shape, generator=g)
+    args = (x, torch.randint(0, 6, shape, generator=g), torch.randn(shape, generator=g).double(),
+            torch.randn(7, generator=g))
+    f = compile_model(_Masks())
+    import torch._inductor.config as inductor_config
+    with inductor_config.patch(fx_graph_cache=False):
+        got, code = run_and_get_code(f, *args)
+    for want, out in zip(_Masks()(*args), got):
+        assert out.dtype == torch.bool and torch.equal(out, want)
+    assert "_lanes[_S]" in "\n".join(code)  # the fast store is in the generated code
