@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import operator
 import types
 from dataclasses import dataclass, field
 from typing import Callable
 
+import sympy
 import torch
 import torch._inductor.config as inductor_config
 import torch.fx.experimental._config as fx_config
@@ -63,11 +65,12 @@ def _no_size_guard_in_cpu_sums() -> None:
     (for precision) and over fewer without, and decides it with a *guard* on the size. A
     dynamic size that crosses 4096 (the article rows of one evaluation batch against the
     next) then recompiles the graph. Written here because no Inductor setting turns that
-    guard off: the helper is used for every float32 sum, whatever its size (as precise, and
-    a sum of fewer than 4096 values is one chunk of it).
+    guard off: a sum whose size is not known when compiling always uses the helper (as
+    precise; a sum of fewer than 4096 values is one chunk of it). A sum of a fixed size
+    (a layer norm over 128 channels) is left to Inductor: it needs no guard, and the helper
+    would slow down its short inner loop.
     """
     from torch._inductor.codegen import cpp
-
     kernel = getattr(cpp, "CppKernel", None)
     need = getattr(kernel, "need_use_acc_helper", None)
     if need is None or getattr(need, "_rdl", False):
@@ -75,13 +78,15 @@ def _no_size_guard_in_cpu_sums() -> None:
 
     @functools.wraps(need)
     def need_use_acc_helper(self, reduction_type, dtype, use_scalar):
-        if reduction_type == "sum" and dtype == torch.float:
-            return True
+        if reduction_type == "sum" and dtype == torch.float and self.call_ranges is not None:
+            size = functools.reduce(operator.mul, self.call_ranges[self.reduction_depth:], 1)
+            if sympy.sympify(size).free_symbols:  # a dynamic size
+                return True
         return need(self, reduction_type, dtype, use_scalar)
 
     need_use_acc_helper._rdl = True
     kernel.need_use_acc_helper = need_use_acc_helper
-    _tag_cache_keys("rdl-cpp-sum-helper")
+    _tag_cache_keys("rdl-cpp-sum-helper-dynamic")
 
 
 def _fast_cpu_mask_stores() -> None:
