@@ -38,14 +38,41 @@ class FixedOrderEncoder(StypeWiseFeatureEncoder):
         return torch.cat(xs, dim=1), [c for st in self.stypes for c in self.col_names_dict[st]]
 
 
-class Dropout(torch.nn.Dropout):
-    """``nn.Dropout`` that draws its mask with ``torch.rand`` on the CPU.
+def hash_uniform(like: Tensor, seed: Tensor) -> Tensor:
+    """Uniform ``[0, 1)`` float32 values shaped like ``like``, from a 32-bit ``seed``: a
+    counter (each element's index) mixed by the 32-bit MurmurHash3 finaliser, the high 24
+    bits kept (the uniforms ``torch.rand`` makes for float32 have 24 bits too).
 
-    Written here because PyTorch's CPU dropout draws the mask with ``bernoulli_``, one value
-    at a time on one thread: about a quarter of the default CPU train step in
-    ``python -m rdl.bench train --profile``. ``rand`` is faster, and compiled, the compare
-    and scale fuse into the ops around them. Elsewhere PyTorch's own (fused) dropout runs.
-    Same distribution: each value kept with probability ``1 - p`` and scaled by ``1/(1-p)``.
+    Written here because on the CPU PyTorch draws random numbers one at a time on one
+    thread, and Inductor's own CPU random numbers are no faster; these are integer
+    element-wise ops, which Inductor fuses into the kernel that uses them and vectorises.
+    Each value depends only on ``seed`` and its index, as with counter-based generators
+    (Philox on CUDA). Wrapping int32 arithmetic; logical shifts as arithmetic shifts
+    masked.
+    """
+    h = torch.arange(like.numel(), dtype=torch.int32, device=like.device).view(like.shape)
+    h = h * -1640531527 + seed                 # 0x9E3779B9: spreads consecutive counters
+    h = h ^ ((h >> 16) & 0xFFFF)
+    h = h * -2048144789                        # 0x85EBCA6B
+    h = h ^ ((h >> 13) & 0x7FFFF)
+    h = h * -1028477387                        # 0xC2B2AE35
+    h = h ^ ((h >> 16) & 0xFFFF)
+    return ((h >> 8) & 0xFFFFFF).float() * (1.0 / 16777216)
+
+
+class Dropout(torch.nn.Dropout):
+    """``nn.Dropout`` whose CPU mask is drawn faster: with ``torch.rand`` in eager mode,
+    with :func:`hash_uniform` when compiled (seeded by one draw from PyTorch's generator
+    per call, so ``torch.manual_seed`` makes both reproducible).
+
+    Written here because PyTorch's CPU dropout draws its mask with ``bernoulli_``, one
+    value at a time on one thread: a quarter of the default CPU train step in
+    ``python -m rdl.bench train --profile``; ``rand`` is faster, and compiled, the hash is
+    fused into the ops around it (``rand`` was still a sixth of the compiled step). In
+    eager mode the hash's dozen whole-tensor integer ops cost as much as ``rand``.
+    Same distribution either way: each value kept with probability ``1 - p`` (to 2^-24)
+    and scaled by ``1/(1-p)``; eager and compiled draw different masks (as PyTorch and
+    Inductor do on CUDA). Elsewhere PyTorch's own (fused) dropout runs.
     """
 
     def forward(self, x: Tensor) -> Tensor:
@@ -53,8 +80,12 @@ class Dropout(torch.nn.Dropout):
             return super().forward(x)
         if self.p == 1:
             return x * 0
-        keep = torch.rand_like(x) >= self.p
-        return x * keep * (1.0 / (1.0 - self.p))
+        if torch.compiler.is_compiling() and x.numel() < 2**31:
+            seed = torch.randint(-2**31, 2**31, (), dtype=torch.int32)
+            u = hash_uniform(x, seed)
+        else:
+            u = torch.rand_like(x, dtype=torch.float)
+        return x * (u >= self.p) * (1.0 / (1.0 - self.p))
 
 
 def table_encoder(channels: int, names: dict, stats: dict, num_layers: int) -> ResNet:

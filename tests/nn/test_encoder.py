@@ -73,3 +73,43 @@ def test_table_encoder_uses_rdl_dropout():
     enc = HeteroEncoder(8, {"t": tf.col_names_dict}, {"t": stats}, num_layers=2)
     drops = [m for m in enc.modules() if isinstance(m, torch.nn.Dropout)]
     assert len(drops) == 2 and all(type(m) is Dropout and m.p == 0.2 for m in drops)
+
+
+def test_hash_uniform_is_uniform_and_uncorrelated():
+    from rdl.nn.encoder import hash_uniform
+    x = torch.empty(1000, 200)
+    u = hash_uniform(x, torch.tensor(12345, dtype=torch.int32))
+    assert u.shape == x.shape and u.dtype == torch.float32
+    assert u.min() >= 0 and u.max() < 1
+    counts = torch.histc(u, bins=20, min=0, max=1)                 # 10,000 expected each
+    assert ((counts - 10_000) ** 2 / 10_000).sum() < 45            # chi2(19): p < 0.001
+    flat = u.flatten() - 0.5
+    for lag in (1, 2, 200):                                        # neighbours, rows
+        assert abs((flat[:-lag] * flat[lag:]).mean() / flat.var()) < 0.01
+    other = hash_uniform(x, torch.tensor(12346, dtype=torch.int32))
+    assert abs(((u - 0.5) * (other - 0.5)).mean() / flat.var()) < 0.01   # seeds differ
+    assert torch.equal(u, hash_uniform(x, torch.tensor(12345, dtype=torch.int32)))
+
+
+def test_compiled_dropout_keeps_each_value_with_probability_1_minus_p():
+    """Compiled, rdl's dropout draws its mask from ``hash_uniform`` (eager: ``rand``)."""
+    from torch._dynamo.utils import counters
+
+    from rdl.nn.encoder import Dropout
+    torch._dynamo.reset()
+    counters.clear()
+    drop = Dropout(0.2)
+    f = torch.compile(lambda x: drop(x), fullgraph=True, dynamic=True)
+    x = (torch.rand(400, 500) + 0.5).requires_grad_()
+    torch.manual_seed(0)
+    y = f(x)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - 0.8) < 0.005
+    torch.testing.assert_close(y[kept], x[kept] / 0.8)
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, kept.float() / 0.8)        # the same mask backward
+    assert not torch.equal(f(x) != 0, kept)                       # a new mask per call
+    torch.manual_seed(0)
+    assert torch.equal(f(x) != 0, kept)                           # reproducible
+    f(x[:300])
+    assert counters["stats"]["unique_graphs"] == 1                # other sizes, same graph
