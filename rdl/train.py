@@ -26,6 +26,7 @@ from rdl.nn import IDGNN, ContextGNN, TwoTower
 from rdl.training import baselines
 from rdl.training.compile import stats as compile_stats
 from rdl.training.link_module import LinkTaskModule
+from rdl.training.malloc import keep_freed_memory
 from rdl.training.module import NodeTaskModule
 
 log = logging.getLogger("rdl.train")
@@ -34,7 +35,9 @@ USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
 
 
 def build(cfg: DictConfig) -> tuple:
-    """The task, the set-up datamodule and the LightningModule a config describes."""
+    """The task, the set-up datamodule and the LightningModule a config describes (and
+    the process's ``malloc`` set as ``keep_freed_memory`` says)."""
+    keep_freed_memory(cfg.get("keep_freed_memory", True))
     task = instantiate(cfg.task, _convert_="all")
     link = task.kind == "link_prediction"
     model_cls = hydra.utils.get_class(cfg.model._target_)

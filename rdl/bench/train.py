@@ -59,6 +59,8 @@ reduce-overhead       reduce-overhead                  ``+compile.kwargs.mode=re
 compiled-optimizer    compile + compiled optimizer     ``compile.optimizer=true optimizer.fused=false``
 eager-bf16            eager bf16-mixed                 ``compile.enabled=false`` + autocast bf16
 bf16                  compile bf16-mixed               ``compile.enabled=true`` + autocast bf16
+eager-malloc          eager, malloc defaults           ``compile.enabled=false keep_freed_memory=false``
+dynamic-malloc        compile, malloc defaults         ``compile.enabled=true keep_freed_memory=false``
 ====================  ===============================  ==========================================
 
 ``speedup_vs_eager`` is the eager row's ``ms/step`` over the row's (same task and model, same
@@ -112,6 +114,10 @@ VARIANTS = {
                            False, False),
     "eager-bf16": ("eager bf16-mixed", ["compile.enabled=false"], True, False),
     "bf16": ("compile bf16-mixed", COMPILED, True, False),
+    "eager-malloc": ("eager, malloc defaults", ["compile.enabled=false", "keep_freed_memory=false"],
+                     False, False),
+    "dynamic-malloc": ("compile, malloc defaults", COMPILED + ["keep_freed_memory=false"],
+                       False, False),
 }
 PROFILE_COLUMNS = ("prof_matmul_ms", "prof_rng_ms", "prof_other_ms", "prof_kernel_ms",
                    "prof_kernels")
