@@ -61,10 +61,17 @@ eager-bf16            eager bf16-mixed                 ``compile.enabled=false``
 bf16                  compile bf16-mixed               ``compile.enabled=true`` + autocast bf16
 eager-malloc          eager, malloc defaults           ``compile.enabled=false keep_freed_memory=false``
 dynamic-malloc        compile, malloc defaults         ``compile.enabled=true keep_freed_memory=false``
+interleaved           compile dynamic=True, eager      ``compile.enabled=true``; its timed steps
+                      interleaved                      alternate with eager steps on the same
+                                                       batches, in the same process
 ====================  ===============================  ==========================================
 
 ``speedup_vs_eager`` is the eager row's ``ms/step`` over the row's (same task and model, same
-run; blank without an eager row). A variant that fails (an exception, a crash, the
+run; blank without an eager row). The ``interleaved`` row's is the eager median of its own
+process over its compiled median (``eager_ms`` column): each timed compiled step is followed
+by an eager step (the same module, its uncompiled model) on the same batch (the first
+eager step is its warm-up and not counted), so a machine
+whose speed drifts from minute to minute (a shared one) slows both alike. A variant that fails (an exception, a crash, the
 ``--timeout``) leaves a row with the last line of its error in ``note``; reduce-overhead
 (CUDA graphs) is listed as skipped on the CPU.
 
@@ -118,6 +125,7 @@ VARIANTS = {
                      False, False),
     "dynamic-malloc": ("compile, malloc defaults", COMPILED + ["keep_freed_memory=false"],
                        False, False),
+    "interleaved": ("compile dynamic=True, eager interleaved", COMPILED, False, False),
 }
 PROFILE_COLUMNS = ("prof_matmul_ms", "prof_rng_ms", "prof_other_ms", "prof_kernel_ms",
                    "prof_kernels")
@@ -237,10 +245,15 @@ def measure(task: str, model: str, variant: str, overrides: list[str], steps: in
     sample_s = time.perf_counter() - t
 
     warm = [timed(lambda b=b: b)[0] for b in batches[:warmup]]
-    excluded = []
+    excluded, eager = [], []
+    compiled_fn = module.forward_fn
     for b in batches[warmup:]:
         s, loss = timed(lambda b=b: b)
         excluded.append(s)
+        if variant == "interleaved":   # the same batch through the uncompiled model
+            object.__setattr__(module, "forward_fn", module.model)
+            eager.append(timed(lambda b=b: b)[0])
+            object.__setattr__(module, "forward_fn", compiled_fn)
     prof = profile_steps(step, batches[warmup:], dev) if profile else {}
     del batches
     stream = _cycle(dm.train_dataloader())  # a fresh iterator: sampling inside the timing
@@ -267,6 +280,7 @@ def measure(task: str, model: str, variant: str, overrides: list[str], steps: in
         # for the header
         "threads": torch.get_num_threads(), "device_name": name, "torch": torch.__version__,
         "presample_s": sample_s, "batch_size": int(cfg.data.batch_size),
+        **({"eager_ms": 1000 * statistics.median(eager[1:])} if len(eager) > 1 else {}),
         **prof,
     }
 
@@ -436,9 +450,11 @@ def main(argv: list[str] | None = None) -> None:
             if slug == "eager" and "ms/step" in res:
                 eager_ms = res["ms/step"]
             ms = res.get("ms/step")
+            base = res.get("eager_ms", eager_ms)   # interleaved: its own eager steps
             row.update({
                 "ms/step": _fmt(ms), "ms/step+sampler": _fmt(res.get("ms/step+sampler")),
-                "speedup_vs_eager": _fmt(eager_ms / ms, 3) if eager_ms and ms else "",
+                "speedup_vs_eager": _fmt(base / ms, 3) if base and ms else "",
+                "eager_ms": _fmt(res.get("eager_ms")),
                 "first_step_s": _fmt(res.get("first_step_s")),
                 "compile_s": _fmt(res.get("compile_s")),
                 "graphs": res.get("graphs", ""), "graph_breaks": res.get("graph_breaks", ""),
