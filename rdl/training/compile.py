@@ -147,10 +147,12 @@ def compile_model(model: torch.nn.Module, **kwargs) -> Callable:
     """``torch.compile(model, dynamic=True, **kwargs)``, traced under :data:`SHAPE_SETTINGS`.
     Call it with :func:`pad_inputs`.
 
-    On the CPU, random ops (dropout) call PyTorch's kernels instead of Inductor's
-    generated random-number code, which made the default user-churn train step slower
-    there. On CUDA, Inductor's own is the faster one and is kept. Float32 sums are
-    generated without a size guard (:func:`_no_size_guard_in_cpu_sums`).
+    On the CPU, random ops call PyTorch's kernels instead of Inductor's generated
+    random-number code, which was no faster there (rdl's own dropout uses neither when
+    compiled: :class:`rdl.nn.encoder.Dropout`). On CUDA, Inductor's own is the faster one
+    and is kept. Float32 sums of a dynamic size are generated without a size guard
+    (:func:`_no_size_guard_in_cpu_sums`), boolean masks are stored fast
+    (:func:`_fast_cpu_mask_stores`).
     """
     _no_size_guard_in_cpu_sums()
     _fast_cpu_mask_stores()
