@@ -68,11 +68,11 @@ interleaved           compile dynamic=True, eager      ``compile.enabled=true``;
 
 ``speedup_vs_eager`` is the eager row's ``ms/step`` over the row's (same task and model, same
 run; blank without an eager row). The ``interleaved`` row's is the eager median of its own
-process over its compiled median (``eager_ms`` column): each timed compiled step is followed
-by an eager step (the same module, its uncompiled model) on the same batch (the first
-eager step is its warm-up and not counted), so a machine
-whose speed drifts from minute to minute (a shared one) slows both alike. A variant that fails (an exception, a crash, the
-``--timeout``) leaves a row with the last line of its error in ``note``; reduce-overhead
+process (``eager_ms``) over its compiled median: each timed compiled step is followed by an
+eager step (the same module, its uncompiled model) on the same batch, the first eager step
+being its warm-up, so a machine whose speed drifts from minute to minute (a shared one)
+slows both alike. A variant that fails (an exception, a crash, the ``--timeout``) leaves a
+row with the last line of its error in ``note``; reduce-overhead
 (CUDA graphs) is listed as skipped on the CPU.
 
 The table is printed and written (``train.md``, ``train.csv``) into the run folder (default

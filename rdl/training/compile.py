@@ -71,6 +71,7 @@ def _no_size_guard_in_cpu_sums() -> None:
     would slow down its short inner loop.
     """
     from torch._inductor.codegen import cpp
+
     kernel = getattr(cpp, "CppKernel", None)
     need = getattr(kernel, "need_use_acc_helper", None)
     if need is None or getattr(need, "_rdl", False):

@@ -5,8 +5,10 @@ Written here because glibc's ``malloc`` (Linux) gives freed memory back to the s
 whenever more than a few MiB lie free at the top of its heap, and serves blocks of more than
 a few MiB with fresh ``mmap``s: every step of a CPU training loop then allocates its
 activations in pages it has never touched, and each first touch is a page fault. On the
-2-core machine rdl is developed on, that was a quarter of the compiled user-churn step
-(``python -m rdl.bench train``: 386 -> 288 ms). PyTorch's CPU allocator has no cache of its
+2-core machine rdl is developed on, a process running only compiled user-churn steps took
+414 ms a step with glibc's defaults and 315 ms with these thresholds (set as environment
+variables; one-off script); ``python -m rdl.bench train --variants eager-malloc`` measures
+it against the ``eager`` row. PyTorch's CPU allocator has no cache of its
 own (the CUDA one does); ``mallopt`` is glibc's documented way to set the two thresholds
 (as the ``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_MMAP_THRESHOLD_`` environment variables
 do, which must be set before the process starts). The cost: up to 2 GiB of freed heap
