@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import functools
 import logging
-import operator
 import types
 from dataclasses import dataclass, field
 from typing import Callable
 
-import sympy
 import torch
 import torch._inductor.config as inductor_config
 import torch.fx.experimental._config as fx_config
 from torch import Tensor
 from torch._dynamo.utils import counters
+
+from rdl.training import inductor
 
 # Shape settings while tracing: two sizes that happen to be equal at the first call
 # ("duck shaping") must not be assumed equal for ever, or a later batch recompiles.
@@ -60,90 +60,6 @@ class CompileOptions:
         return cls(**(value or {}))
 
 
-def _no_size_guard_in_cpu_sums() -> None:
-    """Inductor's C++ backend sums float32 over more than 4096 values with a cascade helper
-    (for precision) and over fewer without, and decides it with a *guard* on the size. A
-    dynamic size that crosses 4096 (the article rows of one evaluation batch against the
-    next) then recompiles the graph. Written here because no Inductor setting turns that
-    guard off: a sum whose size is not known when compiling always uses the helper (as
-    precise; a sum of fewer than 4096 values is one chunk of it). A sum of a fixed size
-    (a layer norm over 128 channels) is left to Inductor: it needs no guard, and the helper
-    would slow down its short inner loop.
-    """
-    from torch._inductor.codegen import cpp
-
-    kernel = getattr(cpp, "CppKernel", None)
-    need = getattr(kernel, "need_use_acc_helper", None)
-    if need is None or getattr(need, "_rdl", False):
-        return
-
-    @functools.wraps(need)
-    def need_use_acc_helper(self, reduction_type, dtype, use_scalar):
-        if reduction_type == "sum" and dtype == torch.float and self.call_ranges is not None:
-            size = functools.reduce(operator.mul, self.call_ranges[self.reduction_depth:], 1)
-            if sympy.sympify(size).free_symbols:  # a dynamic size
-                return True
-        return need(self, reduction_type, dtype, use_scalar)
-
-    need_use_acc_helper._rdl = True
-    kernel.need_use_acc_helper = need_use_acc_helper
-    _tag_cache_keys("rdl-cpp-sum-helper-dynamic")
-
-
-def _fast_cpu_mask_stores() -> None:
-    """Inductor's C++ backend keeps a boolean vector as ``at::vec::VecMask<T, N>`` and
-    stores it with ``VecMask::store(bool*)``, which converts through a 32-lane
-    ``Vectorized<bool>`` with scalar loops: about 10 ns per element on this machine's AVX2,
-    ten times the scalar code it replaces. A training graph stores such masks for every
-    ReLU and dropout (what the backward pass needs), and that made the compiled user-churn
-    step slower than eager. Written here because no Inductor setting changes it: a mask is
-    stored as its raw lanes into a small array, then as ``bool`` in a loop the C++ compiler
-    vectorises. Contiguous stores only; the rest is Inductor's own code.
-    """
-    from torch._inductor.codegen import cpp
-    from torch._inductor.codegen.cpp_utils import cexpr_index
-    from torch._inductor.utils import IndentedBuffer
-
-    kernel = getattr(cpp, "CppVecKernel", None)
-    get_store_line = getattr(kernel, "_get_store_line", None)
-    if get_store_line is None or getattr(get_store_line, "_rdl", False):
-        return
-
-    @functools.wraps(get_store_line)
-    def _get_store_line(self, value, var, index, dtype, accu_store=False):
-        tiling_var = self.itervars[self.tiling_idx]
-        if (dtype != torch.bool or accu_store
-                or self._try_get_const_stride(index, tiling_var) != 1):
-            return get_store_line(self, value, var, index, dtype, accu_store)
-        # decltype(mask[0]) is Vectorized<T>: the lane type T and the count N of vectors.
-        count = "_S" if self.tail_size is None else cexpr_index(self.num_elems)
-        code = IndentedBuffer()
-        code.writelines([
-            "{",
-            f"    using _V = decltype({value}[0]);",
-            "    using _T = typename _V::value_type;",
-            f"    constexpr int _S = decltype({value})::size();",
-            "    __at_align__ _T _lanes[_S];",
-            f"    at::vec::VectorizedN<_T, _S / _V::size()>({value}).store(_lanes);",
-            f"    bool* _out = {var} + {cexpr_index(index)};",
-            f"    for (int _i = 0; _i < {count}; _i++) _out[_i] = _lanes[_i] != _T(0);",
-            "}",
-        ])
-        return code
-
-    _get_store_line._rdl = True
-    kernel._get_store_line = _get_store_line
-    _tag_cache_keys("rdl-cpp-mask-store")
-
-
-def _tag_cache_keys(tag: str) -> None:
-    """Inductor's caches do not see a code generator change: tag their keys, or a graph
-    compiled and cached without it comes back."""
-    cc = torch.compiler.config
-    if tag not in cc.cache_key_tag:
-        cc.cache_key_tag = f"{cc.cache_key_tag};{tag}" if cc.cache_key_tag else tag
-
-
 def compile_model(model: torch.nn.Module, **kwargs) -> Callable:
     """``torch.compile(model, dynamic=True, **kwargs)``, traced under :data:`SHAPE_SETTINGS`.
     Call it with :func:`pad_inputs`.
@@ -151,12 +67,10 @@ def compile_model(model: torch.nn.Module, **kwargs) -> Callable:
     On the CPU, random ops call PyTorch's kernels instead of Inductor's generated
     random-number code, which was no faster there (rdl's own dropout uses neither when
     compiled: :class:`rdl.nn.encoder.Dropout`). On CUDA, Inductor's own is the faster one
-    and is kept. Float32 sums of a dynamic size are generated without a size guard
-    (:func:`_no_size_guard_in_cpu_sums`), boolean masks are stored fast
-    (:func:`_fast_cpu_mask_stores`).
+    and is kept. rdl's changes to Inductor's CPU code (a graph pass, code-generator fixes)
+    are installed first: :mod:`rdl.training.inductor`.
     """
-    _no_size_guard_in_cpu_sums()
-    _fast_cpu_mask_stores()
+    inductor.install()
     compiled = torch.compile(model, **{"dynamic": True, **kwargs})
 
     @functools.wraps(model.forward)

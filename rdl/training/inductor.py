@@ -1,0 +1,242 @@
+"""What rdl changes in Inductor's CPU code, and why: one graph pass and two code-generator
+fixes, all installed by :func:`install` (``rdl.training.compile.compile_model`` calls it).
+
+Each was found in the profile of the compiled user-churn train step on a 2-core CPU
+(``python -m rdl.bench train --profile``, and ``torch.profiler`` with
+``torch._inductor.config.cpp.enable_kernel_profile`` per generated kernel), and each
+applies only to tensors on the CPU: CUDA code is left as Inductor makes it.
+
+- :class:`CpuGraphPass`, a post-grad graph pass (Inductor's ``post_grad_custom_post_pass``
+  hook): accumulating index writes become ``scatter_add``, and ``addmm`` becomes a matrix
+  product whose bias is added in the kernel that reads it.
+- :func:`no_size_guard_in_cpu_sums`: no recompile when a float32 sum's size crosses 4096.
+- :func:`fast_cpu_mask_stores`: boolean masks stored ten times faster.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import operator
+
+import sympy
+import torch
+import torch._inductor.config as inductor_config
+from torch._inductor.custom_graph_pass import (CustomGraphPass, get_custom_graph_passes,
+                                               get_hash_for_files)
+from torch._inductor.pattern_matcher import (Arg, CallFunction, KeywordArg, Match,
+                                             PatternMatcherPass, register_graph_pattern)
+from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+aten = torch.ops.aten
+FLOATS = (torch.float32, torch.float64)
+_patterns = PatternMatcherPass(pass_name="rdl_cpu_graph_pass")
+
+
+class CpuGraphPass(CustomGraphPass):
+    """Rewrites two patterns of the post-grad graph, where their tensors are on the CPU.
+
+    1. ``index_put(x, [index], values, accumulate=True)`` (also the masked and unsafe
+       forms) becomes ``scatter_add`` along dim 0 with the index expanded over the other
+       dims. The backward passes of ``index_select``, ``x[index]`` and ``embedding`` are
+       such writes: every gather of node features or rows, and every categorical column.
+       Inductor generates them as a compare-and-swap loop per element, which two threads
+       adding into the same rows make slower still (8321 x 128 values into 512 rows:
+       5.6 ms; into an embedding of 3 rows: 10 ms); ATen's CPU ``scatter_add`` with an
+       expanded index sorts the index and sums each row in one thread, without atomics
+       (0.3-1.3 ms), and Inductor calls it for ``scatter_add`` on the CPU
+       (``config.cpp.fallback_scatter_reduce_sum``).
+    2. ``addmm(bias, a, b)`` becomes ``a @ b + bias``, float32 and float64 only. ATen's
+       ``addmm`` into an output buffer first copies the broadcast bias into all of it,
+       then the GEMM reads it back: every ``Linear`` wrote its output twice (the
+       compiled user-churn step spent 25 ms a step in these copies). Unfused, the bias
+       is added in the fused kernel that reads the product anyway. Inductor does the
+       same on GPUs only (``unfuse_bias_add_to_pointwise``).
+
+    Written here because no Inductor setting does either on the CPU. Both are exact up to
+    float rounding order (a sum in another order; the bias added after the product).
+    """
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        _patterns.apply(graph)
+
+    def uuid(self) -> bytes:
+        return get_hash_for_files((__file__,))
+
+
+def _meta(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _same(a, b) -> bool:
+    """Sizes equal without adding a guard (a guard here would mean a recompile later)."""
+    return len(a) == len(b) and all(statically_known_true(x == y) for x, y in zip(a, b))
+
+
+def _as_scatter_add(x: torch.fx.Node, indices, values: torch.fx.Node) -> bool:
+    """An accumulating ``index_put`` that ``scatter_add`` does: float ``x`` on the CPU,
+    one integer index on dim 0, values of the shape the write takes."""
+    if len(indices) != 1:
+        return False
+    xv, iv, vv = _meta(x), _meta(indices[0]), _meta(values)
+    return (xv is not None and iv is not None and vv is not None
+            and xv.device.type == "cpu" and xv.dtype in FLOATS and vv.dtype == xv.dtype
+            and xv.dim() >= 1 and iv.dtype in (torch.int64, torch.int32)
+            and _same(vv.shape, (*iv.shape, *xv.shape[1:])))
+
+
+def _scatter_add(x, index, values):
+    """``x.index_put([index], values, accumulate=True)`` as ``scatter_add`` on dim 0."""
+    n, width = x.shape[0], math.prod(x.shape[1:])
+    index = index.reshape(-1).long()
+    index = torch.where(index < 0, index + n, index)     # index_put's negative indices
+    v = values.reshape(index.shape[0], width)
+    out = x.reshape(n, width).scatter_add(0, index.unsqueeze(1).expand(-1, width), v)
+    return out.reshape(x.shape)
+
+
+def _check_index_put(match: Match) -> bool:
+    x, indices, values = match.output_node().args[:3]
+    return _as_scatter_add(x, indices, values)
+
+
+def _check_masked(match: Match) -> bool:
+    x, _, indices, values = match.output_node().args
+    return _as_scatter_add(x, indices, values)
+
+
+@register_graph_pattern(CallFunction(aten.index_put.default, Arg(), Arg(), Arg(), True),
+                        pass_dict=_patterns, extra_check=_check_index_put)
+@register_graph_pattern(CallFunction(aten._unsafe_index_put.default, Arg(), Arg(), Arg(), True),
+                        pass_dict=_patterns, extra_check=_check_index_put)
+def _index_put(match: Match, x, indices, values):
+    match.replace_by_example(_scatter_add, [x, indices[0], values])
+
+
+@register_graph_pattern(
+    CallFunction(aten._unsafe_masked_index_put_accumulate.default, Arg(), Arg(), Arg(), Arg()),
+    pass_dict=_patterns, extra_check=_check_masked)
+def _masked_index_put(match: Match, x, mask, indices, values):
+    def repl(x, mask, index, values):   # as ATen's decomposition: clamp, then mask
+        n = x.shape[0]
+        return _scatter_add(x, index.clamp(-n, n - 1), torch.where(mask, values, 0))
+
+    match.replace_by_example(repl, [x, mask, indices[0], values])
+
+
+def _check_addmm(match: Match) -> bool:
+    inp = _meta(match.kwargs["inp"])
+    return inp is not None and inp.device.type == "cpu" and inp.dtype in FLOATS
+
+
+@register_graph_pattern(
+    CallFunction(aten.addmm, KeywordArg("inp"), Arg(), Arg(), beta=KeywordArg("beta"),
+                 alpha=KeywordArg("alpha")),
+    pass_dict=_patterns, extra_check=_check_addmm)
+def _addmm(match: Match, mat1, mat2, *, inp, alpha, beta):
+    def repl(inp, mat1, mat2):
+        out = mat1 @ mat2 if alpha == 1 else alpha * (mat1 @ mat2)
+        if beta == 0:       # addmm ignores inp then, NaN included
+            return out
+        return out + (inp if beta == 1 else beta * inp)
+
+    match.replace_by_example(repl, [inp, mat1, mat2])
+
+
+def no_size_guard_in_cpu_sums() -> None:
+    """Inductor's C++ backend sums float32 over more than 4096 values with a cascade helper
+    (for precision) and over fewer without, and decides it with a *guard* on the size. A
+    dynamic size that crosses 4096 (the article rows of one evaluation batch against the
+    next) then recompiles the graph. Written here because no Inductor setting turns that
+    guard off: a sum whose size is not known when compiling always uses the helper (as
+    precise; a sum of fewer than 4096 values is one chunk of it). A sum of a fixed size
+    (a layer norm over 128 channels) is left to Inductor: it needs no guard, and the helper
+    would slow down its short inner loop.
+    """
+    from torch._inductor.codegen import cpp
+
+    kernel = getattr(cpp, "CppKernel", None)
+    need = getattr(kernel, "need_use_acc_helper", None)
+    if need is None or getattr(need, "_rdl", False):
+        return
+
+    @functools.wraps(need)
+    def need_use_acc_helper(self, reduction_type, dtype, use_scalar):
+        if reduction_type == "sum" and dtype == torch.float and self.call_ranges is not None:
+            size = functools.reduce(operator.mul, self.call_ranges[self.reduction_depth:], 1)
+            if sympy.sympify(size).free_symbols:  # a dynamic size
+                return True
+        return need(self, reduction_type, dtype, use_scalar)
+
+    need_use_acc_helper._rdl = True
+    kernel.need_use_acc_helper = need_use_acc_helper
+    _tag_cache_keys("rdl-cpp-sum-helper-dynamic")
+
+
+def fast_cpu_mask_stores() -> None:
+    """Inductor's C++ backend keeps a boolean vector as ``at::vec::VecMask<T, N>`` and
+    stores it with ``VecMask::store(bool*)``, which converts through a 32-lane
+    ``Vectorized<bool>`` with scalar loops: about 10 ns per element on this machine's AVX2,
+    ten times the scalar code it replaces. A training graph stores such masks for every
+    ReLU and dropout (what the backward pass needs), and that made the compiled user-churn
+    step slower than eager. Written here because no Inductor setting changes it: a mask is
+    stored as its raw lanes into a small array, then as ``bool`` in a loop the C++ compiler
+    vectorises. Contiguous stores only; the rest is Inductor's own code.
+    """
+    from torch._inductor.codegen import cpp
+    from torch._inductor.codegen.cpp_utils import cexpr_index
+    from torch._inductor.utils import IndentedBuffer
+
+    kernel = getattr(cpp, "CppVecKernel", None)
+    get_store_line = getattr(kernel, "_get_store_line", None)
+    if get_store_line is None or getattr(get_store_line, "_rdl", False):
+        return
+
+    @functools.wraps(get_store_line)
+    def _get_store_line(self, value, var, index, dtype, accu_store=False):
+        tiling_var = self.itervars[self.tiling_idx]
+        if (dtype != torch.bool or accu_store
+                or self._try_get_const_stride(index, tiling_var) != 1):
+            return get_store_line(self, value, var, index, dtype, accu_store)
+        # decltype(mask[0]) is Vectorized<T>: the lane type T and the count N of vectors.
+        count = "_S" if self.tail_size is None else cexpr_index(self.num_elems)
+        code = IndentedBuffer()
+        code.writelines([
+            "{",
+            f"    using _V = decltype({value}[0]);",
+            "    using _T = typename _V::value_type;",
+            f"    constexpr int _S = decltype({value})::size();",
+            "    __at_align__ _T _lanes[_S];",
+            f"    at::vec::VectorizedN<_T, _S / _V::size()>({value}).store(_lanes);",
+            f"    bool* _out = {var} + {cexpr_index(index)};",
+            f"    for (int _i = 0; _i < {count}; _i++) _out[_i] = _lanes[_i] != _T(0);",
+            "}",
+        ])
+        return code
+
+    _get_store_line._rdl = True
+    kernel._get_store_line = _get_store_line
+    _tag_cache_keys("rdl-cpp-mask-store")
+
+
+def _tag_cache_keys(tag: str) -> None:
+    """Inductor's caches do not see a code generator change: tag their keys, or a graph
+    compiled and cached without it comes back."""
+    cc = torch.compiler.config
+    if tag not in cc.cache_key_tag:
+        cc.cache_key_tag = f"{cc.cache_key_tag};{tag}" if cc.cache_key_tag else tag
+
+
+CPU_GRAPH_PASS = CpuGraphPass()
+
+
+def install() -> None:
+    """Install the graph pass (after any post-grad pass already set, which stays) and the
+    code-generator fixes, once per process. Inductor's global config, not
+    ``torch.compile(options=...)``: the backward graph is compiled later, during the
+    first ``backward()``, outside any ``config.patch`` around the forward call."""
+    no_size_guard_in_cpu_sums()
+    fast_cpu_mask_stores()
+    passes = get_custom_graph_passes(inductor_config.post_grad_custom_post_pass)
+    if not any(isinstance(p, CpuGraphPass) for p in passes):
+        inductor_config.post_grad_custom_post_pass = (
+            (*passes, CPU_GRAPH_PASS) if passes else CPU_GRAPH_PASS)
