@@ -148,8 +148,9 @@ class TwoTower(torch.nn.Module):
         ``dst_index`` among the ``dst_table`` nodes (``dst_id``: their rows)."""
         x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
                           out_types=(self.src_table, self.dst_table))
-        src = self.src_head(x_dict[self.src_table][src_index])
-        dst = self.dst_head(x_dict[self.dst_table][dst_index])
+        # index_select: its gradient is an index_add (x[index]'s an accumulating index_put)
+        src = self.src_head(x_dict[self.src_table].index_select(0, src_index))
+        dst = self.dst_head(x_dict[self.dst_table].index_select(0, dst_index))
         if self.dst_emb is not None:
             dst = dst + self.dst_emb(dst_id)
         return src, dst
