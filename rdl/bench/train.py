@@ -68,10 +68,11 @@ interleaved           compile dynamic=True, eager      ``compile.enabled=true``;
 
 ``speedup_vs_eager`` is the eager row's ``ms/step`` over the row's (same task and model, same
 run; blank without an eager row). The ``interleaved`` row's is the eager median of its own
-process (``eager_ms``) over its compiled median: each timed compiled step is followed by an
-eager step (the same module, its uncompiled model) on the same batch, the first eager step
-being its warm-up, so a machine whose speed drifts from minute to minute (a shared one)
-slows both alike. A variant that fails (an exception, a crash, the ``--timeout``) leaves a
+process (``eager_ms``) over its compiled median: each timed compiled step is paired with an
+eager step (the same module, its uncompiled model) on the same batch, the eager one second
+and first by turns (ABBA, so that neither mode always finds the caches the other warmed),
+the first eager step being its warm-up, so a machine whose speed drifts from minute to
+minute (a shared one) slows both alike. A variant that fails (an exception, a crash, the ``--timeout``) leaves a
 row with the last line of its error in ``note``; reduce-overhead
 (CUDA graphs) is listed as skipped on the CPU.
 
@@ -247,13 +248,23 @@ def measure(task: str, model: str, variant: str, overrides: list[str], steps: in
     warm = [timed(lambda b=b: b)[0] for b in batches[:warmup]]
     excluded, eager = [], []
     compiled_fn = module.forward_fn
-    for b in batches[warmup:]:
+
+    def eager_step(b) -> float:   # the same batch through the uncompiled model
+        object.__setattr__(module, "forward_fn", module.model)
+        try:
+            return timed(lambda: b)[0]
+        finally:
+            object.__setattr__(module, "forward_fn", compiled_fn)
+
+    for i, b in enumerate(batches[warmup:]):
+        # interleaved: the eager step comes first every other batch (ABBA order), so that
+        # neither mode always runs second, on the caches the other left warm
+        if variant == "interleaved" and i % 2:
+            eager.append(eager_step(b))
         s, loss = timed(lambda b=b: b)
         excluded.append(s)
-        if variant == "interleaved":   # the same batch through the uncompiled model
-            object.__setattr__(module, "forward_fn", module.model)
-            eager.append(timed(lambda b=b: b)[0])
-            object.__setattr__(module, "forward_fn", compiled_fn)
+        if variant == "interleaved" and not i % 2:
+            eager.append(eager_step(b))
     prof = profile_steps(step, batches[warmup:], dev) if profile else {}
     del batches
     stream = _cycle(dm.train_dataloader())  # a fresh iterator: sampling inside the timing
