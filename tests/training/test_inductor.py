@@ -23,7 +23,8 @@ def fresh_dynamo():
 
 class _Gathers(torch.nn.Module):
     """Every kind of gather whose gradient is an accumulating index write: index_select
-    (message passing), x[index] (negative indices too), embedding with a padding row."""
+    (message passing), x[index] (negative indices too), embedding with a padding row; and
+    one such write in the forward pass (``_unsafe_index_put``)."""
 
     def __init__(self):
         super().__init__()
@@ -34,7 +35,8 @@ class _Gathers(torch.nn.Module):
         h = self.lin(x).relu()
         msg = h.index_select(0, src)                    # [E, 16]
         out = msg.sum(0) + h[rows].sum(0) + self.emb(cats).sum((0, 1))
-        return out + seed_time.sum()
+        summed = torch.ops.aten._unsafe_index_put(torch.zeros_like(h), [src], msg, True)
+        return out + (summed * h).sum(0) + seed_time.sum()
 
 
 def _inputs(n=40, e=300):
@@ -65,8 +67,9 @@ def test_accumulating_index_writes_become_aten_scatter_add():
     got, code = run_and_get_code(lambda: _grads(model, f, args))
     for w, g in zip(want, got):
         torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)
-    backward = code[-1]
-    assert "atomic_add" not in backward
+    forward, backward = code[0], code[-1]
+    assert "atomic_add" not in forward and "atomic_add" not in backward
+    assert forward.count("aten.scatter_reduce_.two(") == 1          # _unsafe_index_put
     # index_select, x[rows] and embedding: three calls of ATen's scatter in the backward
     assert backward.count("aten.scatter_reduce_.two(") == 3
 
