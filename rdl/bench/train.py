@@ -72,8 +72,8 @@ process (``eager_ms``) over its compiled median: each timed compiled step is pai
 eager step (the same module, its uncompiled model) on the same batch, the eager one second
 and first by turns (ABBA, so that neither mode always finds the caches the other warmed),
 the first eager step being its warm-up, so a machine whose speed drifts from minute to
-minute (a shared one) slows both alike. A variant that fails (an exception, a crash, the ``--timeout``) leaves a
-row with the last line of its error in ``note``; reduce-overhead
+minute (a shared one) slows both alike. A variant that fails (an exception, a crash, the
+``--timeout``) leaves a row with the last line of its error in ``note``; reduce-overhead
 (CUDA graphs) is listed as skipped on the CPU.
 
 The table is printed and written (``train.md``, ``train.csv``) into the run folder (default

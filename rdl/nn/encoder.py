@@ -131,7 +131,7 @@ class HeteroEncoder(torch.nn.Module):
         out = {nt: self.encoders[nt](tf) for nt, tf in tf_dict.items()}
         if row_dict is not None:
             # index_select, not x[rows]: on the CPU the gradient of x[rows] is an
-            # accumulating index_put (5-10 ms a batch here), index_select's an index_add.
+            # accumulating index_put (5-10 ms a call here), index_select's an index_add.
             out = {nt: x.index_select(0, row_dict[nt]) if nt in row_dict else x
                    for nt, x in out.items()}
         return out
