@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from rdl import ROOT
+from rdl import TASKS_DIR
 from rdl.data.database import Database, DataError
 
 KINDS = ("binary_classification", "regression", "multiclass_classification", "link_prediction")
@@ -34,7 +34,9 @@ class Task:
 
     Args:
         name: e.g. ``user-churn``.
-        sql: path of the SQL file, absolute or relative to the repository's ``tasks/``.
+        sql: path of the SQL file: absolute, relative to the working directory (your own
+            task), or else relative to rdl's packaged task SQL (``rdl/tasks/``, e.g.
+            ``hm/user-churn.sql``).
         kind: one of :data:`KINDS`.
         entity_table: the table whose rows are predicted (the seed node type).
         entity_col: the column of the SQL result holding the entity's primary key.
@@ -89,10 +91,11 @@ class Task:
         self.test_time = pd.Timestamp(self.test_timestamp)
         if self.test_time < self.val_time:
             raise ValueError(f"task {self.name!r}: test_timestamp precedes val_timestamp")
-        path = Path(self.sql)
-        self.sql_path = path if path.is_absolute() else ROOT / "tasks" / path
+        path = Path(self.sql).expanduser()
+        self.sql_path = path if path.is_absolute() or path.exists() else TASKS_DIR / path
         if not self.sql_path.exists():
-            raise FileNotFoundError(f"task {self.name!r}: SQL file {self.sql_path} does not exist")
+            raise FileNotFoundError(f"task {self.name!r}: SQL file {self.sql!r} does not exist "
+                                    f"(looked in {Path.cwd()} and {TASKS_DIR})")
 
     @property
     def is_classification(self) -> bool:
