@@ -26,7 +26,6 @@ from rdl.nn import IDGNN, ContextGNN, TwoTower
 from rdl.training import baselines
 from rdl.training.compile import stats as compile_stats
 from rdl.training.link_module import LinkTaskModule
-from rdl.training.malloc import keep_freed_memory
 from rdl.training.module import NodeTaskModule
 
 log = logging.getLogger("rdl.train")
@@ -35,9 +34,11 @@ USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
 
 
 def build(cfg: DictConfig) -> tuple:
-    """The task, the set-up datamodule and the LightningModule a config describes (and
-    the process's ``malloc`` set as ``keep_freed_memory`` says)."""
-    keep_freed_memory(cfg.get("keep_freed_memory", True))
+    """The task, the set-up datamodule and the LightningModule a config describes (and,
+    training on the CPU, the process's ``malloc`` set as ``keep_freed_memory`` says)."""
+    if cfg.get("keep_freed_memory", True) and _on_cpu(cfg):
+        from rdl.training.malloc import keep_freed_memory
+        keep_freed_memory()
     task = instantiate(cfg.task, _convert_="all")
     link = task.kind == "link_prediction"
     model_cls = hydra.utils.get_class(cfg.model._target_)
@@ -65,6 +66,12 @@ def build(cfg: DictConfig) -> tuple:
             target_range = tuple(torch.quantile(dm.train_targets(), torch.tensor([0.02, 0.98])).tolist())
         module = NodeTaskModule(model, task, target_range=target_range, **common)
     return task, dm, module
+
+
+def _on_cpu(cfg: DictConfig) -> bool:
+    """Whether the trainer will run on the CPU (Lightning's ``auto`` picks a GPU if any)."""
+    accelerator = str(cfg.get("trainer", {}).get("accelerator", "auto"))
+    return accelerator == "cpu" or (accelerator == "auto" and not torch.cuda.is_available())
 
 
 def train(cfg: DictConfig) -> dict:
@@ -121,7 +128,7 @@ def report(task: str, results: dict, out: Path, percent: tuple = ()) -> None:
     log.info("metrics written to %s", out / "metrics.json")
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+@hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float:
     try:
         results = train(cfg)

@@ -62,8 +62,11 @@ def hash_uniform(like: Tensor, seed: Tensor) -> Tensor:
 
 class Dropout(torch.nn.Dropout):
     """``nn.Dropout`` whose CPU mask is drawn faster: with ``torch.rand`` in eager mode,
-    with :func:`hash_uniform` when compiled (seeded by one draw from PyTorch's generator
-    per call, so ``torch.manual_seed`` makes both reproducible).
+    and when compiled with ``hash_when_compiled`` set, with :func:`hash_uniform` (seeded
+    by one draw from PyTorch's generator per call, so ``torch.manual_seed`` makes both
+    reproducible). rdl's compiled model sets it where ``compile.cpu_patches.hash_dropout``
+    applies (:mod:`rdl.training.cpu_patches`); compiled without it, the mask is drawn with
+    ``rand`` too.
 
     Written here because PyTorch's CPU dropout draws its mask with ``bernoulli_``, one
     value at a time on one thread: a quarter of the default CPU train step in
@@ -75,12 +78,17 @@ class Dropout(torch.nn.Dropout):
     Inductor do on CUDA). Elsewhere PyTorch's own (fused) dropout runs.
     """
 
+    def __init__(self, p: float = 0.5, inplace: bool = False, hash_when_compiled: bool = False):
+        super().__init__(p, inplace)
+        self.hash_when_compiled = hash_when_compiled
+
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0 or x.device.type != "cpu":
             return super().forward(x)
         if self.p == 1:
             return x * 0
-        if torch.compiler.is_compiling() and x.numel() < 2**31:
+        if (self.hash_when_compiled and torch.compiler.is_compiling()
+                and x.numel() < 2**31):
             seed = torch.randint(-2**31, 2**31, (), dtype=torch.int32)
             u = hash_uniform(x, seed)
         else:

@@ -8,6 +8,7 @@ graph.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import types
@@ -15,12 +16,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
-import torch._inductor.config as inductor_config
-import torch.fx.experimental._config as fx_config
 from torch import Tensor
-from torch._dynamo.utils import counters
 
-from rdl.training import inductor
+from rdl.nn.encoder import Dropout
+from rdl.training.cpu_patches import CpuPatches, prepare
 
 # Shape settings while tracing: two sizes that happen to be equal at the first call
 # ("duck shaping") must not be assumed equal for ever, or a later batch recompiles.
@@ -45,11 +44,17 @@ class CompileOptions:
             ``TORCH_LOGS=recompiles,graph_breaks``).
         kwargs: passed to ``torch.compile`` for the model (``dynamic``, ``mode``,
             ``fullgraph``, ``backend``).
+        cpu_patches: :class:`~rdl.training.cpu_patches.CpuPatches` (or a dict of them, or
+            a bool for all): rdl's speed-ups of the compiled model on the CPU.
     """
     enabled: bool = True
     optimizer: bool = True
     log: bool = False
     kwargs: dict = field(default_factory=lambda: {"dynamic": True})
+    cpu_patches: CpuPatches | dict | bool = field(default_factory=CpuPatches)
+
+    def __post_init__(self):
+        self.cpu_patches = CpuPatches.of(self.cpu_patches)
 
     @classmethod
     def of(cls, value) -> "CompileOptions":
@@ -60,26 +65,57 @@ class CompileOptions:
         return cls(**(value or {}))
 
 
-def compile_model(model: torch.nn.Module, **kwargs) -> Callable:
-    """``torch.compile(model, dynamic=True, **kwargs)``, traced under :data:`SHAPE_SETTINGS`.
-    Call it with :func:`pad_inputs`.
+def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool = True,
+                  **kwargs) -> Callable:
+    """``torch.compile(model, dynamic=True, **kwargs)``, traced without duck shaping
+    (:data:`SHAPE_SETTINGS`). Call it with :func:`pad_inputs`.
 
-    On the CPU, random ops call PyTorch's kernels instead of Inductor's generated
-    random-number code, which was no faster there (rdl's own dropout uses neither when
-    compiled: :class:`rdl.nn.encoder.Dropout`). On CUDA, Inductor's own is the faster one
-    and is kept. rdl's changes to Inductor's CPU code (a graph pass, code-generator fixes)
-    are installed first: :mod:`rdl.training.inductor`.
+    Compiled at the first call, when the device is known. On the CPU, random ops call
+    PyTorch's kernels instead of Inductor's generated random-number code, which was no
+    faster there, and the :mod:`~rdl.training.cpu_patches` that are on apply (their
+    Inductor options for this model only). On CUDA, Inductor's own random numbers are the
+    faster ones and no CPU patch applies.
     """
-    inductor.install()
-    compiled = torch.compile(model, **{"dynamic": True, **kwargs})
+    compiled = None
 
     @functools.wraps(model.forward)
     def forward(*args, **kw):
-        cpu = args[-1].device.type == "cpu"  # seed_time: where the batch is
-        with fx_config.patch(**SHAPE_SETTINGS), inductor_config.patch(fallback_random=cpu):
+        nonlocal compiled
+        if compiled is None:
+            compiled = _compile_for(model, args[-1].device, cpu_patches, kwargs)  # seed_time
+        with _shape_settings():
             return compiled(*args, **kw)
 
     return forward
+
+
+def _compile_for(model, device: torch.device, cpu_patches, kwargs: dict) -> Callable:
+    kwargs = {"dynamic": True, **kwargs}
+    if device.type == "cpu" and kwargs.get("backend", "inductor") == "inductor":
+        options, applied = prepare(CpuPatches.of(cpu_patches))
+        options = {"fallback_random": True, **options}
+        if "mode" in kwargs:    # torch.compile takes a mode or options, not both
+            from torch._inductor import list_mode_options
+            options = {**list_mode_options(kwargs.pop("mode"), kwargs["dynamic"]), **options}
+        kwargs["options"] = {**options, **kwargs.get("options", {})}
+        for m in model.modules():
+            if isinstance(m, Dropout):
+                m.hash_when_compiled = "hash_dropout" in applied
+    return torch.compile(model, **kwargs)
+
+
+def _shape_settings():
+    """Dynamo's shape settings while tracing (:data:`SHAPE_SETTINGS`), where this torch
+    has them; a single warning where it does not."""
+    try:
+        import torch.fx.experimental._config as fx_config
+        return fx_config.patch(**SHAPE_SETTINGS)
+    except (ImportError, AttributeError, KeyError) as e:
+        from rdl.training.cpu_patches import warn_once
+        warn_once(f"torch {torch.__version__} has no Dynamo setting {SHAPE_SETTINGS} ({e}): "
+                  "two sizes equal at the first batch may be assumed equal, and a later batch "
+                  "recompile")
+        return contextlib.nullcontext()
 
 
 def compile_optimizer_step(optimizer: torch.optim.Optimizer, **kwargs) -> None:
@@ -117,6 +153,7 @@ def set_logging(enabled: bool) -> None:
 
 def stats() -> dict[str, int]:
     """What Dynamo did in this process so far: graphs compiled, graph breaks, frames traced."""
+    from torch._dynamo.utils import counters
     return {
         "graphs": int(counters["stats"]["unique_graphs"]),
         "graph_breaks": int(sum(counters["graph_break"].values())),

@@ -1,16 +1,20 @@
-"""What rdl changes in Inductor's CPU code, and why: one graph pass and two code-generator
-fixes, all installed by :func:`install` (``rdl.training.compile.compile_model`` calls it).
+"""rdl's changes to Inductor's CPU code: one graph pass and two code-generator fixes.
+
+Opt-in through ``compile.cpu_patches`` and imported only then
+(:mod:`rdl.training.cpu_patches` decides, and guards the torch version): this module
+reaches into Inductor's private internals. :func:`options` returns the Inductor options
+for ``torch.compile(options=...)`` that switch them on for rdl's compiled model alone:
+an :class:`RdlCpuPass` as ``post_grad_custom_post_pass``, which rewrites the graph and
+marks the compilation for the code-generator fixes (installed once, they change nothing
+in a compilation without the mark).
 
 Each was found in the profile of the compiled user-churn train step on a 2-core CPU
-(``python -m rdl.bench train --profile``, and ``torch.profiler`` with
-``torch._inductor.config.cpp.enable_kernel_profile`` per generated kernel), and each
-applies only to tensors on the CPU: CUDA code is left as Inductor makes it.
+(``docs/compile.md``), and each applies only to tensors on the CPU:
 
-- :class:`CpuGraphPass`, a post-grad graph pass (Inductor's ``post_grad_custom_post_pass``
-  hook): accumulating index writes become ``scatter_add``, and ``addmm`` becomes a matrix
-  product whose bias is added in the kernel that reads it.
-- :func:`no_size_guard_in_cpu_sums`: no recompile when a float32 sum's size crosses 4096.
-- :func:`fast_cpu_mask_stores`: boolean masks stored ten times faster.
+- ``graph_pass``: accumulating index writes become ``scatter_add``, and ``addmm`` becomes
+  a matrix product whose bias is added in the kernel that reads it.
+- ``sum_guard``: no recompile when a float32 sum's size crosses 4096.
+- ``mask_stores``: boolean masks stored ten times faster.
 """
 from __future__ import annotations
 
@@ -21,8 +25,7 @@ import operator
 import sympy
 import torch
 import torch._inductor.config as inductor_config
-from torch._inductor.custom_graph_pass import (CustomGraphPass, get_custom_graph_passes,
-                                               get_hash_for_files)
+from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_files
 from torch._inductor.pattern_matcher import (Arg, CallFunction, KeywordArg, Match,
                                              PatternMatcherPass, register_graph_pattern)
 from torch.fx.experimental.symbolic_shapes import statically_known_true
@@ -32,8 +35,11 @@ FLOATS = (torch.float32, torch.float64)
 _patterns = PatternMatcherPass(pass_name="rdl_cpu_graph_pass")
 
 
-class CpuGraphPass(CustomGraphPass):
-    """Rewrites two patterns of the post-grad graph, where their tensors are on the CPU.
+class RdlCpuPass(CustomGraphPass):
+    """Inductor's ``post_grad_custom_post_pass`` for rdl's compiled model: rewrites two
+    patterns of the post-grad graph where their tensors are on the CPU (``graph_pass``),
+    and marks the compilation for the code-generator fixes that are on (``mask_stores``,
+    ``sum_guard``). A pass already set by the user (``previous``) runs first.
 
     1. ``index_put(x, [index], values, accumulate=True)`` (also the masked and unsafe
        forms) becomes ``scatter_add`` along dim 0 with the index expanded over the other
@@ -56,11 +62,34 @@ class CpuGraphPass(CustomGraphPass):
     float rounding order (a sum in another order; the bias added after the product).
     """
 
+    def __init__(self, graph_pass: bool = True, mask_stores: bool = True,
+                 sum_guard: bool = True, previous=None):
+        self.graph_pass, self.mask_stores, self.sum_guard = graph_pass, mask_stores, sum_guard
+        self.previous = previous
+
     def __call__(self, graph: torch.fx.Graph) -> None:
-        _patterns.apply(graph)
+        previous = self.previous
+        for p in previous if isinstance(previous, (list, tuple)) else [previous]:
+            if p is not None:
+                p(graph)
+        if self.graph_pass:
+            _patterns.apply(graph)
 
     def uuid(self) -> bytes:
-        return get_hash_for_files((__file__,))
+        """The cache key: this file, which fixes are on, and the user's pass. Inductor's
+        caches do not see a code generator change otherwise."""
+        flags = f"{self.graph_pass}{self.mask_stores}{self.sum_guard}".encode()
+        previous = self.previous
+        prev = [p.uuid() if hasattr(p, "uuid") else repr(p)
+                for p in (previous if isinstance(previous, (list, tuple)) else [previous])]
+        return get_hash_for_files((__file__,)) + flags + repr(prev).encode()
+
+
+def _marked(fix: str) -> bool:
+    """Whether the compilation under way is rdl's with ``fix`` on (options set the pass
+    in Inductor's config for its duration, backward graph included)."""
+    p = inductor_config.post_grad_custom_post_pass
+    return isinstance(p, RdlCpuPass) and getattr(p, fix)
 
 
 def _meta(node):
@@ -154,14 +183,15 @@ def no_size_guard_in_cpu_sums() -> None:
     """
     from torch._inductor.codegen import cpp
 
-    kernel = getattr(cpp, "CppKernel", None)
-    need = getattr(kernel, "need_use_acc_helper", None)
-    if need is None or getattr(need, "_rdl", False):
+    kernel = cpp.CppKernel
+    need = kernel.need_use_acc_helper
+    if getattr(need, "_rdl", False):
         return
 
     @functools.wraps(need)
     def need_use_acc_helper(self, reduction_type, dtype, use_scalar):
-        if reduction_type == "sum" and dtype == torch.float and self.call_ranges is not None:
+        if (_marked("sum_guard") and reduction_type == "sum" and dtype == torch.float
+                and self.call_ranges is not None):
             size = functools.reduce(operator.mul, self.call_ranges[self.reduction_depth:], 1)
             if sympy.sympify(size).free_symbols:  # a dynamic size
                 return True
@@ -169,7 +199,6 @@ def no_size_guard_in_cpu_sums() -> None:
 
     need_use_acc_helper._rdl = True
     kernel.need_use_acc_helper = need_use_acc_helper
-    _tag_cache_keys("rdl-cpp-sum-helper-dynamic")
 
 
 def fast_cpu_mask_stores() -> None:
@@ -186,13 +215,15 @@ def fast_cpu_mask_stores() -> None:
     from torch._inductor.codegen.cpp_utils import cexpr_index
     from torch._inductor.utils import IndentedBuffer
 
-    kernel = getattr(cpp, "CppVecKernel", None)
-    get_store_line = getattr(kernel, "_get_store_line", None)
-    if get_store_line is None or getattr(get_store_line, "_rdl", False):
+    kernel = cpp.CppVecKernel
+    get_store_line = kernel._get_store_line
+    if getattr(get_store_line, "_rdl", False):
         return
 
     @functools.wraps(get_store_line)
     def _get_store_line(self, value, var, index, dtype, accu_store=False):
+        if not _marked("mask_stores"):
+            return get_store_line(self, value, var, index, dtype, accu_store)
         tiling_var = self.itervars[self.tiling_idx]
         if (dtype != torch.bool or accu_store
                 or self._try_get_const_stride(index, tiling_var) != 1):
@@ -215,28 +246,27 @@ def fast_cpu_mask_stores() -> None:
 
     _get_store_line._rdl = True
     kernel._get_store_line = _get_store_line
-    _tag_cache_keys("rdl-cpp-mask-store")
 
 
-def _tag_cache_keys(tag: str) -> None:
-    """Inductor's caches do not see a code generator change: tag their keys, or a graph
-    compiled and cached without it comes back."""
-    cc = torch.compiler.config
-    if tag not in cc.cache_key_tag:
-        cc.cache_key_tag = f"{cc.cache_key_tag};{tag}" if cc.cache_key_tag else tag
+FIXES = {"mask_stores": fast_cpu_mask_stores, "sum_guard": no_size_guard_in_cpu_sums}
 
 
-CPU_GRAPH_PASS = CpuGraphPass()
-
-
-def install() -> None:
-    """Install the graph pass (after any post-grad pass already set, which stays) and the
-    code-generator fixes, once per process. Inductor's global config, not
-    ``torch.compile(options=...)``: the backward graph is compiled later, during the
-    first ``backward()``, outside any ``config.patch`` around the forward call."""
-    no_size_guard_in_cpu_sums()
-    fast_cpu_mask_stores()
-    passes = get_custom_graph_passes(inductor_config.post_grad_custom_post_pass)
-    if not any(isinstance(p, CpuGraphPass) for p in passes):
-        inductor_config.post_grad_custom_post_pass = (
-            (*passes, CPU_GRAPH_PASS) if passes else CPU_GRAPH_PASS)
+def options(graph_pass: bool = True, mask_stores: bool = True,
+            sum_guard: bool = True) -> tuple[dict, dict[str, str]]:
+    """Inductor options that switch the patches on for one ``torch.compile``, and the
+    patches that could not be applied, each with why (an Inductor internal that this
+    torch lacks or has changed). Options rather than Inductor's global config: other
+    compiled code in the process is left as it is; ``torch.compile`` applies options to
+    the backward graph too, which is compiled later, during the first ``backward()``."""
+    wanted = {"graph_pass": graph_pass, "mask_stores": mask_stores, "sum_guard": sum_guard}
+    failed = {}
+    for name, install in FIXES.items():
+        if wanted[name]:
+            try:
+                install()
+            except (AttributeError, ImportError) as e:
+                wanted[name], failed[name] = False, f"{type(e).__name__}: {e}"
+    if not any(wanted.values()):
+        return {}, failed
+    return {"post_grad_custom_post_pass": RdlCpuPass(
+        **wanted, previous=inductor_config.post_grad_custom_post_pass)}, failed

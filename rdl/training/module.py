@@ -50,7 +50,8 @@ class TaskModule(pl.LightningModule):
         forward = model
         if self.compile_options.enabled:
             set_logging(self.compile_options.log)
-            forward = compile_model(model, **self.compile_options.kwargs)
+            forward = compile_model(model, self.compile_options.cpu_patches,
+                                    **self.compile_options.kwargs)
         # Not an nn.Module attribute: the compiled wrapper shares the model's parameters,
         # and checkpoints keep the plain model's keys.
         object.__setattr__(self, "forward_fn", forward)

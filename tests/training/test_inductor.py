@@ -1,5 +1,7 @@
-"""rdl's changes to Inductor's CPU code (``rdl.training.inductor``): compiled results equal
-eager ones, and the generated code is what each change promises."""
+"""rdl's changes to Inductor's CPU code (``compile.cpu_patches``): compiled results equal
+eager ones, the generated code is what each change promises, each switch turns its change
+off, other compiled code in the process is left alone, and where a patch cannot apply
+(untested torch, a missing internal) it says so once and stays off."""
 from __future__ import annotations
 
 import pytest
@@ -8,17 +10,26 @@ import torch._inductor.config as inductor_config
 from torch._dynamo.utils import counters
 from torch._inductor.utils import run_and_get_code
 
-from rdl.training import inductor
+from rdl.training import cpu_patches
 from rdl.training.compile import compile_model, stats
+
+pytestmark = pytest.mark.skipif(cpu_patches.torch_release() not in cpu_patches.TESTED,
+                                reason="the CPU patches apply on the tested torch releases only")
 
 
 @pytest.fixture(autouse=True)
 def fresh_dynamo():
     torch._dynamo.reset()
     counters.clear()
+    cpu_patches._warned.clear()
     with inductor_config.patch(fx_graph_cache=False):
         yield
     torch._dynamo.reset()
+
+
+def inductor():
+    from rdl.training import inductor
+    return inductor
 
 
 class _Gathers(torch.nn.Module):
@@ -117,27 +128,84 @@ def test_the_pass_leaves_other_writes_alone():
     x, i = torch.zeros(6, 4), torch.randint(0, 6, (20,), generator=g)
     j, v = torch.randint(0, 4, (20,), generator=g), torch.randn(20, generator=g)
     want = f(x, i, j, v, None)
-    inductor.install()
-    got, code = run_and_get_code(torch.compile(f, dynamic=True), x, i, j, v, None)
+    options, _ = inductor().options()
+    got, code = run_and_get_code(torch.compile(f, dynamic=True, options=options), x, i, j, v, None)
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b)
     assert "scatter_reduce_" not in "\n".join(code)   # neither write became a scatter_add
 
 
-def test_install_keeps_a_users_pass_and_adds_ours_once():
+def test_a_users_pass_still_runs_and_the_global_config_is_untouched():
+    """rdl's pass is an option of its own compiled model: a pass the user set globally runs
+    first, and stays the global setting."""
     class Mine(torch._inductor.custom_graph_pass.CustomGraphPass):
+        calls = 0
+
         def __call__(self, graph):
-            pass
+            Mine.calls += 1
 
         def uuid(self):
             return "mine"
 
     mine = Mine()
     with inductor_config.patch(post_grad_custom_post_pass=mine):
-        inductor.install()
-        inductor.install()
-        passes = inductor_config.post_grad_custom_post_pass
-        assert passes == (mine, inductor.CPU_GRAPH_PASS)
+        model, args = _Gathers(), _inputs()
+        _, code = run_and_get_code(lambda: _grads(model, compile_model(model), args))
+        assert inductor_config.post_grad_custom_post_pass is mine
+    assert Mine.calls == 2       # forward and backward graphs
+    assert "aten.scatter_reduce_.two(" in code[-1]   # and rdl's pass ran after it
+
+
+def test_other_compiled_code_is_left_alone():
+    """After rdl's model compiled with every patch, a plain ``torch.compile`` elsewhere in
+    the process gets Inductor's own code (no rdl mask store, no rewrite)."""
+    _, code = run_and_get_code(compile_model(_Masks()), *MASK_ARGS)
+    assert "_lanes[_S]" in "\n".join(code)
+    torch._dynamo.reset()
+    _, code = run_and_get_code(torch.compile(_Masks(), dynamic=True), *MASK_ARGS)
+    assert "_lanes[_S]" not in "\n".join(code)
+
+
+MASK_ARGS = (torch.randn(64, 32), torch.randint(0, 6, (64, 32)), torch.randn(64, 32).double(),
+             torch.randn(7))
+
+
+def test_each_switch_turns_its_patch_off():
+    model, args = _Gathers(), _inputs()
+    _, code = run_and_get_code(lambda: _grads(model, compile_model(model, {"graph_pass": False}),
+                                              args))
+    assert "aten.scatter_reduce_.two(" not in "\n".join(code)
+    torch._dynamo.reset()
+    # the others still apply without it; mask_stores switched off alone
+    _, code = run_and_get_code(compile_model(_Masks(), {"graph_pass": False}), *MASK_ARGS)
+    assert "_lanes[_S]" in "\n".join(code)
+    torch._dynamo.reset()
+    _, code = run_and_get_code(compile_model(_Masks(), {"mask_stores": False}), *MASK_ARGS)
+    assert "_lanes[_S]" not in "\n".join(code)
+
+
+def test_an_untested_torch_warns_once_and_applies_nothing(monkeypatch):
+    monkeypatch.setattr(cpu_patches, "TESTED", ("1.0",))
+    with pytest.warns(cpu_patches.CpuPatchWarning, match="tested on torch 1.0 only") as rec:
+        options, applied = cpu_patches.prepare(cpu_patches.CpuPatches())
+        assert cpu_patches.prepare(cpu_patches.CpuPatches()) == ({}, set())
+    assert (options, applied) == ({}, set()) and len(rec) == 1
+    _, code = run_and_get_code(compile_model(_Masks()), *MASK_ARGS)
+    assert "_lanes[_S]" not in "\n".join(code)
+
+
+@pytest.mark.parametrize("attr,patch", [("CppVecKernel._get_store_line", "mask_stores"),
+                                        ("CppKernel.need_use_acc_helper", "sum_guard")])
+def test_a_missing_internal_is_named(monkeypatch, attr, patch):
+    """As on a torch whose Inductor lacks what a patch changes: that patch is named in one
+    warning and left off; the others still apply."""
+    from torch._inductor.codegen import cpp
+    cls, name = attr.split(".")
+    monkeypatch.delattr(getattr(cpp, cls), name)
+    with pytest.warns(cpu_patches.CpuPatchWarning, match=f"cannot apply {patch} "):
+        options, applied = cpu_patches.prepare(cpu_patches.CpuPatches())
+    assert patch not in applied and "graph_pass" in applied
+    assert not getattr(options["post_grad_custom_post_pass"], patch)
 
 
 class _Sum(torch.nn.Module):
@@ -145,15 +213,17 @@ class _Sum(torch.nn.Module):
         return x.sum(0) + seed_time.sum()
 
 
-def test_a_sum_over_a_size_crossing_4096_does_not_recompile():
+@pytest.mark.parametrize("sum_guard", [True, False])
+def test_a_sum_over_a_size_crossing_4096_does_not_recompile(sum_guard):
     """Inductor's C++ backend picks how to sum float32 by a guard on size > 4096; the
-    article rows of evaluation batches cross it (an ID-GNN run recompiled)."""
-    f = compile_model(_Sum())
+    article rows of evaluation batches cross it (an ID-GNN run recompiled). Switched off,
+    Inductor's guard is back."""
+    f = compile_model(_Sum(), {"sum_guard": sum_guard})
     for n in (3000, 5000, 100, 9000):
         x = torch.randn(n, 8)
         want = x.double().sum(0).float() + 3
         torch.testing.assert_close(f(x, torch.ones(3)), want, atol=1e-3, rtol=1e-4)
-    assert stats()["graphs"] == 1
+    assert stats()["graphs"] == (1 if sum_guard else 2)
 
 
 class _Masks(torch.nn.Module):
