@@ -13,6 +13,14 @@ def peak_rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+def load_average() -> str:
+    """The machine's load average (1/5/15 min) as text, for a report's header."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # pragma: no cover
+        return "?"
+
+
 def run_dir(name: str, root: str | os.PathLike = "outputs/bench") -> Path:
     path = Path(root) / f"{dt.datetime.now():%Y-%m-%d_%H-%M-%S}-{name}"
     path.mkdir(parents=True, exist_ok=True)
