@@ -7,8 +7,6 @@ __version__ = "0.1.0"
 #: rdl's Hydra configs and its tasks' SQL, shipped inside the package.
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 TASKS_DIR = Path(__file__).resolve().parent / "tasks"
-#: The package directory (the benchmarks find conf/ through it).
-ROOT = Path(__file__).resolve().parent
 
 
 def cache_dir() -> Path:

@@ -4,39 +4,38 @@ The default configs must beat the entity-features-only model (0 message-passing 
 and the trivial baselines; these runs measure it.
 """
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 pytestmark = pytest.mark.slow
 
 
-def train(tmp_path, name, *overrides):
-    env = {**os.environ, "RDL_CACHE": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, "-m", "rdl.train", f"hydra.run.dir={tmp_path}/{name}",
-                          *overrides], env=env, capture_output=True, text=True, timeout=1200)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads((tmp_path / name / "metrics.json").read_text())
+@pytest.fixture
+def train(tmp_path, run_train):
+    """Trains with the default settings (not the tests' tiny ones) and returns metrics.json."""
+    def run(name, *overrides):
+        out = run_train(tmp_path / name, *overrides, tiny=False)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return json.loads((tmp_path / name / "metrics.json").read_text())
+    return run
 
 
-def test_churn_gnn_beats_entity_only(tmp_path):
-    gnn = train(tmp_path, "gnn", "task=user-churn")
-    flat = train(tmp_path, "flat", "task=user-churn", "model.num_layers=0")
+def test_churn_gnn_beats_entity_only(train):
+    gnn = train("gnn", "task=user-churn")
+    flat = train("flat", "task=user-churn", "model.num_layers=0")
     assert gnn["model"]["test"]["auroc"] >= flat["model"]["test"]["auroc"] + 0.03
 
 
-def test_sales_gnn_beats_zero_and_entity_only(tmp_path):
-    gnn = train(tmp_path, "gnn", "task=item-sales")
-    flat = train(tmp_path, "flat", "task=item-sales", "model.num_layers=0")
+def test_sales_gnn_beats_zero_and_entity_only(train):
+    gnn = train("gnn", "task=item-sales")
+    flat = train("flat", "task=item-sales", "model.num_layers=0")
     assert gnn["model"]["test"]["mae"] < gnn["zero"]["test"]["mae"]
     assert gnn["model"]["test"]["mae"] < flat["model"]["test"]["mae"]
 
 
-def test_purchase_hybrid_and_idgnn_beat_baselines(tmp_path):
-    hybrid = train(tmp_path, "hybrid", "task=user-item-purchase")          # contextgnn
-    idgnn = train(tmp_path, "idgnn", "task=user-item-purchase", "model=idgnn")
+def test_purchase_hybrid_and_idgnn_beat_baselines(train):
+    hybrid = train("hybrid", "task=user-item-purchase")          # contextgnn
+    idgnn = train("idgnn", "task=user-item-purchase", "model=idgnn")
     for res in (hybrid, idgnn):
         for baseline in ("popularity (last window)", "past links"):
             assert res["model"]["test"]["map"] > res[baseline]["test"]["map"]

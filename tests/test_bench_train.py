@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 
-def test_train_benchmark_eager_and_compiled(tmp_path):
+def test_train_benchmark_eager_and_compiled(tmp_path, rdl_cache):
     out = tmp_path / "out"
-    env = {**os.environ, "RDL_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "RDL_CACHE": str(rdl_cache)}
     cmd = [sys.executable, "-m", "rdl.bench", "train", "--tasks", "user-churn",
            "--variants", "eager", "interleaved", "--steps", "2", "--warmup", "1",
            "--threads", "1",
@@ -46,10 +46,10 @@ def test_train_benchmark_eager_and_compiled(tmp_path):
     assert float(dynamic["first_step_s"]) > float(dynamic["ms/step"]) / 1000
 
 
-def test_a_failing_variant_leaves_a_row_and_the_run_goes_on(tmp_path):
+def test_a_failing_variant_leaves_a_row_and_the_run_goes_on(tmp_path, rdl_cache):
     """The child fails at once (a bad override); reduce-overhead is skipped on the CPU."""
     out = tmp_path / "out"
-    env = {**os.environ, "RDL_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "RDL_CACHE": str(rdl_cache)}
     cmd = [sys.executable, "-m", "rdl.bench", "train", "--tasks", "user-churn:sage",
            "--variants", "eager", "reduce-overhead", "--device", "cpu", "--steps", "1",
            "--warmup", "1", "--set", "data=hm-tiny", "model.no_such_key=1", "--out", str(out)]
@@ -62,10 +62,10 @@ def test_a_failing_variant_leaves_a_row_and_the_run_goes_on(tmp_path):
     assert graphs["variant"] == "reduce-overhead" and graphs["note"].startswith("skipped")
 
 
-def test_profile_columns(tmp_path):
+def test_profile_columns(tmp_path, rdl_cache):
     """--profile splits the host's time per step into matrix products, RNG and the rest."""
     out = tmp_path / "out"
-    env = {**os.environ, "RDL_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "RDL_CACHE": str(rdl_cache)}
     cmd = [sys.executable, "-m", "rdl.bench", "train", "--tasks", "user-churn",
            "--variants", "eager", "--device", "cpu", "--steps", "2", "--warmup", "1",
            "--threads", "1", "--profile", "--set", "data=hm-tiny", "model.channels=16",

@@ -1,53 +1,78 @@
 """The Hydra entry point, end to end on a tiny synthetic database."""
 import json
-import os
-import subprocess
+import math
+import re
 import sys
 
 import pytest
 
+from rdl.training import cpu_patches
 
-def run(tmp_path, *overrides, cache=None):
-    env = {**os.environ, "RDL_CACHE": str(cache or tmp_path / "cache"), "HYDRA_FULL_ERROR": "0"}
-    cmd = [sys.executable, "-m", "rdl.train", f"hydra.run.dir={tmp_path}/run", *overrides]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
+METRICS = {"user-churn": {"auroc", "average_precision", "accuracy", "f1"},
+           "item-sales": {"mae", "rmse", "r2"},
+           "user-item-purchase": {"map", "precision", "recall"}}
 
 
-@pytest.mark.parametrize("task,metric", [
-    ("user-churn", "auroc"),
-    ("item-sales", "mae"),
-    ("user-item-purchase", "map"),                  # the default model: contextgnn
-    ("user-item-purchase model=idgnn", "map"),
-    ("user-item-purchase model=two-tower", "map"),
-])
-def test_short_training_run(tmp_path, cache, task, metric):
-    out = run(tmp_path, *f"task={task}".split(), "data=hm-tiny", "trainer.max_epochs=1",
-              "trainer.limit_train_batches=3", "trainer.limit_val_batches=2",
-              "model.channels=16", "model.encoder_layers=1", "compile.enabled=false", cache=cache)
+def check_report(out, run_dir, task: str) -> dict:
+    """The run succeeded, and ``metrics.json`` holds every metric of the task for the model
+    and each baseline, finite, and as printed."""
     assert out.returncode == 0, out.stderr[-3000:]
-    results = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert results["task"] == task.split()[0]
-    for split in ("val", "test"):
-        assert 0 <= results["model"][split][metric] < float("inf")
-    baselines = [k for k in results if k not in ("task", "model")]
-    assert baselines, "the trivial baselines are reported beside the model"
-    assert "model vs baselines" in out.stdout
-    assert (tmp_path / "run" / "checkpoints" / "best.ckpt").exists()
+    results = json.loads((run_dir / "metrics.json").read_text())
+    assert results["task"] == task
+    who = [k for k in results if k != "task"]
+    assert who[0] == "model" and len(who) >= 2, "the baselines are reported beside the model"
+    printed = out.stdout[out.stdout.index("model vs baselines"):]
+    for name in who:
+        for split in ("val", "test"):
+            assert set(results[name][split]) == METRICS[task], (name, split)
+            assert all(math.isfinite(v) for v in results[name][split].values())
+        row = re.search(rf"^{re.escape(name)}  +(.*)$", printed, re.M)
+        assert row, f"{name} is printed"
+        values = [results[name][s][m] for s in ("val", "test") for m in results["model"]["test"]]
+        assert [float(v) for v in row.group(1).split()] == pytest.approx(values, abs=6e-5)
+    assert (run_dir / "checkpoints" / "best.ckpt").exists()
+    return results
 
 
-def test_compiled_training_run(tmp_path, cache):
-    out = run(tmp_path, "task=user-churn", "data=hm-tiny", "trainer.max_epochs=1",
-              "trainer.limit_train_batches=4", "trainer.limit_val_batches=2",
-              "model.channels=16", "model.encoder_layers=1", "compile.enabled=true",
-              "compile.log=true", cache=cache)
-    assert out.returncode == 0, out.stderr[-3000:]
-    results = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert 0 <= results["model"]["test"]["auroc"] <= 1
+@pytest.mark.parametrize("task", ["user-churn", "item-sales", "user-item-purchase",
+                                  "user-item-purchase model=idgnn",
+                                  "user-item-purchase model=two-tower"])
+def test_short_training_run(tmp_path, run_train, task):
+    out = run_train(tmp_path, *f"task={task}".split(), "compile.enabled=false")
+    results = check_report(out, tmp_path, task.split()[0])
+    model = results["model"]["test"]
+    # a trained model is not a constant: it ranks examples (a constant scores AUROC 0.5)
+    # and finds some of the articles bought
+    if "auroc" in model:
+        assert model["auroc"] != pytest.approx(0.5, abs=1e-4)
+    if "map" in model:
+        assert model["map"] > 0
+    if "mae" in model:
+        assert model["mae"] != pytest.approx(results["zero"]["test"]["mae"], abs=1e-6)
+
+
+# As on a torch whose Inductor lacks the internals rdl's CPU patches use: the module they
+# need cannot be imported (Inductor itself, loaded first, keeps working).
+WITHOUT_PATCH_INTERNALS = """
+import runpy, sys
+import torch._inductor.compile_fx
+sys.modules["torch._inductor.custom_graph_pass"] = None
+sys.argv[0] = "rdl.train"
+runpy.run_module("rdl.train", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_compiled_run_trains_with_one_warning_where_the_patches_cannot_apply(tmp_path, run_train):
+    """The compiled path end to end (the CPU patches themselves: tests/training), with the
+    internals the patches need removed: it trains, says so once, and keeps its guarantees."""
+    out = run_train(tmp_path, "task=user-churn", "trainer.limit_train_batches=4",
+                    "compile.enabled=true", "compile.log=true",
+                    python=(sys.executable, "-c", WITHOUT_PATCH_INTERNALS))
+    check_report(out, tmp_path, "user-churn")
+    assert out.stderr.count("CpuPatchWarning") == 1, out.stderr[-3000:]
+    if cpu_patches.torch_release() in cpu_patches.TESTED:
+        warning = out.stderr[out.stderr.index("CpuPatchWarning"):]
+        assert re.search("cannot apply graph_pass .*; mask_stores .*; sum_guard ", warning)
     # Sanity check, training, validation, the best checkpoint's validation and test: one
     # graph for training and one for evaluation, nothing else.
     assert "torch.compile: 2 graphs compiled, 0 graph breaks" in out.stdout, out.stdout[-2000:]
@@ -56,14 +81,10 @@ def test_compiled_training_run(tmp_path, cache):
     assert "GLOBAL_STATE changed: grad_mode" in out.stderr
 
 
-def test_compiled_bf16_mixed_run(tmp_path, cache):
-    out = run(tmp_path, "task=item-sales", "data=hm-tiny", "trainer.max_epochs=1",
-              "trainer.limit_train_batches=3", "trainer.limit_val_batches=2",
-              "model.channels=16", "model.encoder_layers=1", "trainer.precision=bf16-mixed",
-              cache=cache)
-    assert out.returncode == 0, out.stderr[-3000:]
-    results = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert 0 <= results["model"]["test"]["mae"] < float("inf")
+@pytest.mark.slow   # a compile of its own: minutes on 2 cores
+def test_compiled_bf16_mixed_run(tmp_path, run_train):
+    out = run_train(tmp_path, "task=item-sales", "trainer.precision=bf16-mixed")
+    check_report(out, tmp_path, "item-sales")
     assert "torch.compile: 2 graphs compiled, 0 graph breaks" in out.stdout, out.stdout[-2000:]
 
 
@@ -73,9 +94,10 @@ def test_compiled_bf16_mixed_run(tmp_path, cache):
     ("data.db.source=nope", "nope"),
     ("model=idgnn", "cannot be trained on task 'user-churn'"),
     ("task=user-item-purchase model=sage", "model=contextgnn"),
+    ("+compile.cpu_patches.no_such_patch=true", "unknown patch ['no_such_patch']"),
 ])
-def test_bad_settings_fail_with_a_clear_message(tmp_path, cache, override, message):
-    out = run(tmp_path, *override.split(), "data=hm-tiny", cache=cache)
+def test_bad_settings_fail_with_a_clear_message(tmp_path, run_train, override, message):
+    out = run_train(tmp_path, *override.split())
     assert out.returncode != 0
     err = out.stderr
     assert message in err

@@ -4,12 +4,12 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from rdl import ROOT
+from rdl import CONF_DIR
 from rdl.training.baselines import link_baselines
 
 
 def test_popularity_and_past_links():
-    task = instantiate(OmegaConf.load(ROOT / "conf/task/user-item-purchase.yaml").task,
+    task = instantiate(OmegaConf.load(CONF_DIR / "task/user-item-purchase.yaml").task,
                        _convert_="all")
     ts = lambda s: pd.Timestamp(s)  # noqa: E731
     train = pd.DataFrame({

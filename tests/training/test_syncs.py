@@ -23,11 +23,9 @@ import traceback
 import pytest
 import pytorch_lightning as pl
 import torch
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import rdl
 from rdl.train import build
 
 aten = torch.ops.aten
@@ -108,14 +106,12 @@ class Audit(pl.Callback):
 @pytest.mark.parametrize("task,model", [
     ("user-churn", "sage"), ("item-sales", "sage"), ("user-item-purchase", "idgnn"),
     ("user-item-purchase", "contextgnn"), ("user-item-purchase", "two-tower")])
-def test_training_and_evaluation_steps_never_sync(tmp_path, task, model):
-    with initialize_config_dir(str(rdl.ROOT / "conf"), version_base="1.3"):
-        cfg = compose("config", [
-            f"task={task}", f"model={model}", "data=hm-tiny", f"data.cache_dir={tmp_path}",
-            "model.channels=16", "model.encoder_layers=1", "compile.enabled=false",
-            "scheduler=cosine", "scheduler.warmup_steps=2", f"trainer.default_root_dir={tmp_path}",
-            "trainer.max_epochs=1", "trainer.limit_train_batches=4", "trainer.limit_val_batches=2",
-            "+trainer.num_sanity_val_steps=0"])
+def test_training_and_evaluation_steps_never_sync(tmp_path, tiny_cfg, task, model):
+    cfg = tiny_cfg(
+        f"task={task}", f"model={model}", "compile.enabled=false",
+        "scheduler=cosine", "scheduler.warmup_steps=2", f"trainer.default_root_dir={tmp_path}",
+        "trainer.max_epochs=1", "trainer.limit_train_batches=4", "trainer.limit_val_batches=2",
+        "+trainer.num_sanity_val_steps=0")
     _, dm, module = build(cfg)
     audit = Audit()
     trainer = instantiate(cfg.trainer, callbacks=[audit], logger=False,

@@ -16,7 +16,7 @@ def _conf(name: str):
     from omegaconf import OmegaConf
 
     import rdl
-    return OmegaConf.load(rdl.ROOT / "conf" / f"{name}.yaml")
+    return OmegaConf.load(rdl.CONF_DIR / f"{name}.yaml")
 
 
 def _task(name: str):

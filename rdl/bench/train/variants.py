@@ -16,6 +16,7 @@ eager-bf16            eager bf16-mixed                 ``compile.enabled=false``
 bf16                  compile bf16-mixed               ``compile.enabled=true`` + autocast bf16
 eager-malloc          eager, malloc defaults           ``compile.enabled=false keep_freed_memory=false``
 dynamic-malloc        compile, malloc defaults         ``compile.enabled=true keep_freed_memory=false``
+dynamic-nopatch       compile, no CPU patches          ``compile.enabled=true compile.cpu_patches=false``
 interleaved           compile dynamic=True, eager      ``compile.enabled=true``; its timed steps
                       interleaved                      alternate with eager steps on the same
                                                        batches, in the same process
@@ -46,6 +47,8 @@ VARIANTS = {
                      False, False),
     "dynamic-malloc": ("compile, malloc defaults", COMPILED + ["keep_freed_memory=false"],
                        False, False),
+    "dynamic-nopatch": ("compile, no CPU patches", COMPILED + ["compile.cpu_patches=false"],
+                        False, False),
     "interleaved": ("compile dynamic=True, eager interleaved", COMPILED, False, False),
 }
 
@@ -54,7 +57,7 @@ def _compose(overrides: list[str], hydra_config: bool = False):
     from hydra import compose, initialize_config_dir
 
     import rdl
-    with initialize_config_dir(str(rdl.ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(str(rdl.CONF_DIR), version_base="1.3"):
         return compose("config", overrides, return_hydra_config=hydra_config)
 
 

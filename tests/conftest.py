@@ -1,0 +1,48 @@
+"""Shared fixtures: rdl's packaged config composed with tiny settings, and ``python -m
+rdl.train`` run in a subprocess with them, over one synthetic-database cache per session."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+import rdl
+
+#: A tiny database and model: a test run takes seconds, not minutes.
+TINY = ("data=hm-tiny", "model.channels=16", "model.encoder_layers=1")
+#: A short training run: one epoch of a few batches.
+SHORT = ("trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.limit_val_batches=2")
+
+
+@pytest.fixture(scope="session")
+def rdl_cache(tmp_path_factory) -> Path:
+    """One cache of synthetic databases and graphs for the whole session."""
+    return tmp_path_factory.mktemp("rdl-cache")
+
+
+@pytest.fixture(scope="session")
+def tiny_cfg(rdl_cache):
+    """``tiny_cfg(*overrides)``: rdl's config as ``python -m rdl.train`` composes it, with
+    :data:`TINY` settings and the session cache, then ``overrides``."""
+    def make(*overrides: str):
+        with initialize_config_dir(str(rdl.CONF_DIR), version_base="1.3"):
+            return compose("config", [*TINY, f"data.cache_dir={rdl_cache}", *overrides])
+    return make
+
+
+@pytest.fixture(scope="session")
+def run_train(rdl_cache):
+    """``run_train(run_dir, *overrides, tiny=True)``: ``python -m rdl.train`` in a
+    subprocess writing to ``run_dir`` (with :data:`TINY` and :data:`SHORT` settings unless
+    ``tiny=False``); returns the ``CompletedProcess``."""
+    def run(run_dir: Path, *overrides: str, tiny: bool = True, env: dict | None = None,
+            python: tuple = (sys.executable, "-m", "rdl.train")):
+        env = {**os.environ, "RDL_CACHE": str(rdl_cache), "HYDRA_FULL_ERROR": "0", **(env or {})}
+        settings = (*TINY, *SHORT) if tiny else ()
+        cmd = [*python, f"hydra.run.dir={run_dir}", *settings, *overrides]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    return run

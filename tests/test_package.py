@@ -1,0 +1,62 @@
+"""rdl as an installed package: the wheel ships every config and task SQL file, and from
+any directory ``python -m rdl.train`` composes its config from the installed copy."""
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import rdl
+
+SOURCE = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """rdl built as a wheel and installed (without dependencies) into a folder of its own."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp),
+                    str(SOURCE)], check=True, capture_output=True, text=True, timeout=600)
+    wheel = next(tmp.glob("rdl-*.whl"))
+    target = tmp / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True, timeout=600)
+    return wheel, target
+
+
+def test_the_wheel_ships_configs_and_task_sql(installed):
+    wheel, _ = installed
+    names = set(zipfile.ZipFile(wheel).namelist())
+    package = Path(rdl.__file__).parent
+    for f in [*package.glob("conf/**/*.yaml"), *package.glob("tasks/**/*.sql")]:
+        assert f"rdl/{f.relative_to(package).as_posix()}" in names
+
+
+def test_installed_rdl_composes_from_any_directory(installed, tmp_path):
+    _, target = installed
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    out = subprocess.run([sys.executable, "-m", "rdl.train", "task=item-sales", "--cfg", "job"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "name: item-sales" in out.stdout and "sql: hm/item-sales.sql" in out.stdout
+    # the task's SQL and the installed copy of rdl are what it found
+    check = ("import rdl; from rdl.tasks import Task; "
+             "t = Task('x', 'hm/item-sales.sql', 'regression', 'article', 'article_id', 'y'); "
+             "print(rdl.__file__, t.sql_path)")
+    out = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == [str(target / "rdl" / "__init__.py"),
+                                  str(target / "rdl" / "tasks" / "hm" / "item-sales.sql")]
+
+
+def test_a_users_own_task_sql_in_the_working_directory(tmp_path, monkeypatch):
+    from rdl.tasks import Task
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "x.sql").write_text("select 1")
+    monkeypatch.chdir(tmp_path)
+    task = Task("x", "mine/x.sql", "regression", "article", "article_id", "y")
+    assert task.sql_path == Path("mine/x.sql")
+    with pytest.raises(FileNotFoundError, match="nope.sql"):
+        Task("x", "mine/nope.sql", "regression", "article", "article_id", "y")
