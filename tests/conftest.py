@@ -40,9 +40,9 @@ def run_train(rdl_cache):
     subprocess writing to ``run_dir`` (with :data:`TINY` and :data:`SHORT` settings unless
     ``tiny=False``); returns the ``CompletedProcess``."""
     def run(run_dir: Path, *overrides: str, tiny: bool = True, env: dict | None = None,
-            python: tuple = (sys.executable, "-m", "rdl.train")):
+            python: tuple = (sys.executable, "-m", "rdl.train"), timeout: int = 900):
         env = {**os.environ, "RDL_CACHE": str(rdl_cache), "HYDRA_FULL_ERROR": "0", **(env or {})}
         settings = (*TINY, *SHORT) if tiny else ()
         cmd = [*python, f"hydra.run.dir={run_dir}", *settings, *overrides]
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     return run

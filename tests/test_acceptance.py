@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 def train(tmp_path, run_train):
     """Trains with the default settings (not the tests' tiny ones) and returns metrics.json."""
     def run(name, *overrides):
-        out = run_train(tmp_path / name, *overrides, tiny=False)
+        out = run_train(tmp_path / name, *overrides, tiny=False, timeout=1800)
         assert out.returncode == 0, out.stderr[-3000:]
         return json.loads((tmp_path / name / "metrics.json").read_text())
     return run
