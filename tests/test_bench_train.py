@@ -5,7 +5,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow   # a compile of its own (2 min of CI); the other bench tests stay in CI
 def test_train_benchmark_eager_and_compiled(tmp_path, rdl_cache):
     out = tmp_path / "out"
     env = {**os.environ, "RDL_CACHE": str(rdl_cache)}
