@@ -28,7 +28,9 @@ mode, with the decisions below made explicit):
 * Time filter: a neighbour of a *timed* node type (one that has
   ``data[type][time_attr]``) is eligible iff ``time <= seed_time``
   (``strict=False``, the pyg-lib rule) or ``time < seed_time``
-  (``strict=True``).  Neighbours of untimed node types are always eligible.
+  (``strict=True``; node types listed in ``inclusive`` keep ``<=``: a label
+  history row's time is when its window closed, so it is known at that very
+  time).  Neighbours of untimed node types are always eligible.
   Seed times come from ``NodeSamplerInput.time``; if it is ``None`` the seeds'
   own ``time_attr`` is used, and if the input type has no time either, no
   filter is applied.
@@ -119,6 +121,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         strategy: ``"uniform"`` or ``"last"``.
         time_attr: name of the node-level time attribute.
         strict: eligible iff ``time < seed_time`` instead of ``<=``.
+        inclusive: node types eligible iff ``time <= seed_time`` even when strict.
         device: where the CSC index lives and sampling runs (CPU or CUDA).
         seed: seed of the sampler's own :class:`torch.Generator`.
 
@@ -146,6 +149,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         strategy: str = "uniform",
         time_attr: str = "time",
         strict: bool = False,
+        inclusive: tuple = (),
         device: Union[str, torch.device, None] = None,
         seed: Optional[int] = None,
     ):
@@ -156,6 +160,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         self.strategy = strategy
         self.time_attr = time_attr
         self.strict = bool(strict)
+        self.inclusive = frozenset(inclusive)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.seed = seed
 

@@ -27,7 +27,8 @@ from torch_geometric.typing import EdgeType, NodeType
 class TemporalIndex:
     """Mixin of :class:`~rdl.graph.sampler.TemporalSampler`: builds and queries the index.
 
-    Needs ``node_types``, ``edge_types``, ``num_nodes``, ``device`` and ``strict``.
+    Needs ``node_types``, ``edge_types``, ``num_nodes``, ``device``, ``strict`` and
+    ``inclusive`` (node types compared with ``<=`` even when strict).
     """
 
     def _build_index(self, data: HeteroData, time_attr: str) -> None:
@@ -107,20 +108,21 @@ class TemporalIndex:
     def _threshold(self, node_type: NodeType, seed_time: Tensor) -> Tensor:
         """Per seed: a node of ``node_type`` with time key r is eligible iff r < q."""
         stride = self._time_stride[node_type]
+        strict = self.strict and node_type not in self.inclusive
         node_int = not self.node_time[node_type].is_floating_point()
         if node_int and seed_time.is_floating_point():
             # Integer node times: t <= s  <=>  t <= floor(s);  t < s  <=>  t < ceil(s).
-            seed_time = torch.ceil(seed_time) if self.strict else torch.floor(seed_time)
+            seed_time = torch.ceil(seed_time) if strict else torch.floor(seed_time)
             seed_time = torch.nan_to_num(seed_time, nan=float("-inf"))
             # Into int64 range before the cast (the largest double below 2**63).
             seed_time = seed_time.clamp(-(2.0**63), 2.0**63 - 1024).to(torch.long)
         if node_type in self._time_min:
             lo = self._time_min[node_type]
             st = seed_time.to(torch.long).clamp(lo - 1, lo + stride - 1)
-            q = st - lo + (0 if self.strict else 1)
+            q = st - lo + (0 if strict else 1)
             return q.clamp_(0, stride - 1)
         uniq = self._uniq_time[node_type]
-        return torch.searchsorted(uniq, seed_time.to(uniq.dtype), right=not self.strict)
+        return torch.searchsorted(uniq, seed_time.to(uniq.dtype), right=not strict)
 
 
 def _is_sorted(x: Tensor) -> bool:

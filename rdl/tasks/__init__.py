@@ -22,8 +22,10 @@ import duckdb
 import pandas as pd
 
 from rdl import TASKS_DIR
-from rdl.data.database import Database, DataError
+from rdl.data.database import Database, DataError, Table
 
+#: The node type of a node task's label history in the graph (see :meth:`Task.history_table`).
+HISTORY = "label_history"
 KINDS = ("binary_classification", "regression", "multiclass_classification", "link_prediction")
 SPLITS = ("train", "val", "test")
 
@@ -146,3 +148,28 @@ class Task:
         cut = {"train": self.val_time, "val": self.test_time, "test": None}[split]
         view = db if cut is None else db.upto(cut)
         return self.make_table(view, self.timestamps(split, db))
+
+    def history(self, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+        """The task's label history: its train and val labels, each with the time
+        ``available = timestamp + window`` at which its window has closed. A seed at time
+        ``s`` may see a label only if ``available <= s`` (in strict mode too: the label's
+        rows all lie in ``(timestamp, available]``). Test labels are never history: their
+        windows close after every seed time.
+        """
+        cols = ["timestamp", self.entity_col, self.target_col]
+        df = pd.concat([tables["train"][cols], tables["val"][cols]], ignore_index=True)
+        df["available"] = df["timestamp"] + self.delta
+        return df.sort_values(["available", self.entity_col], kind="stable").reset_index(drop=True)
+
+    def history_table(self, tables: dict[str, pd.DataFrame]) -> tuple[Table, dict[str, str]]:
+        """The label history as a table of the graph, and its stypes: one row per earlier
+        label, a foreign key to the entity, the label as its one feature, and the time
+        ``available`` (the sampler's time rule then shows a seed only closed windows)."""
+        if self.kind == "link_prediction":
+            raise ValueError(f"task {self.name!r}: label history is for node tasks")
+        df = self.history(tables)[[self.entity_col, self.target_col, "available"]]
+        table = Table(df, pkey=None, fkeys={self.entity_col: self.entity_table},
+                      time_col="available")
+        stype = "categorical" if self.kind == "multiclass_classification" else "numerical"
+        # ``available`` is encoded relative to the seed by the model, not as a feature
+        return table, {self.target_col: stype, "available": None}

@@ -15,11 +15,11 @@ from torch_geometric.sampler import NegativeSampling
 from torch_geometric.transforms import Compose
 
 import rdl
-from rdl.data.database import Database
+from rdl.data.database import Database, DataError
 from rdl.graph.build import make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
 from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
-from rdl.tasks import SPLITS, Task
+from rdl.tasks import HISTORY, SPLITS, Task
 from rdl.training.compile import PAD
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,9 @@ class RelDataModule(pl.LightningDataModule):
         num_neighbors: fan-out per hop (RelBench: [128, 64]); one hop per model layer.
         strategy: ``uniform`` or ``last`` temporal sampling.
         strict: neighbours must be strictly older than the seed (RelBench v3 rule).
+        label_history: node tasks: the task's earlier labels join the graph as the node
+            type ``label_history``, linked to their entity; a seed sees a label once its
+            window has closed (:meth:`~rdl.tasks.Task.history_table`). Ignored by link tasks.
         bidirectional: sampled edges carry messages both ways (see
             :class:`~rdl.graph.transforms.Bidirectional`); ID-GNN needs it.
         triplets: link tasks: train on (seed, true row, random row) triplets, each with its
@@ -105,7 +108,8 @@ class RelDataModule(pl.LightningDataModule):
 
     def __init__(self, db: Database, task: Task, batch_size: int = 512,
                  num_neighbors: list[int] = (128, 64), strategy: str = "uniform",
-                 strict: bool = False, bidirectional: bool = False, triplets: bool = False, stypes: dict | None = None, text_embedder=None,
+                 strict: bool = False, label_history: bool = True, bidirectional: bool = False,
+                 triplets: bool = False, stypes: dict | None = None, text_embedder=None,
                  num_workers: int = 0, cache_dir: str | None = None,
                  eval_batch_size: int | None = None, seed: int = 0):
         super().__init__()
@@ -115,6 +119,7 @@ class RelDataModule(pl.LightningDataModule):
         self.num_neighbors = list(num_neighbors)
         self.strategy, self.strict, self.bidirectional = strategy, strict, bidirectional
         self.triplets = triplets
+        self.label_history = label_history and task.kind != "link_prediction"
         self.stypes, self.text_embedder = stypes, text_embedder
         self.num_workers = num_workers
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
@@ -131,9 +136,16 @@ class RelDataModule(pl.LightningDataModule):
             log.info("%s table: %d rows", split, len(df))
         # The graph never holds a row from after the test time: nothing the model is
         # evaluated on can leak into its inputs (the sampler filters by seed time too).
-        graph_db = self.db.upto(task.test_time)
+        graph_db, stypes = self.db.upto(task.test_time), dict(self.stypes or {})
+        if self.label_history:
+            if HISTORY in self.db.tables:
+                raise DataError(f"the database has a table named {HISTORY!r}, the name of the "
+                                "task's label history; rename it or set data.label_history=false")
+            table, stypes[HISTORY] = task.history_table(self.tables)
+            graph_db = Database({**graph_db.tables, HISTORY: table})
+            log.info("label history: %d earlier labels", len(table))
         cache = None if self.cache_dir is None else os.path.join(self.cache_dir, "graphs")
-        self.data, self.col_stats = make_graph(graph_db, self.stypes, self.text_embedder, cache)
+        self.data, self.col_stats = make_graph(graph_db, stypes, self.text_embedder, cache)
         # Loaders sample from the graph without its TensorFrames: ``InputRows`` gathers
         # each distinct row once per batch.
         self.tf_dict = {nt: self.data[nt].tf for nt in self.data.node_types if "tf" in self.data[nt]}
@@ -142,7 +154,7 @@ class RelDataModule(pl.LightningDataModule):
             del self.graph[nt].tf
         # One index for all loaders; evaluation draws from its own seeded stream.
         self.sampler = TemporalSampler(self.data, self.num_neighbors, strategy=self.strategy,
-                                       strict=self.strict)
+                                       strict=self.strict, inclusive=(HISTORY,))
 
     # -- what the model needs to know ----------------------------------------------------
     def train_targets(self) -> Tensor:
