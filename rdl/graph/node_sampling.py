@@ -239,8 +239,16 @@ class NodeSampling:
         if self.strategy == "last":
             take = cnt.clamp(max=k)
             return _expand(take, end - take)
+        if self.strategy == "mix":  # the k // 2 most recent, the rest uniform among the older
+            take = cnt.clamp(max=k // 2)
+            pos, seg = _expand(take, end - take)
+            upos, useg = self._uniform(start, cnt - take, k - k // 2, gen)
+            return torch.cat([pos, upos]), torch.cat([seg, useg])
+        return self._uniform(start, cnt, k, gen)
 
-        # uniform: segments with c <= 2k are expanded in full ...
+    def _uniform(self, start: Tensor, cnt: Tensor, k: int, gen) -> Tuple[Tensor, Tensor]:
+        """``min(k, c)`` distinct uniform positions in each segment ``[start, start + c)``."""
+        # Segments with c <= 2k are expanded in full ...
         dev = cnt.device
         small = cnt <= _MID_FACTOR * k
         pos, seg = _expand(torch.where(small, cnt, 0), start)

@@ -38,7 +38,9 @@ mode, with the decisions below made explicit):
   edges.  ``"last"``: the ``min(k, #eligible)`` most recent eligible edges; ties
   in time are broken by the original edge id (larger edge id = more recent),
   i.e. edges are ranked by ``(src time, edge id)``.  For an untimed source type
-  ``"last"`` takes the ``k`` largest edge ids.
+  ``"last"`` takes the ``k`` largest edge ids.  ``"mix"``: the ``k // 2`` most
+  recent (as ``"last"``) and a uniform subset of ``k - k // 2`` of the older
+  eligible edges: recent activity seen in full, and a sample of the long past.
 * Output tensors live on the sampler ``device``; ``edge`` holds ids into the
   original ``edge_index`` (so ``edge_permutation`` is ``None``).  Every node
   type and edge type of the graph is always present in the output dicts (empty
@@ -77,7 +79,7 @@ from rdl.graph.temporal_index import TemporalIndex
 
 __all__ = ["TemporalSampler"]
 
-_STRATEGIES = ("uniform", "last")
+_STRATEGIES = ("uniform", "last", "mix")
 
 
 def _parse_num_neighbors(
@@ -118,7 +120,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
             types, ``data[et].edge_index`` for every edge type.
         num_neighbors: fan-out per hop, for every edge type (list) or per edge
             type (dict of lists, all the same length).  ``-1``: all eligible.
-        strategy: ``"uniform"`` or ``"last"``.
+        strategy: ``"uniform"``, ``"last"`` or ``"mix"``.
         time_attr: name of the node-level time attribute.
         strict: eligible iff ``time < seed_time`` instead of ``<=``.
         inclusive: node types eligible iff ``time <= seed_time`` even when strict.

@@ -326,7 +326,7 @@ def test_full_fanout_equals_bruteforce(device, strict, graph_seed, fan, hops, ti
     rng = np.random.default_rng(graph_seed + 1)
     nn = {et: [fan] * hops for et in d.edge_types}
     seeds, times = make_seeds(d, rng, "user", int(rng.integers(1, 12)), time_mode)
-    for strategy in ("uniform", "last"):
+    for strategy in ("uniform", "last", "mix"):
         s = TemporalSampler(d, nn, strategy=strategy, strict=strict, device=device, seed=0)
         if d["event"].num_nodes:
             check_time_mode(s, d, time_mode)
@@ -375,9 +375,10 @@ def test_uniform_valid_sample(device, strict, graph_seed, hops, fans):
     nn = [fans[h % 3] for h in range(hops)]
     nn_d = {et: nn for et in d.edge_types}
     seeds, times = make_seeds(d, rng, "user", int(rng.integers(1, 12)))
-    s = TemporalSampler(d, nn, strategy="uniform", strict=strict, device=device, seed=graph_seed)
-    out = run_sampler(s, "user", seeds, times)
-    check_structure(out, d, "user", seeds, times, nn_d, strict, "uniform", adj)
+    for strategy in ("uniform", "mix"):
+        s = TemporalSampler(d, nn, strategy=strategy, strict=strict, device=device, seed=graph_seed)
+        out = run_sampler(s, "user", seeds, times)
+        check_structure(out, d, "user", seeds, times, nn_d, strict, strategy, adj)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -535,6 +536,37 @@ def test_last_ties_and_strict(device):
         out = run_sampler(s, "customer", [0], [seed_time])
         assert set(out.edge[ET_TX].cpu().tolist()) == want
         assert set(out.node["transactions"].cpu().tolist()) == want
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mix_takes_the_most_recent_half_and_a_uniform_rest(device):
+    times = [1, 3, 5, 5, 5, 9, 2, 4]  # eligible at seed time 5: rows 0-4, 6, 7
+    d = star_graph(len(times), times)
+    s = TemporalSampler(d, [4], strategy="mix", device=device, seed=0)
+    counts = Counter()
+    for _ in range(400):
+        got = s.sample_from_nodes(NodeSamplerInput(
+            input_id=torch.arange(1), node=torch.zeros(1, dtype=torch.long),
+            time=torch.tensor([5]), input_type="customer")).edge[ET_TX].cpu().tolist()
+        assert len(got) == len(set(got)) == 4
+        assert {3, 4} <= set(got)  # the 2 most recent (ties: larger edge id is more recent)
+        counts.update(set(got) - {3, 4})
+    assert set(counts) == {0, 1, 2, 6, 7}  # the other 2 drawn from the older eligible rows
+    assert chi2_stat([counts[i] for i in (0, 1, 2, 6, 7)], 800 / 5) < chi2_critical(4)
+    short = TemporalSampler(d, [4], strategy="mix", device=device, seed=0)
+    got = short.sample_from_nodes(NodeSamplerInput(
+        input_id=torch.arange(1), node=torch.zeros(1, dtype=torch.long),
+        time=torch.tensor([2]), input_type="customer")).edge[ET_TX].cpu().tolist()
+    assert sorted(got) == [0, 6]  # fewer eligible than k: all of them
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inclusive_types_keep_equal_times_when_strict(device):
+    d = star_graph(6, [1, 3, 5, 5, 5, 9])
+    for inclusive, want in [((), {0, 1}), (("transactions",), {0, 1, 2, 3, 4})]:
+        s = TemporalSampler(d, [-1], strict=True, inclusive=inclusive, device=device)
+        out = run_sampler(s, "customer", [0], [5])
+        assert set(out.edge[ET_TX].cpu().tolist()) == want
 
 
 @pytest.mark.parametrize("device", DEVICES)
