@@ -1,42 +1,16 @@
-"""Trivial baselines, scored by the task's own metrics, printed beside the model.
+"""Link-prediction baselines from the task's own labels of earlier windows.
 
-- classification: a constant score at the train positive rate (every AUROC is then 0.5);
-- regression: predicting zero, and the train median (the L1-optimal constant);
-- link prediction: global popularity (the rows linked most often in the last window before
-  the seed time) and past links (each entity's own earlier targets, most frequent first,
-  then most recent), both from the task's own labels of earlier windows.
+- **popularity (last window)**: the rows linked most often in the last window that closed
+  before the seed time;
+- **past links**: each entity's own earlier targets, most frequent first, then most recent.
 """
 from __future__ import annotations
 
 import pandas as pd
 import torch
-from torchmetrics import MetricCollection
 
+from rdl.baselines.scoring import _score
 from rdl.tasks import Task
-
-
-def _score(task: Task, pred: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
-    metrics = MetricCollection(dict(task.metrics)).clone()
-    metrics.update(pred, target)
-    return {k: float(v) for k, v in metrics.compute().items()}
-
-
-@torch.no_grad()
-def node_baselines(task: Task, train_y: torch.Tensor, split_y: dict[str, torch.Tensor]) -> dict:
-    """``{baseline: {split: {metric: value}}}`` for the constant baselines."""
-    if task.kind == "binary_classification":
-        constants = {"constant (train rate)": train_y.float().mean().item()}
-    elif task.kind == "regression":
-        constants = {"zero": 0.0, "train median": train_y.float().median().item()}
-    else:
-        constants = {}
-    out = {}
-    for name, value in constants.items():
-        out[name] = {}
-        for split, y in split_y.items():
-            target = y.long() if task.is_classification else y.float()
-            out[name][split] = _score(task, torch.full((len(y),), value), target)
-    return out
 
 
 def _pad(lists, k: int) -> torch.Tensor:

@@ -5,7 +5,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from rdl import CONF_DIR
-from rdl.training.baselines import link_baselines
+from rdl.baselines import link_baselines
 
 
 def test_popularity_and_past_links():

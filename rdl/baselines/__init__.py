@@ -1,0 +1,32 @@
+"""Baselines printed beside the model in every run, scored by the task's own metrics.
+
+Node tasks (:func:`node_baselines`): constants fitted on the train split (``constant.py``),
+the entity's last label and the mean of its last k labels (``history.py``), and LightGBM on
+a leak-free feature table of the entity, its label history and its child tables
+(``features.py``, ``trees.py``). Link tasks (:func:`link_baselines`, ``link.py``):
+popularity and past links. Everything is derived from the task's labels and the schema.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from rdl.baselines.constant import constant_baselines
+from rdl.baselines.features import entity_features
+from rdl.baselines.history import history_baselines
+from rdl.baselines.link import link_baselines
+from rdl.baselines.trees import lightgbm_baseline
+from rdl.data.database import Database
+from rdl.tasks import Task
+
+__all__ = ["node_baselines", "link_baselines", "entity_features"]
+
+
+def node_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame],
+                   strict: bool = False) -> dict:
+    """``{baseline: {split: {metric: value}}}`` for val and test: constants, last label,
+    label mean (last k) and LightGBM. ``strict``: the sampler's rule for child rows (a row
+    at the seed time is visible only if ``strict`` is false)."""
+    history = task.history(tables)
+    return {**constant_baselines(task, tables),
+            **history_baselines(task, tables, history),
+            **lightgbm_baseline(task, db, tables, history, strict=strict)}

@@ -1,0 +1,185 @@
+"""A leak-free feature table of ``(entity, seed time)`` rows: a small deep feature synthesis.
+
+For each row ``(entity, s)`` of a task's split table, from the schema alone:
+
+- **own columns** of the entity's row: numbers as they are, datetimes as seconds before
+  ``s``, booleans and strings as pandas ``category`` (long free text, :func:`is_free_text`,
+  is dropped), keys left out;
+- **label history** (:func:`~rdl.baselines.history.visible_labels`): the last visible
+  label, windows since it closed, the mean of the last 4 and of all visible labels, their
+  count;
+- **child tables**: for every table ``C`` with a foreign key to the entity table and a
+  time column, the count of the entity's ``C`` rows and the sum of each numeric non-key
+  column of ``C`` over the last 1, 4 and 12 windows ``(s - n * window, s]`` and over all
+  time, and the days since the entity's last and first ``C`` row (NaN if none).
+
+Nothing from after ``s`` is read: a child row at time ``t`` counts iff ``t <= s``
+(``t < s`` with ``strict=True``, as the sampler's rule), a history label iff its window
+closed by ``s`` (``available <= s``, in both modes). The windowed aggregates are one DuckDB
+range join per child table over all seed times at once; the all-time ones a ``merge_asof``
+of the seeds on per-entity running sums.
+"""
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from rdl.baselines.history import visible_labels
+from rdl.baselines.scoring import num_classes
+from rdl.data.database import Database, DataError, Table
+from rdl.tasks import Task
+
+#: The child-table windows, in task windows before the seed time.
+WINDOWS = (1, 4, 12)
+#: A string column is free text (dropped) if its values average more characters than this
+#: and are many distinct ones (:func:`is_free_text`).
+TEXT_LENGTH = 30
+_NS_PER_DAY = 86_400 * 10**9
+
+
+def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFrame,
+                    strict: bool = False) -> pd.DataFrame:
+    """The features of each row ``(task.entity_col, timestamp)`` of ``df``, in its order
+    and with its index; ``history`` is :meth:`Task.history` of the split tables."""
+    e = task.entity_col
+    missing = {e, "timestamp"} - set(df.columns)
+    if missing:
+        raise ValueError(f"task {task.name!r}: the table to featurise lacks {sorted(missing)}")
+    entity = db[task.entity_table]
+    ids = df[e].to_numpy(dtype=np.int64)
+    seeds = df["timestamp"].to_numpy().astype("datetime64[ns]")
+    parts = [own_features(task.entity_table, entity, ids, seeds),
+             history_features(task, df, history)]
+    for name, table in db:
+        if table.time_col is None:
+            continue
+        links = [f for f, ref in table.fkeys.items() if ref == task.entity_table]
+        for fkey in links:
+            prefix = name if len(links) == 1 else f"{name}.{fkey}"
+            parts.append(child_features(prefix, table, fkey, ids, seeds, task.delta, strict))
+    out = pd.concat(parts, axis=1)
+    out.index = df.index
+    return out
+
+
+def is_free_text(values: pd.Series) -> bool:
+    """Strings with many distinct values (over 50, and over a fifth of the values) longer
+    than :data:`TEXT_LENGTH` characters on average."""
+    values = values.dropna().astype(str)
+    if len(values) == 0:
+        return False
+    many = values.nunique() > max(50, len(values) // 5)
+    return bool(many and values.str.len().mean() > TEXT_LENGTH)
+
+
+def own_features(name: str, table: Table, ids: np.ndarray, seeds: np.ndarray) -> pd.DataFrame:
+    """The entity row's own non-key columns, one row per seed."""
+    if table.pkey is None:
+        raise DataError(f"table {name!r} is a task's entity table but has no primary key")
+    src = table.df.set_index(table.pkey)
+    rows = src.index.get_indexer(ids)
+    found = rows >= 0
+    out = {}
+    for col in table.feature_cols:
+        values = src[col]
+        if pd.api.types.is_datetime64_any_dtype(values):
+            t = values.to_numpy().astype("datetime64[ns]")
+            x = np.full(len(ids), np.nan)
+            x[found] = (seeds[found] - t[rows[found]]) / np.timedelta64(1, "s")
+        elif pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+            if is_free_text(values):
+                continue
+            values = values.astype("string")
+            cats = pd.Index(values.dropna().unique().astype(object)).sort_values()
+            codes = pd.Categorical(values, categories=cats).codes  # -1: missing
+            x = pd.Categorical.from_codes(np.where(found, codes[np.maximum(rows, 0)], -1),
+                                          categories=cats)
+        else:
+            v = values.to_numpy(dtype=np.float64, na_value=np.nan)
+            x = np.where(found, v[np.maximum(rows, 0)], np.nan)
+        out[f"{name}.{col}"] = x
+    return pd.DataFrame(out, index=pd.RangeIndex(len(ids)))
+
+
+def history_features(task: Task, df: pd.DataFrame, history: pd.DataFrame) -> pd.DataFrame:
+    """The entity's visible earlier labels (:func:`visible_labels`)."""
+    st = visible_labels(task, df, history, ks=(4,))
+    out = {"history.count": st["count"],
+           "history.windows_since": st["since"] / task.delta.total_seconds()}
+    if task.kind == "multiclass_classification":
+        c = num_classes(task)
+        none = np.isnan(st["last"]).any(axis=1)
+        codes = np.where(none, -1, np.nan_to_num(st["last"]).argmax(axis=1))
+        out["history.last"] = pd.Categorical.from_codes(codes, categories=range(c))
+        for j in range(c):
+            out[f"history.mean_4.class_{j}"] = st["mean_4"][:, j]
+            out[f"history.mean_all.class_{j}"] = st["mean_all"][:, j]
+    else:
+        out.update({"history.last": st["last"][:, 0], "history.mean_4": st["mean_4"][:, 0],
+                    "history.mean_all": st["mean_all"][:, 0]})
+    return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
+
+
+def numeric_columns(table: Table) -> list[str]:
+    """A table's numeric (and boolean) columns that are neither keys nor its time."""
+    keys = {table.pkey, table.time_col, *table.fkeys}
+    return [c for c in table.df.columns
+            if c not in keys and (pd.api.types.is_numeric_dtype(table.df[c])
+                                  and not pd.api.types.is_datetime64_any_dtype(table.df[c])
+                                  and not pd.api.types.is_timedelta64_dtype(table.df[c]))]
+
+
+def child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray, seeds: np.ndarray,
+                   window: pd.Timedelta, strict: bool) -> pd.DataFrame:
+    """Windowed and all-time counts and sums of the seeds' rows of one child table, and
+    the days since their last and first row."""
+    nums = numeric_columns(table)
+    src = table.df
+    child = pd.DataFrame({"e": src[fkey], "t": src[table.time_col]})
+    for k, col in enumerate(nums):
+        child[f"x{k}"] = src[col].to_numpy(dtype=np.float64, na_value=np.nan)
+    child = child.dropna(subset=["e", "t"])
+    child = child.assign(e=child["e"].to_numpy(dtype=np.int64),
+                         t=child["t"].to_numpy().astype("datetime64[ns]").astype(np.int64))
+    q = pd.DataFrame({"rid": np.arange(len(ids)), "e": ids, "s": seeds.astype(np.int64)})
+    w = int(window.value)  # nanoseconds
+    terms = []
+    for n in WINDOWS:
+        cond = f"c.t > q.s - {n * w}"
+        terms.append(f"count(*) FILTER (WHERE {cond}) AS count_{n}")
+        terms += [f"sum(c.x{k}) FILTER (WHERE {cond}) AS x{k}_{n}" for k in range(len(nums))]
+    sql = (f"SELECT q.rid, {', '.join(terms)} FROM q JOIN child c ON c.e = q.e "
+           f"AND c.t > q.s - {max(WINDOWS) * w} AND c.t {'<' if strict else '<='} q.s "
+           "GROUP BY q.rid")
+    con = duckdb.connect()
+    try:
+        con.register("q", q)
+        con.register("child", child)
+        agg = con.execute(sql).df()
+    finally:
+        con.close()
+    agg = agg.set_index("rid").reindex(np.arange(len(ids))).fillna(0.0)
+    out = {}
+    for n in WINDOWS:
+        out[f"{prefix}.count_{n}"] = agg[f"count_{n}"].to_numpy(dtype=np.float64)
+        for k, col in enumerate(nums):
+            out[f"{prefix}.{col}.sum_{n}"] = agg[f"x{k}_{n}"].to_numpy(dtype=np.float64)
+    # All time: per-entity running sums, looked up at the seed's last visible row.
+    child = child.sort_values(["e", "t"], kind="stable").reset_index(drop=True)
+    group = child.groupby("e", sort=False)
+    running = pd.DataFrame({"e": child["e"], "t": child["t"], "count": group.cumcount() + 1,
+                            "first": group["t"].transform("min")})
+    for k in range(len(nums)):  # a missing value adds nothing, as in SQL's sum
+        running[f"x{k}"] = child[f"x{k}"].fillna(0.0).groupby(child["e"], sort=False).cumsum()
+    hit = pd.merge_asof(q.sort_values("s", kind="stable"), running.sort_values("t", kind="stable"),
+                        left_on="s", right_on="t", by="e", direction="backward",
+                        allow_exact_matches=not strict)
+    hit = hit.set_index("rid").reindex(np.arange(len(ids)))
+    out[f"{prefix}.count_all"] = hit["count"].fillna(0).to_numpy(dtype=np.float64)
+    for k, col in enumerate(nums):
+        out[f"{prefix}.{col}.sum_all"] = hit[f"x{k}"].fillna(0).to_numpy(dtype=np.float64)
+    s = q["s"].to_numpy(dtype=np.float64)
+    out[f"{prefix}.days_since_last"] = (s - hit["t"].to_numpy(dtype=np.float64)) / _NS_PER_DAY
+    out[f"{prefix}.days_since_first"] = (s - hit["first"].to_numpy(dtype=np.float64)) / _NS_PER_DAY
+    return pd.DataFrame(out, index=pd.RangeIndex(len(ids)))

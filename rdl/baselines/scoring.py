@@ -1,0 +1,56 @@
+"""Scoring a baseline with the task's own metrics, exactly as the model is scored.
+
+Predictions are what the model's metrics receive: probabilities of the positive class
+(binary), class probabilities ``(N, num_classes)`` (multiclass) or values (regression).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+from torchmetrics import MetricCollection
+
+from rdl.tasks import Task
+
+
+@torch.no_grad()
+def _score(task: Task, pred: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
+    """Every metric of ``task`` on ``pred`` against ``target``."""
+    metrics = MetricCollection(dict(task.metrics)).clone()
+    metrics.update(pred, target)
+    return {k: float(v) for k, v in metrics.compute().items()}
+
+
+def targets(task: Task, df: pd.DataFrame) -> torch.Tensor:
+    """The labels of a split table as the metrics expect them (long for classification)."""
+    y = torch.tensor(np.asarray(df[task.target_col], dtype=np.float64))
+    return y.long() if task.is_classification else y.float()
+
+
+def score(task: Task, pred, df: pd.DataFrame) -> dict[str, float]:
+    """Every metric of ``task`` for the predictions ``pred`` (array-like, aligned with the
+    rows of the split table ``df``)."""
+    pred = torch.as_tensor(np.asarray(pred, dtype=np.float32))
+    if len(pred) != len(df):
+        raise ValueError(f"task {task.name!r}: {len(pred)} predictions for {len(df)} rows")
+    return _score(task, pred, targets(task, df))
+
+
+def train_prior(task: Task, train: pd.DataFrame) -> np.ndarray:
+    """What a baseline predicts for an entity it knows nothing of: the train label mean
+    (regression), the train positive rate (binary), or the train class frequencies
+    (multiclass, whose argmax is the majority class)."""
+    y = np.asarray(train[task.target_col], dtype=np.float64)
+    y = y[~np.isnan(y)]
+    if len(y) == 0:
+        raise ValueError(f"task {task.name!r}: the train split has no labels")
+    if task.kind == "multiclass_classification":
+        return np.bincount(y.astype(np.int64), minlength=num_classes(task)) / len(y)
+    return np.array(y.mean())
+
+
+def num_classes(task: Task) -> int:
+    if not task.num_classes:
+        raise ValueError(f"task {task.name!r}: a multiclass_classification task needs "
+                         "num_classes")
+    return int(task.num_classes)
