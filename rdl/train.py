@@ -21,9 +21,9 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
+from rdl import baselines
 from rdl.data.database import DataError
 from rdl.nn import IDGNN, ContextGNN, TwoTower
-from rdl.training import baselines
 from rdl.training.compile import stats as compile_stats
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
@@ -91,8 +91,7 @@ def train(cfg: DictConfig) -> dict:
     if link:
         results.update(baselines.link_baselines(task, dm.tables))
     else:
-        split_y = {s: dm._target(dm.tables[s]) for s in ("val", "test")}
-        results.update(baselines.node_baselines(task, dm.train_targets(), split_y))
+        results.update(baselines.node_baselines(task, dm.db, dm.tables, strict=dm.strict))
     if trainer.is_global_zero:
         report(task.name, results, Path(HydraConfig.get().runtime.output_dir),
                percent=("map",) if link else ())
