@@ -61,10 +61,10 @@ def build(cfg: DictConfig) -> tuple:
         module = LinkTaskModule(model, task, num_dst_nodes=dm.model_kwargs()["num_dst_nodes"],
                                 **common)
     else:
-        target_range = None
-        if task.kind == "regression":  # RelBench clamps evaluation predictions to this range
-            target_range = tuple(torch.quantile(dm.train_targets(), torch.tensor([0.02, 0.98])).tolist())
-        module = NodeTaskModule(model, task, target_range=target_range, **common)
+        target_stats = None
+        if task.kind == "regression":
+            target_stats = NodeTaskModule.stats_of(dm.train_targets())
+        module = NodeTaskModule(model, task, target_stats=target_stats, **common)
     return task, dm, module
 
 

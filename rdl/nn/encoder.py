@@ -4,15 +4,41 @@ from __future__ import annotations
 import torch
 import torch_frame
 from torch import Tensor
+from torch_frame.data.stats import StatType
 from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
+
+class RobustLinearEncoder(torch_frame.nn.LinearEncoder):
+    """PyTorch Frame's linear encoder of numerical columns, on ``asinh((x - median) / s)``
+    with ``s`` the interquartile range over 1.349 (the standard deviation where that is 0)
+    instead of on ``(x - mean) / std``.
+
+    Written here because relational columns are often heavy-tailed (prices, counts,
+    sales): there the standard deviation is set by a few huge values, the bulk of the
+    column collapses to one point, and the layer norms downstream squash the tail. The
+    robust scale spreads the bulk, and ``asinh`` (linear near 0, logarithmic beyond)
+    keeps every magnitude apart. Same parameters and statistics as ``LinearEncoder``.
+    """
+
+    def init_modules(self) -> None:
+        super().init_modules()
+        q = torch.tensor([stats[StatType.QUANTILES] for stats in self.stats_list],
+                         dtype=torch.float).view(len(self.stats_list), -1)
+        scale = (q[:, 3] - q[:, 1]) / 1.349  # quantiles: min, 25 %, median, 75 %, max
+        self.register_buffer("median", q[:, 2])
+        self.register_buffer("scale", torch.where(scale > 0, scale, self.std))
+
+    def encode_forward(self, feat: Tensor, col_names: list[str] | None = None) -> Tensor:
+        x = torch.asinh((feat - self.median) / self.scale)
+        return x.unsqueeze(-1) * self.weight + self.bias
+
 
 # The stype encoders of each stype PyTorch Frame materialises (text_embedded becomes
 # embedding once materialised).
 STYPE_ENCODERS = {
     torch_frame.categorical: torch_frame.nn.EmbeddingEncoder,
-    torch_frame.numerical: torch_frame.nn.LinearEncoder,
+    torch_frame.numerical: RobustLinearEncoder,
     torch_frame.multicategorical: torch_frame.nn.MultiCategoricalEmbeddingEncoder,
     torch_frame.embedding: torch_frame.nn.LinearEmbeddingEncoder,
     torch_frame.timestamp: torch_frame.nn.TimestampEncoder,

@@ -26,18 +26,21 @@ log = logging.getLogger(__name__)
 
 
 class AttachTarget:
-    """Loader transform: the labels of a batch's seeds, looked up by their row in the table.
+    """Loader transform: the labels of a batch's seeds, looked up by their row in the table,
+    and (``last``, optional) each seed's last visible label as ``base``.
 
     Labels cannot live on the graph: one entity is a seed at many times with other labels.
     """
 
-    def __init__(self, entity_table: str, target: Tensor):
+    def __init__(self, entity_table: str, target: Tensor, last: Tensor | None = None):
         self.entity_table = entity_table
-        self.target = target
+        self.target, self.last = target, last
 
     def __call__(self, batch):
         store = batch[self.entity_table]
         store.y = self.target[store.input_id]
+        if self.last is not None:
+            store.base = self.last[store.input_id]
         return batch
 
 
@@ -196,8 +199,19 @@ class RelDataModule(pl.LightningDataModule):
             attach = AttachLinkTarget(task.entity_table, task.target_table, ptr, idx,
                                       self.data[task.target_table].num_nodes)
         else:
-            attach = AttachTarget(task.entity_table, self._target(df))
+            attach = AttachTarget(task.entity_table, self._target(df), self.last_label(split))
         return self._transforms(attach)
+
+    def last_label(self, split: str) -> Tensor | None:
+        """Regression with label history: each seed's last label whose window has closed by
+        its time (NaN if none), which the model predicts the change from (see
+        :class:`~rdl.training.module.NodeTaskModule`); else None."""
+        if not (self.label_history and self.task.kind == "regression"):
+            return None
+        from rdl.baselines.history import visible_labels
+        task = self.task
+        last = visible_labels(task, self.tables[split], task.history(self.tables), ks=())["last"]
+        return torch.from_numpy(last[:, 0]).float()
 
     def _transforms(self, *more) -> Compose:
         both = [Bidirectional()] if self.bidirectional else []

@@ -118,27 +118,56 @@ class NodeTaskModule(TaskModule):
     """Node-level tasks: classification (BCE / CE) and regression (L1).
 
     Args:
-        target_range: regression only: evaluation predictions are clamped to it (RelBench:
-            the 2nd and 98th percentiles of the train targets).
+        target_stats: regression only: ``(center, scale, low, high)`` of the train targets
+            (:meth:`stats_of`). The model predicts ``asinh((y - center) / scale)`` and is
+            trained with the L1 loss there: the L1 loss's minimiser, the conditional median,
+            commutes with any increasing map, so the optimum is the same as in the target's
+            units, while a heavy-tailed target (rel-hm's item sales span five orders of
+            magnitude) comes within reach of a head on layer-normed features. Predictions
+            map back and are clamped to ``[low, high]``, the range of the train targets
+            (RelBench clamps to the 2nd-98th percentiles, which on item sales alone costs
+            an exact prediction 0.022 MAE). When the batch carries each seed's last
+            visible label (``batch[entity].base``, from the data module's label history),
+            the model's output is the change from it in that space, as a forecaster
+            starts from last week's value.
         **kwargs: see :class:`TaskModule`.
     """
 
-    def __init__(self, model, task, *args, target_range: tuple | None = None, **kwargs):
+    def __init__(self, model, task, *args, target_stats: tuple | None = None, **kwargs):
         super().__init__(model, task, *args, **kwargs)
-        if target_range is not None:
-            self.register_buffer("target_range", torch.tensor(target_range, dtype=torch.float))
-        else:
-            self.target_range = None
+        stats = None if target_stats is None else torch.tensor(target_stats, dtype=torch.float)
+        self.register_buffer("target_stats", stats)
+
+    @staticmethod
+    def stats_of(y: Tensor) -> tuple[float, float, float, float]:
+        """Median, mean absolute deviation from it (the L1 loss's own centre and scale;
+        1 if zero), minimum and maximum of ``y``."""
+        y = y.float()
+        center = y.median()
+        scale = (y - center).abs().mean()
+        scale = scale if scale > 0 else torch.ones(())
+        return center.item(), scale.item(), y.min().item(), y.max().item()
 
     def forward(self, batch) -> Tensor:
         out = super().forward(batch)
-        return out.squeeze(-1) if out.size(-1) == 1 else out
+        out = out.squeeze(-1) if out.size(-1) == 1 else out
+        return self.from_base(out, batch[self.entity].get("base"))
+
+    def from_base(self, out: Tensor, base: Tensor | None) -> Tensor:
+        """Regression: the model's output ``out`` as the change from each seed's last
+        visible label ``base`` (NaN: none, the change from the median), in asinh space."""
+        if base is None or self.target_stats is None:
+            return out
+        base = torch.asinh((base - self.target_stats[0]) / self.target_stats[1])
+        return out + torch.nan_to_num(base, nan=0.0)
 
     def loss(self, pred: Tensor, y: Tensor) -> Tensor:
         kind = self.task.kind
         if kind == "binary_classification":
             return F.binary_cross_entropy_with_logits(pred, y)
         if kind == "regression":
+            if self.target_stats is not None:
+                y = torch.asinh((y - self.target_stats[0]) / self.target_stats[1])
             return F.l1_loss(pred, y)
         return F.cross_entropy(pred, y)
 
@@ -149,8 +178,9 @@ class NodeTaskModule(TaskModule):
             return pred.sigmoid()
         if kind == "multiclass_classification":
             return pred.softmax(-1)
-        if self.target_range is not None:
-            return pred.clamp(self.target_range[0], self.target_range[1])
+        if self.target_stats is not None:
+            center, scale, low, high = self.target_stats
+            return (center + scale * torch.sinh(pred)).clamp(low, high)
         return pred
 
     def step_loss(self, batch) -> tuple[Tensor, int]:
