@@ -21,7 +21,8 @@ def _conf(name: str):
 
 def _task(name: str):
     from hydra.utils import instantiate
-    return instantiate(_conf(f"task/{name}"), _convert_="all")
+    cfg = _conf(f"task/{name}")  # a task YAML in the global package nests it under task:
+    return instantiate(cfg.task if "task" in cfg else cfg, _convert_="all")
 
 
 def _graph(db, task):
