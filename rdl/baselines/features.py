@@ -152,7 +152,9 @@ def child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray, seeds:
     sql = (f"SELECT q.rid, {', '.join(terms)} FROM q JOIN child c ON c.e = q.e "
            f"AND c.t > q.s - {max(WINDOWS) * w} AND c.t {'<' if strict else '<='} q.s "
            "GROUP BY q.rid")
-    con = duckdb.connect()
+    # One thread: parallel float sums add in a varying order, and LightGBM's splits then
+    # differ from run to run in the last digits.
+    con = duckdb.connect(config={"threads": 1})
     try:
         con.register("q", q)
         con.register("child", child)
