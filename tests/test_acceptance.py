@@ -1,7 +1,8 @@
 """Issue-level acceptance on the default synthetic data (slow: about 20 minutes on 2 cores).
 
-The default configs must beat the entity-features-only model (0 message-passing layers)
-and the trivial baselines; these runs measure it.
+The default configs must beat the entity-features-only model (0 message-passing layers),
+the constant baselines and the label-history baselines (last label, label mean; LightGBM is
+not yet beaten, docs/results.md); these runs measure it.
 """
 import json
 
@@ -24,6 +25,9 @@ def test_churn_gnn_beats_entity_only(train):
     gnn = train("gnn", "task=user-churn")
     flat = train("flat", "task=user-churn", "model.num_layers=0")
     assert gnn["model"]["test"]["auroc"] >= flat["model"]["test"]["auroc"] + 0.03
+    mean = next(k for k in gnn if k.startswith("label mean"))
+    for baseline in ("last label", mean):
+        assert gnn["model"]["test"]["auroc"] > gnn[baseline]["test"]["auroc"] + 0.02
 
 
 def test_sales_gnn_beats_zero_and_entity_only(train):
@@ -31,6 +35,8 @@ def test_sales_gnn_beats_zero_and_entity_only(train):
     flat = train("flat", "task=item-sales", "model.num_layers=0")
     assert gnn["model"]["test"]["mae"] < gnn["zero"]["test"]["mae"]
     assert gnn["model"]["test"]["mae"] < flat["model"]["test"]["mae"]
+    mean = next(k for k in gnn if k.startswith("label mean"))
+    assert gnn["model"]["test"]["mae"] < gnn[mean]["test"]["mae"]
 
 
 def test_purchase_hybrid_and_idgnn_beat_baselines(train):
