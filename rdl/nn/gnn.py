@@ -14,12 +14,16 @@ class HeteroGraphSAGE(torch.nn.Module):
         node_types, edge_types: the graph's metadata.
         channels: width of every node type.
         num_layers: message-passing layers (0 leaves the features unchanged).
-        aggr: neighbourhood aggregation inside each SAGEConv (RelBench: ``sum``).
+        aggr: neighbourhood aggregation inside each SAGEConv (RelBench: ``sum``), or a
+            list of them (``["sum", "max"]``), whose outputs are concatenated.
     """
 
     def __init__(self, node_types: list[str], edge_types: list[tuple], channels: int,
-                 num_layers: int = 2, aggr: str = "sum"):
+                 num_layers: int = 2, aggr: str | list[str] = "sum"):
         super().__init__()
+        # A list of aggregations (``model.aggr=[sum,max]``) arrives from Hydra as a
+        # ListConfig, which PyG's aggregation resolver does not take.
+        aggr = aggr if isinstance(aggr, str) else list(aggr)
         # The convs into one node type are summed, so one bias per type is enough: the
         # first edge type into it has one. (Duplicate biases also get identical gradient
         # reductions, which Inductor's CPU code generator mishandles in bfloat16.)

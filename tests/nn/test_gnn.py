@@ -29,3 +29,17 @@ def test_only_needed_types_are_updated(num_layers, out_types):
     untouched = set(SIZES) - set().union(*layers)
     for nt in untouched:  # never updated: still the input
         assert trimmed[nt] is x[nt]
+
+
+def test_several_aggregations_from_a_hydra_list():
+    """``model.aggr=[sum,max]`` reaches the model as a ListConfig: both aggregations apply."""
+    from omegaconf import OmegaConf
+    torch.manual_seed(0)
+    gnn = HeteroGraphSAGE(list(SIZES), EDGES, channels=8, num_layers=1,
+                          aggr=OmegaConf.create(["sum", "max"]))
+    conv = gnn.convs[0].convs[EDGES[0]]
+    assert conv.lin_l.in_channels == 16  # sum and max concatenated
+    x = {nt: torch.randn(n, 8) for nt, n in SIZES.items()}
+    edges = {(s, r, d): torch.stack([torch.randint(0, SIZES[s], (20,)),
+                                     torch.randint(0, SIZES[d], (20,))]) for s, r, d in EDGES}
+    assert gnn(x, edges)["c"].shape == (5, 8)
