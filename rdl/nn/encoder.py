@@ -9,6 +9,7 @@ from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
 
+
 class RobustLinearEncoder(torch_frame.nn.LinearEncoder):
     """PyTorch Frame's linear encoder of numerical columns, on ``asinh((x - median) / s)``
     with ``s`` the interquartile range over 1.349 (the standard deviation where that is 0)

@@ -158,8 +158,11 @@ class NodeTaskModule(TaskModule):
         visible label ``base`` (NaN: none, the change from the median), in asinh space."""
         if base is None or self.target_stats is None:
             return out
-        base = torch.asinh((base - self.target_stats[0]) / self.target_stats[1])
-        return out + torch.nan_to_num(base, nan=0.0)
+        return out + torch.nan_to_num(self.to_space(base), nan=0.0)
+
+    def to_space(self, y: Tensor) -> Tensor:
+        """Regression targets in the space the model predicts: ``asinh((y - center) / scale)``."""
+        return torch.asinh((y - self.target_stats[0]) / self.target_stats[1])
 
     def loss(self, pred: Tensor, y: Tensor) -> Tensor:
         kind = self.task.kind
@@ -167,7 +170,7 @@ class NodeTaskModule(TaskModule):
             return F.binary_cross_entropy_with_logits(pred, y)
         if kind == "regression":
             if self.target_stats is not None:
-                y = torch.asinh((y - self.target_stats[0]) / self.target_stats[1])
+                y = self.to_space(y)
             return F.l1_loss(pred, y)
         return F.cross_entropy(pred, y)
 
