@@ -39,9 +39,10 @@ _NS_PER_DAY = 86_400 * 10**9
 
 
 def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFrame,
-                    strict: bool = False) -> pd.DataFrame:
+                    strict: bool = False, own: bool = True) -> pd.DataFrame:
     """The features of each row ``(task.entity_col, timestamp)`` of ``df``, in its order
-    and with its index; ``history`` is :meth:`Task.history` of the split tables."""
+    and with its index; ``history`` is :meth:`Task.history` of the split tables;
+    ``own=False`` leaves out the entity row's own columns."""
     e = task.entity_col
     missing = {e, "timestamp"} - set(df.columns)
     if missing:
@@ -49,8 +50,8 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
     entity = db[task.entity_table]
     ids = df[e].to_numpy(dtype=np.int64)
     seeds = df["timestamp"].to_numpy().astype("datetime64[ns]")
-    parts = [own_features(task.entity_table, entity, ids, seeds),
-             history_features(task, df, history)]
+    parts = [own_features(task.entity_table, entity, ids, seeds)] if own else []
+    parts.append(history_features(task, df, history))
     for name, table in db:
         if table.time_col is None:
             continue

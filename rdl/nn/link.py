@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import MLP
 
-from rdl.nn.model import RelGNN
+from rdl.nn.model import NODE_NORM, RelGNN
 
 
 class IDGNN(torch.nn.Module):
@@ -39,7 +39,8 @@ class IDGNN(torch.nn.Module):
         super().__init__()
         self.src_table, self.dst_table = src_table, dst_table
         self.gnn = RelGNN(channels=channels, id_table=src_table, **kwargs)
-        self.head = MLP(channels, out_channels=1, num_layers=head_layers, norm="layer_norm")
+        self.head = MLP(channels, out_channels=1, num_layers=head_layers, norm="layer_norm",
+                        norm_kwargs=NODE_NORM)
 
     @property
     def time_types(self) -> list[str]:
@@ -74,9 +75,10 @@ class ContextGNN(torch.nn.Module):
         super().__init__()
         self.src_table, self.dst_table = src_table, dst_table
         self.gnn = RelGNN(channels=channels, id_table=src_table, **kwargs)
-        self.pair_head = MLP(channels, out_channels=1, num_layers=head_layers, norm="layer_norm")
+        self.pair_head = MLP(channels, out_channels=1, num_layers=head_layers,
+                             norm="layer_norm", norm_kwargs=NODE_NORM)
         self.seed_head = MLP(channels, out_channels=channels, num_layers=head_layers,
-                             norm="layer_norm")
+                             norm="layer_norm", norm_kwargs=NODE_NORM)
         self.dst_emb = torch.nn.Embedding(num_dst_nodes, channels)
         self.dst_bias = torch.nn.Embedding(num_dst_nodes, 1)
         self.reset_parameters()
@@ -125,9 +127,9 @@ class TwoTower(torch.nn.Module):
         self.src_table, self.dst_table = src_table, dst_table
         self.gnn = RelGNN(channels=channels, **kwargs)
         self.src_head = MLP(channels, out_channels=channels, num_layers=head_layers,
-                            norm="layer_norm")
+                            norm="layer_norm", norm_kwargs=NODE_NORM)
         self.dst_head = MLP(channels, out_channels=channels, num_layers=head_layers,
-                            norm="layer_norm")
+                            norm="layer_norm", norm_kwargs=NODE_NORM)
         self.dst_emb = torch.nn.Embedding(num_dst_nodes, channels) if shallow else None
         self.reset_parameters()
 

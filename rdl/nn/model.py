@@ -3,11 +3,16 @@ backbone; ``NodeModel`` puts a head on the seed rows for node-level tasks."""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import MLP
 
 from rdl.nn.encoder import HeteroEncoder, RelativeTimeEncoder
 from rdl.nn.gnn import HeteroGraphSAGE
+
+#: Layer norm of each node on its own in PyG's ``MLP``: its default mode, ``"graph"``,
+#: normalises over the whole batch, and one seed's prediction would depend on the others.
+NODE_NORM = {"mode": "node"}
 
 
 class RelGNN(torch.nn.Module):
@@ -47,12 +52,15 @@ class RelGNN(torch.nn.Module):
 
     def forward(self, tf_dict: dict, edge_index_dict: dict, time_dict: dict,
                 batch_dict: dict, seed_time: Tensor, row_dict: dict | None = None,
-                out_types: tuple[str, ...] | None = None) -> dict[str, Tensor]:
+                out_types: tuple[str, ...] | None = None,
+                seed_add: tuple[str, Tensor] | None = None) -> dict[str, Tensor]:
         """Inputs: node type -> TensorFrame of its rows; edge type -> ``[2, E]``; timed
         node type -> time ``[N_t]`` (seconds) and seed index ``[N_t]``; ``seed_time [B]``;
         node type -> each node's row in its TensorFrame ``[N_t]`` (default: node i is row
-        i). Returns node type -> ``[N_t, channels]``, final for ``out_types`` (default:
-        all; see :class:`~rdl.nn.gnn.HeteroGraphSAGE`)."""
+        i); ``seed_add``: ``(node type, [B, channels])`` added to the encodings of the
+        seed nodes of that type before message passing. Returns node type ->
+        ``[N_t, channels]``, final for ``out_types`` (default: all; see
+        :class:`~rdl.nn.gnn.HeteroGraphSAGE`)."""
         x_dict = self.encoder(tf_dict, row_dict)
         for nt, rel in self.time_encoder(seed_time, time_dict, batch_dict).items():
             x_dict[nt] = x_dict[nt] + rel
@@ -60,6 +68,10 @@ class RelGNN(torch.nn.Module):
             x = x_dict[self.id_table]
             is_seed = torch.arange(x.size(0), device=x.device) < seed_time.size(0)
             x_dict[self.id_table] = x + is_seed.unsqueeze(-1) * self.id_emb
+        if seed_add is not None:
+            nt, add = seed_add
+            x = x_dict[nt]
+            x_dict[nt] = x + F.pad(add, (0, 0, 0, x.size(0) - add.size(0)))
         return self.gnn(x_dict, edge_index_dict, out_types)
 
 
@@ -70,16 +82,24 @@ class NodeModel(torch.nn.Module):
         entity_table: the seed node type.
         out_channels: 1 for binary classification and regression, C for C classes.
         head_layers: MLP layers of the head.
+        seed_features: width ``F`` of each seed's feature vector (0: none); an MLP maps it
+            to ``channels`` and adds it to the seed's encoding before message passing
+            (see :mod:`~rdl.training.seed_features`).
+        seed_layers: layers of that MLP.
         **kwargs: the :class:`RelGNN` arguments.
     """
 
     def __init__(self, entity_table: str, out_channels: int = 1, head_layers: int = 1,
-                 channels: int = 128, **kwargs):
+                 channels: int = 128, seed_features: int = 0, seed_layers: int = 2, **kwargs):
         super().__init__()
         self.entity_table = entity_table
         self.gnn = RelGNN(channels=channels, **kwargs)
         self.head = MLP(channels, out_channels=out_channels, num_layers=head_layers,
-                        norm="layer_norm")
+                        norm="layer_norm", norm_kwargs=NODE_NORM)
+        self.seed_encoder = MLP(in_channels=seed_features, hidden_channels=channels,
+                                out_channels=channels, num_layers=seed_layers,
+                                norm="layer_norm", norm_kwargs=NODE_NORM
+                                ) if seed_features else None
 
     @property
     def time_types(self) -> list[str]:
@@ -88,11 +108,20 @@ class NodeModel(torch.nn.Module):
     def reset_parameters(self):
         self.gnn.reset_parameters()
         self.head.reset_parameters()
+        if self.seed_encoder is not None:
+            self.seed_encoder.reset_parameters()
 
     def forward(self, tf_dict: dict, edge_index_dict: dict, time_dict: dict,
-                batch_dict: dict, seed_time: Tensor, row_dict: dict | None = None) -> Tensor:
+                batch_dict: dict, seed_time: Tensor, row_dict: dict | None = None,
+                seed_x: Tensor | None = None) -> Tensor:
         """Returns ``[B, out_channels]`` for the ``B = len(seed_time)`` seed nodes, which
-        come first among the ``entity_table`` nodes (inputs: see :class:`RelGNN`)."""
+        come first among the ``entity_table`` nodes (inputs: see :class:`RelGNN`;
+        ``seed_x [B, seed_features]``: required if ``seed_features`` is set)."""
+        seed_add = None
+        if self.seed_encoder is not None:
+            if seed_x is None:
+                raise ValueError("NodeModel(seed_features=...) needs each seed's seed_x")
+            seed_add = (self.entity_table, self.seed_encoder(seed_x))
         x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
-                          out_types=(self.entity_table,))
+                          out_types=(self.entity_table,), seed_add=seed_add)
         return self.head(x_dict[self.entity_table][: seed_time.size(0)])

@@ -161,13 +161,16 @@ class Task:
         df["available"] = df["timestamp"] + self.delta
         return df.sort_values(["available", self.entity_col], kind="stable").reset_index(drop=True)
 
-    def history_table(self, tables: dict[str, pd.DataFrame]) -> tuple[Table, dict[str, str]]:
+    def history_table(self, tables: dict[str, pd.DataFrame],
+                      history: pd.DataFrame | None = None) -> tuple[Table, dict[str, str]]:
         """The label history as a table of the graph, and its stypes: one row per earlier
         label, a foreign key to the entity, the label as its one feature, and the time
-        ``available`` (the sampler's time rule then shows a seed only closed windows)."""
+        ``available`` (the sampler's time rule then shows a seed only closed windows).
+        ``history``: :meth:`history` of ``tables`` if already computed."""
         if self.kind == "link_prediction":
             raise ValueError(f"task {self.name!r}: label history is for node tasks")
-        df = self.history(tables)[[self.entity_col, self.target_col, "available"]]
+        history = self.history(tables) if history is None else history
+        df = history[[self.entity_col, self.target_col, "available"]]
         table = Table(df, pkey=None, fkeys={self.entity_col: self.entity_table},
                       time_col="available")
         stype = "categorical" if self.kind == "multiclass_classification" else "numerical"

@@ -27,20 +27,24 @@ log = logging.getLogger(__name__)
 
 class AttachTarget:
     """Loader transform: the labels of a batch's seeds, looked up by their row in the table,
-    and (``last``, optional) each seed's last visible label as ``base``.
+    and, optional, each seed's last visible label as ``base`` (``last``) and its seed
+    features as ``seed_x`` (``feats``, :mod:`~rdl.training.seed_features`).
 
     Labels cannot live on the graph: one entity is a seed at many times with other labels.
     """
 
-    def __init__(self, entity_table: str, target: Tensor, last: Tensor | None = None):
+    def __init__(self, entity_table: str, target: Tensor, last: Tensor | None = None,
+                 feats: Tensor | None = None):
         self.entity_table = entity_table
-        self.target, self.last = target, last
+        self.target, self.last, self.feats = target, last, feats
 
     def __call__(self, batch):
         store = batch[self.entity_table]
         store.y = self.target[store.input_id]
         if self.last is not None:
             store.base = self.last[store.input_id]
+        if self.feats is not None:
+            store.seed_x = self.feats[store.input_id]
         return batch
 
 
@@ -99,6 +103,9 @@ class RelDataModule(pl.LightningDataModule):
         label_history: node tasks: the task's earlier labels join the graph as the node
             type ``label_history``, linked to their entity; a seed sees a label once its
             window has closed (:meth:`~rdl.tasks.Task.history_table`). Ignored by link tasks.
+        seed_features: node tasks: each seed's aggregated past (its label history, counts
+            and sums of its child rows over recent windows; see
+            :mod:`~rdl.training.seed_features`) as a vector the model adds to the seed.
         bidirectional: sampled edges carry messages both ways (see
             :class:`~rdl.graph.transforms.Bidirectional`); ID-GNN needs it.
         triplets: link tasks: train on (seed, true row, random row) triplets, each with its
@@ -111,7 +118,8 @@ class RelDataModule(pl.LightningDataModule):
 
     def __init__(self, db: Database, task: Task, batch_size: int = 512,
                  num_neighbors: list[int] = (128, 64), strategy: str = "uniform",
-                 strict: bool = False, label_history: bool = True, bidirectional: bool = False,
+                 strict: bool = False, label_history: bool = True, seed_features: bool = True,
+                 bidirectional: bool = False,
                  triplets: bool = False, stypes: dict | None = None, text_embedder=None,
                  num_workers: int = 0, cache_dir: str | None = None,
                  eval_batch_size: int | None = None, seed: int = 0):
@@ -123,6 +131,8 @@ class RelDataModule(pl.LightningDataModule):
         self.strategy, self.strict, self.bidirectional = strategy, strict, bidirectional
         self.triplets = triplets
         self.label_history = label_history and task.kind != "link_prediction"
+        self.use_seed_features = seed_features and task.kind != "link_prediction"
+        self.seed_x, self.seed_feature_names = None, []
         self.stypes, self.text_embedder = stypes, text_embedder
         self.num_workers = num_workers
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
@@ -140,11 +150,17 @@ class RelDataModule(pl.LightningDataModule):
         # The graph never holds a row from after the test time: nothing the model is
         # evaluated on can leak into its inputs (the sampler filters by seed time too).
         graph_db, stypes = self.db.upto(task.test_time), dict(self.stypes or {})
+        self.history = None if task.kind == "link_prediction" else task.history(self.tables)
+        if self.use_seed_features:
+            from rdl.training.seed_features import seed_features
+            self.seed_x, self.seed_feature_names = seed_features(
+                task, graph_db, self.tables, self.history, self.strict)
+            log.info("seed features: %d columns", len(self.seed_feature_names))
         if self.label_history:
             if HISTORY in self.db.tables:
                 raise DataError(f"the database has a table named {HISTORY!r}, the name of the "
                                 "task's label history; rename it or set data.label_history=false")
-            table, stypes[HISTORY] = task.history_table(self.tables)
+            table, stypes[HISTORY] = task.history_table(self.tables, self.history)
             graph_db = Database({**graph_db.tables, HISTORY: table})
             log.info("label history: %d earlier labels", len(table))
         cache = None if self.cache_dir is None else os.path.join(self.cache_dir, "graphs")
@@ -176,7 +192,10 @@ class RelDataModule(pl.LightningDataModule):
             return dict(kwargs, src_table=task.entity_table, dst_table=task.target_table,
                         num_dst_nodes=data[task.target_table].num_nodes)
         out = task.num_classes if task.kind == "multiclass_classification" else 1
-        return dict(kwargs, entity_table=task.entity_table, out_channels=out)
+        kwargs = dict(kwargs, entity_table=task.entity_table, out_channels=out)
+        if self.seed_x is not None:
+            kwargs["seed_features"] = len(self.seed_feature_names)
+        return kwargs
 
     # -- loaders ----------------------------------------------------------------------------
     def _target(self, df) -> Tensor:
@@ -199,7 +218,9 @@ class RelDataModule(pl.LightningDataModule):
             attach = AttachLinkTarget(task.entity_table, task.target_table, ptr, idx,
                                       self.data[task.target_table].num_nodes)
         else:
-            attach = AttachTarget(task.entity_table, self._target(df), self.last_label(split))
+            feats = None if self.seed_x is None else self.seed_x[split]
+            attach = AttachTarget(task.entity_table, self._target(df), self.last_label(split),
+                                  feats)
         return self._transforms(attach)
 
     def last_label(self, split: str) -> Tensor | None:
@@ -210,7 +231,7 @@ class RelDataModule(pl.LightningDataModule):
             return None
         from rdl.baselines.history import visible_labels
         task = self.task
-        last = visible_labels(task, self.tables[split], task.history(self.tables), ks=())["last"]
+        last = visible_labels(task, self.tables[split], self.history, ks=())["last"]
         return torch.from_numpy(last[:, 0]).float()
 
     def _transforms(self, *more) -> Compose:

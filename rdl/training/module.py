@@ -148,6 +148,12 @@ class NodeTaskModule(TaskModule):
         scale = scale if scale > 0 else torch.ones(())
         return center.item(), scale.item(), y.min().item(), y.max().item()
 
+    def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
+        args, kwargs = super().inputs(batch, seed_table)
+        if "seed_x" in batch[self.entity]:
+            kwargs["seed_x"] = batch[self.entity].seed_x
+        return args, kwargs
+
     def forward(self, batch) -> Tensor:
         out = super().forward(batch)
         out = out.squeeze(-1) if out.size(-1) == 1 else out
