@@ -1,0 +1,82 @@
+"""Token sets: each seed's sampled neighbourhood as a fixed number of tokens per node type.
+
+A graph transformer attends over a set of rows (tokens) per seed instead of passing
+messages along edges. :class:`TokenSet` turns a batch of rdl's disjoint temporal
+subgraphs (:class:`~rdl.graph.sampler.TemporalSampler`, so every row already respects the
+seed's time) into dense ``[B, K_t]`` index tensors, one per node type ``t`` with a budget
+``K_t``: the seed's nearest rows of that type, nearest hop first and, within a hop, most
+recent first (then by node id). A seed with fewer rows of a type gets pad slots, masked.
+
+A budget per node type rather than one ``K`` over all types keeps every shape fixed: the
+rows of type ``t`` are always ``B * K_t``, so each table's encoder sees one size and the
+whole model compiles once with ``dynamic=False`` (CUDA graphs need that). RelGT samples one
+budget over all types; here a seed with few rows of one type leaves those slots padded.
+
+Written here because neither PyG nor PyTorch Frame turns sampled subgraphs into
+fixed-size token sets.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+class TokenSet:
+    """Loader transform, after sampling: ``batch[t].tok_node`` (``[B, K_t]``, the node of
+    each token among the batch's type-``t`` nodes, ``0`` in pad slots), ``tok_mask``
+    (``[B, K_t]``, real tokens) and ``tok_hop`` (``[B, K_t]``, hops from the seed) for every
+    node type ``t`` in ``budgets``.
+
+    Args:
+        seed_type: the node type of the seeds; its slot 0 is the seed itself.
+        budgets: node type -> tokens per seed ``K_t`` (the seed type's budget counts the
+            seed).
+    """
+
+    def __init__(self, seed_type: str, budgets: dict[str, int]):
+        bad = {t: k for t, k in budgets.items() if int(k) < 0}
+        if bad:
+            raise ValueError(f"token budgets must be >= 0, got {bad}")
+        if budgets.get(seed_type, 0) < 1:
+            raise ValueError(f"the seed type {seed_type!r} needs a token budget of at least 1 "
+                             "(its first token is the seed)")
+        self.seed_type, self.budgets = seed_type, {t: int(k) for t, k in budgets.items()}
+
+    def __call__(self, batch):
+        num_seeds = batch[self.seed_type].seed_time.numel()
+        for t, k in self.budgets.items():
+            store = batch[t]
+            node, mask, hop = select(store.batch, hops_of(store), store.get("time"),
+                                     num_seeds, k)
+            store.tok_node, store.tok_mask, store.tok_hop = node, mask, hop
+        return batch
+
+
+def hops_of(store) -> Tensor:
+    """Each node's hop from its seed: the sampler adds the nodes hop by hop
+    (``num_sampled_nodes[h]`` of them at hop ``h``)."""
+    counts = torch.as_tensor(store.num_sampled_nodes, dtype=torch.long)
+    return torch.repeat_interleave(torch.arange(counts.numel()), counts)
+
+
+def select(seed: Tensor, hop: Tensor, time: Tensor | None, num_seeds: int,
+           k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Per seed, the first ``k`` nodes ordered by (hop, time descending, node index):
+    ``(node [num_seeds, k], mask, hop)``, pad slots ``0``, ``False`` and ``0``."""
+    n = seed.numel()
+    order = torch.arange(n)
+    if time is not None and n:
+        # Stable sorts from the last key to the first: most recent, then hop, then seed.
+        order = order[torch.sort(-time.to(torch.float64)[order], stable=True).indices]
+    order = order[torch.sort(hop[order], stable=True).indices]
+    order = order[torch.sort(seed[order], stable=True).indices]
+    s = seed[order]
+    first = torch.searchsorted(s, s)            # the first position of each seed's run
+    rank = torch.arange(n) - first
+    keep = rank < k
+    node = torch.zeros(num_seeds, k, dtype=torch.long)
+    mask = torch.zeros(num_seeds, k, dtype=torch.bool)
+    hops = torch.zeros(num_seeds, k, dtype=torch.long)
+    at = (s[keep], rank[keep])
+    node[at], mask[at], hops[at] = order[keep], True, hop[order[keep]]
+    return node, mask, hops
