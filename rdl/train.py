@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 
 from rdl import baselines
 from rdl.data.database import DataError
-from rdl.nn import IDGNN, ContextGNN, TwoTower
+from rdl.nn import IDGNN, ContextGNN, RelGraphTransformer, TwoTower
 from rdl.training.compile import stats as compile_stats
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
@@ -47,13 +47,18 @@ def build(cfg: DictConfig) -> tuple:
                          f"({task.kind}); choose " + ("model=contextgnn, idgnn or two-tower" if link
                                                       else "a node model such as model=sage"))
     # One sampled hop per message-passing layer: more hops would be sampled for nothing.
-    hops = list(cfg.data.num_neighbors)[: cfg.model.num_layers]
+    # A token model samples every hop of data.num_neighbors (its layers attend over tokens).
+    hops = list(cfg.data.num_neighbors)
+    if not issubclass(model_cls, RelGraphTransformer):
+        hops = hops[: cfg.model.num_layers]
     # Objects built from data go to partials: passed to instantiate, Hydra would turn them
     # into configs (dataclasses to dicts, tuples to lists).
     dm = instantiate(cfg.data, _partial_=True, _convert_="all")(task=task, num_neighbors=hops,
                                                                 seed=cfg.seed)
     dm.setup()
-    model = instantiate(cfg.model, _partial_=True)(**dm.model_kwargs())
+    model = instantiate(cfg.model, _partial_=True, _convert_="all")(**dm.model_kwargs())
+    if getattr(model, "takes_tokens", False):
+        dm.token_budgets = model.budgets
     common = dict(optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
                   scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
                   compile=instantiate(cfg.compile, _convert_="all"))

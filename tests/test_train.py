@@ -34,7 +34,8 @@ def check_report(out, run_dir, task: str) -> dict:
     return results
 
 
-@pytest.mark.parametrize("task", ["user-churn", "item-sales", "user-item-purchase",
+@pytest.mark.parametrize("task", ["user-churn", "item-sales", "user-churn model=graph_transformer",
+                                  "user-item-purchase",
                                   "user-item-purchase model=idgnn",
                                   "user-item-purchase model=two-tower"])
 def test_short_training_run(tmp_path, run_train, task):

@@ -24,8 +24,9 @@ from torch import Tensor
 class TokenSet:
     """Loader transform, after sampling: ``batch[t].tok_node`` (``[B, K_t]``, the node of
     each token among the batch's type-``t`` nodes, ``0`` in pad slots), ``tok_mask``
-    (``[B, K_t]``, real tokens) and ``tok_hop`` (``[B, K_t]``, hops from the seed) for every
-    node type ``t`` in ``budgets``.
+    (``[B, K_t]``, real tokens), ``tok_hop`` (``[B, K_t]``, hops from the seed) and
+    ``tok_deg`` (``[B, K_t]``, the node's edges in its sampled subgraph: a local structural
+    encoding) for every node type ``t`` in ``budgets``.
 
     Args:
         seed_type: the node type of the seeds; its slot 0 is the seed itself.
@@ -44,12 +45,23 @@ class TokenSet:
 
     def __call__(self, batch):
         num_seeds = batch[self.seed_type].seed_time.numel()
+        degree = degrees(batch)
         for t, k in self.budgets.items():
             store = batch[t]
             node, mask, hop = select(store.batch, hops_of(store), store.get("time"),
                                      num_seeds, k)
             store.tok_node, store.tok_mask, store.tok_hop = node, mask, hop
+            store.tok_deg = torch.where(mask, degree[t][node], 0)
         return batch
+
+
+def degrees(batch) -> dict[str, Tensor]:
+    """Per node type, each node's number of sampled edges (in and out, every edge type)."""
+    deg = {t: torch.zeros(batch[t].num_nodes, dtype=torch.long) for t in batch.node_types}
+    for (src, _, dst), ei in batch.collect("edge_index").items():
+        deg[src] += torch.bincount(ei[0], minlength=deg[src].numel())
+        deg[dst] += torch.bincount(ei[1], minlength=deg[dst].numel())
+    return deg
 
 
 def hops_of(store) -> Tensor:

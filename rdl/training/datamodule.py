@@ -18,6 +18,7 @@ import rdl
 from rdl.data.database import Database, DataError
 from rdl.graph.build import make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
+from rdl.graph.tokens import TokenSet
 from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
 from rdl.tasks import HISTORY, SPLITS, Task
 from rdl.training.compile import PAD
@@ -137,6 +138,9 @@ class RelDataModule(pl.LightningDataModule):
         self.num_workers = num_workers
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
         self.seed = seed
+        #: node type -> tokens per seed, set by a token model (a graph transformer): node
+        #: loaders then add token sets (:class:`~rdl.graph.tokens.TokenSet`).
+        self.token_budgets: dict | None = None
         self.data = None
         self._loaders = []
 
@@ -221,6 +225,8 @@ class RelDataModule(pl.LightningDataModule):
             feats = None if self.seed_x is None else self.seed_x[split]
             attach = AttachTarget(task.entity_table, self._target(df), self.last_label(split),
                                   feats)
+            if self.token_budgets:
+                return self._transforms(attach, TokenSet(task.entity_table, self.token_budgets))
         return self._transforms(attach)
 
     def last_label(self, split: str) -> Tensor | None:

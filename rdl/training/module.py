@@ -60,7 +60,9 @@ class TaskModule(pl.LightningModule):
         """The model's positional and keyword inputs from a sampled batch seeded at
         ``seed_table`` nodes: each node type's distinct rows and each node's row among them
         (``row_dict``), with pad nodes (:func:`~rdl.training.compile.pad_inputs`), so that
-        no size is 0 or 1."""
+        no size is 0 or 1. A token model (``model.takes_tokens``) gets token sets."""
+        if getattr(self.model, "takes_tokens", False):
+            return self.token_inputs(batch, seed_table), {}
         types = [nt for nt in batch.node_types if "tf" in batch[nt]]
         args = pad_inputs(
             {nt: batch[nt].tf for nt in types},
@@ -71,6 +73,20 @@ class TaskModule(pl.LightningModule):
             {nt: batch[nt].num_nodes for nt in types},
         )
         return args, {"row_dict": {nt: batch[nt].tf_index for nt in types}}
+
+    def token_inputs(self, batch, seed_table: str | None = None) -> tuple:
+        """A token model's inputs (:class:`~rdl.nn.transformer.RelGraphTransformer`): per
+        node type its distinct rows, and per token ``[B, K_t]`` its row among them, mask,
+        hop, degree and time (:class:`~rdl.graph.tokens.TokenSet`)."""
+        types, timed = self.model.types, self.model.time_types
+        node = {t: batch[t].tok_node for t in types}
+        return ({t: batch[t].tf for t in types},
+                {t: batch[t].tf_index[node[t]] for t in types},
+                {t: batch[t].tok_mask for t in types},
+                {t: batch[t].tok_hop for t in types},
+                {t: batch[t].tok_deg for t in types},
+                {t: batch[t].time[node[t]] for t in timed},
+                batch[seed_table or self.entity].seed_time)
 
     def forward(self, batch, *extra):
         args, kwargs = self.inputs(batch)

@@ -49,6 +49,10 @@ def test_tokens_are_each_seeds_nearest_rows_and_never_from_its_future(strict):
                 assert (store.tok_node[b][~m] == 0).all() and (store.tok_hop[b][~m] == 0).all()
                 hops = [h for h, c in enumerate(store.num_sampled_nodes) for _ in range(c)]
                 assert store.tok_hop[b][m].tolist() == [hops[i] for i in want]
+                deg = [sum(int((ei[j] == i).sum()) for (src, _, dst), ei in
+                           batch.collect("edge_index").items() for j, end in ((0, src), (1, dst))
+                           if end == t) for i in want]
+                assert store.tok_deg[b][m].tolist() == deg and (store.tok_deg[b][~m] == 0).all()
                 seen_pad += len(want) < k
                 seen_full += len(want) == k
                 # Leak: every token's row, looked up in the full graph, is no newer than
