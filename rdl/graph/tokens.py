@@ -26,7 +26,9 @@ class TokenSet:
     each token among the batch's type-``t`` nodes, ``0`` in pad slots), ``tok_mask``
     (``[B, K_t]``, real tokens), ``tok_hop`` (``[B, K_t]``, hops from the seed) and
     ``tok_deg`` (``[B, K_t]``, the node's edges in its sampled subgraph: a local structural
-    encoding) for every node type ``t`` in ``budgets``.
+    encoding) for every node type ``t`` in ``budgets``, and for timed types ``tok_time``
+    (``[B, K_t]``, the node's time). Pad slots hold 0 everywhere; a node type with no node
+    in the batch gets only pad slots.
 
     Args:
         seed_type: the node type of the seeds; its slot 0 is the seed itself.
@@ -51,8 +53,17 @@ class TokenSet:
             node, mask, hop = select(store.batch, hops_of(store), store.get("time"),
                                      num_seeds, k)
             store.tok_node, store.tok_mask, store.tok_hop = node, mask, hop
-            store.tok_deg = torch.where(mask, degree[t][node], 0)
+            store.tok_deg = gather(degree[t], node, mask)
+            if "time" in store:
+                store.tok_time = gather(store.time, node, mask)
         return batch
+
+
+def gather(values: Tensor, node: Tensor, mask: Tensor) -> Tensor:
+    """``values[node]``, 0 in pad slots (and everywhere if ``values`` is empty)."""
+    if values.numel() == 0:
+        return torch.zeros(node.shape, dtype=values.dtype)
+    return torch.where(mask, values[node], 0)
 
 
 def degrees(batch) -> dict[str, Tensor]:

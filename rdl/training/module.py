@@ -85,7 +85,7 @@ class TaskModule(pl.LightningModule):
                 {t: batch[t].tok_mask for t in types},
                 {t: batch[t].tok_hop for t in types},
                 {t: batch[t].tok_deg for t in types},
-                {t: batch[t].time[node[t]] for t in timed},
+                {t: batch[t].tok_time for t in timed},
                 batch[seed_table or self.entity].seed_time)
 
     def forward(self, batch, *extra):

@@ -104,7 +104,8 @@ class Audit(pl.Callback):
 
 
 @pytest.mark.parametrize("task,model", [
-    ("user-churn", "sage"), ("item-sales", "sage"), ("user-item-purchase", "idgnn"),
+    ("user-churn", "sage"), ("item-sales", "sage"), ("user-churn", "graph_transformer"),
+    ("user-item-purchase", "idgnn"),
     ("user-item-purchase", "contextgnn"), ("user-item-purchase", "two-tower")])
 def test_training_and_evaluation_steps_never_sync(tmp_path, tiny_cfg, task, model):
     cfg = tiny_cfg(
