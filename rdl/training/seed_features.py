@@ -28,7 +28,8 @@ from rdl.tasks import Task
 
 
 def seed_features(task: Task, db: Database, tables: dict[str, pd.DataFrame],
-                  history: pd.DataFrame, strict: bool = False) -> tuple[dict[str, Tensor], list[str]]:
+                  history: pd.DataFrame,
+                  strict: bool = False) -> tuple[dict[str, Tensor], list[str]]:
     """Per split, a ``[len(tables[split]), F]`` float tensor of the rows' seed features, and
     the ``F`` column names. ``db`` must hold no row from after the test time (the
     graph's view of it); ``history``: :meth:`Task.history` of ``tables``."""
