@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 
 from rdl import baselines
 from rdl.data.database import DataError
-from rdl.nn import IDGNN, ContextGNN, RelGraphTransformer, TwoTower
+from rdl.nn import IDGNN, ContextGNN, TwoTower
 from rdl.training.compile import stats as compile_stats
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
@@ -49,7 +49,7 @@ def build(cfg: DictConfig) -> tuple:
     # One sampled hop per message-passing layer: more hops would be sampled for nothing.
     # A token model samples every hop of data.num_neighbors (its layers attend over tokens).
     hops = list(cfg.data.num_neighbors)
-    if not issubclass(model_cls, RelGraphTransformer):
+    if not getattr(model_cls, "takes_tokens", False):
         hops = hops[: cfg.model.num_layers]
     # Objects built from data go to partials: passed to instantiate, Hydra would turn them
     # into configs (dataclasses to dicts, tuples to lists).

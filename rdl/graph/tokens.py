@@ -28,7 +28,9 @@ class TokenSet:
     ``tok_deg`` (``[B, K_t]``, the node's edges in its sampled subgraph: a local structural
     encoding) for every node type ``t`` in ``budgets``, and for timed types ``tok_time``
     (``[B, K_t]``, the node's time). Pad slots hold 0 everywhere; a node type with no node
-    in the batch gets only pad slots.
+    in the batch gets only pad slots. ``tok_id`` (``[B, K_t]``) is each token's row in its
+    table (pads: row 0), from which :class:`~rdl.graph.transforms.InputRows` then gathers
+    the tokens' rows only.
 
     Args:
         seed_type: the node type of the seeds; its slot 0 is the seed itself.
@@ -54,6 +56,7 @@ class TokenSet:
                                      num_seeds, k)
             store.tok_node, store.tok_mask, store.tok_hop = node, mask, hop
             store.tok_deg = gather(degree[t], node, mask)
+            store.tok_id = gather(store.n_id, node, mask)
             if "time" in store:
                 store.tok_time = gather(store.time, node, mask)
         return batch

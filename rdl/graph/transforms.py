@@ -53,6 +53,13 @@ class InputRows:
 
     def __call__(self, batch):
         for nt, tf in self.tf_dict.items():
+            if "tok_id" in batch[nt]:
+                # Token sets (:class:`~rdl.graph.tokens.TokenSet`): a token model encodes
+                # only its tokens' rows (``tok_row``: each token's row in ``tf``).
+                rows, index = torch.unique(batch[nt].tok_id, return_inverse=True)
+                pad = torch.zeros(self.num_pad, dtype=torch.long)
+                batch[nt].tf, batch[nt].tok_row = tf[torch.cat([rows, pad])], index
+                continue
             rows, index = torch.unique(batch[nt].n_id, return_inverse=True)
             pad = torch.zeros(self.num_pad, dtype=torch.long)
             batch[nt].tf = tf[torch.cat([rows, pad])]

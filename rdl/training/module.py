@@ -79,9 +79,8 @@ class TaskModule(pl.LightningModule):
         node type its distinct rows, and per token ``[B, K_t]`` its row among them, mask,
         hop, degree and time (:class:`~rdl.graph.tokens.TokenSet`)."""
         types, timed = self.model.types, self.model.time_types
-        node = {t: batch[t].tok_node for t in types}
         return ({t: batch[t].tf for t in types},
-                {t: batch[t].tf_index[node[t]] for t in types},
+                {t: batch[t].tok_row for t in types},
                 {t: batch[t].tok_mask for t in types},
                 {t: batch[t].tok_hop for t in types},
                 {t: batch[t].tok_deg for t in types},

@@ -55,6 +55,7 @@ def test_tokens_are_each_seeds_nearest_rows_and_never_from_its_future(strict):
                 assert store.tok_deg[b][m].tolist() == deg and (store.tok_deg[b][~m] == 0).all()
                 if "time" in store:
                     assert store.tok_time[b][m].tolist() == store.time[want].tolist()
+                assert store.tok_id[b][m].tolist() == store.n_id[want].tolist()
                 seen_pad += len(want) < k
                 seen_full += len(want) == k
                 # Leak: every token's row, looked up in the full graph, is no newer than

@@ -23,6 +23,10 @@ def setup():
     module = NodeTaskModule(model, dm.task, optimizer=torch.optim.Adam, compile=False)
     batch = next(iter(dm.loader("val", shuffle=False)))
     args, kwargs = module.inputs(batch)
+    # Only the tokens' rows are encoded (and 2 pad rows), not every sampled node's.
+    store = batch["transactions"]
+    assert args[0]["transactions"].num_rows == store.tok_id.unique().numel() + 2
+    assert store.tok_id.unique().numel() < store.n_id.unique().numel()
     return model, args, kwargs
 
 
