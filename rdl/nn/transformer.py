@@ -74,7 +74,9 @@ class RelGraphTransformer(torch.nn.Module):
         head_layers: MLP layers of the head.
         seed_features: width of each seed's feature vector (0: none), added to the seed
             token (see :mod:`~rdl.training.seed_features`).
-        metadata: the graph's ``(node_types, edge_types)``, to check ``budgets`` against.
+        metadata: the graph's ``(node_types, edge_types)``, which the data module passes to
+            every model; unused (tokens need no edges; ``budgets`` is checked against
+            ``col_names``).
     """
 
     takes_tokens = True
