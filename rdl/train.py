@@ -57,11 +57,14 @@ def build(cfg: DictConfig) -> tuple:
                                                                 seed=cfg.seed)
     dm.setup()
     model = instantiate(cfg.model, _partial_=True, _convert_="all")(**dm.model_kwargs())
+    compile_options = instantiate(cfg.compile, _convert_="all")
     if getattr(model, "takes_tokens", False):
         dm.token_budgets = model.budgets
+        # Compiled with dynamic=False: every batch gets the same shapes (one graph per mode).
+        dm.static_tokens = compile_options.enabled and compile_options.kwargs.get("dynamic") is False
     common = dict(optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
                   scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
-                  compile=instantiate(cfg.compile, _convert_="all"))
+                  compile=compile_options)
     if link:
         module = LinkTaskModule(model, task, num_dst_nodes=dm.model_kwargs()["num_dst_nodes"],
                                 **common)

@@ -36,30 +36,54 @@ class TokenSet:
         seed_type: the node type of the seeds; its slot 0 is the seed itself.
         budgets: node type -> tokens per seed ``K_t`` (the seed type's budget counts the
             seed).
+        pad_to: a number of seeds ``P``: a batch of ``B < P`` seeds gets ``P - B`` pad
+            seeds, so that every token tensor is ``[P, K_t]`` (static shapes: a model
+            compiled with ``dynamic=False`` then sees one shape). A pad seed has only pad
+            slots, except its seed slot, which is marked real (its row 0) so that its
+            attention has a key; its output means nothing and is dropped
+            (:meth:`~rdl.training.module.TaskModule.forward`). ``None``: ``B`` rows.
     """
 
-    def __init__(self, seed_type: str, budgets: dict[str, int]):
+    def __init__(self, seed_type: str, budgets: dict[str, int], pad_to: int | None = None):
         bad = {t: k for t, k in budgets.items() if int(k) < 0}
         if bad:
             raise ValueError(f"token budgets must be >= 0, got {bad}")
         if budgets.get(seed_type, 0) < 1:
             raise ValueError(f"the seed type {seed_type!r} needs a token budget of at least 1 "
                              "(its first token is the seed)")
+        if pad_to is not None and int(pad_to) < 1:
+            raise ValueError(f"pad_to must be >= 1, got {pad_to}")
         self.seed_type, self.budgets = seed_type, {t: int(k) for t, k in budgets.items()}
+        self.pad_to = None if pad_to is None else int(pad_to)
 
     def __call__(self, batch):
         num_seeds = batch[self.seed_type].seed_time.numel()
+        if self.pad_to is not None and num_seeds > self.pad_to:
+            raise ValueError(f"a batch of {num_seeds} seeds cannot be padded to {self.pad_to}")
+        rows = num_seeds if self.pad_to is None else self.pad_to
         degree = degrees(batch)
         for t, k in self.budgets.items():
             store = batch[t]
             node, mask, hop = select(store.batch, hops_of(store), store.get("time"),
                                      num_seeds, k)
+            deg, ids = gather(degree[t], node, mask), gather(store.n_id, node, mask)
+            time = gather(store.time, node, mask) if "time" in store else None
+            if rows > num_seeds:
+                node, hop, deg, ids, time = (None if x is None else pad_rows(x, rows)
+                                             for x in (node, hop, deg, ids, time))
+                mask = pad_rows(mask, rows)
+                if t == self.seed_type:
+                    mask[num_seeds:, 0] = True
             store.tok_node, store.tok_mask, store.tok_hop = node, mask, hop
-            store.tok_deg = gather(degree[t], node, mask)
-            store.tok_id = gather(store.n_id, node, mask)
-            if "time" in store:
-                store.tok_time = gather(store.time, node, mask)
+            store.tok_deg, store.tok_id = deg, ids
+            if time is not None:
+                store.tok_time = time
         return batch
+
+
+def pad_rows(x: Tensor, rows: int) -> Tensor:
+    """``x [B, ...]`` followed by zero rows up to ``[rows, ...]``."""
+    return torch.cat([x, x.new_zeros(rows - x.size(0), *x.shape[1:])])
 
 
 def gather(values: Tensor, node: Tensor, mask: Tensor) -> Tensor:

@@ -46,13 +46,22 @@ class InputRows:
     :func:`rdl.training.compile.pad_inputs`). Runs in the loader, on the CPU, where
     ``unique`` and building a TensorFrame (which checks its offsets) cost no device sync.
     The loader's graph carries no ``tf``, so that rows are gathered once, here.
+
+    ``per_token``: for token sets, one row per token slot instead (``tf`` of
+    ``B * K_t`` rows, ``tok_row`` their positions, no pad rows): each table's encoder then
+    sees one size for every batch (static shapes), at the cost of encoding repeated rows.
     """
 
-    def __init__(self, tf_dict: dict, num_pad: int = 2):
-        self.tf_dict, self.num_pad = tf_dict, num_pad
+    def __init__(self, tf_dict: dict, num_pad: int = 2, per_token: bool = False):
+        self.tf_dict, self.num_pad, self.per_token = tf_dict, num_pad, per_token
 
     def __call__(self, batch):
         for nt, tf in self.tf_dict.items():
+            if "tok_id" in batch[nt] and self.per_token:
+                ids = batch[nt].tok_id
+                batch[nt].tf = tf[ids.flatten()]
+                batch[nt].tok_row = torch.arange(ids.numel()).view_as(ids)
+                continue
             if "tok_id" in batch[nt]:
                 # Token sets (:class:`~rdl.graph.tokens.TokenSet`): a token model encodes
                 # only its tokens' rows (``tok_row``: each token's row in ``tf``).

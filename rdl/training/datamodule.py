@@ -73,9 +73,13 @@ class TailMergingBatchSampler(BatchSampler):
         return n - 1 if n > 1 and not self.drop_last and 0 < 2 * tail < self.batch_size else n
 
 
-def batches(n: int, batch_size: int, shuffle: bool) -> TailMergingBatchSampler:
+def batches(n: int, batch_size: int, shuffle: bool, merge_tail: bool = True) -> BatchSampler:
+    """Batches of ``range(n)``; the last, short one merged into the one before it
+    (:class:`TailMergingBatchSampler`) unless ``merge_tail`` is off (batches then never
+    exceed ``batch_size``: static shapes pad the last one instead)."""
     sampler = RandomSampler(range(n)) if shuffle else SequentialSampler(range(n))
-    return TailMergingBatchSampler(sampler, batch_size, drop_last=False)
+    cls = TailMergingBatchSampler if merge_tail else BatchSampler
+    return cls(sampler, batch_size, drop_last=False)
 
 
 class KeepArgsLinkLoader(LinkLoader):
@@ -141,6 +145,10 @@ class RelDataModule(pl.LightningDataModule):
         #: node type -> tokens per seed, set by a token model (a graph transformer): node
         #: loaders then add token sets (:class:`~rdl.graph.tokens.TokenSet`).
         self.token_budgets: dict | None = None
+        #: with token sets: static shapes (a model compiled with ``dynamic=False``): every
+        #: batch padded to its loader's batch size and one encoded row per token slot, so
+        #: that every batch has the same shapes (:class:`~rdl.graph.tokens.TokenSet`).
+        self.static_tokens = False
         self.data = None
         self._loaders = []
 
@@ -226,7 +234,11 @@ class RelDataModule(pl.LightningDataModule):
             attach = AttachTarget(task.entity_table, self._target(df), self.last_label(split),
                                   feats)
             if self.token_budgets:
-                return self._transforms(attach, TokenSet(task.entity_table, self.token_budgets))
+                pad_to = None
+                if self.static_tokens:
+                    pad_to = self.batch_size if split == "train" else self.eval_batch_size
+                return self._transforms(attach, TokenSet(task.entity_table, self.token_budgets,
+                                                         pad_to))
         return self._transforms(attach)
 
     def last_label(self, split: str) -> Tensor | None:
@@ -242,7 +254,8 @@ class RelDataModule(pl.LightningDataModule):
 
     def _transforms(self, *more) -> Compose:
         both = [Bidirectional()] if self.bidirectional else []
-        return Compose([*both, *more, InputRows(self.tf_dict, PAD)])
+        return Compose([*both, *more, InputRows(self.tf_dict, PAD,
+                                                per_token=self.static_tokens)])
 
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         task, df = self.task, self.tables[split]
@@ -255,7 +268,8 @@ class RelDataModule(pl.LightningDataModule):
             input_time=to_seconds(df["timestamp"]),
             transform=self.transform(split),
             batch_sampler=batches(len(nodes), self.batch_size if train else self.eval_batch_size,
-                                  train if shuffle is None else shuffle),
+                                  train if shuffle is None else shuffle,
+                                  merge_tail=not self.static_tokens),
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0,

@@ -76,20 +76,28 @@ class TaskModule(pl.LightningModule):
 
     def token_inputs(self, batch, seed_table: str | None = None) -> tuple:
         """A token model's inputs (:class:`~rdl.nn.transformer.RelGraphTransformer`): per
-        node type its distinct rows, and per token ``[B, K_t]`` its row among them, mask,
-        hop, degree and time (:class:`~rdl.graph.tokens.TokenSet`)."""
+        node type its distinct rows, and per token ``[P, K_t]`` its row among them, mask,
+        hop, degree and time (:class:`~rdl.graph.tokens.TokenSet`), and the seed times
+        ``[P]``: ``P`` is the number of seeds ``B`` or, with static shapes, the batch size
+        the token sets are padded to (pad seeds are as old as the first seed)."""
         types, timed = self.model.types, self.model.time_types
+        seed_time = batch[seed_table or self.entity].seed_time
         return ({t: batch[t].tf for t in types},
                 {t: batch[t].tok_row for t in types},
                 {t: batch[t].tok_mask for t in types},
                 {t: batch[t].tok_hop for t in types},
                 {t: batch[t].tok_deg for t in types},
                 {t: batch[t].tok_time for t in timed},
-                batch[seed_table or self.entity].seed_time)
+                pad_seeds(seed_time, batch[types[0]].tok_mask.size(0)))
 
     def forward(self, batch, *extra):
         args, kwargs = self.inputs(batch)
-        return self.forward_fn(*args, *extra, **kwargs)
+        out = self.forward_fn(*args, *extra, **kwargs)
+        if getattr(self.model, "takes_tokens", False):
+            # Token sets padded to a static batch size: the pad seeds' outputs are dropped
+            # (a slice by a size the host knows, no sync).
+            out = out[:batch[self.entity].seed_time.size(0)]
+        return out
 
     def on_validation_epoch_end(self):
         self.log_dict(self.val_metrics.compute(), prog_bar=True)
@@ -166,7 +174,7 @@ class NodeTaskModule(TaskModule):
     def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
         args, kwargs = super().inputs(batch, seed_table)
         if "seed_x" in batch[self.entity]:
-            kwargs["seed_x"] = batch[self.entity].seed_x
+            kwargs["seed_x"] = pad_seeds(batch[self.entity].seed_x, args[-1].size(0))
         return args, kwargs
 
     def forward(self, batch) -> Tensor:
@@ -217,3 +225,11 @@ class NodeTaskModule(TaskModule):
         target = y.long() if self.task.is_classification else y
         metrics.update(self.predict_value(pred), target)
         self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0))
+
+
+def pad_seeds(x: Tensor, rows: int) -> Tensor:
+    """``x [B, ...]`` with ``rows - B`` copies of its first row after it (pad seeds of a
+    static batch: a seed time as old as the first seed's, or its seed features)."""
+    if x.size(0) >= rows:
+        return x
+    return torch.cat([x, x[:1].expand(rows - x.size(0), *x.shape[1:])])

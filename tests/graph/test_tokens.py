@@ -90,3 +90,26 @@ def test_budgets_are_checked():
         TokenSet("customer", {"customer": 0, "article": 3})
     with pytest.raises(ValueError, match=">= 0"):
         TokenSet("customer", {"customer": 1, "article": -1})
+
+
+def test_padded_token_sets_keep_real_seeds_and_mark_only_pad_seed_slots():
+    dm, batch = next(iter(sampled_batches(False)))
+    B = batch["customer"].seed_time.numel()
+    plain = TokenSet("customer", BUDGETS)(batch.clone())
+    padded = TokenSet("customer", BUDGETS, pad_to=B + 3)(batch.clone())
+    for t, k in BUDGETS.items():
+        a, b = plain[t], padded[t]
+        for key in ("tok_node", "tok_mask", "tok_hop", "tok_deg", "tok_id", "tok_time"):
+            if key not in a:
+                continue
+            assert b[key].shape == (B + 3, k)
+            assert torch.equal(b[key][:B], a[key])
+            if key != "tok_mask":
+                assert (b[key][B:] == 0).all()
+        # a pad seed's only real slot is its seed slot
+        want = torch.zeros(3, k, dtype=torch.bool)
+        if t == "customer":
+            want[:, 0] = True
+        assert torch.equal(b.tok_mask[B:], want)
+    with pytest.raises(ValueError, match="cannot be padded"):
+        TokenSet("customer", BUDGETS, pad_to=B - 1)(batch.clone())

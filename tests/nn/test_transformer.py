@@ -76,3 +76,36 @@ def test_bad_budgets_and_sizes_fail_clearly(setup):
         RelGraphTransformer(budgets={"article": 4}, **dm_kwargs)
     with pytest.raises(ValueError, match="multiple of model.heads"):
         RelGraphTransformer(budgets=4, channels=10, heads=4, **dm_kwargs)
+
+
+def test_static_token_batches_give_the_dynamic_outputs(setup):
+    """``data.static_tokens`` (compiled with dynamic=False): every batch, the short last
+    one too, has the same shapes (pad seeds, one row per token), and the real seeds'
+    outputs are those of the distinct-row, unpadded batch."""
+    model, B = setup[0], 4
+    task = make_task("user-churn")
+    outs, shapes = {}, {}
+    for static in (False, True):
+        dm = RelDataModule(random_db(), task, batch_size=B, num_neighbors=[6, 3],
+                           cache_dir=False)
+        dm.setup()
+        dm.token_budgets, dm.static_tokens = model.budgets, static
+        module = NodeTaskModule(model, task, optimizer=torch.optim.Adam, compile=False).eval()
+        outs[static], shapes[static] = [], set()
+        for batch in dm.loader("val", shuffle=False):
+            args, kwargs = module.inputs(batch)
+            shapes[static].add((args[-1].shape, kwargs["seed_x"].shape,
+                                *((args[0][t].num_rows, args[1][t].shape) for t in model.types)))
+            with torch.no_grad():
+                outs[static].append(module(batch))
+    n = len(task.split_table("val", random_db()))
+    assert n > B and n % B, "several batches, the last one short"
+    assert len(shapes[True]) == 1, shapes[True]                       # one shape for all
+    ((seed_time, seed_x, *per_type),) = shapes[True]
+    assert seed_time == (B,) and seed_x[0] == B
+    assert all(rows == B * model.budgets[t] and slots == (B, model.budgets[t])
+               for (rows, slots), t in zip(per_type, model.types))
+    assert len(shapes[False]) > 1                                     # dynamic: varies
+    dyn, sta = torch.cat(outs[False]), torch.cat(outs[True])
+    assert sta.shape == dyn.shape == (n,)                            # pad seeds dropped
+    torch.testing.assert_close(sta, dyn, rtol=1e-4, atol=1e-5)

@@ -102,12 +102,16 @@ def odd_batches(dm) -> list:
     return out
 
 
-@pytest.mark.parametrize("task,model", [
-    ("user-churn", "sage"), ("user-item-purchase", "contextgnn"),
-    # slow: a third compile in CI's budget; run with -m slow
-    pytest.param("user-churn", "graph_transformer", marks=pytest.mark.slow)])
-def test_no_recompiles_over_varying_batches(tiny_cfg, task, model):
-    _, dm, module = setup(tiny_cfg, task, model, "+compile.kwargs.fullgraph=true")
+@pytest.mark.parametrize("task,model,dynamic", [
+    ("user-churn", "sage", True), ("user-item-purchase", "contextgnn", True),
+    # slow: a third and fourth compile in CI's budget; run with -m slow
+    pytest.param("user-churn", "graph_transformer", True, marks=pytest.mark.slow),
+    # static shapes: token sets padded to the batch size, one row per token
+    pytest.param("user-churn", "graph_transformer", False, marks=pytest.mark.slow)])
+def test_no_recompiles_over_varying_batches(tiny_cfg, task, model, dynamic):
+    _, dm, module = setup(tiny_cfg, task, model, "+compile.kwargs.fullgraph=true",
+                          f"compile.kwargs.dynamic={str(dynamic).lower()}")
+    assert dm.static_tokens == (not dynamic)
     opt = torch.optim.Adam(module.model.parameters(), lr=torch.tensor(1e-3), fused=True)
     module.train()
     loader, sizes, steps = dm.train_dataloader(), set(), 0

@@ -7,7 +7,8 @@ slug                  name                             overrides
 ====================  ===============================  ==========================================
 eager                 eager                            ``compile.enabled=false``
 dynamic               compile dynamic=True             ``compile.enabled=true`` (the default)
-static                compile dynamic=False            ``compile.kwargs.dynamic=false``
+static                compile dynamic=False            ``compile.kwargs.dynamic=false`` (a token
+                                                       model then pads its batches: one shape)
 dynamic-none          compile dynamic=None             ``compile.kwargs.dynamic=null``
 max-autotune          max-autotune-no-cudagraphs       ``+compile.kwargs.mode=max-autotune-no-cudagraphs``
 reduce-overhead       reduce-overhead                  ``+compile.kwargs.mode=reduce-overhead`` (CUDA only)
@@ -24,7 +25,8 @@ interleaved           compile dynamic=True, eager      ``compile.enabled=true``;
 """
 from __future__ import annotations
 
-ALL_TASKS = ("user-churn:sage", "item-sales:sage", "user-item-purchase:contextgnn",
+ALL_TASKS = ("user-churn:sage", "item-sales:sage", "user-churn:graph_transformer",
+             "item-sales:graph_transformer", "user-item-purchase:contextgnn",
              "user-item-purchase:idgnn", "user-item-purchase:two-tower")
 COMPILED = ["compile.enabled=true"]
 # slug: (name, overrides, autocast bf16, CUDA only)
