@@ -99,7 +99,8 @@ def train(cfg: DictConfig) -> dict:
     if link:
         results.update(baselines.link_baselines(task, dm.tables))
     else:
-        results.update(baselines.node_baselines(task, dm.db, dm.tables, strict=dm.strict))
+        results.update(baselines.node_baselines(task, dm.db, dm.tables, strict=dm.strict,
+                                                history=dm.history))
     if trainer.is_global_zero:
         report(task.name, results, Path(HydraConfig.get().runtime.output_dir),
                percent=("map",) if link else ())

@@ -22,11 +22,12 @@ __all__ = ["node_baselines", "link_baselines", "entity_features"]
 
 
 def node_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame],
-                   strict: bool = False) -> dict:
+                   strict: bool = False, history: pd.DataFrame | None = None) -> dict:
     """``{baseline: {split: {metric: value}}}`` for val and test: constants, last label,
     label mean (last k) and LightGBM. ``strict``: the sampler's rule for child rows (a row
-    at the seed time is visible only if ``strict`` is false)."""
-    history = task.history(tables)
+    at the seed time is visible only if ``strict`` is false). ``history``:
+    :meth:`Task.history` of ``tables`` if already computed."""
+    history = task.history(tables) if history is None else history
     return {**constant_baselines(task, tables),
             **history_baselines(task, tables, history),
             **lightgbm_baseline(task, db, tables, history, strict=strict)}
