@@ -234,9 +234,7 @@ class RelDataModule(pl.LightningDataModule):
             attach = AttachTarget(task.entity_table, self._target(df), self.last_label(split),
                                   feats)
             if self.token_budgets:
-                pad_to = None
-                if self.static_tokens:
-                    pad_to = self.batch_size if split == "train" else self.eval_batch_size
+                pad_to = self.split_batch_size(split) if self.static_tokens else None
                 return self._transforms(attach, TokenSet(task.entity_table, self.token_budgets,
                                                          pad_to))
         return self._transforms(attach)
@@ -251,6 +249,10 @@ class RelDataModule(pl.LightningDataModule):
         task = self.task
         last = visible_labels(task, self.tables[split], self.history, ks=())["last"]
         return torch.from_numpy(last[:, 0]).float()
+
+    def split_batch_size(self, split: str) -> int:
+        """Seeds per batch of a split's loader (static token sets are padded to it)."""
+        return self.batch_size if split == "train" else self.eval_batch_size
 
     def _transforms(self, *more) -> Compose:
         both = [Bidirectional()] if self.bidirectional else []
@@ -267,7 +269,7 @@ class RelDataModule(pl.LightningDataModule):
             input_nodes=(task.entity_table, nodes),
             input_time=to_seconds(df["timestamp"]),
             transform=self.transform(split),
-            batch_sampler=batches(len(nodes), self.batch_size if train else self.eval_batch_size,
+            batch_sampler=batches(len(nodes), self.split_batch_size(split),
                                   train if shuffle is None else shuffle,
                                   merge_tail=not self.static_tokens),
             num_workers=self.num_workers,
