@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 
 from rdl import baselines
 from rdl.data.database import DataError
-from rdl.nn import IDGNN, ContextGNN, TwoTower
+from rdl.nn import IDGNN, ContextGNN, ContextGT, TwoTower
 from rdl.training.compile import stats as compile_stats
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
@@ -42,9 +42,10 @@ def build(cfg: DictConfig) -> tuple:
     task = instantiate(cfg.task, _convert_="all")
     link = task.kind == "link_prediction"
     model_cls = hydra.utils.get_class(cfg.model._target_)
-    if link != issubclass(model_cls, (IDGNN, ContextGNN, TwoTower)):
+    if link != issubclass(model_cls, (IDGNN, ContextGNN, ContextGT, TwoTower)):
         raise ValueError(f"model {model_cls.__name__} cannot be trained on task {task.name!r} "
-                         f"({task.kind}); choose " + ("model=contextgnn, idgnn or two-tower" if link
+                         f"({task.kind}); choose " + ("model=contextgnn, context-transformer, "
+                                                      "idgnn or two-tower" if link
                                                       else "a node model such as model=sage"))
     # One sampled hop per message-passing layer: more hops would be sampled for nothing.
     # A token model samples every hop of data.num_neighbors (its layers attend over tokens).
@@ -73,6 +74,12 @@ def build(cfg: DictConfig) -> tuple:
         if task.kind == "regression":
             target_stats = NodeTaskModule.stats_of(dm.train_targets())
         module = NodeTaskModule(model, task, target_stats=target_stats, **common)
+        if dm.prior is not None:
+            # The model starts as the tree prior exactly (a zero last layer of its head adds
+            # nothing) and moves away from it only where training finds a correction.
+            last = model.head.lins[-1]
+            torch.nn.init.zeros_(last.weight)
+            torch.nn.init.zeros_(last.bias)
     return task, dm, module
 
 
@@ -100,7 +107,7 @@ def train(cfg: DictConfig) -> dict:
         results.update(baselines.link_baselines(task, dm.tables))
     else:
         results.update(baselines.node_baselines(task, dm.db, dm.tables, strict=dm.strict,
-                                                history=dm.history))
+                                                history=dm.history, trees=dm.tree_fit))
     if trainer.is_global_zero:
         report(task.name, results, Path(HydraConfig.get().runtime.output_dir),
                percent=("map",) if link else ())

@@ -37,7 +37,9 @@ def check_report(out, run_dir, task: str) -> dict:
 @pytest.mark.parametrize("task", ["user-churn", "item-sales", "user-churn model=graph_transformer",
                                   "user-item-purchase",
                                   "user-item-purchase model=idgnn",
-                                  "user-item-purchase model=two-tower"])
+                                  "user-item-purchase model=two-tower",
+                                  "user-item-purchase model=context-transformer",
+                                  "item-sales data.tree_prior=true"])
 def test_short_training_run(tmp_path, run_train, task):
     out = run_train(tmp_path, *f"task={task}".split(), "compile.enabled=false")
     results = check_report(out, tmp_path, task.split()[0])

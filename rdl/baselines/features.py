@@ -64,6 +64,16 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
     return out
 
 
+def with_own(task: Task, db: Database, df: pd.DataFrame, rest: pd.DataFrame) -> pd.DataFrame:
+    """``rest``, the features of ``df`` computed with ``own=False``, with the entity row's
+    own columns before them: what :func:`entity_features` returns with ``own=True``."""
+    own = own_features(task.entity_table, db[task.entity_table],
+                       df[task.entity_col].to_numpy(dtype=np.int64),
+                       df["timestamp"].to_numpy().astype("datetime64[ns]"))
+    own.index = rest.index
+    return pd.concat([own, rest], axis=1)
+
+
 def is_free_text(values: pd.Series) -> bool:
     """Strings with many distinct values (over 50, and over a fifth of the values) longer
     than :data:`TEXT_LENGTH` characters on average."""

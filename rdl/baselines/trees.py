@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -42,12 +43,47 @@ PARAMS = dict(learning_rate=0.05, num_leaves=31, min_data_in_leaf=20, bagging_fr
 ROUNDS, PATIENCE = 2000, 50
 
 
+@dataclass
+class TreeFit:
+    """LightGBM fitted on a task's train split, early-stopped on val, and what it needs to
+    predict each split: ``X`` (features), ``base`` (regression: the last label it boosts
+    from, else None) and ``frames`` (the split tables, train possibly a sample)."""
+
+    task: Task
+    booster: object
+    frames: dict
+    X: dict
+    base: dict
+
+    @property
+    def rounds(self) -> int:
+        return max(1, int(self.booster.best_iteration or self.booster.current_iteration()))
+
+    def raw(self, split: str) -> np.ndarray:
+        """Raw scores of a split: values (regression), logits (binary) or class scores
+        ``(N, C)`` (multiclass, before the softmax)."""
+        return raw_scores(self.task, self.booster, self.X[split], self.base[split], self.rounds)
+
+    def scores(self) -> dict:
+        """``{"LightGBM": {split: {metric: value}}}`` for val and test."""
+        return {"LightGBM": {s: score(self.task, to_prediction(self.task, self.raw(s)),
+                                      self.frames[s]) for s in ("val", "test")}}
+
+
 def lightgbm_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                       history: pd.DataFrame | None = None, strict: bool = False,
                       seed: int = 0, max_train_rows: int = MAX_TRAIN_ROWS) -> dict:
     """``{"LightGBM": {split: {metric: value}}}`` for val and test."""
-    import lightgbm
+    return fit_lightgbm(task, db, tables, history, strict, seed, max_train_rows).scores()
 
+
+def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
+                 history: pd.DataFrame | None = None, strict: bool = False, seed: int = 0,
+                 max_train_rows: int = MAX_TRAIN_ROWS,
+                 features: dict[str, pd.DataFrame] | None = None) -> TreeFit:
+    """LightGBM fitted on the train split (a seeded sample of ``max_train_rows`` if it has
+    more), early-stopped on val. ``features``: the feature tables of the whole splits
+    (:func:`~rdl.baselines.features.entity_features`), if already computed."""
     start = time.perf_counter()
     history = task.history(tables) if history is None else history
     view = db.upto(task.test_time)
@@ -57,13 +93,37 @@ def lightgbm_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     frames = {"train": train, "val": tables["val"], "test": tables["test"]}
     if len(frames["val"]) == 0:
         raise ValueError(f"task {task.name!r}: LightGBM needs val rows to stop early on")
-    X = {s: _lightgbm_names(entity_features(task, view, df, history, strict))
-         for s, df in frames.items()}
+    if features is None:
+        X = {s: _lightgbm_names(entity_features(task, view, df, history, strict))
+             for s, df in frames.items()}
+    else:
+        X = {s: _lightgbm_names(features[s].loc[df.index]) for s, df in frames.items()}
     y = {s: df[task.target_col].to_numpy(dtype=np.float64) for s, df in frames.items()}
-    # Regression boosts from the last label; classification from LightGBM's own start.
-    base = {s: last_label(task, df, history, train_prior(task, tables["train"]))
-            if task.kind == "regression" else None for s, df in frames.items()}
+    base = {s: boost_base(task, df, history, tables["train"]) for s, df in frames.items()}
     featurised = time.perf_counter()
+    booster = train_trees(task, X["train"], y["train"], base["train"], seed,
+                          valid=(X["val"], y["val"], base["val"]))
+    fit = TreeFit(task, booster, frames, X, base)
+    log.info("LightGBM: %.1f s (features %.1f s, fit %.1f s); %d trees, %d train rows x "
+             "%d features", time.perf_counter() - start, featurised - start,
+             time.perf_counter() - featurised, fit.rounds, len(train), X["train"].shape[1])
+    return fit
+
+
+def boost_base(task: Task, df: pd.DataFrame, history: pd.DataFrame,
+               train: pd.DataFrame) -> np.ndarray | None:
+    """Regression boosts from the last label (the train mean where there is none);
+    classification from LightGBM's own start (None)."""
+    if task.kind != "regression":
+        return None
+    return last_label(task, df, history, train_prior(task, train))
+
+
+def train_trees(task: Task, X: pd.DataFrame, y: np.ndarray, base: np.ndarray | None,
+                seed: int, valid: tuple | None = None, rounds: int = ROUNDS):
+    """A LightGBM booster with the task's objective; early-stopped on ``valid`` ``(X, y,
+    base)`` if given, else ``rounds`` trees."""
+    import lightgbm
 
     params = dict(PARAMS, seed=seed, num_threads=threads())
     if task.kind == "regression":
@@ -77,22 +137,31 @@ def lightgbm_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                          f"not {task.kind}")
     if metric := STOPPING_METRIC.get(monitor(task)):
         params["metric"] = metric
-    train_set = lightgbm.Dataset(X["train"], y["train"], init_score=base["train"])
-    val_set = lightgbm.Dataset(X["val"], y["val"], reference=train_set, init_score=base["val"])
-    model = lightgbm.train(params, train_set, num_boost_round=ROUNDS, valid_sets=[val_set],
-                           callbacks=[lightgbm.early_stopping(PATIENCE, first_metric_only=True,
-                                                              verbose=False)])
+    train_set = lightgbm.Dataset(X, y, init_score=base)
+    if valid is None:
+        return lightgbm.train(params, train_set, num_boost_round=rounds)
+    val_set = lightgbm.Dataset(valid[0], valid[1], reference=train_set, init_score=valid[2])
+    return lightgbm.train(params, train_set, num_boost_round=rounds, valid_sets=[val_set],
+                          callbacks=[lightgbm.early_stopping(PATIENCE, first_metric_only=True,
+                                                             verbose=False)])
 
-    out = {}
-    for s in ("val", "test"):
-        # Values, the positive-class probability or class probabilities (N, num_classes).
-        pred = model.predict(X[s], num_iteration=model.best_iteration)
-        out[s] = score(task, pred if base[s] is None else pred + base[s], frames[s])
-    end = time.perf_counter()
-    log.info("LightGBM baseline: %.1f s (features %.1f s, fit and predict %.1f s); %d trees, "
-             "%d train rows x %d features", end - start, featurised - start, end - featurised,
-             model.best_iteration, len(train), X["train"].shape[1])
-    return {"LightGBM": out}
+
+def raw_scores(task: Task, booster, X: pd.DataFrame, base: np.ndarray | None,
+               rounds: int) -> np.ndarray:
+    """The booster's raw scores (plus ``base``: the regression start it boosted from)."""
+    raw = booster.predict(X, num_iteration=rounds, raw_score=True)
+    return raw if base is None else raw + base
+
+
+def to_prediction(task: Task, raw: np.ndarray) -> np.ndarray:
+    """Raw scores as the task's metrics take them: values, the positive-class probability,
+    or class probabilities ``(N, C)``."""
+    if task.kind == "binary_classification":
+        return 1.0 / (1.0 + np.exp(-raw))
+    if task.kind == "multiclass_classification":
+        e = np.exp(raw - raw.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    return raw
 
 
 def threads() -> int:

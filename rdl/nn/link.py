@@ -1,6 +1,7 @@
 """Link-prediction models: rank ``dst_table`` rows for each ``src_table`` seed.
 
-Three families, all on the :class:`~rdl.nn.model.RelGNN` backbone:
+Three families on the :class:`~rdl.nn.model.RelGNN` backbone, and one on the graph
+transformer:
 
 - :class:`TwoTower`: the seed's subgraph embedding against each candidate's own subgraph
   embedding (plus an optional shallow embedding of the candidate), a dot product.
@@ -18,6 +19,7 @@ from torch import Tensor
 from torch_geometric.nn import MLP
 
 from rdl.nn.model import NODE_NORM, RelGNN
+from rdl.nn.transformer import RelGraphTransformer
 
 
 class IDGNN(torch.nn.Module):
@@ -156,3 +158,63 @@ class TwoTower(torch.nn.Module):
         if self.dst_emb is not None:
             dst = dst + self.dst_emb(dst_id)
         return src, dst
+
+
+class ContextGT(RelGraphTransformer):
+    """:class:`ContextGNN`'s hybrid on the graph transformer: the seed's neighbourhood as
+    token sets (:class:`~rdl.nn.transformer.RelGraphTransformer`); the ``dst_table``
+    tokens, which have attended to the seed's, get pair-wise scores, every other candidate
+    the seed token's embedding against a shallow embedding of it; one ranking.
+
+    Args:
+        src_table, dst_table: the seed and the candidate node types; ``budgets`` must give
+            ``dst_table`` tokens.
+        num_dst_nodes: rows of ``dst_table``.
+        channels, head_layers: width, and MLP layers of the seed and pair-wise heads.
+        **kwargs: the other :class:`~rdl.nn.transformer.RelGraphTransformer` arguments.
+
+    ``forward`` returns ``(pair [B, K_dst], seed [B, C])``; :meth:`scores` turns them into
+    ``[B, num_dst]``.
+    """
+
+    def __init__(self, src_table: str, dst_table: str, num_dst_nodes: int, budgets: dict | int,
+                 col_names: dict, col_stats: dict, time_types: list[str], channels: int = 128,
+                 head_layers: int = 1, **kwargs):
+        super().__init__(src_table, budgets, col_names, col_stats, time_types,
+                         out_channels=channels, channels=channels, head_layers=head_layers,
+                         **kwargs)
+        if dst_table not in self.budgets:
+            raise ValueError(f"model.budgets needs tokens of the candidate type {dst_table!r}")
+        self.src_table, self.dst_table = src_table, dst_table
+        self.pair_head = MLP(channels, out_channels=1, num_layers=head_layers,
+                             norm="layer_norm", norm_kwargs=NODE_NORM)
+        self.dst_emb = torch.nn.Embedding(num_dst_nodes, channels)
+        self.dst_bias = torch.nn.Embedding(num_dst_nodes, 1)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        super().reset_parameters()
+        if hasattr(self, "pair_head"):  # the parent's constructor calls this first
+            self.pair_head.reset_parameters()
+            torch.nn.init.normal_(self.dst_emb.weight, std=0.1)
+            torch.nn.init.zeros_(self.dst_bias.weight)
+
+    def forward(self, tf_dict, row_dict, mask_dict, hop_dict, deg_dict, time_dict, seed_time,
+                seed_x=None) -> tuple[Tensor, Tensor]:
+        x, seed = self.encode(tf_dict, row_dict, mask_dict, hop_dict, deg_dict, time_dict,
+                              seed_time, seed_x)
+        pair = self.pair_head(x[:, self.slot(self.dst_table)]).squeeze(-1)
+        return pair, self.head(seed)
+
+    def scores(self, pair: Tensor, seed: Tensor, dst_id: Tensor, dst_mask: Tensor) -> Tensor:
+        """``[B, num_dst]`` logits: two-tower everywhere, pair-wise for each seed's real
+        ``dst_table`` tokens (``dst_id``, ``dst_mask`` ``[B, K_dst]``: their rows, and
+        which are real; a seed's tokens are distinct rows)."""
+        num_dst = self.dst_emb.num_embeddings
+        out = seed @ self.dst_emb.weight.t() + self.dst_bias.weight.t()
+        # Pad slots write to an extra column, dropped after: no boolean indexing (a shape
+        # that depends on the data), and no two writes to one real cell.
+        out = torch.cat([out, out.new_zeros(out.size(0), 1)], 1)
+        seeds = torch.arange(out.size(0), device=out.device).unsqueeze(1).expand_as(dst_id)
+        cols = torch.where(dst_mask, dst_id, num_dst)
+        return out.index_put((seeds, cols), pair)[:, :num_dst]

@@ -144,6 +144,16 @@ class RelGraphTransformer(torch.nn.Module):
         row in it, whether it is real, its hop and degree; ``time_dict[t] [B, K_t]`` its
         time in seconds (timed types); ``seed_time [B]``; ``seed_x [B, F]``. Returns
         ``[B, out_channels]``."""
+        _, seed = self.encode(tf_dict, row_dict, mask_dict, hop_dict, deg_dict, time_dict,
+                              seed_time, seed_x)
+        return self.head(seed)
+
+    def encode(self, tf_dict: dict, row_dict: dict, mask_dict: dict, hop_dict: dict,
+               deg_dict: dict, time_dict: dict, seed_time: Tensor,
+               seed_x: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """The tokens after the transformer layers, ``[B, sum K_t, C]`` in the order of
+        :attr:`types` (:meth:`slot` finds a type's), and the seed's embedding ``[B, C]``
+        after the global attention (inputs: :meth:`forward`)."""
         x_dict = self.encoder(tf_dict)
         tokens, masks = [], []
         for i, t in enumerate(self.types):
@@ -163,9 +173,19 @@ class RelGraphTransformer(torch.nn.Module):
             x = torch.cat([x[:, :1] + self.seed_encoder(seed_x).unsqueeze(1), x[:, 1:]], 1)
         for layer in self.layers:
             x = layer(x, mask)
-        seed = self.norm(x[:, 0])
+        x = self.norm(x)
+        seed = x[:, 0]
         if self.centroids is not None:  # global attention: the seed reads the centroids
             seed = seed + F.scaled_dot_product_attention(
                 seed[:, None, None, :], self.centroids[None, None], self.centroids[None, None]
             )[:, 0, 0]
-        return self.head(seed)
+        return x, seed
+
+    def slot(self, node_type: str) -> slice:
+        """Where the tokens of ``node_type`` are among :meth:`encode`'s."""
+        start = 0
+        for t in self.types:
+            if t == node_type:
+                return slice(start, start + self.budgets[t])
+            start += self.budgets[t]
+        raise KeyError(f"no token budget for node type {node_type!r}")

@@ -5,6 +5,7 @@ import copy
 import logging
 import os
 
+import numpy as np
 import pandas as pd
 import pytorch_lightning as pl
 import torch
@@ -28,22 +29,23 @@ log = logging.getLogger(__name__)
 
 class AttachTarget:
     """Loader transform: the labels of a batch's seeds, looked up by their row in the table,
-    and, optional, each seed's last visible label as ``base`` (``last``) and its seed
+    and, optional, what the model's output starts from as ``base`` (the seed's last
+    visible label, or its tree prior: :meth:`RelDataModule.base`) and its seed
     features as ``seed_x`` (``feats``, :mod:`~rdl.training.seed_features`).
 
     Labels cannot live on the graph: one entity is a seed at many times with other labels.
     """
 
-    def __init__(self, entity_table: str, target: Tensor, last: Tensor | None = None,
+    def __init__(self, entity_table: str, target: Tensor, base: Tensor | None = None,
                  feats: Tensor | None = None):
         self.entity_table = entity_table
-        self.target, self.last, self.feats = target, last, feats
+        self.target, self.base, self.feats = target, base, feats
 
     def __call__(self, batch):
         store = batch[self.entity_table]
         store.y = self.target[store.input_id]
-        if self.last is not None:
-            store.base = self.last[store.input_id]
+        if self.base is not None:
+            store.base = self.base[store.input_id]
         if self.feats is not None:
             store.seed_x = self.feats[store.input_id]
         return batch
@@ -111,6 +113,9 @@ class RelDataModule(pl.LightningDataModule):
         seed_features: node tasks: each seed's aggregated past (its label history, counts
             and sums of its child rows over recent windows; see
             :mod:`~rdl.training.seed_features`) as a vector the model adds to the seed.
+        tree_prior: node tasks: the model's output is a correction to LightGBM's
+            prediction, which is also a seed feature (:mod:`~rdl.training.tree_prior`,
+            leak-free by forward chaining); ``tree_blocks`` train blocks for it.
         bidirectional: sampled edges carry messages both ways (see
             :class:`~rdl.graph.transforms.Bidirectional`); ID-GNN needs it.
         triplets: link tasks: train on (seed, true row, random row) triplets, each with its
@@ -124,7 +129,7 @@ class RelDataModule(pl.LightningDataModule):
     def __init__(self, db: Database, task: Task, batch_size: int = 512,
                  num_neighbors: list[int] = (128, 64), strategy: str = "uniform",
                  strict: bool = False, label_history: bool = True, seed_features: bool = True,
-                 bidirectional: bool = False,
+                 tree_prior: bool = False, tree_blocks: int = 4, bidirectional: bool = False,
                  triplets: bool = False, stypes: dict | None = None, text_embedder=None,
                  num_workers: int = 0, cache_dir: str | None = None,
                  eval_batch_size: int | None = None, seed: int = 0):
@@ -138,6 +143,11 @@ class RelDataModule(pl.LightningDataModule):
         self.label_history = label_history and task.kind != "link_prediction"
         self.use_seed_features = seed_features and task.kind != "link_prediction"
         self.seed_x, self.seed_feature_names = None, []
+        self.use_tree_prior = tree_prior and task.kind != "link_prediction"
+        self.tree_blocks = tree_blocks
+        #: with the tree prior: the LightGBM baseline it comes from, and per split each
+        #: seed's raw prior (NaN: none)
+        self.tree_fit, self.prior = None, None
         self.stypes, self.text_embedder = stypes, text_embedder
         self.num_workers = num_workers
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
@@ -163,10 +173,13 @@ class RelDataModule(pl.LightningDataModule):
         # evaluated on can leak into its inputs (the sampler filters by seed time too).
         graph_db, stypes = self.db.upto(task.test_time), dict(self.stypes or {})
         self.history = None if task.kind == "link_prediction" else task.history(self.tables)
+        rest = None
+        if self.use_tree_prior:
+            rest = self._fit_prior(graph_db)
         if self.use_seed_features:
             from rdl.training.seed_features import seed_features
             self.seed_x, self.seed_feature_names = seed_features(
-                task, graph_db, self.tables, self.history, self.strict)
+                task, graph_db, self.tables, self.history, self.strict, features=rest)
             log.info("seed features: %d columns", len(self.seed_feature_names))
         if self.label_history:
             if HISTORY in self.db.tables:
@@ -186,6 +199,27 @@ class RelDataModule(pl.LightningDataModule):
         # One index for all loaders; evaluation draws from its own seeded stream.
         self.sampler = TemporalSampler(self.data, self.num_neighbors, strategy=self.strategy,
                                        strict=self.strict, inclusive=(HISTORY,))
+
+    def _fit_prior(self, graph_db: Database) -> dict[str, pd.DataFrame]:
+        """Fits the tree prior; returns the splits' feature tables without the entity's own
+        columns and with the prior's columns (the seed features)."""
+        from rdl.baselines.features import entity_features, with_own
+        from rdl.baselines.trees import fit_lightgbm
+        from rdl.training.tree_prior import tree_prior
+
+        task = self.task
+        rest = {s: entity_features(task, graph_db, df, self.history, self.strict, own=False)
+                for s, df in self.tables.items()}
+        full = {s: with_own(task, graph_db, self.tables[s], rest[s]) for s in rest}
+        self.tree_fit = fit_lightgbm(task, graph_db, self.tables, self.history, self.strict,
+                                     self.seed, features=full)
+        self.prior = tree_prior(self.tree_fit, self.tables, full, self.history,
+                                self.tree_blocks, self.seed)
+        for s, df in rest.items():
+            p = self.prior[s].reshape(len(df), -1)
+            cols = ["prior"] if p.shape[1] == 1 else [f"prior.class_{j}" for j in range(p.shape[1])]
+            rest[s] = df.assign(**{c: p[:, j] for j, c in enumerate(cols)})
+        return rest
 
     # -- what the model needs to know ----------------------------------------------------
     def train_targets(self) -> Tensor:
@@ -229,26 +263,39 @@ class RelDataModule(pl.LightningDataModule):
             ptr, idx = self.link_lists(df)
             attach = AttachLinkTarget(task.entity_table, task.target_table, ptr, idx,
                                       self.data[task.target_table].num_nodes)
+            if self.token_budgets:
+                return self._transforms(attach, self._token_set(split))
         else:
             feats = None if self.seed_x is None else self.seed_x[split]
-            attach = AttachTarget(task.entity_table, self._target(df), self.last_label(split),
-                                  feats)
+            attach = AttachTarget(task.entity_table, self._target(df), self.base(split), feats)
             if self.token_budgets:
-                pad_to = self.split_batch_size(split) if self.static_tokens else None
-                return self._transforms(attach, TokenSet(task.entity_table, self.token_budgets,
-                                                         pad_to))
+                return self._transforms(attach, self._token_set(split))
         return self._transforms(attach)
 
-    def last_label(self, split: str) -> Tensor | None:
-        """Regression with label history: each seed's last label whose window has closed by
-        its time (NaN if none), which the model predicts the change from (see
-        :class:`~rdl.training.module.NodeTaskModule`); else None."""
-        if not (self.label_history and self.task.kind == "regression"):
-            return None
-        from rdl.baselines.history import visible_labels
+    def _token_set(self, split: str) -> TokenSet:
+        pad_to = self.split_batch_size(split) if self.static_tokens else None
+        return TokenSet(self.task.entity_table, self.token_budgets, pad_to)
+
+    def base(self, split: str) -> Tensor | None:
+        """What the model's output starts from (see
+        :class:`~rdl.training.module.NodeTaskModule`), or None: with the tree prior, each
+        seed's prior (where it has none: its last label for regression, the train rate's
+        logit for classification); else, for regression with label history, each seed's
+        last label whose window has closed by its time (NaN if none)."""
         task = self.task
-        last = visible_labels(task, self.tables[split], self.history, ks=())["last"]
-        return torch.from_numpy(last[:, 0]).float()
+        last = None
+        if self.label_history and task.kind == "regression":
+            from rdl.baselines.history import visible_labels
+            last = visible_labels(task, self.tables[split], self.history, ks=())["last"][:, 0]
+        if self.prior is None:
+            return None if last is None else torch.from_numpy(last).float()
+        prior = self.prior[split]
+        if task.kind == "regression":
+            fill = np.full(len(prior), np.nan) if last is None else last
+        else:
+            from rdl.training.tree_prior import fallback
+            fill = np.broadcast_to(fallback(task, self.tables["train"]), prior.shape)
+        return torch.from_numpy(np.where(np.isnan(prior), fill, prior)).float()
 
     def split_batch_size(self, split: str) -> int:
         """Seeds per batch of a split's loader (static token sets are padded to it)."""

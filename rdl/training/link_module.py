@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import MetricCollection
 
-from rdl.nn.link import IDGNN, ContextGNN, TwoTower
+from rdl.nn.link import IDGNN, ContextGNN, ContextGT, TwoTower
 from rdl.training.compile import PAD
 from rdl.training.module import TaskModule
 
@@ -26,8 +26,8 @@ def listwise_loss(scores: Tensor, pos: Tensor) -> Tensor:
 
 
 class LinkTaskModule(TaskModule):
-    """Trains an :class:`~rdl.nn.link.IDGNN`, :class:`~rdl.nn.link.ContextGNN` or
-    :class:`~rdl.nn.link.TwoTower` on a link task.
+    """Trains an :class:`~rdl.nn.link.IDGNN`, :class:`~rdl.nn.link.ContextGNN`,
+    :class:`~rdl.nn.link.ContextGT` or :class:`~rdl.nn.link.TwoTower` on a link task.
 
     Args:
         num_dst_nodes: rows of the task's target table.
@@ -38,10 +38,10 @@ class LinkTaskModule(TaskModule):
         super().__init__(model, task, *args, **kwargs)
         self.dst = task.target_table
         self.num_dst, self.k = num_dst_nodes, task.eval_k
-        if not isinstance(model, (IDGNN, ContextGNN, TwoTower)):
+        if not isinstance(model, (IDGNN, ContextGNN, ContextGT, TwoTower)):
             raise TypeError(f"task {task.name!r} is link prediction; model "
                             f"{type(model).__name__} is not a link model (model=idgnn, "
-                            "contextgnn or two-tower)")
+                            "contextgnn, context-transformer or two-tower)")
 
     def scores(self, batch) -> Tensor:
         """``[B, num_dst]`` logits of every ``dst`` row for each seed of the batch."""
@@ -50,6 +50,9 @@ class LinkTaskModule(TaskModule):
         if isinstance(self.model, ContextGNN):
             pair, seed = self(batch)
             return self.model.scores(pair[:N], seed, dst.batch, dst.n_id)
+        if isinstance(self.model, ContextGT):
+            pair, seed = self(batch)
+            return self.model.scores(pair, seed, dst.tok_id[:B], dst.tok_mask[:B])
         if isinstance(self.model, IDGNN):
             out = torch.full((B, self.num_dst), float("-inf"), device=self.device)
             return out.index_put((dst.batch, dst.n_id), self(batch)[:N])

@@ -96,7 +96,8 @@ class TaskModule(pl.LightningModule):
         if getattr(self.model, "takes_tokens", False):
             # Token sets padded to a static batch size: the pad seeds' outputs are dropped
             # (a slice by a size the host knows, no sync).
-            out = out[:batch[self.entity].seed_time.size(0)]
+            n = batch[self.entity].seed_time.size(0)
+            out = tuple(o[:n] for o in out) if isinstance(out, tuple) else out[:n]
         return out
 
     def on_validation_epoch_end(self):
@@ -183,9 +184,14 @@ class NodeTaskModule(TaskModule):
         return self.from_base(out, batch[self.entity].get("base"))
 
     def from_base(self, out: Tensor, base: Tensor | None) -> Tensor:
-        """Regression: the model's output ``out`` as the change from each seed's last
-        visible label ``base`` (NaN: none, the change from the median), in asinh space."""
-        if base is None or self.target_stats is None:
+        """The model's output ``out`` as the change from ``base``: for regression each
+        seed's last visible label or tree prior (NaN: none, the change from the median), in
+        asinh space; for classification a prior logit (class scores)."""
+        if base is None:
+            return out
+        if self.task.kind != "regression":
+            return out + base
+        if self.target_stats is None:
             return out
         return out + torch.nan_to_num(self.to_space(base), nan=0.0)
 

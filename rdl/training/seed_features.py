@@ -28,13 +28,17 @@ from rdl.tasks import Task
 
 
 def seed_features(task: Task, db: Database, tables: dict[str, pd.DataFrame],
-                  history: pd.DataFrame,
-                  strict: bool = False) -> tuple[dict[str, Tensor], list[str]]:
+                  history: pd.DataFrame, strict: bool = False,
+                  features: dict[str, pd.DataFrame] | None = None
+                  ) -> tuple[dict[str, Tensor], list[str]]:
     """Per split, a ``[len(tables[split]), F]`` float tensor of the rows' seed features, and
     the ``F`` column names. ``db`` must hold no row from after the test time (the
-    graph's view of it); ``history``: :meth:`Task.history` of ``tables``."""
-    raw = {s: numeric(entity_features(task, db, df, history, strict, own=False))
-           for s, df in tables.items()}
+    graph's view of it); ``history``: :meth:`Task.history` of ``tables``; ``features``:
+    the splits' feature tables without the entity's own columns, if already computed."""
+    if features is None:
+        features = {s: entity_features(task, db, df, history, strict, own=False)
+                    for s, df in tables.items()}
+    raw = {s: numeric(df) for s, df in features.items()}
     train = raw["train"]
     cols = list(train.columns)
     x = train.to_numpy(dtype=np.float64)

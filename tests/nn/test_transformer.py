@@ -1,10 +1,12 @@
 """The relational graph transformer: pad tokens and other seeds change no output, bad
-budgets fail clearly."""
+budgets fail clearly; its link variant scores candidate tokens pair-wise."""
 import pytest
 import torch
 
-from rdl.nn import RelGraphTransformer
+from rdl.nn import ContextGT, RelGraphTransformer
+from rdl.tasks import Task
 from rdl.training.datamodule import RelDataModule
+from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
 from tests.training.test_label_history import make_task, random_db
 
@@ -109,3 +111,37 @@ def test_static_token_batches_give_the_dynamic_outputs(setup):
     dyn, sta = torch.cat(outs[False]), torch.cat(outs[True])
     assert sta.shape == dyn.shape == (n,)                            # pad seeds dropped
     torch.testing.assert_close(sta, dyn, rtol=1e-4, atol=1e-5)
+
+
+def test_context_transformer_scores_its_candidate_tokens_pairwise_and_the_rest_by_embedding():
+    task = Task(name="user-item-purchase", sql="hm/user-item-purchase.sql",
+                kind="link_prediction", entity_table="customer", entity_col="customer_id",
+                target_table="article", target_col="article_id", window="7d",
+                val_timestamp="2020-02-26", test_timestamp="2020-03-04", eval_k=4)
+    dm = RelDataModule(random_db(), task, batch_size=8, num_neighbors=[6, 3], cache_dir=False)
+    dm.setup()
+    torch.manual_seed(0)
+    model = ContextGT(budgets={"customer": 1, "transactions": 4, "article": 3}, channels=16,
+                      encoder_layers=1, heads=2, num_centroids=4, **dm.model_kwargs()).eval()
+    dm.token_budgets = model.budgets
+    module = LinkTaskModule(model, task, optimizer=torch.optim.Adam, compile=False,
+                            num_dst_nodes=dm.model_kwargs()["num_dst_nodes"])
+    batch = next(iter(dm.loader("val", shuffle=False)))
+    store = batch["article"]
+    with torch.no_grad():
+        got = module.scores(batch)
+        pair, seed = module(batch)
+    two = seed @ model.dst_emb.weight.t() + model.dst_bias.weight.t()
+    B, K = store.tok_id.shape
+    assert got.shape == (B, model.dst_emb.num_embeddings) and pair.shape == (B, K)
+    mask = store.tok_mask
+    assert mask.any() and not mask.all()  # real candidate tokens and pad slots both
+    want = two.clone()
+    for b in range(B):
+        for j in range(K):
+            if mask[b, j]:
+                want[b, store.tok_id[b, j]] = pair[b, j]
+    torch.testing.assert_close(got, want)
+    # the pair-wise scores are not the two-tower ones they replace
+    real = got[mask.nonzero()[:, 0], store.tok_id[mask]]
+    assert not torch.allclose(real, two[mask.nonzero()[:, 0], store.tok_id[mask]])

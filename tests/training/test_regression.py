@@ -77,7 +77,7 @@ def test_datamodule_attaches_the_last_visible_label():
     hist = task.history(dm.tables)
     for split in ("train", "test"):
         df = dm.tables[split]
-        last = dm.last_label(split)
+        last = dm.base(split)
         # brute force: the label of the latest earlier seed time whose window has closed
         for i in np.random.default_rng(0).choice(len(df), min(40, len(df)), replace=False):
             row = df.iloc[i]
@@ -87,5 +87,5 @@ def test_datamodule_attaches_the_last_visible_label():
             assert last[i].item() == pytest.approx(want, nan_ok=True)
         b = next(iter(dm.loader(split, shuffle=False)))
         torch.testing.assert_close(b["article"].base, last[b["article"].input_id], equal_nan=True)
-    assert datamodule(task, label_history=False).last_label("train") is None
-    assert datamodule(make_task("user-churn")).last_label("train") is None  # regression only
+    assert datamodule(task, label_history=False).base("train") is None
+    assert datamodule(make_task("user-churn")).base("train") is None  # regression only

@@ -1,0 +1,80 @@
+"""Tree prior: the model starts from a boosted tree's prediction and learns what it misses.
+
+A relational model and gradient-boosted trees on the entity's aggregated past see much the
+same signal, and on a table of aggregates trees are hard to beat. With ``data.tree_prior``
+the node model's output is a correction to LightGBM's prediction for each seed (its value
+for regression, its logit for classification), and the prediction is also one of the
+seed's features: the graph model adds what the trees do not see, in the way boosting adds
+a learner to the ones before it (BGNN, Ivanov and Prokhorenkova, 2021, fit trees and a GNN
+to each other's residuals).
+
+The prior of a seed at time ``s`` uses no label from after ``s``. Val and test seeds get
+the trees fitted on the train split (the LightGBM baseline itself; its train labels all
+closed before the val time). Train seeds get trees fitted on earlier train labels only,
+*forward chaining*: the train seed times are cut into ``blocks`` consecutive blocks, and
+block ``b``'s seeds get trees fitted on the labels whose windows closed by the block's
+first seed time, with the number of trees of the baseline. The first block has no earlier
+labels: its prior is missing (NaN), and the model falls back to the last label
+(regression) or the train rate (classification) there.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+
+from rdl.baselines.scoring import train_prior
+from rdl.baselines.trees import (MAX_TRAIN_ROWS, TreeFit, _lightgbm_names, raw_scores,
+                                 train_trees)
+from rdl.tasks import Task
+
+log = logging.getLogger(__name__)
+
+
+def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, pd.DataFrame],
+               history: pd.DataFrame, blocks: int = 4, seed: int = 0) -> dict[str, np.ndarray]:
+    """Per split, the raw prior of each row of ``tables[split]``: ``[N]`` values or logits,
+    or ``[N, C]`` class scores; NaN where there is none (the first train block).
+    ``fit``: the LightGBM baseline (:func:`~rdl.baselines.trees.fit_lightgbm`) fitted on
+    ``features``, the feature tables of the whole splits."""
+    from rdl.baselines.trees import boost_base
+
+    task = fit.task
+    start = time.perf_counter()
+    out = {s: fit.raw(s) for s in ("val", "test")}  # the baseline's (all val and test rows)
+    train = tables["train"]
+    X = _lightgbm_names(features["train"])
+    y = train[task.target_col].to_numpy(dtype=np.float64)
+    prior = np.full((len(train),) + out["val"].shape[1:], np.nan)
+    seed_time = train["timestamp"].to_numpy().astype("datetime64[ns]")
+    times = np.unique(seed_time)
+    cuts = [c[0] for c in np.array_split(times, min(blocks, len(times))) if len(c)]
+    closed = seed_time + np.timedelta64(task.delta)  # when each train label becomes visible
+    for lo, hi in zip(cuts[1:], cuts[2:] + [None]):
+        rows = seed_time >= lo if hi is None else (seed_time >= lo) & (seed_time < hi)
+        known = np.flatnonzero(closed <= lo)
+        if len(known) == 0 or not rows.any():
+            continue
+        if len(known) > MAX_TRAIN_ROWS:
+            known = np.sort(np.random.default_rng(seed).choice(known, MAX_TRAIN_ROWS, False))
+        # Regression boosts from the last label, or where there is none the mean of the
+        # labels known by ``lo`` (not of all train labels: that would read later ones).
+        base = boost_base(task, train, history, train.iloc[known])
+        booster = train_trees(task, X.iloc[known], y[known],
+                              None if base is None else base[known], seed, rounds=fit.rounds)
+        prior[rows] = raw_scores(task, booster, X[rows], None if base is None else base[rows],
+                                 fit.rounds)
+    out["train"] = prior
+    log.info("tree prior: %.1f s, %d train blocks, %.0f%% of train seeds with a prior",
+             time.perf_counter() - start, len(cuts) - 1,
+             100 * (~np.isnan(prior.reshape(len(prior), -1)[:, 0])).mean() if len(prior) else 0)
+    return out
+
+
+def fallback(task: Task, train: pd.DataFrame) -> np.ndarray:
+    """The prior where trees have none: classification's train rate as a logit (class
+    frequencies as log-probabilities); regression falls back to the last label instead."""
+    p = np.clip(np.atleast_1d(train_prior(task, train)), 1e-6, 1 - 1e-6)
+    return np.log(p / (1 - p)) if task.kind == "binary_classification" else np.log(p)

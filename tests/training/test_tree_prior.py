@@ -1,0 +1,80 @@
+"""The tree prior (``data.tree_prior``): train seeds get trees fitted only on labels whose
+windows closed by their block's first seed time, val and test the LightGBM baseline's
+predictions; the model starts as that prior exactly."""
+import numpy as np
+import pytest
+import torch
+
+from rdl.baselines.features import entity_features
+from rdl.baselines.trees import fit_lightgbm, to_prediction
+from rdl.train import build
+from rdl.training.tree_prior import tree_prior
+from tests.baselines.shop import make_task
+from tests.baselines.test_trees import problem
+
+KINDS = ["regression", "binary_classification", "multiclass_classification"]
+
+
+def prior_of(task, db, tables, fit=None):
+    history = task.history(tables)
+    view = db.upto(task.test_time)
+    full = {s: entity_features(task, view, df, history) for s, df in tables.items()}
+    fit = fit or fit_lightgbm(task, db, tables, history, features=full)
+    return fit, tree_prior(fit, tables, full, history, blocks=4)
+
+
+def perturb(kind, y, rng):
+    if kind == "regression":
+        return y + rng.normal(0, 5.0, len(y))
+    if kind == "binary_classification":
+        return 1 - y
+    return (y + 1) % 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_train_seeds_prior_reads_no_label_from_after_it(kind):
+    task = make_task(kind)
+    db, tables = problem(kind)
+    fit, prior = prior_of(task, db, tables)
+    for s in ("val", "test"):  # the baseline's own predictions
+        np.testing.assert_allclose(prior[s], fit.raw(s))
+    train = tables["train"]
+    seed = train["timestamp"]
+    times = np.sort(seed.unique())
+    missing = np.isnan(prior["train"].reshape(len(train), -1)).all(axis=1)
+    # The first of 4 blocks of seed times has no earlier closed label; the rest have a
+    # prior everywhere.
+    first = np.array_split(times, 4)[0]
+    assert 0 < len(first) < len(times) and (missing == seed.isin(first).to_numpy()).all()
+    # Every label whose window closes after ``cut`` rewritten: the prior of every seed at or
+    # before ``cut`` is the same; later seeds' priors change.
+    cut = times[len(times) // 2]
+    late = (seed + task.delta > cut).to_numpy()
+    y = train["y"].to_numpy()
+    changed = dict(tables, train=train.assign(
+        y=np.where(late, perturb(kind, y, np.random.default_rng(1)), y)))
+    _, again = prior_of(task, db, changed, fit=fit)  # the same number of trees
+    early = (seed <= cut).to_numpy()
+    np.testing.assert_array_equal(again["train"][early], prior["train"][early])
+    assert not np.allclose(again["train"][~early], prior["train"][~early])
+
+
+@pytest.mark.parametrize("task_name", ["user-churn", "item-sales"])
+def test_the_model_starts_as_the_tree_prior(tiny_cfg, task_name):
+    cfg = tiny_cfg(f"task={task_name}", "data.tree_prior=true", "compile.enabled=false")
+    task, dm, module = build(cfg)
+    module.eval()
+    batch = next(iter(dm.loader("val", shuffle=False)))
+    rows = batch[task.entity_table].input_id
+    with torch.no_grad():
+        got = module.predict_value(module(batch))
+    want = to_prediction(task, dm.tree_fit.raw("val"))[rows.numpy()]
+    if task.kind == "regression":  # clamped to the train targets' range
+        low, high = module.target_stats[2:].tolist()
+        want = np.clip(want, low, high)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-6)
+    # The prior is a seed feature too, and the train seeds of the first block fall back.
+    assert "prior" in dm.seed_feature_names
+    base = dm.base("train").numpy()
+    first = np.isnan(dm.prior["train"])
+    assert first.any() and not np.isnan(base[first & ~np.isnan(base)]).any()
