@@ -1,8 +1,9 @@
 """Issue-level acceptance on the default synthetic data (slow: about 20 minutes on 2 cores).
 
 The default configs must beat the entity-row-only model (0 message-passing layers, no
-seed features), the constant baselines and the label-history baselines (last label, label
-mean; LightGBM is not yet beaten, docs/results.md); these runs measure it.
+seed features, no tree prior), the constant baselines and the label-history baselines
+(last label, label mean), and on item-sales LightGBM too (on user-churn it is not yet
+beaten on test, docs/results.md); these runs measure it.
 """
 import json
 
@@ -10,8 +11,8 @@ import pytest
 
 pytestmark = pytest.mark.slow
 #: The entity's own row only: no message passing, no seed features (which aggregate its
-#: child rows and label history by hand).
-ROW_ONLY = ("model.num_layers=0", "data.seed_features=false")
+#: child rows and label history by hand), no tree prior (trees on those aggregates).
+ROW_ONLY = ("model.num_layers=0", "data.seed_features=false", "data.tree_prior=false")
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def test_sales_gnn_beats_zero_and_entity_only(train):
     assert gnn["model"]["test"]["mae"] < gnn["zero"]["test"]["mae"]
     assert gnn["model"]["test"]["mae"] < flat["model"]["test"]["mae"]
     mean = next(k for k in gnn if k.startswith("label mean"))
-    for baseline in ("last label", mean):
+    for baseline in ("last label", mean, "LightGBM"):
         assert gnn["model"]["test"]["mae"] < gnn[baseline]["test"]["mae"]
 
 

@@ -39,7 +39,7 @@ def check_report(out, run_dir, task: str) -> dict:
                                   "user-item-purchase model=idgnn",
                                   "user-item-purchase model=two-tower",
                                   "user-item-purchase model=context-transformer",
-                                  "item-sales data.tree_prior=true"])
+                                  "user-churn data.tree_prior=false"])
 def test_short_training_run(tmp_path, run_train, task):
     out = run_train(tmp_path, *f"task={task}".split(), "compile.enabled=false")
     results = check_report(out, tmp_path, task.split()[0])
