@@ -62,7 +62,7 @@ class TreeFit:
     def raw(self, split: str) -> np.ndarray:
         """Raw scores of a split: values (regression), logits (binary) or class scores
         ``(N, C)`` (multiclass, before the softmax)."""
-        return raw_scores(self.task, self.booster, self.X[split], self.base[split], self.rounds)
+        return raw_scores(self.booster, self.X[split], self.base[split], self.rounds)
 
     def scores(self) -> dict:
         """``{"LightGBM": {split: {metric: value}}}`` for val and test."""
@@ -146,8 +146,7 @@ def train_trees(task: Task, X: pd.DataFrame, y: np.ndarray, base: np.ndarray | N
                                                              verbose=False)])
 
 
-def raw_scores(task: Task, booster, X: pd.DataFrame, base: np.ndarray | None,
-               rounds: int) -> np.ndarray:
+def raw_scores(booster, X: pd.DataFrame, base: np.ndarray | None, rounds: int) -> np.ndarray:
     """The booster's raw scores (plus ``base``: the regression start it boosted from)."""
     raw = booster.predict(X, num_iteration=rounds, raw_score=True)
     return raw if base is None else raw + base
@@ -156,11 +155,12 @@ def raw_scores(task: Task, booster, X: pd.DataFrame, base: np.ndarray | None,
 def to_prediction(task: Task, raw: np.ndarray) -> np.ndarray:
     """Raw scores as the task's metrics take them: values, the positive-class probability,
     or class probabilities ``(N, C)``."""
+    from scipy.special import expit, softmax  # SciPy: a dependency of LightGBM
+
     if task.kind == "binary_classification":
-        return 1.0 / (1.0 + np.exp(-raw))
+        return expit(raw)
     if task.kind == "multiclass_classification":
-        e = np.exp(raw - raw.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        return softmax(raw, axis=1)
     return raw
 
 

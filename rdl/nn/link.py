@@ -203,7 +203,7 @@ class ContextGT(RelGraphTransformer):
                 seed_x=None) -> tuple[Tensor, Tensor]:
         x, seed = self.encode(tf_dict, row_dict, mask_dict, hop_dict, deg_dict, time_dict,
                               seed_time, seed_x)
-        pair = self.pair_head(x[:, self.slot(self.dst_table)]).squeeze(-1)
+        pair = self.pair_head(self.norm(x[:, self.slot(self.dst_table)])).squeeze(-1)
         return pair, self.head(seed)
 
     def scores(self, pair: Tensor, seed: Tensor, dst_id: Tensor, dst_mask: Tensor) -> Tensor:

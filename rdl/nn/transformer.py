@@ -152,7 +152,8 @@ class RelGraphTransformer(torch.nn.Module):
                deg_dict: dict, time_dict: dict, seed_time: Tensor,
                seed_x: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """The tokens after the transformer layers, ``[B, sum K_t, C]`` in the order of
-        :attr:`types` (:meth:`slot` finds a type's), and the seed's embedding ``[B, C]``
+        :attr:`types` (:meth:`slot` finds a type's; not yet through the final :attr:`norm`,
+        which only the tokens read need), and the seed's embedding ``[B, C]``, normed and
         after the global attention (inputs: :meth:`forward`)."""
         x_dict = self.encoder(tf_dict)
         tokens, masks = [], []
@@ -173,8 +174,7 @@ class RelGraphTransformer(torch.nn.Module):
             x = torch.cat([x[:, :1] + self.seed_encoder(seed_x).unsqueeze(1), x[:, 1:]], 1)
         for layer in self.layers:
             x = layer(x, mask)
-        x = self.norm(x)
-        seed = x[:, 0]
+        seed = self.norm(x[:, 0])
         if self.centroids is not None:  # global attention: the seed reads the centroids
             seed = seed + F.scaled_dot_product_attention(
                 seed[:, None, None, :], self.centroids[None, None], self.centroids[None, None]

@@ -26,21 +26,19 @@ import numpy as np
 import pandas as pd
 
 from rdl.baselines.scoring import train_prior
-from rdl.baselines.trees import (MAX_TRAIN_ROWS, TreeFit, _lightgbm_names, raw_scores,
-                                 train_trees)
+from rdl.baselines.trees import (MAX_TRAIN_ROWS, TreeFit, _lightgbm_names, boost_base,
+                                 raw_scores, train_trees)
 from rdl.tasks import Task
 
 log = logging.getLogger(__name__)
 
 
 def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, pd.DataFrame],
-               history: pd.DataFrame, blocks: int = 4, seed: int = 0) -> dict[str, np.ndarray]:
+               history: pd.DataFrame, blocks: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
     """Per split, the raw prior of each row of ``tables[split]``: ``[N]`` values or logits,
     or ``[N, C]`` class scores; NaN where there is none (the first train block).
     ``fit``: the LightGBM baseline (:func:`~rdl.baselines.trees.fit_lightgbm`) fitted on
     ``features``, the feature tables of the whole splits."""
-    from rdl.baselines.trees import boost_base
-
     task = fit.task
     start = time.perf_counter()
     out = {s: fit.raw(s) for s in ("val", "test")}  # the baseline's (all val and test rows)
@@ -64,7 +62,7 @@ def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str
         base = boost_base(task, train, history, train.iloc[known])
         booster = train_trees(task, X.iloc[known], y[known],
                               None if base is None else base[known], seed, rounds=fit.rounds)
-        prior[rows] = raw_scores(task, booster, X[rows], None if base is None else base[rows],
+        prior[rows] = raw_scores(booster, X[rows], None if base is None else base[rows],
                                  fit.rounds)
     out["train"] = prior
     log.info("tree prior: %.1f s, %d train blocks, %.0f%% of train seeds with a prior",

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from rdl.baselines.features import entity_features
+from rdl.baselines.history import visible_labels
 from rdl.baselines.trees import fit_lightgbm, to_prediction
 from rdl.train import build
 from rdl.training.tree_prior import tree_prior
@@ -73,8 +74,16 @@ def test_the_model_starts_as_the_tree_prior(tiny_cfg, task_name):
         low, high = module.target_stats[2:].tolist()
         want = np.clip(want, low, high)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-6)
-    # The prior is a seed feature too, and the train seeds of the first block fall back.
+    # The prior is a seed feature too, and the train seeds of the first block fall back:
+    # regression to the last label, classification to the train rate's logit.
     assert "prior" in dm.seed_feature_names
     base = dm.base("train").numpy()
     first = np.isnan(dm.prior["train"])
-    assert first.any() and not np.isnan(base[first & ~np.isnan(base)]).any()
+    assert first.any() and not np.isnan(dm.prior["train"][~first]).any()
+    np.testing.assert_array_equal(base[~first], dm.prior["train"][~first].astype(np.float32))
+    if task.kind == "regression":
+        last = visible_labels(task, dm.tables["train"], dm.history, ks=())["last"][:, 0]
+        np.testing.assert_array_equal(base[first], last[first].astype(np.float32))
+    else:
+        rate = dm.tables["train"][task.target_col].mean()
+        np.testing.assert_allclose(base[first], np.log(rate / (1 - rate)), rtol=1e-5)
