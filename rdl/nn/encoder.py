@@ -31,8 +31,14 @@ class RobustLinearEncoder(torch_frame.nn.LinearEncoder):
         self.register_buffer("scale", torch.where(scale > 0, scale, self.std))
 
     def encode_forward(self, feat: Tensor, col_names: list[str] | None = None) -> Tensor:
-        x = torch.asinh((feat - self.median) / self.scale)
-        return x.unsqueeze(-1) * self.weight + self.bias
+        x = torch.asinh((feat - self.median) / self.scale).unsqueeze(-1)
+        # A missing value encodes as zeros, as PyTorch Frame's encoders give it, but with
+        # the NaN kept out of the product: ``NaN * weight`` zeroed afterwards still sends
+        # a NaN gradient to the weight, and one missing value made the column's weight
+        # NaN after the first step (the column then encoded as zeros everywhere).
+        missing = torch.isnan(x)
+        out = torch.where(missing, 0.0, x) * self.weight + self.bias
+        return torch.where(missing, 0.0, out)
 
 
 # The stype encoders of each stype PyTorch Frame materialises (text_embedded becomes

@@ -35,6 +35,24 @@ def test_fixed_order_matches_pytorch_frame():
     torch.testing.assert_close(x, x_ref)
 
 
+def test_missing_numbers_encode_as_zeros_and_keep_the_weight_finite():
+    tf, stats = frame()
+    feat = tf.feat_dict[torch_frame.numerical].clone()
+    feat[::3, 0] = float("nan")  # a third of the prices missing
+    enc = STYPE_ENCODERS[torch_frame.numerical](
+        out_channels=8, stats_list=stats_of(stats, tf, torch_frame.numerical),
+        stype=torch_frame.numerical)
+    x = enc(feat)
+    assert torch.isfinite(x).all()
+    assert (x[::3] == 0).all() and (x[1::3] != 0).any()
+    (x ** 2).sum().backward()
+    assert torch.isfinite(enc.weight.grad).all() and enc.weight.grad.abs().sum() > 0
+
+
+def stats_of(stats, tf, stype):
+    return [stats[c] for c in tf.col_names_dict[stype]]
+
+
 def test_table_encoder_traces_as_one_graph():
     tf, stats = frame()
     enc = HeteroEncoder(8, {"t": tf.col_names_dict}, {"t": stats}, num_layers=2).eval()
