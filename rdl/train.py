@@ -19,7 +19,8 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.callbacks import ModelCheckpoint
 
 from rdl import baselines
 from rdl.data.database import DataError
@@ -29,6 +30,8 @@ from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
 
 log = logging.getLogger("rdl.train")
+#: the key of the composed config in a checkpoint's hyper-parameters
+CONFIG_KEY = "rdl_config"
 # Errors that mean "your data or your settings are wrong", not "rdl has a bug".
 USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
 
@@ -91,32 +94,82 @@ def _on_cpu(cfg: DictConfig) -> bool:
 
 def train(cfg: DictConfig) -> dict:
     pl.seed_everything(cfg.seed, workers=True)
+    compiled_before = compile_stats()
+    ckpt_path = checked_resume(cfg)
     task, dm, module = build(cfg)
+    # The composed config travels in every checkpoint: `rdl.predict` rebuilds the run from it.
+    module.save_hyperparameters({CONFIG_KEY: OmegaConf.to_container(cfg, resolve=False)})
     link = task.kind == "link_prediction"
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
+    if ckpt_path:
+        # A resumed run keeps writing to the folder of the checkpoint it resumes from: there
+        # Lightning's ModelCheckpoint takes up its best score so far (in another folder it
+        # would start the best model over).
+        for c in callbacks:
+            if isinstance(c, ModelCheckpoint):
+                c.dirpath = os.path.realpath(Path(ckpt_path).parent)
     logger = instantiate(cfg.logger) if cfg.get("logger") else False
     trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger)
 
-    trainer.fit(module, datamodule=dm)
-    ckpt = "best" if trainer.checkpoint_callback and trainer.checkpoint_callback.best_model_path else None
+    trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)
+    best = [c for c in trainer.checkpoint_callbacks if c.monitor and c.best_model_path]
+    ckpt = best[0].best_model_path if best else None
     val = trainer.validate(module, datamodule=dm, ckpt_path=ckpt, verbose=False)[0]
     test = trainer.test(module, datamodule=dm, ckpt_path=ckpt, verbose=False)[0]
 
     results = {"model": {"val": _strip(val, "val/"), "test": _strip(test, "test/")}}
+    # With limit_val/test_batches (or fast_dev_run) the model saw the first rows of a split
+    # only (evaluation is in table order): the baselines are scored on the same rows.
+    rows = {s: dm.rows_in(s, n) for s, n in (("val", trainer.num_val_batches[0]),
+                                            ("test", trainer.num_test_batches[0]))}
+    rows = {s: n for s, n in rows.items() if n < len(dm.tables[s])}
+    for s, n in rows.items():
+        log.info("%s: model and baselines scored on the first %d of %d rows", s, n,
+                 len(dm.tables[s]))
     if link:
-        results.update(baselines.link_baselines(task, dm.tables))
+        results.update(baselines.link_baselines(task, dm.tables, rows=rows))
     else:
         results.update(baselines.node_baselines(task, dm.db, dm.tables, strict=dm.strict,
-                                                history=dm.history, trees=dm.tree_fit))
+                                                history=dm.history, trees=dm.tree_fit,
+                                                rows=rows))
     if trainer.is_global_zero:
         report(task.name, results, Path(HydraConfig.get().runtime.output_dir),
                percent=("map",) if link else ())
         if module.compile_options.enabled:
-            c = compile_stats()
+            # This job's own: the jobs of a multirun share a process and Dynamo's counters.
+            c = {k: v - compiled_before[k] for k, v in compile_stats().items()}
             print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
                   f"breaks (one graph per mode, train and eval, is expected; compile.log=true "
                   "says why each happened)")
     return results
+
+
+def checked_resume(cfg: DictConfig) -> str | None:
+    """``cfg.ckpt_path`` if it names a checkpoint of this task, before any heavy work."""
+    path = cfg.get("ckpt_path")
+    if path is None:
+        return None
+    saved = load_config(path)
+    if saved["task"]["name"] != cfg.task.name:
+        raise ValueError(f"ckpt_path {path}: a checkpoint of task {saved['task']['name']!r}, "
+                         f"not of {cfg.task.name!r}")
+    return str(path)
+
+
+def load_config(path) -> dict:
+    """The config a checkpoint was trained with (written by :func:`train`); a clear error
+    if ``path`` is no file, no checkpoint, or not one of rdl's."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"ckpt_path {path}: no such file")
+    try:
+        ckpt = torch.load(p, map_location="cpu", weights_only=False)
+    except Exception as e:  # a truncated or foreign file: torch's own message says why
+        raise ValueError(f"ckpt_path {path}: not a readable checkpoint ({e})") from None
+    config = (ckpt.get("hyper_parameters") or {}).get(CONFIG_KEY) if isinstance(ckpt, dict) else None
+    if config is None:
+        raise ValueError(f"ckpt_path {path}: not a checkpoint written by rdl.train (no config in it)")
+    return config
 
 
 def _strip(metrics: dict, prefix: str) -> dict:

@@ -12,8 +12,8 @@ from hydra import compose, initialize_config_dir
 
 import rdl
 
-#: A tiny database and model: a test run takes seconds, not minutes.
-TINY = ("data=hm-tiny", "model.channels=16", "model.encoder_layers=1")
+#: A tiny database and model (the debug preset rdl ships): a test run takes seconds.
+TINY = ("debug=tiny",)
 #: A short training run: one epoch of a few batches.
 SHORT = ("trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.limit_val_batches=2")
 

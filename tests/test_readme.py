@@ -14,6 +14,9 @@ comments dropped, ``&&`` chains split). Each is checked by what it is:
   A command that needs more GPUs than there are is only composed, its Trainer built on the
   CPU, and then skipped.
 * ``python -m rdl.bench <name> ...``: its ``--help`` exits 0 and lists every option used.
+* A command that names a finished run (``outputs/<date>/<time>``, ``ckpt_path=...``) gets
+  the folder, or the best checkpoint, of a tiny run made first; ``python -m rdl.predict``
+  must exit 0 and write its predictions there.
 * venv / activate / ``pip install``: not run. The extras a ``pip install`` names exist in
   pyproject.toml, and a pinned torch is the one ``.ci/run`` installs; the README's test
   command is exactly the one ``.ci/run`` runs.
@@ -42,6 +45,9 @@ README = ROOT / "README.md"
 CI = ROOT / ".ci" / "run"
 TRAIN = ["python", "-m", "rdl.train"]
 BENCH = ["python", "-m", "rdl.bench"]
+PREDICT = ["python", "-m", "rdl.predict"]
+#: how the README names the folder of a finished run, and a checkpoint in it
+RUN_DIR, SOME_CKPT = "outputs/<date>/<time>", "ckpt_path=..."
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 TINY_DATA = OmegaConf.load(rdl.CONF_DIR / "data" / "hm-tiny.yaml")
 TIMEOUT = 600
@@ -109,7 +115,7 @@ def readme_files(text: str) -> dict[str, str]:
 TEXT = README.read_text()
 COMMANDS = shell_commands(TEXT)
 PARTS = [part for c in COMMANDS for part in split_chain(c)]
-RUNNABLE = [p for p in PARTS if shlex.split(p)[:3] in (TRAIN, BENCH)]
+RUNNABLE = [p for p in PARTS if shlex.split(p)[:3] in (TRAIN, BENCH, PREDICT)]
 
 
 def ci_command() -> str:
@@ -172,7 +178,7 @@ def test_install_commands():
                         assert arg in ("-e", "--editable", "torch"), f"{part}: unexpected {arg!r}"
             else:
                 assert (argv in (["python3", "-m", "venv", ".venv"], [".", ".venv/bin/activate"])
-                        or argv[:3] in (TRAIN, BENCH, ["python", "-m", "pytest"])), \
+                        or argv[:3] in (TRAIN, BENCH, PREDICT, ["python", "-m", "pytest"])), \
                     f"test_readme.py does not know how to check {part!r}"
     assert checked >= 3
 
@@ -242,14 +248,25 @@ class Project:
                         if (why := gpus_missing(shlex.split(c), root)) is not None}
         todo = [c for c in commands if c not in self.skipped]
         self.pool = ThreadPoolExecutor(WORKERS)
+        # The finished run the README's resume and predict commands name: started first.
+        self.finished = self.root / "finished"
+        if any(RUN_DIR in c or SOME_CKPT in c for c in todo):
+            self.base = self.pool.submit(self.run, -1, "python -m rdl.train")
         # (The graph cache is written file by file through a rename: runs may race on it.)
         self.runs = {c: self.pool.submit(self.run, i, c) for i, c in enumerate(todo)}
 
     def command_line(self, i: int, command: str) -> tuple[str, Path]:
+        out = self.finished if i < 0 else self.root / "runs" / str(i)
+        if RUN_DIR in command or SOME_CKPT in command:
+            _, _, proc = self.base.result()
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            command = command.replace(RUN_DIR, str(self.finished)).replace(
+                SOME_CKPT, f"ckpt_path={self.finished / 'checkpoints' / 'best.ckpt'}")
         argv = shlex.split(command)
-        out = self.root / "runs" / str(i)
         if argv[:3] == BENCH:
             return f"{command} --help", out
+        if argv[:3] == PREDICT:
+            return f"{command} hydra.run.dir={out}", out
         extra = tiny_overrides()
         extra.append(f"hydra.{'sweep' if multirun(argv) else 'run'}.dir={out}")
         if "data=hm-kaggle" in argv:
@@ -298,6 +315,9 @@ def test_readme_command(project, command):
     if argv[:3] == BENCH:
         missing = [a for a in argv if a.startswith("--") and a not in proc.stdout]
         assert not missing, f"options not in --help: {missing}\n{log}"
+    elif argv[:3] == PREDICT:
+        written = re.search(r"\d+ predictions written to (\S+)", proc.stdout)
+        assert written and Path(written.group(1)).exists(), log
     elif {"--cfg", "-c"} & set(argv[3:]):
         assert "_target_" in proc.stdout, log
     elif multirun(argv):

@@ -5,7 +5,9 @@ import re
 import sys
 
 import pytest
+from hydra.utils import instantiate
 
+from rdl.data.hm import load_hm
 from rdl.training import cpu_patches
 
 METRICS = {"user-churn": {"auroc", "average_precision", "accuracy", "f1"},
@@ -34,15 +36,18 @@ def check_report(out, run_dir, task: str) -> dict:
     return results
 
 
-@pytest.mark.parametrize("task", ["user-churn", "item-sales", "user-churn model=graph_transformer",
-                                  "user-item-purchase",
+# user-churn and user-item-purchase with their default models: tests/test_predict.py
+@pytest.mark.parametrize("task", ["item-sales", "user-churn model=graph_transformer",
                                   "user-item-purchase model=idgnn",
                                   "user-item-purchase model=two-tower",
                                   "user-item-purchase model=context-transformer",
                                   "user-churn data.tree_prior=false"])
 def test_short_training_run(tmp_path, run_train, task):
     out = run_train(tmp_path, *f"task={task}".split(), "compile.enabled=false")
-    results = check_report(out, tmp_path, task.split()[0])
+    check_trained(check_report(out, tmp_path, task.split()[0]))
+
+
+def check_trained(results: dict) -> None:
     model = results["model"]["test"]
     # a trained model is not a constant: it ranks examples (a constant scores AUROC 0.5)
     # and finds some of the articles bought
@@ -52,6 +57,28 @@ def test_short_training_run(tmp_path, run_train, task):
         assert model["map"] > 0
     if "mae" in model:
         assert model["mae"] != pytest.approx(results["zero"]["test"]["mae"], abs=1e-6)
+
+
+def test_model_and_baselines_are_scored_on_the_same_rows(tmp_path, run_train, tiny_cfg,
+                                                         rdl_cache):
+    # Batches of 16 seeds; validation limited to 1 batch, test to 2.
+    out = run_train(tmp_path, "task=user-churn", "compile.enabled=false", "data.batch_size=16",
+                    "trainer.limit_val_batches=1", "trainer.limit_test_batches=2")
+    results = check_report(out, tmp_path, "user-churn")
+    logs = out.stdout + out.stderr
+    assert "val: model and baselines scored on the first 16 of" in logs
+    assert "test: model and baselines scored on the first 32 of" in logs
+    cfg = tiny_cfg("task=user-churn")
+    task = instantiate(cfg.task, _convert_="all")
+    db = load_hm(source="synthetic", seed=cfg.data.db.seed, scale=cfg.data.db.scale,
+                 cache_dir=rdl_cache)
+    rate = task.split_table("train", db)["churn"].mean()
+    for split, n in (("val", 16), ("test", 32)):
+        y = task.split_table(split, db)["churn"].to_numpy()
+        assert len(y) > n  # the limit did leave rows out
+        # the constant baseline predicts the train rate: its accuracy on the first n rows
+        want = (y[:n] == int(rate > 0.5)).mean()
+        assert results["constant (train rate)"][split]["accuracy"] == pytest.approx(want)
 
 
 # As on a torch whose Inductor lacks the internals rdl's CPU patches use: the module they
@@ -82,6 +109,16 @@ def test_compiled_run_trains_with_one_warning_where_the_patches_cannot_apply(tmp
     # compile.log=true reports the one recompile, and why: evaluation runs without grad.
     assert out.stderr.count("Recompiling function") == 1, out.stderr[-3000:]
     assert "GLOBAL_STATE changed: grad_mode" in out.stderr
+
+
+@pytest.mark.slow   # two compiles: minutes on 2 cores
+def test_each_job_of_a_compiled_multirun_reports_its_own_compiles(tmp_path, run_train):
+    out = run_train(tmp_path, "-m", "task=user-churn", "lr=0.001,0.005",
+                    f"hydra.sweep.dir={tmp_path}", "compile.enabled=true")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert len(list(tmp_path.glob("*/metrics.json"))) == 2
+    reports = re.findall(r"torch.compile: (\d+) graphs compiled", out.stdout)
+    assert reports == ["2", "2"], out.stdout[-3000:]
 
 
 @pytest.mark.slow   # a compile of its own: minutes on 2 cores

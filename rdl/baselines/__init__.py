@@ -14,7 +14,7 @@ from rdl.baselines.constant import constant_baselines
 from rdl.baselines.features import entity_features
 from rdl.baselines.history import history_baselines
 from rdl.baselines.link import link_baselines
-from rdl.baselines.trees import TreeFit, lightgbm_baseline
+from rdl.baselines.trees import TreeFit, fit_lightgbm
 from rdl.data.database import Database
 from rdl.tasks import Task
 
@@ -23,14 +23,16 @@ __all__ = ["node_baselines", "link_baselines", "entity_features"]
 
 def node_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                    strict: bool = False, history: pd.DataFrame | None = None,
-                   trees: TreeFit | None = None) -> dict:
+                   trees: TreeFit | None = None, rows: dict | None = None) -> dict:
     """``{baseline: {split: {metric: value}}}`` for val and test: constants, last label,
     label mean (last k) and LightGBM. ``strict``: the sampler's rule for child rows (a row
     at the seed time is visible only if ``strict`` is false). ``history``:
     :meth:`Task.history` of ``tables`` if already computed; ``trees``: the LightGBM
-    baseline if already fitted (:func:`~rdl.baselines.trees.fit_lightgbm`)."""
+    baseline if already fitted (:func:`~rdl.baselines.trees.fit_lightgbm`). ``rows``:
+    split -> score the first ``n`` rows only (those the model was scored on)."""
     history = task.history(tables) if history is None else history
+    trees = trees or fit_lightgbm(task, db, tables, history, strict=strict)
+    tables = {**tables, **{s: tables[s].iloc[:n] for s, n in (rows or {}).items()}}
     return {**constant_baselines(task, tables),
             **history_baselines(task, tables, history),
-            **(trees.scores() if trees is not None
-               else lightgbm_baseline(task, db, tables, history, strict=strict))}
+            **trees.scores(rows)}

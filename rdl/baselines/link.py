@@ -19,13 +19,14 @@ def _pad(lists, k: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def link_baselines(task: Task, tables: dict[str, pd.DataFrame]) -> dict:
-    """``{baseline: {split: {metric: value}}}`` for popularity and past links."""
+def link_baselines(task: Task, tables: dict[str, pd.DataFrame], rows: dict | None = None) -> dict:
+    """``{baseline: {split: {metric: value}}}`` for popularity and past links (``rows``:
+    split -> score the first ``n`` rows only)."""
     src, dst, k = task.entity_col, task.target_col, task.eval_k
     links = pd.concat([tables["train"], tables["val"]])[["timestamp", src, dst]].explode(dst)
     out = {"popularity (last window)": {}, "past links": {}}
     for split in ("val", "test"):
-        df = tables[split]
+        df = tables[split].iloc[: (rows or {}).get(split)]
         t = df["timestamp"].iloc[0]
         # A label at time s covers (s, s + window]: it is history at t if s + window <= t.
         seen = links[links["timestamp"] + task.delta <= t]

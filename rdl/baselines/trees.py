@@ -64,10 +64,16 @@ class TreeFit:
         ``(N, C)`` (multiclass, before the softmax)."""
         return raw_scores(self.booster, self.X[split], self.base[split], self.rounds)
 
-    def scores(self) -> dict:
-        """``{"LightGBM": {split: {metric: value}}}`` for val and test."""
-        return {"LightGBM": {s: score(self.task, to_prediction(self.task, self.raw(s)),
-                                      self.frames[s]) for s in ("val", "test")}}
+    def scores(self, rows: dict | None = None) -> dict:
+        """``{"LightGBM": {split: {metric: value}}}`` for val and test (``rows``: split ->
+        the first ``n`` rows only)."""
+        rows = rows or {}
+        out = {}
+        for s in ("val", "test"):
+            n = rows.get(s, len(self.frames[s]))
+            pred = to_prediction(self.task, self.raw(s))[:n]
+            out[s] = score(self.task, pred, self.frames[s].iloc[:n])
+        return {"LightGBM": out}
 
 
 def lightgbm_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],

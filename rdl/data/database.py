@@ -69,9 +69,11 @@ class Table:
 
 @dataclass
 class Database:
-    """Named tables linked by foreign keys."""
+    """Named tables linked by foreign keys. ``keys``: after :meth:`reindex`, per table with
+    a primary key the original key of each row position (predictions report them)."""
 
     tables: dict[str, Table]
+    keys: dict[str, pd.Index] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Table:
         try:
@@ -139,7 +141,8 @@ class Database:
                 pos = maps[ref].get_indexer(tab.df[col].to_numpy())  # -1: no such row
                 tab.df[col] = pd.array(pos, dtype="Int64")
                 tab.df.loc[pos < 0, col] = pd.NA
-        return Database(tables)
+        return Database(tables, keys={n: self.keys[n][k] if n in self.keys else k
+                                      for n, k in maps.items()})
 
     # -- parquet storage ---------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:

@@ -88,7 +88,7 @@ def hm_database(customers: pd.DataFrame, articles: pd.DataFrame, transactions: p
         "article": Table(art.assign(article_id=np.arange(len(art))), pkey="article_id"),
         "transactions": Table(tx, fkeys={"customer_id": "customer", "article_id": "article"},
                               time_col="t_dat"),
-    })
+    }, keys={"customer": pd.Index(cust["customer_id"]), "article": pd.Index(art["article_id"])})
     return db.reindex()
 
 

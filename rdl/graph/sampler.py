@@ -67,7 +67,7 @@ import os
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
-
+from torch import Tensor
 from torch_geometric.data import HeteroData
 from torch_geometric.sampler import BaseSampler
 from torch_geometric.sampler.base import NumNeighbors
@@ -126,16 +126,22 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         inclusive: node types eligible iff ``time <= seed_time`` even when strict.
         device: where the CSC index lives and sampling runs (CPU or CUDA).
         seed: seed of the sampler's own :class:`torch.Generator`.
+        seed_per_batch: re-seed it for each batch from ``seed`` and the batch's input ids.
 
     ``sample_from_nodes`` serves ``NodeLoader``, ``sample_from_edges``
     ``LinkLoader`` (with ``neg_sampling`` None, binary or triplet); see the
     module docstrings (here and :mod:`rdl.graph.link_sampling`) for the exact
     semantics.
 
-    In DataLoader worker processes the generator is re-seeded once per worker
-    from ``(seed, worker_info.seed)`` so that workers draw different streams;
-    results with workers are then reproducible whenever the loader's base seed
-    is (``torch.manual_seed`` or a ``generator=`` passed to the loader).
+    The sampler draws one random stream, from ``seed`` or, unseeded, from
+    torch's global RNG. In DataLoader worker processes the generator is
+    re-seeded once per worker from ``(seed, worker_info.seed)`` so that workers
+    draw different streams. With ``seed_per_batch`` (and a ``seed``), each
+    batch instead draws from a generator seeded by the seed and the batch's
+    input ids (:meth:`seed_batch`): a batch's sample then depends on nothing
+    else, not on the batches before it, the worker that samples it or the pass
+    over the data. rdl's loaders use it: an evaluation pass repeats exactly,
+    and a run resumed mid-epoch draws what the uninterrupted run drew.
     With ``device="cuda"`` use ``num_workers=0`` (CUDA does not survive a fork);
     CPU samplers work with any number of workers.
 
@@ -154,6 +160,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         inclusive: tuple = (),
         device: Union[str, torch.device, None] = None,
         seed: Optional[int] = None,
+        seed_per_batch: bool = False,
     ):
         if not isinstance(data, HeteroData):
             raise TypeError("TemporalSampler expects a HeteroData graph")
@@ -164,7 +171,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         self.strict = bool(strict)
         self.inclusive = frozenset(inclusive)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
-        self.seed = seed
+        self.seed, self.seed_per_batch = seed, seed_per_batch
 
         self.node_types, self.edge_types = data.metadata()
         self.node_types = list(self.node_types)
@@ -216,6 +223,20 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
             gen.manual_seed(int(seed))
             self._generator = gen
         return self._generator
+
+    def seed_batch(self, input_id: Optional[Tensor]) -> None:
+        """With :attr:`seed_per_batch`, seeds the generator from :attr:`seed` and a batch's
+        ``input_id`` (their values and order)."""
+        if (not self.seed_per_batch or self.seed is None or input_id is None
+                or input_id.numel() == 0):
+            return
+        ids = input_id.detach().to("cpu", torch.int64).view(-1)
+        # A position-weighted sum of the ids, wrapping in int64: batches of other ids, or
+        # of the same ids in another order, get other seeds.
+        pos = torch.arange(1, 2 * ids.numel(), 2, dtype=torch.int64)
+        h = int(((ids + 0x632BE59BD9B4E019) * pos * -0x61C8864680B583EB).sum())
+        self._get_generator().manual_seed(
+            (int(self.seed) * 0x9E3779B97F4A7C15 + h + ids.numel()) % (2**63))
 
     def with_seed(self, seed: Optional[int]) -> "TemporalSampler":
         """A sampler that shares this one's index but draws from its own random stream."""

@@ -27,7 +27,7 @@ from rdl.training.cpu_patches import CpuPatches, prepare
 # this model with unbacked sizes), so a batch with an empty node type or a single node
 # would recompile; every node type therefore gets PAD extra rows and every edge type PAD
 # extra edges between them (``InputRows``, :func:`pad_inputs`), and loaders never make a batch of one
-# seed, or a much smaller one than the rest (``rdl.training.datamodule.TailMergingBatchSampler``).
+# seed, or a much smaller one than the rest (``rdl.training.batches.SeedBatches``).
 PAD = 2
 log = logging.getLogger(__name__)
 SHAPE_SETTINGS = dict(use_duck_shape=False)

@@ -10,7 +10,6 @@ import pandas as pd
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
-from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
 from torch_geometric.loader import LinkLoader, NodeLoader
 from torch_geometric.sampler import NegativeSampling
 from torch_geometric.transforms import Compose
@@ -22,6 +21,7 @@ from rdl.graph.sampler import TemporalSampler
 from rdl.graph.tokens import TokenSet
 from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
 from rdl.tasks import HISTORY, SPLITS, Task
+from rdl.training.batches import batches
 from rdl.training.compile import PAD
 
 log = logging.getLogger(__name__)
@@ -49,39 +49,6 @@ class AttachTarget:
         if self.feats is not None:
             store.seed_x = self.feats[store.input_id]
         return batch
-
-
-class TailMergingBatchSampler(BatchSampler):
-    """``BatchSampler`` whose last batch joins the one before it when it is smaller than
-    half a batch. A batch of one seed, or a much smaller one, would fall outside the size
-    ranges the compiled model was specialised for (Dynamo bakes in sizes 0 and 1, and
-    Inductor guards on ranges such as "more than 16 rows"), and recompile it."""
-
-    def __iter__(self):
-        batches = super().__iter__()
-        prev = next(batches, None)
-        for batch in batches:
-            if 2 * len(batch) < self.batch_size:  # only the last can be short
-                prev = prev + batch
-                continue
-            yield prev
-            prev = batch
-        if prev is not None:
-            yield prev
-
-    def __len__(self) -> int:
-        n = super().__len__()
-        tail = len(self.sampler) % self.batch_size
-        return n - 1 if n > 1 and not self.drop_last and 0 < 2 * tail < self.batch_size else n
-
-
-def batches(n: int, batch_size: int, shuffle: bool, merge_tail: bool = True) -> BatchSampler:
-    """Batches of ``range(n)``; the last, short one merged into the one before it
-    (:class:`TailMergingBatchSampler`) unless ``merge_tail`` is off (batches then never
-    exceed ``batch_size``: static shapes pad the last one instead)."""
-    sampler = RandomSampler(range(n)) if shuffle else SequentialSampler(range(n))
-    cls = TailMergingBatchSampler if merge_tail else BatchSampler
-    return cls(sampler, batch_size, drop_last=False)
 
 
 class KeepArgsLinkLoader(LinkLoader):
@@ -197,9 +164,12 @@ class RelDataModule(pl.LightningDataModule):
         self.graph = copy.copy(self.data)
         for nt in self.tf_dict:
             del self.graph[nt].tf
-        # One index for all loaders; evaluation draws from its own seeded stream.
+        # One index for all loaders. Each batch's sample is seeded by the batch's seeds
+        # (seed_per_batch): evaluation repeats exactly, a resumed run draws what an
+        # uninterrupted one drew; evaluation uses another seed than training.
         self.sampler = TemporalSampler(self.data, self.num_neighbors, strategy=self.strategy,
-                                       strict=self.strict, inclusive=(HISTORY,))
+                                       strict=self.strict, inclusive=(HISTORY,),
+                                       seed=self.seed, seed_per_batch=True)
 
     def _fit_prior(self, graph_db: Database) -> dict[str, pd.DataFrame]:
         """Fits the tree prior; returns the splits' feature tables without the entity's own
@@ -302,6 +272,15 @@ class RelDataModule(pl.LightningDataModule):
         """Seeds per batch of a split's loader (static token sets are padded to it)."""
         return self.batch_size if split == "train" else self.eval_batch_size
 
+    def rows_in(self, split: str, num_batches: int | float) -> int:
+        """Rows of an evaluation split's table in its loader's first ``num_batches`` batches
+        (evaluation is in table order)."""
+        n = len(self.tables[split])
+        if num_batches == float("inf"):
+            return n
+        sampler = batches(n, self.split_batch_size(split), False, merge_tail=not self.static_tokens)
+        return sum(len(b) for b, _ in zip(sampler, range(int(num_batches))))
+
     def _transforms(self, *more) -> Compose:
         both = [Bidirectional()] if self.bidirectional else []
         return Compose([*both, *more, InputRows(self.tf_dict, PAD,
@@ -310,7 +289,7 @@ class RelDataModule(pl.LightningDataModule):
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         task, df = self.task, self.tables[split]
         train = split == "train"
-        sampler = self.sampler if train else self.sampler.with_seed(self.seed)
+        sampler = self.sampler if train else self.sampler.with_seed(self.seed + 1)
         nodes = torch.from_numpy(df[task.entity_col].to_numpy())
         return self._keep(NodeLoader(
             self.graph, node_sampler=sampler,
@@ -319,7 +298,7 @@ class RelDataModule(pl.LightningDataModule):
             transform=self.transform(split),
             batch_sampler=batches(len(nodes), self.split_batch_size(split),
                                   train if shuffle is None else shuffle,
-                                  merge_tail=not self.static_tokens),
+                                  merge_tail=not self.static_tokens, seed=self.seed),
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0,
@@ -346,7 +325,7 @@ class RelDataModule(pl.LightningDataModule):
         t = task.val_time if split == "val" else task.test_time
         n = self.data[task.target_table].num_nodes
         return NodeLoader(
-            self.graph, node_sampler=self.sampler.with_seed(self.seed),
+            self.graph, node_sampler=self.sampler.with_seed(self.seed + 1),
             input_nodes=(task.target_table, torch.arange(n)),
             input_time=to_seconds(pd.Series([t] * n)),
             transform=self._transforms(),
@@ -366,7 +345,7 @@ class RelDataModule(pl.LightningDataModule):
             edge_label_index=(link_type, torch.stack([src, dst])),
             edge_label_time=to_seconds(pairs["timestamp"]),
             neg_sampling=NegativeSampling("triplet", amount=1), transform=self._transforms(),
-            batch_sampler=batches(len(src), self.batch_size, True),
+            batch_sampler=batches(len(src), self.batch_size, True, seed=self.seed),
             num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0,
         ))
@@ -381,3 +360,7 @@ class RelDataModule(pl.LightningDataModule):
 
     def test_dataloader(self):
         return self.loader("test")
+
+    def predict_dataloader(self):
+        """The seeds of :attr:`predict_split` (``rdl.predict`` sets it), in table order."""
+        return self.loader(getattr(self, "predict_split", "test"))

@@ -106,6 +106,15 @@ class LinkTaskModule(TaskModule):
         if isinstance(self.model, TwoTower):
             self.dst_embeddings = self.embed_all_dst("test")
 
+    def on_predict_epoch_start(self):
+        if isinstance(self.model, TwoTower):
+            self.dst_embeddings = self.embed_all_dst(self.trainer.datamodule.predict_split)
+
+    def predict_step(self, batch, batch_idx):
+        """``(row of the split table [B], the top k target rows [B, k], best first)``."""
+        top = self.scores(batch).topk(self.k, dim=-1).indices
+        return batch[self.entity].input_id.cpu(), top.cpu()
+
     def eval_step(self, batch, metrics: MetricCollection):
         top = self.scores(batch).topk(self.k, dim=-1).indices
         metrics.update(top, batch[self.entity].y)

@@ -225,6 +225,10 @@ class NodeTaskModule(TaskModule):
         y = batch[self.entity].y
         return self.loss(self(batch), y), y.size(0)
 
+    def predict_step(self, batch, batch_idx):
+        """``(row of the split table [B], prediction [B] or [B, C])``, on the CPU."""
+        return batch[self.entity].input_id.cpu(), self.predict_value(self(batch)).cpu()
+
     def eval_step(self, batch, metrics: MetricCollection):
         y = batch[self.entity].y
         pred = self(batch)

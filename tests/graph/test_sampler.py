@@ -749,6 +749,27 @@ def test_with_seed_shares_the_index_and_repeats():
     assert all(torch.equal(out_a.node[t], out_b.node[t]) for t in out_a.node)
 
 
+def test_seed_per_batch_makes_a_batch_sample_depend_on_its_seeds_alone():
+    d = star_graph(200)
+    s = TemporalSampler(d, [5], seed=0, seed_per_batch=True)
+
+    def sample(ids):
+        ids = torch.tensor(ids)
+        out = s.sample_from_nodes(NodeSamplerInput(
+            input_id=ids, node=torch.zeros(len(ids), dtype=torch.long),
+            time=torch.full((len(ids),), 150), input_type="customer"))
+        return out.node["transactions"].tolist()
+
+    first = sample([0, 1, 2, 3])
+    sample([7, 8])  # another batch in between changes nothing
+    assert sample([0, 1, 2, 3]) == first
+    assert sample([3, 2, 1, 0]) != first and sample([0, 1, 2, 4]) != first
+    assert TemporalSampler(d, [5], seed=1, seed_per_batch=True).sample_from_nodes(
+        NodeSamplerInput(input_id=torch.tensor([0, 1, 2, 3]), node=torch.zeros(4, dtype=torch.long),
+                         time=torch.full((4,), 150), input_type="customer")
+    ).node["transactions"].tolist() != first
+
+
 def test_unseeded_sampler_follows_torch_manual_seed():
     d = random_graph(3)
     seeds, times = make_seeds(d, np.random.default_rng(0), "user", 50)

@@ -121,7 +121,7 @@ def test_context_transformer_scores_its_candidate_tokens_pairwise_and_the_rest_b
     dm = RelDataModule(random_db(), task, batch_size=8, num_neighbors=[6, 3], cache_dir=False)
     dm.setup()
     torch.manual_seed(0)
-    model = ContextGT(budgets={"customer": 1, "transactions": 4, "article": 3}, channels=16,
+    model = ContextGT(budgets={"customer": 1, "transactions": 4, "article": 8}, channels=16,
                       encoder_layers=1, heads=2, num_centroids=4, **dm.model_kwargs()).eval()
     dm.token_budgets = model.budgets
     module = LinkTaskModule(model, task, optimizer=torch.optim.Adam, compile=False,

@@ -15,7 +15,7 @@ from rdl.graph.build import to_seconds
 from rdl.train import build
 from rdl.training import schedules
 from rdl.training.compile import compile_optimizer_step
-from rdl.training.datamodule import TailMergingBatchSampler
+from rdl.training.batches import SeedBatches
 
 # user-churn/sage and contextgnn compile with fullgraph=True in the no-recompile test. Slow
 # (a compile each, CI's budget): item-sales only changes user-churn's head, ID-GNN shares
@@ -191,7 +191,7 @@ def test_compiled_optimizer_step_follows_the_lr_without_recompiling(schedule, fu
 @pytest.mark.parametrize("n,batch_size", [(100, 32), (97, 32), (113, 32), (1, 32), (33, 32),
                                           (64, 32), (5, 1)])
 def test_tail_merging_batches(n, batch_size):
-    sampler = TailMergingBatchSampler(range(n), batch_size, drop_last=False)
+    sampler = SeedBatches(range(n), batch_size)
     batches = list(sampler)
     assert len(batches) == len(sampler)
     assert sorted(i for b in batches for i in b) == list(range(n))

@@ -1,0 +1,142 @@
+"""Predictions of a trained model: ``python -m rdl.predict ckpt_path=<run>/checkpoints/best.ckpt``.
+
+Rebuilds the run from the config saved in the checkpoint (no training config is needed),
+scores every seed of a split and writes one file in RelBench's layout: the seed time, the
+entity's id (its key in the source files where the loader kept it) and the prediction.
+Node tasks: the positive-class probability, the value, or the class with its class
+probabilities; link tasks: the top ``eval_k`` target ids, best first. The split's metrics
+are printed beside (they equal the training run's for the same checkpoint).
+
+Settings (``conf/predict.yaml``): ``split=val|test``, ``format=parquet|csv``, ``output=``
+(default: ``predictions_<split>.<format>`` in the checkpoint's run folder), and
+``+run.<key>=<value>`` to change the saved training config, e.g. ``+run.data.db.path=...``
+to read the same database from another folder.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import hydra
+import numpy as np
+import pandas as pd
+import pytorch_lightning as pl
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from rdl.baselines.link import _pad
+from rdl.baselines.scoring import _score, score
+from rdl.data.database import DataError
+from rdl.train import USER_ERRORS, build, load_config
+
+log = logging.getLogger("rdl.predict")
+SPLITS = ("val", "test")
+FORMATS = ("parquet", "csv")
+
+
+def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
+    """Writes the predictions of ``cfg.ckpt_path`` for ``cfg.split``; returns the file, the
+    table written and the split's metrics."""
+    if cfg.split not in SPLITS:
+        raise ValueError(f"split={cfg.split!r}: expected one of {SPLITS}")
+    if cfg.format not in FORMATS:
+        raise ValueError(f"format={cfg.format!r}: expected one of {FORMATS}")
+    run = OmegaConf.create(load_config(cfg.ckpt_path))
+    run.compile.enabled = False  # one pass over a split: compiling would cost more than it saves
+    run = OmegaConf.merge(run, cfg.get("run") or {})
+    pl.seed_everything(run.seed, workers=True)
+    task, dm, module = build(run)
+    state = torch.load(cfg.ckpt_path, map_location="cpu", weights_only=False)["state_dict"]
+    check_schema(cfg.ckpt_path, module.state_dict(), state)
+    module.load_state_dict(state)
+    dm.predict_split = cfg.split
+    trainer = pl.Trainer(accelerator=cfg.accelerator, devices=1, logger=False,
+                         enable_checkpointing=False, inference_mode=False,
+                         enable_progress_bar=False, enable_model_summary=False)
+    outs = trainer.predict(module, datamodule=dm)
+    ids = torch.cat([o[0] for o in outs]).numpy()
+    pred = torch.cat([o[1] for o in outs])
+    order = np.argsort(ids, kind="stable")
+    if not np.array_equal(ids[order], np.arange(len(dm.tables[cfg.split]))):
+        raise RuntimeError(f"predicted {len(ids)} rows for the {len(dm.tables[cfg.split])} "
+                           f"rows of split {cfg.split!r}")
+    pred = pred[torch.from_numpy(order)]
+    table, metrics = layout(task, dm, cfg.split, pred)
+    out = Path(cfg.output) if cfg.get("output") else (
+        Path(cfg.ckpt_path).resolve().parent.parent / f"predictions_{cfg.split}.{cfg.format}")
+    write(table, out, cfg.format)
+    return out, table, metrics
+
+
+def check_schema(path, want: dict, got: dict) -> None:
+    """One clear error if the checkpoint's weights do not fit the model built from the
+    database (another schema: other tables, columns or categories)."""
+    missing = sorted(set(want) - set(got))
+    extra = sorted(set(got) - set(want))
+    shapes = sorted(k for k in set(want) & set(got) if want[k].shape != got[k].shape)
+    if missing or extra or shapes:
+        parts = [f"{name}: {', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''}"
+                 for name, keys in (("not in the checkpoint", missing),
+                                    ("only in the checkpoint", extra),
+                                    ("of another shape", shapes)) if keys]
+        raise DataError(f"ckpt_path {path}: the database differs from the one the model was "
+                        "trained on (another schema: tables, columns or categories); "
+                        "parameters " + "; ".join(parts))
+
+
+def layout(task, dm, split: str, pred: torch.Tensor) -> tuple[pd.DataFrame, dict]:
+    """The split's predictions in RelBench's layout, and its metrics."""
+    df = dm.tables[split]
+    keys = getattr(dm.db, "keys", {})
+    ent = df[task.entity_col].to_numpy()
+    table = pd.DataFrame({"timestamp": df["timestamp"].to_numpy(),
+                          task.entity_col: _original(keys, task.entity_table, ent)})
+    if task.kind == "link_prediction":
+        top = pred.numpy()
+        original = _original(keys, task.target_table, top.reshape(-1)).reshape(top.shape)
+        table[task.target_col] = list(original)
+        metrics = _score(task, pred, _pad(df[task.target_col].map(list).tolist(), 1))
+        return table, metrics
+    if task.kind == "multiclass_classification":
+        table[task.target_col] = pred.argmax(-1).numpy()
+        for c in range(pred.size(-1)):
+            table[f"prob_{c}"] = pred[:, c].numpy()
+    else:
+        table[task.target_col] = pred.numpy()
+    return table, score(task, pred.numpy(), df)
+
+
+def _original(keys: dict, table: str, rows: np.ndarray) -> np.ndarray:
+    """Row positions as the source files' keys, where the loader kept them."""
+    index = keys.get(table)
+    return rows if index is None else index.to_numpy()[rows]
+
+
+def write(table: pd.DataFrame, out: Path, fmt: str) -> None:
+    """``table`` to ``out``, through a temporary file beside it (never half-written)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    if fmt == "parquet":
+        table.to_parquet(tmp, index=False)
+    else:
+        table.to_csv(tmp, index=False)
+    os.replace(tmp, out)
+
+
+@hydra.main(config_path="conf", config_name="predict", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    try:
+        out, table, metrics = predict(cfg)
+    except USER_ERRORS as e:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print(f"{len(table)} predictions written to {out}")
+    print(f"{cfg.split}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""``python -m rdl.predict``: a trained run's checkpoint, rebuilt from the config inside it,
+writes one file per split in RelBench's layout, one row per seed of the split, and scores
+it as the training run did."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from rdl.data.database import DataError
+from rdl.data.hm import load_hm
+from rdl.predict import predict
+from test_train import check_report, check_trained
+
+RUN = ("compile.enabled=false",)  # eager: the same numbers as the eager prediction pass
+
+
+def run_predict(rdl_cache, *overrides):
+    env = {**os.environ, "RDL_CACHE": str(rdl_cache)}
+    return subprocess.run([sys.executable, "-m", "rdl.predict", *overrides], env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def split_rows(tiny_cfg, rdl_cache, task_name, split):
+    cfg = tiny_cfg(f"task={task_name}")
+    task = instantiate(cfg.task, _convert_="all")
+    db = load_hm(source="synthetic", seed=cfg.data.db.seed, scale=cfg.data.db.scale,
+                 cache_dir=rdl_cache)
+    return task.split_table(split, db)
+
+
+@pytest.mark.parametrize("task,splits", [
+    ("user-churn", {"val": "parquet", "test": "csv"}),
+    ("user-item-purchase", {"test": "parquet"})])
+def test_predictions_cover_the_split_in_relbench_layout(tmp_path, run_train, tiny_cfg,
+                                                        rdl_cache, task, splits):
+    out = run_train(tmp_path / "run", f"task={task}", *RUN)
+    results = check_report(out, tmp_path / "run", task)  # the short run's report (test_train)
+    check_trained(results)
+    trained = results["model"]
+    ckpt = tmp_path / "run" / "checkpoints" / "best.ckpt"
+    for split, fmt in splits.items():
+        # A new process, and nothing of the training config but what the checkpoint holds.
+        res = run_predict(rdl_cache, f"ckpt_path={ckpt}", f"split={split}", f"format={fmt}",
+                          f"hydra.run.dir={tmp_path / 'predict'}")
+        assert res.returncode == 0, res.stderr[-3000:]
+        path = tmp_path / "run" / f"predictions_{split}.{fmt}"
+        table = pd.read_parquet(path) if fmt == "parquet" else pd.read_csv(path)
+        want = split_rows(tiny_cfg, rdl_cache, task, split)
+        entity, target = want.columns[1], want.columns[2]
+        assert list(table.columns) == ["timestamp", entity, target]
+        assert len(table) == len(want)
+        assert (table[entity].to_numpy() == want[entity].to_numpy()).all()
+        assert (pd.to_datetime(table["timestamp"]) == want["timestamp"]).all()
+        if task == "user-churn":
+            assert table[target].between(0, 1).all() and table[target].nunique() > 1
+        else:  # the top 12 distinct article ids, best first
+            lists = table[target].map(list)
+            assert lists.map(len).eq(12).all() and lists.map(lambda x: len(set(x))).eq(12).all()
+        # Scored as the training run scored the same checkpoint.
+        line = next(x for x in res.stdout.splitlines() if x.startswith(f"{split}: "))
+        printed = dict(kv.rsplit(" ", 1) for kv in line[len(split) + 2:].split(", "))
+        for metric, value in trained[split].items():
+            assert float(printed[metric]) == pytest.approx(value, abs=1e-4), metric
+
+
+    if task == "user-churn":  # a database of another schema: customer.age dropped
+        cfg = OmegaConf.create({"ckpt_path": str(ckpt), "split": "test", "format": "csv",
+                                "output": str(tmp_path / "x.csv"), "accelerator": "cpu",
+                                "run": {"data": {"cache_dir": str(rdl_cache),
+                                                 "stypes": {"customer": {"age": None}}}}})
+        with pytest.raises(DataError, match="the database differs from the one the model was "
+                                            "trained on .*customer"):
+            predict(cfg)
+        assert not (tmp_path / "x.csv").exists()
+
+
+def test_bad_requests_get_one_clear_error(tmp_path, rdl_cache):
+    cfg = OmegaConf.create({"ckpt_path": str(tmp_path / "nope.ckpt"), "split": "test",
+                            "format": "parquet", "output": None, "accelerator": "cpu", "run": {}})
+    with pytest.raises(FileNotFoundError, match="nope.ckpt: no such file"):
+        predict(cfg)
+    for key, value, message in [("split", "train", "split='train': expected one of"),
+                                ("format", "xlsx", "format='xlsx': expected one of")]:
+        with pytest.raises(ValueError, match=message):
+            predict(OmegaConf.merge(cfg, {key: value}))
+    res = run_predict(rdl_cache, f"ckpt_path={tmp_path / 'nope.ckpt'}",
+                      f"hydra.run.dir={tmp_path / 'predict'}")
+    assert res.returncode == 1 and res.stderr.strip().endswith("nope.ckpt: no such file")
+    assert "Traceback" not in res.stderr
