@@ -7,7 +7,11 @@ Node tasks: the positive-class probability, the value, or the class with its cla
 probabilities; link tasks: the top ``eval_k`` target ids, best first. The split's metrics
 are printed beside (they equal the training run's for the same checkpoint).
 
-Settings (``conf/predict.yaml``): ``split=val|test``, ``format=parquet|csv``, ``output=``
+``split=now`` scores the seeds at the database's last time, which has no labels yet (the
+production use: who churns next week?): the entities the task's SQL selects then (a link
+task: every entity it ever labelled), with every row of the database in the graph.
+
+Settings (``conf/predict.yaml``): ``split=val|test|now``, ``format=parquet|csv``, ``output=``
 (default: ``predictions_<split>.<format>`` in the checkpoint's run folder), and
 ``+run.<key>=<value>`` to change the saved training config, e.g. ``+run.data.db.path=...``
 to read the same database from another folder.
@@ -32,7 +36,7 @@ from rdl.data.database import DataError
 from rdl.train import USER_ERRORS, build, load_config
 
 log = logging.getLogger("rdl.predict")
-SPLITS = ("val", "test")
+SPLITS = ("val", "test", "now")
 FORMATS = ("parquet", "csv")
 
 
@@ -46,6 +50,8 @@ def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
     run = OmegaConf.create(load_config(cfg.ckpt_path))
     run.compile.enabled = False  # one pass over a split: compiling would cost more than it saves
     run = OmegaConf.merge(run, cfg.get("run") or {})
+    if cfg.split == "now":  # the seeds at the database's last time, the whole database in the graph
+        OmegaConf.update(run, "data.now", True, force_add=True)
     pl.seed_everything(run.seed, workers=True)
     task, dm, module = build(run)
     state = torch.load(cfg.ckpt_path, map_location="cpu", weights_only=False)["state_dict"]
@@ -93,19 +99,20 @@ def layout(task, dm, split: str, pred: torch.Tensor) -> tuple[pd.DataFrame, dict
     ent = df[task.entity_col].to_numpy()
     table = pd.DataFrame({"timestamp": df["timestamp"].to_numpy(),
                           task.entity_col: _original(keys, task.entity_table, ent)})
+    labelled = split != "now"  # "now" has no labels yet: nothing to score
     if task.kind == "link_prediction":
         top = pred.numpy()
         original = _original(keys, task.target_table, top.reshape(-1)).reshape(top.shape)
         table[task.target_col] = list(original)
-        metrics = _score(task, pred, _pad(df[task.target_col].map(list).tolist(), 1))
-        return table, metrics
+        truth = _pad(df[task.target_col].map(list).tolist(), 1)
+        return table, _score(task, pred, truth) if labelled else {}
     if task.kind == "multiclass_classification":
         table[task.target_col] = pred.argmax(-1).numpy()
         for c in range(pred.size(-1)):
             table[f"prob_{c}"] = pred[:, c].numpy()
     else:
         table[task.target_col] = pred.numpy()
-    return table, score(task, pred.numpy(), df)
+    return table, score(task, pred.numpy(), df) if labelled else {}
 
 
 def _original(keys: dict, table: str, rows: np.ndarray) -> np.ndarray:
@@ -135,7 +142,8 @@ def main(cfg: DictConfig) -> None:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
     print(f"{len(table)} predictions written to {out}")
-    print(f"{cfg.split}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+    if metrics:
+        print(f"{cfg.split}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
 
 
 if __name__ == "__main__":

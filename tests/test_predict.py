@@ -34,9 +34,25 @@ def split_rows(tiny_cfg, rdl_cache, task_name, split):
     return task.split_table(split, db)
 
 
+def now_rows(tiny_cfg, rdl_cache, task_name) -> tuple[pd.Timestamp, list[int]]:
+    """The database's last time and, by pandas, the entities a prediction then scores:
+    customers with a purchase in the last week (user-churn), every customer the task ever
+    labelled (user-item-purchase)."""
+    cfg = tiny_cfg(f"task={task_name}")
+    db = load_hm(source="synthetic", seed=cfg.data.db.seed, scale=cfg.data.db.scale,
+                 cache_dir=rdl_cache)
+    tx, t = db["transactions"].df, db.max_time
+    if task_name == "user-churn":
+        week = tx[(tx["t_dat"] > t - pd.Timedelta("7d")) & (tx["t_dat"] <= t)]
+        return t, sorted(week["customer_id"].astype(int).unique())
+    labelled = [split_rows(tiny_cfg, rdl_cache, task_name, s)["customer_id"] for s in
+                ("train", "val", "test")]
+    return t, sorted(pd.concat(labelled).astype(int).unique())
+
+
 @pytest.mark.parametrize("task,splits", [
-    ("user-churn", {"val": "parquet", "test": "csv"}),
-    ("user-item-purchase", {"test": "parquet"})])
+    ("user-churn", {"val": "csv", "now": "parquet"}),
+    ("user-item-purchase", {"test": "parquet", "now": "parquet"})])
 def test_predictions_cover_the_split_in_relbench_layout(tmp_path, run_train, tiny_cfg,
                                                         rdl_cache, task, splits):
     out = run_train(tmp_path / "run", f"task={task}", *RUN)
@@ -51,17 +67,25 @@ def test_predictions_cover_the_split_in_relbench_layout(tmp_path, run_train, tin
         assert res.returncode == 0, res.stderr[-3000:]
         path = tmp_path / "run" / f"predictions_{split}.{fmt}"
         table = pd.read_parquet(path) if fmt == "parquet" else pd.read_csv(path)
-        want = split_rows(tiny_cfg, rdl_cache, task, split)
-        entity, target = want.columns[1], want.columns[2]
+        entity, target = "customer_id", "churn" if task == "user-churn" else "article_id"
         assert list(table.columns) == ["timestamp", entity, target]
-        assert len(table) == len(want)
-        assert (table[entity].to_numpy() == want[entity].to_numpy()).all()
-        assert (pd.to_datetime(table["timestamp"]) == want["timestamp"]).all()
+        if split == "now":  # no labels: nothing scored, every eligible entity predicted
+            t, ids = now_rows(tiny_cfg, rdl_cache, task)
+            assert sorted(table[entity]) == ids and len(ids) > 0
+            assert (pd.to_datetime(table["timestamp"]) == t).all()
+            assert f"{split}: " not in res.stdout
+        else:
+            want = split_rows(tiny_cfg, rdl_cache, task, split)
+            assert len(table) == len(want)
+            assert (table[entity].to_numpy() == want[entity].to_numpy()).all()
+            assert (pd.to_datetime(table["timestamp"]) == want["timestamp"]).all()
         if task == "user-churn":
             assert table[target].between(0, 1).all() and table[target].nunique() > 1
         else:  # the top 12 distinct article ids, best first
             lists = table[target].map(list)
             assert lists.map(len).eq(12).all() and lists.map(lambda x: len(set(x))).eq(12).all()
+        if split == "now":
+            continue
         # Scored as the training run scored the same checkpoint.
         line = next(x for x in res.stdout.splitlines() if x.startswith(f"{split}: "))
         printed = dict(kv.rsplit(" ", 1) for kv in line[len(split) + 2:].split(", "))

@@ -92,11 +92,11 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     (:func:`~rdl.baselines.features.entity_features`), if already computed."""
     start = time.perf_counter()
     history = task.history(tables) if history is None else history
-    view = db.upto(task.test_time)
+    view = db if "now" in tables else db.upto(task.test_time)  # "now": the whole database
     train = tables["train"]
     if len(train) > max_train_rows:
         train = train.sample(n=max_train_rows, random_state=seed).sort_index()
-    frames = {"train": train, "val": tables["val"], "test": tables["test"]}
+    frames = {"train": train, **{s: tables[s] for s in ("val", "test", "now") if s in tables}}
     if len(frames["val"]) == 0:
         raise ValueError(f"task {task.name!r}: LightGBM needs val rows to stop early on")
     if features is None:

@@ -73,6 +73,7 @@ def fingerprint(db: Database, *parts: Any) -> str:
 
 def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
                text_embedder=None, cache_dir: str | os.PathLike | None = None,
+               given_stats: dict[str, dict] | None = None,
                ) -> tuple[HeteroData, dict[str, dict]]:
     """Build the graph of ``db``; returns ``(data, col_stats)`` with per-table column stats.
 
@@ -81,6 +82,8 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
         stypes: per-table stype overrides (see :func:`infer_stypes`).
         text_embedder: callable for ``text_embedded`` columns (see :mod:`rdl.graph.text`).
         cache_dir: where materialised TensorFrames are cached; ``None`` disables caching.
+        given_stats: per table, the column statistics to encode with (those of another
+            graph: a model's category indices and scales), instead of this data's own.
     """
     stypes = stypes or {}
     unknown = set(stypes) - set(db.tables)
@@ -91,7 +94,8 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
     cache = None
     if cache_dir is not None:
         key = fingerprint(db, sorted((n, sorted((c, s.value) for c, s in d.items()))
-                                     for n, d in col_to_stype.items()), repr(text_embedder))
+                                     for n, d in col_to_stype.items()), repr(text_embedder),
+                          None if given_stats is None else repr(sorted(given_stats.items())))
         cache = Path(cache_dir) / f"graph-{key}"
         cache.mkdir(parents=True, exist_ok=True)
 
@@ -114,7 +118,8 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             tf, stats = torch_frame.load(str(path))
         else:
             dataset = Dataset(df[list(cols)], col_to_stype=cols, col_to_text_embedder_cfg=text_cfg)
-            tf, stats = dataset.materialize().tensor_frame, dataset.col_stats
+            given = None if given_stats is None else given_stats[name]
+            tf, stats = dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
             if path is not None:  # write beside, then rename: never a half-written cache file
                 tmp = path.with_suffix(f".tmp{os.getpid()}")
                 torch_frame.save(tf, stats, str(tmp))

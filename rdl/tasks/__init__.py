@@ -143,6 +143,21 @@ class Task:
             return [t]
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
 
+    def now_table(self, db: Database, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+        """The seeds of a prediction at the database's last time, which has no labels yet
+        (target NaN, or empty lists): for a node task the entities its SQL selects then
+        (its selection may only read the past, as every RelBench node task's does); for a
+        link task, whose SQL selects by the future, every entity it ever labelled."""
+        t = db.max_time
+        if self.kind == "link_prediction":
+            ids = sorted(set().union(*(tables[s][self.entity_col] for s in SPLITS)))
+            return pd.DataFrame({"timestamp": pd.Series([t] * len(ids), dtype="datetime64[s]"),
+                                 self.entity_col: pd.Series(ids, dtype="int64"),
+                                 self.target_col: [[] for _ in ids]})
+        df = self.make_table(db, [t])
+        df[self.target_col] = float("nan")
+        return df
+
     def split_table(self, split: str, db: Database) -> pd.DataFrame:
         """The labelled rows of one split, computed on the database cut for that split."""
         cut = {"train": self.val_time, "val": self.test_time, "test": None}[split]
@@ -157,7 +172,11 @@ class Task:
         windows close after every seed time.
         """
         cols = ["timestamp", self.entity_col, self.target_col]
-        df = pd.concat([tables["train"][cols], tables["val"][cols]], ignore_index=True)
+        # With a "now" table (predictions at the database's end) the test labels have
+        # closed too: they are history for it (and, closing after every other seed time,
+        # for nothing else).
+        splits = ["train", "val", *(["test"] if "now" in tables else [])]
+        df = pd.concat([tables[s][cols] for s in splits], ignore_index=True)
         df["available"] = df["timestamp"] + self.delta
         return df.sort_values(["available", self.entity_col], kind="stable").reset_index(drop=True)
 

@@ -90,6 +90,8 @@ class RelDataModule(pl.LightningDataModule):
             own subgraph (two-tower training), instead of on seed subgraphs.
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
         num_workers: loader worker processes.
+        now: also a split ``now``: the seeds of a prediction at the database's last time,
+            with the graph holding every row (``rdl.predict split=now``).
         cache_dir: where materialised graphs are cached (default ``$RDL_CACHE`` or
             ``~/.cache/rdl``); ``False`` disables the cache.
     """
@@ -100,7 +102,7 @@ class RelDataModule(pl.LightningDataModule):
                  tree_prior: bool = False, tree_blocks: int = 8, bidirectional: bool = False,
                  triplets: bool = False, stypes: dict | None = None, text_embedder=None,
                  num_workers: int = 0, cache_dir: str | None = None,
-                 eval_batch_size: int | None = None, seed: int = 0):
+                 eval_batch_size: int | None = None, seed: int = 0, now: bool = False):
         super().__init__()
         self.db, self.task = db, task
         self.batch_size = batch_size
@@ -120,6 +122,9 @@ class RelDataModule(pl.LightningDataModule):
         self.num_workers = num_workers
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
         self.seed = seed
+        #: a split "now" of the seeds of a prediction at the database's last time
+        #: (:meth:`~rdl.tasks.Task.now_table`; ``rdl.predict split=now``)
+        self.now = now
         #: node type -> tokens per seed, set by a token model (a graph transformer): node
         #: loaders then add token sets (:class:`~rdl.graph.tokens.TokenSet`).
         self.token_budgets: dict | None = None
@@ -135,11 +140,15 @@ class RelDataModule(pl.LightningDataModule):
             return
         task = self.task
         self.tables = {s: task.split_table(s, self.db) for s in SPLITS}
+        if self.now:
+            self.tables["now"] = task.now_table(self.db, self.tables)
         for split, df in self.tables.items():
             log.info("%s table: %d rows", split, len(df))
         # The graph never holds a row from after the test time: nothing the model is
         # evaluated on can leak into its inputs (the sampler filters by seed time too).
-        graph_db, stypes = self.db.upto(task.test_time), dict(self.stypes or {})
+        # Predictions "now" see the whole database (its last time is their seed time).
+        graph_db = self.db if self.now else self.db.upto(task.test_time)
+        stypes = dict(self.stypes or {})
         self.history = None if task.kind == "link_prediction" else task.history(self.tables)
         rest = None
         if self.use_tree_prior:
@@ -157,7 +166,17 @@ class RelDataModule(pl.LightningDataModule):
             graph_db = Database({**graph_db.tables, HISTORY: table})
             log.info("label history: %d earlier labels", len(table))
         cache = None if self.cache_dir is None else os.path.join(self.cache_dir, "graphs")
-        self.data, self.col_stats = make_graph(graph_db, stypes, self.text_embedder, cache)
+        stats = None
+        if self.now:
+            # Columns encoded as the model was trained: with the training graph's statistics
+            # (category indices, medians), not those of the whole database.
+            train_db = self.db.upto(task.test_time)
+            if self.label_history:
+                splits = {s: self.tables[s] for s in SPLITS}
+                table, _ = task.history_table(splits, task.history(splits))
+                train_db = Database({**train_db.tables, HISTORY: table})
+            _, stats = make_graph(train_db, stypes, self.text_embedder, cache)
+        self.data, self.col_stats = make_graph(graph_db, stypes, self.text_embedder, cache, stats)
         # Loaders sample from the graph without its TensorFrames: ``InputRows`` gathers
         # each distinct row once per batch.
         self.tf_dict = {nt: self.data[nt].tf for nt in self.data.node_types if "tf" in self.data[nt]}
@@ -322,7 +341,7 @@ class RelDataModule(pl.LightningDataModule):
         """Every row of a link task's target table, seeded at the split's time (two-tower
         evaluation embeds all candidates once per evaluation time)."""
         task = self.task
-        t = task.val_time if split == "val" else task.test_time
+        t = self.tables[split]["timestamp"].iloc[0]  # a split's one seed time (val, test, now)
         n = self.data[task.target_table].num_nodes
         return NodeLoader(
             self.graph, node_sampler=self.sampler.with_seed(self.seed + 1),

@@ -41,7 +41,8 @@ def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str
     ``features``, the feature tables of the whole splits."""
     task = fit.task
     start = time.perf_counter()
-    out = {s: fit.raw(s) for s in ("val", "test")}  # the baseline's (all val and test rows)
+    # the baseline's own predictions for every val and test row (and "now" row)
+    out = {s: fit.raw(s) for s in fit.X if s != "train"}
     train = tables["train"]
     X = _lightgbm_names(features["train"])
     y = train[task.target_col].to_numpy(dtype=np.float64)

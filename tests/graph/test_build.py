@@ -97,3 +97,23 @@ def test_hashing_embedder_is_deterministic_and_sensible():
     assert torch.allclose(x[0].norm(), torch.tensor(1.0))
     assert x[3].abs().sum() == 0                    # missing text -> zeros
     assert (x[0] @ x[2]).abs() < 0.9                # different words differ
+
+
+def test_given_stats_encode_later_rows_as_the_model_was_trained():
+    """A graph of more rows (predictions at the database's end) encoded with the statistics
+    of the training graph: the same rows get the same values, a category the training
+    data never had encodes as missing, and numbers keep the training scale."""
+    rows = pd.DataFrame({"t_dat": pd.date_range("2020-01-01", periods=6, freq="D"),
+                         "channel": ["web", "shop", "web", "web", "shop", "phone"],
+                         "price": [1.0, 2.0, 3.0, 4.0, 5.0, 600.0]})
+    full = Database({"tx": Table(rows, time_col="t_dat")})
+    cut = full.upto(pd.Timestamp("2020-01-05"))
+    stypes = {"tx": {"channel": "categorical", "price": "numerical"}}
+    train, stats = make_graph(cut, stypes)
+    later, later_stats = make_graph(full, stypes, given_stats=stats)
+    assert later_stats == stats
+    cat = torch_frame.categorical
+    a, b = train["tx"].tf.feat_dict[cat], later["tx"].tf.feat_dict[cat]
+    assert torch.equal(b[:5], a) and int(b[5, 0]) == -1  # "phone": unseen, missing
+    own, _ = make_graph(full, stypes)  # with its own statistics "phone" is a category
+    assert int(own["tx"].tf.feat_dict[cat][5, 0]) >= 0
