@@ -93,9 +93,11 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
     col_to_stype = {name: infer_stypes(tab, stypes.get(name)) for name, tab in db}
     cache = None
     if cache_dir is not None:
-        key = fingerprint(db, sorted((n, sorted((c, s.value) for c, s in d.items()))
-                                     for n, d in col_to_stype.items()), repr(text_embedder),
-                          None if given_stats is None else repr(sorted(given_stats.items())))
+        parts = [sorted((n, sorted((c, s.value) for c, s in d.items()))
+                        for n, d in col_to_stype.items()), repr(text_embedder)]
+        if given_stats is not None:  # (only then: the keys of existing caches stay valid)
+            parts.append(repr(sorted(given_stats.items())))
+        key = fingerprint(db, *parts)
         cache = Path(cache_dir) / f"graph-{key}"
         cache.mkdir(parents=True, exist_ok=True)
 
