@@ -106,7 +106,10 @@ class Task:
     # -- labels ----------------------------------------------------------------------
     def make_table(self, db: Database, timestamps) -> pd.DataFrame:
         """Run the task's SQL on ``db`` for the given seed times."""
-        con = duckdb.connect()
+        # One thread: DuckDB's parallel aggregates add floats in an order that varies from
+        # run to run, and label sums then differed in their last bits (one item-sales run
+        # in four), enough to change LightGBM's trees; a run must repeat with its seed.
+        con = duckdb.connect(config={"threads": 1})
         try:
             for name, table in db:
                 con.register(name, table.df)

@@ -101,3 +101,16 @@ def test_batches_skip_the_first_batches_of_one_pass(merge_tail):
     assert list(sampler) == whole[4:]
     sampler.sampler.set_epoch(1)
     assert list(sampler) == whole  # the skip held for one pass only
+
+
+def test_compiled_and_eager_checkpoints_load_into_each_other(tiny_cfg):
+    """The compiled wrapper is no submodule: a checkpoint keeps the plain model's keys."""
+    from rdl.train import build
+    _, _, compiled = build(tiny_cfg("task=user-churn", "compile.enabled=true"))
+    _, _, eager = build(tiny_cfg("task=user-churn", "compile.enabled=false"))
+    assert compiled.forward_fn is not compiled.model and eager.forward_fn is eager.model
+    state = compiled.state_dict()
+    assert not any("_orig_mod" in k for k in state)
+    eager.load_state_dict(state)            # strict: every key, no other
+    assert all(torch.equal(v, eager.state_dict()[k]) for k, v in state.items())
+    compiled.load_state_dict(eager.state_dict())
