@@ -92,6 +92,7 @@ runpy.run_module("rdl.train", run_name="__main__", alter_sys=True)
 """
 
 
+@pytest.mark.slow   # a compile of its own (99 s on 2 cores, cold cache): over CI's budget
 def test_compiled_run_trains_with_one_warning_where_the_patches_cannot_apply(tmp_path, run_train):
     """The compiled path end to end (the CPU patches themselves: tests/training), with the
     internals the patches need removed: it trains, says so once, and keeps its guarantees."""
