@@ -114,8 +114,8 @@ def test_compiled_run_trains_with_one_warning_where_the_patches_cannot_apply(tmp
 
 @pytest.mark.slow   # two compiles: minutes on 2 cores
 def test_each_job_of_a_compiled_multirun_reports_its_own_compiles(tmp_path, run_train):
-    out = run_train(tmp_path, "-m", "task=user-churn", "lr=0.001,0.005",
-                    f"hydra.sweep.dir={tmp_path}", "compile.enabled=true")
+    out = run_train(tmp_path, "task=user-churn", "lr=0.001,0.005", f"hydra.sweep.dir={tmp_path}",
+                    "compile.enabled=true", python=(sys.executable, "-m", "rdl.train", "-m"))
     assert out.returncode == 0, out.stderr[-3000:]
     assert len(list(tmp_path.glob("*/metrics.json"))) == 2
     reports = re.findall(r"torch.compile: (\d+) graphs compiled", out.stdout)
