@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 from rdl.baselines.link import _pad
 from rdl.baselines.scoring import _score, score
 from rdl.data.database import DataError
-from rdl.train import USER_ERRORS, build, load_config
+from rdl.train import USER_ERRORS, build, read_checkpoint
 
 log = logging.getLogger("rdl.predict")
 SPLITS = ("val", "test", "now")
@@ -47,14 +47,15 @@ def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
         raise ValueError(f"split={cfg.split!r}: expected one of {SPLITS}")
     if cfg.format not in FORMATS:
         raise ValueError(f"format={cfg.format!r}: expected one of {FORMATS}")
-    run = OmegaConf.create(load_config(cfg.ckpt_path))
+    saved, ckpt = read_checkpoint(cfg.ckpt_path)
+    run = OmegaConf.create(saved)
     run.compile.enabled = False  # one pass over a split: compiling would cost more than it saves
     run = OmegaConf.merge(run, cfg.get("run") or {})
     if cfg.split == "now":  # the seeds at the database's last time, the whole database in the graph
         OmegaConf.update(run, "data.now", True, force_add=True)
     pl.seed_everything(run.seed, workers=True)
     task, dm, module = build(run)
-    state = torch.load(cfg.ckpt_path, map_location="cpu", weights_only=False)["state_dict"]
+    state = ckpt["state_dict"]
     check_schema(cfg.ckpt_path, module.state_dict(), state)
     module.load_state_dict(state)
     dm.predict_split = cfg.split

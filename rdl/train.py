@@ -159,6 +159,11 @@ def checked_resume(cfg: DictConfig) -> str | None:
 def load_config(path) -> dict:
     """The config a checkpoint was trained with (written by :func:`train`); a clear error
     if ``path`` is no file, no checkpoint, or not one of rdl's."""
+    return read_checkpoint(path)[0]
+
+
+def read_checkpoint(path) -> tuple[dict, dict]:
+    """``(config, checkpoint)`` of an rdl checkpoint, with :func:`load_config`'s errors."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"ckpt_path {path}: no such file")
@@ -169,7 +174,7 @@ def load_config(path) -> dict:
     config = (ckpt.get("hyper_parameters") or {}).get(CONFIG_KEY) if isinstance(ckpt, dict) else None
     if config is None:
         raise ValueError(f"ckpt_path {path}: not a checkpoint written by rdl.train (no config in it)")
-    return config
+    return config, ckpt
 
 
 def _strip(metrics: dict, prefix: str) -> dict:

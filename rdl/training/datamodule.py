@@ -162,9 +162,8 @@ class RelDataModule(pl.LightningDataModule):
             if HISTORY in self.db.tables:
                 raise DataError(f"the database has a table named {HISTORY!r}, the name of the "
                                 "task's label history; rename it or set data.label_history=false")
-            table, stypes[HISTORY] = task.history_table(self.tables, self.history)
-            graph_db = Database({**graph_db.tables, HISTORY: table})
-            log.info("label history: %d earlier labels", len(table))
+            graph_db, stypes[HISTORY] = self._with_history(graph_db, self.tables, self.history)
+            log.info("label history: %d earlier labels", len(graph_db[HISTORY]))
         cache = None if self.cache_dir is None else os.path.join(self.cache_dir, "graphs")
         stats = None
         if self.now:
@@ -173,8 +172,7 @@ class RelDataModule(pl.LightningDataModule):
             train_db = self.db.upto(task.test_time)
             if self.label_history:
                 splits = {s: self.tables[s] for s in SPLITS}
-                table, _ = task.history_table(splits, task.history(splits))
-                train_db = Database({**train_db.tables, HISTORY: table})
+                train_db, _ = self._with_history(train_db, splits, task.history(splits))
             _, stats = make_graph(train_db, stypes, self.text_embedder, cache)
         self.data, self.col_stats = make_graph(graph_db, stypes, self.text_embedder, cache, stats)
         # Loaders sample from the graph without its TensorFrames: ``InputRows`` gathers
@@ -189,6 +187,11 @@ class RelDataModule(pl.LightningDataModule):
         self.sampler = TemporalSampler(self.data, self.num_neighbors, strategy=self.strategy,
                                        strict=self.strict, inclusive=(HISTORY,),
                                        seed=self.seed, seed_per_batch=True)
+
+    def _with_history(self, db: Database, tables: dict, history) -> tuple[Database, dict]:
+        """``db`` with the task's label history as a table, and that table's stypes."""
+        table, stypes = self.task.history_table(tables, history)
+        return Database({**db.tables, HISTORY: table}), stypes
 
     def _fit_prior(self, graph_db: Database) -> dict[str, pd.DataFrame]:
         """Fits the tree prior; returns the splits' feature tables without the entity's own

@@ -74,7 +74,10 @@ class ResumeState(pl.Callback):
             # counts that batch: ``completed`` is raised only after the hooks).
             done = fit_loop.epoch_loop.batch_progress.current.processed
             skipped = 0
-            for loader in fit_loop._combined_loader.flattened:
+            loaders = trainer.train_dataloader
+            loaders = loaders.values() if isinstance(loaders, dict) else (
+                loaders if isinstance(loaders, (list, tuple)) else [loaders])
+            for loader in loaders:
                 sampler = getattr(loader, "batch_sampler", None)
                 if isinstance(sampler, SeedBatches):
                     sampler.skip(done)

@@ -10,7 +10,7 @@ import pytest
 
 import rdl
 from rdl.data import DataError, Database, synthetic_hm
-from rdl.data.hm import (hm_database, load_hm, read_kaggle, read_relbench, synthetic_cache_path,
+from rdl.data.hm import (START, hm_database, load_hm, read_kaggle, read_relbench, synthetic_cache_path,
                          synthetic_hm_db, write_kaggle)
 
 SCALE = 0.001
@@ -41,6 +41,14 @@ def test_hm_database_tables_and_keys(frames):
     db.validate()
     # the input frames are untouched
     assert frames["transactions"]["customer_id"].str.len().eq(64).all()
+    # each row position keeps its id in the files (predictions report them): a purchase's
+    # customer and article, looked up through the keys, are the file's own
+    src = frames["transactions"]
+    src = src[pd.to_datetime(src["t_dat"]) >= pd.Timestamp(START)].reset_index(drop=True)
+    assert len(src) == len(tx)
+    for col, table in (("customer_id", "customer"), ("article_id", "article")):
+        ids = db.keys[table].to_numpy()[tx.df[col].to_numpy(dtype=np.int64)]
+        assert (ids == src[col].to_numpy()).all()
 
 
 def test_hm_database_trims_and_reindexes(frames):
