@@ -7,6 +7,7 @@ printed and written to the run folder (``metrics.json``).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -36,9 +37,10 @@ CONFIG_KEY = "rdl_config"
 USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
 
 
-def build(cfg: DictConfig) -> tuple:
+def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
     """The task, the set-up datamodule and the LightningModule a config describes (and,
-    training on the CPU, the process's ``malloc`` set as ``keep_freed_memory`` says)."""
+    training on the CPU, the process's ``malloc`` set as ``keep_freed_memory`` says).
+    ``prepared_path``: see :attr:`RelDataModule.prepared_path`."""
     if cfg.get("keep_freed_memory", True) and _on_cpu(cfg):
         from rdl.training.malloc import keep_freed_memory
         keep_freed_memory()
@@ -59,6 +61,7 @@ def build(cfg: DictConfig) -> tuple:
     # into configs (dataclasses to dicts, tuples to lists).
     dm = instantiate(cfg.data, _partial_=True, _convert_="all")(task=task, num_neighbors=hops,
                                                                 seed=cfg.seed)
+    dm.prepared_path = prepared_path
     dm.setup()
     model = instantiate(cfg.model, _partial_=True, _convert_="all")(**dm.model_kwargs())
     compile_options = instantiate(cfg.compile, _convert_="all")
@@ -86,6 +89,23 @@ def build(cfg: DictConfig) -> tuple:
     return task, dm, module
 
 
+def _several_processes(cfg: DictConfig) -> bool:
+    """Whether the trainer may start several processes (``auto`` or ``-1`` devices may)."""
+    t = cfg.get("trainer") or {}
+    devices = t.get("devices", 1)
+    if str(t.get("num_nodes", 1)) != "1":
+        return True
+    if OmegaConf.is_list(devices) or isinstance(devices, (list, tuple)):
+        return len(devices) > 1
+    return str(devices) in ("auto", "-1") or (str(devices).isdigit() and int(devices) > 1)
+
+
+def _data_key(cfg: DictConfig) -> str:
+    """A digest of the settings that what the datamodule prepares depends on."""
+    text = OmegaConf.to_yaml(OmegaConf.masked_copy(cfg, ["data", "task", "seed"]), resolve=True)
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
 def _on_cpu(cfg: DictConfig) -> bool:
     """Whether the trainer will run on the CPU (Lightning's ``auto`` picks a GPU if any)."""
     accelerator = str(cfg.get("trainer", {}).get("accelerator", "auto"))
@@ -96,7 +116,9 @@ def train(cfg: DictConfig) -> dict:
     pl.seed_everything(cfg.seed, workers=True)
     compiled_before = compile_stats()
     ckpt_path = checked_resume(cfg)
-    task, dm, module = build(cfg)
+    out = Path(HydraConfig.get().runtime.output_dir)
+    prepared = str(out / f".prepared-{_data_key(cfg)}.pt") if _several_processes(cfg) else None
+    task, dm, module = build(cfg, prepared)
     # The composed config travels in every checkpoint: `rdl.predict` rebuilds the run from it.
     module.save_hyperparameters({CONFIG_KEY: OmegaConf.to_container(cfg, resolve=False)})
     link = task.kind == "link_prediction"
@@ -111,13 +133,19 @@ def train(cfg: DictConfig) -> dict:
     logger = instantiate(cfg.logger) if cfg.get("logger") else False
     trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger)
 
-    trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)
+    try:
+        trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)
+    finally:
+        if prepared and trainer.is_global_zero and os.path.exists(prepared):
+            os.remove(prepared)  # every process has read it before fit starts
     best = [c for c in trainer.checkpoint_callbacks if c.monitor and c.best_model_path]
     ckpt = best[0].best_model_path if best else None
     val = trainer.validate(module, datamodule=dm, ckpt_path=ckpt, verbose=False)[0]
     test = trainer.test(module, datamodule=dm, ckpt_path=ckpt, verbose=False)[0]
 
     results = {"model": {"val": _strip(val, "val/"), "test": _strip(test, "test/")}}
+    if not trainer.is_global_zero:  # one process reports
+        return results
     # With limit_val/test_batches (or fast_dev_run) the model saw the first rows of a split
     # only (evaluation is in table order): the baselines are scored on the same rows.
     rows = {s: dm.rows_in(s, n) for s, n in (("val", trainer.num_val_batches[0]),
@@ -132,15 +160,13 @@ def train(cfg: DictConfig) -> dict:
         results.update(baselines.node_baselines(task, dm.db, dm.tables, strict=dm.strict,
                                                 history=dm.history, trees=dm.tree_fit,
                                                 rows=rows))
-    if trainer.is_global_zero:
-        report(task.name, results, Path(HydraConfig.get().runtime.output_dir),
-               percent=("map",) if link else ())
-        if module.compile_options.enabled:
-            # This job's own: the jobs of a multirun share a process and Dynamo's counters.
-            c = {k: v - compiled_before[k] for k, v in compile_stats().items()}
-            print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
-                  f"breaks (one graph per mode, train and eval, is expected; compile.log=true "
-                  "says why each happened)")
+    report(task.name, results, out, percent=("map",) if link else ())
+    if module.compile_options.enabled:
+        # This job's own: the jobs of a multirun share a process and Dynamo's counters.
+        c = {k: v - compiled_before[k] for k, v in compile_stats().items()}
+        print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
+              f"breaks (one graph per mode, train and eval, is expected; compile.log=true "
+              "says why each happened)")
     return results
 
 

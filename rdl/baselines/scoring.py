@@ -13,10 +13,17 @@ from torchmetrics import MetricCollection
 from rdl.tasks import Task
 
 
+def _alone() -> bool:
+    return False
+
+
 @torch.no_grad()
 def _score(task: Task, pred: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
-    """Every metric of ``task`` on ``pred`` against ``target``."""
+    """Every metric of ``task`` on ``pred`` against ``target``: all of them here, not
+    gathered from other processes (a multi-process run scores baselines in one)."""
     metrics = MetricCollection(dict(task.metrics)).clone()
+    for m in metrics.values():
+        m.distributed_available_fn = _alone
     metrics.update(pred, target)
     return {k: float(v) for k, v in metrics.compute().items()}
 

@@ -8,9 +8,18 @@ had already trained on. With the temporal sampler seeded per batch
 batches the uninterrupted run saw (:mod:`rdl.training.resume`). Written here because
 PyTorch's ``RandomSampler`` draws its order from a stream (the order of epoch ``e`` depends on
 every draw before it) and ``BatchSampler`` cannot start in the middle of an epoch.
+
+Several processes (DDP) shard the seeds themselves, Lightning's sampler injection off
+(``use_distributed_sampler: false`` in ``conf/trainer``): training gives each rank an equal
+share of the epoch's permutation (padded by repeating seeds, as ``DistributedSampler`` does:
+every rank must take the same number of steps), and evaluation deals out the batches of a
+single-process pass (:class:`DealtBatches`), so that each row is scored once, in the same
+batch as in one process (a batch's sample depends on its seeds): the metrics equal one
+process's. ``DistributedSampler`` would pad evaluation with duplicate rows.
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 import torch
@@ -23,10 +32,16 @@ class EpochShuffle(Sampler[int]):
     Each pass uses :attr:`epoch` and then advances it, so that a loop over passes without
     ``set_epoch`` (a notebook, a test) still gets a new order each time; ``set_epoch(e)``
     (Lightning, every epoch) pins the order of the next pass.
+
+    With ``world > 1``: the share of process ``rank``, every ``world``-th seed of the
+    permutation padded by repetition to a multiple of ``world``.
     """
 
-    def __init__(self, n: int, seed: int = 0):
+    def __init__(self, n: int, seed: int = 0, rank: int = 0, world: int = 1):
+        if not 0 <= rank < world:
+            raise ValueError(f"rank {rank} outside a world of {world} processes")
         self.n, self.seed, self.epoch = n, int(seed), 0
+        self.rank, self.world = rank, world
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
@@ -34,10 +49,14 @@ class EpochShuffle(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         gen = torch.Generator().manual_seed((self.seed * 1_000_003 + self.epoch) % (2**63))
         self.epoch += 1
-        return iter(torch.randperm(self.n, generator=gen).tolist())
+        perm = torch.randperm(self.n, generator=gen)
+        if self.world > 1 and self.n:
+            total = len(self) * self.world
+            perm = perm.repeat(-(-total // self.n))[:total][self.rank::self.world]
+        return iter(perm.tolist())
 
     def __len__(self) -> int:
-        return self.n
+        return -(-self.n // self.world)
 
 
 class SeedBatches(BatchSampler):
@@ -90,9 +109,32 @@ class SeedBatches(BatchSampler):
         return n - 1 if n > 1 and not self.drop_last and 0 < 2 * tail < self.batch_size else n
 
 
+class DealtBatches(Sampler[list[int]]):
+    """The batches of ``batches`` dealt out to ``world`` processes: process ``rank`` gets
+    batches ``rank, rank + world, ...``. Together the processes score every batch of a
+    single-process pass once; the first ``k`` batches of each are the first ``k * world``."""
+
+    def __init__(self, batches: Sampler[list[int]], rank: int, world: int):
+        if not 0 <= rank < world:
+            raise ValueError(f"rank {rank} outside a world of {world} processes")
+        self.batches, self.rank, self.world = batches, rank, world
+        self.sampler = getattr(batches, "sampler", None)  # where Lightning looks for it
+
+    def __iter__(self):
+        return itertools.islice(iter(self.batches), self.rank, None, self.world)
+
+    def __len__(self) -> int:
+        return max(0, -(-(len(self.batches) - self.rank) // self.world))
+
+
 def batches(n: int, batch_size: int, shuffle: bool, merge_tail: bool = True,
-            seed: int = 0) -> SeedBatches:
+            seed: int = 0, rank: int = 0, world: int = 1) -> Sampler[list[int]]:
     """Batches of ``range(n)``, shuffled per epoch from ``seed`` (:class:`EpochShuffle`) or in
-    order; see :class:`SeedBatches` for ``merge_tail``."""
-    sampler = EpochShuffle(n, seed) if shuffle else SequentialSampler(range(n))
-    return SeedBatches(sampler, batch_size, drop_last=False, merge_tail=merge_tail)
+    order; see :class:`SeedBatches` for ``merge_tail``. Process ``rank`` of ``world``: its
+    share of a shuffled epoch, or its :class:`DealtBatches` of an ordered pass."""
+    if shuffle:
+        return SeedBatches(EpochShuffle(n, seed, rank, world), batch_size, drop_last=False,
+                           merge_tail=merge_tail)
+    ordered = SeedBatches(SequentialSampler(range(n)), batch_size, drop_last=False,
+                          merge_tail=merge_tail)
+    return ordered if world == 1 else DealtBatches(ordered, rank, world)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import time
 
 import numpy as np
 import pandas as pd
@@ -21,10 +22,15 @@ from rdl.graph.sampler import TemporalSampler
 from rdl.graph.tokens import TokenSet
 from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
 from rdl.tasks import HISTORY, SPLITS, Task
-from rdl.training.batches import batches
+from rdl.training.batches import DealtBatches, batches
 from rdl.training.compile import PAD
 
 log = logging.getLogger(__name__)
+
+
+def _local_rank() -> int:
+    """This process's rank on its machine, as Lightning's and torchrun's launchers set it."""
+    return int(os.environ.get("LOCAL_RANK", 0))
 
 
 class AttachTarget:
@@ -132,6 +138,11 @@ class RelDataModule(pl.LightningDataModule):
         #: batch padded to its loader's batch size and one encoded row per token slot, so
         #: that every batch has the same shapes (:class:`~rdl.graph.tokens.TokenSet`).
         self.static_tokens = False
+        #: with several processes (DDP): the file where the first process of a machine
+        #: leaves the split tables, features and tree prior for the others, which would
+        #: each compute them again (``rdl.train`` sets it)
+        self.prepared_path: str | None = None
+        self.tables, self.history = None, None
         self.data = None
         self._loaders = []
 
@@ -139,25 +150,14 @@ class RelDataModule(pl.LightningDataModule):
         if self.data is not None:
             return
         task = self.task
-        self.tables = {s: task.split_table(s, self.db) for s in SPLITS}
-        if self.now:
-            self.tables["now"] = task.now_table(self.db, self.tables)
-        for split, df in self.tables.items():
-            log.info("%s table: %d rows", split, len(df))
         # The graph never holds a row from after the test time: nothing the model is
         # evaluated on can leak into its inputs (the sampler filters by seed time too).
         # Predictions "now" see the whole database (its last time is their seed time).
         graph_db = self.db if self.now else self.db.upto(task.test_time)
         stypes = dict(self.stypes or {})
-        self.history = None if task.kind == "link_prediction" else task.history(self.tables)
-        rest = None
-        if self.use_tree_prior:
-            rest = self._fit_prior(graph_db)
-        if self.use_seed_features:
-            from rdl.training.seed_features import seed_features
-            self.seed_x, self.seed_feature_names = seed_features(
-                task, graph_db, self.tables, self.history, self.strict, features=rest)
-            log.info("seed features: %d columns", len(self.seed_feature_names))
+        if not self._load_prepared():
+            self._prepare(graph_db)
+            self._save_prepared()
         if self.label_history:
             if HISTORY in self.db.tables:
                 raise DataError(f"the database has a table named {HISTORY!r}, the name of the "
@@ -187,6 +187,57 @@ class RelDataModule(pl.LightningDataModule):
         self.sampler = TemporalSampler(self.data, self.num_neighbors, strategy=self.strategy,
                                        strict=self.strict, inclusive=(HISTORY,),
                                        seed=self.seed, seed_per_batch=True)
+
+    def _prepare(self, graph_db: Database) -> None:
+        """Split tables, label history, tree prior and seed features: the work that
+        :meth:`setup` shares between processes (:attr:`prepared_path`)."""
+        task = self.task
+        self.tables = {s: task.split_table(s, self.db) for s in SPLITS}
+        if self.now:
+            self.tables["now"] = task.now_table(self.db, self.tables)
+        for split, df in self.tables.items():
+            log.info("%s table: %d rows", split, len(df))
+        self.history = None if task.kind == "link_prediction" else task.history(self.tables)
+        rest = None
+        if self.use_tree_prior:
+            rest = self._fit_prior(graph_db)
+        if self.use_seed_features:
+            from rdl.training.seed_features import seed_features
+            self.seed_x, self.seed_feature_names = seed_features(
+                task, graph_db, self.tables, self.history, self.strict, features=rest)
+            log.info("seed features: %d columns", len(self.seed_feature_names))
+
+    #: what :meth:`_prepare` computes
+    PREPARED = ("tables", "history", "tree_fit", "prior", "seed_x", "seed_feature_names")
+
+    def _save_prepared(self) -> None:
+        """With :attr:`prepared_path` set (several processes), leaves what :meth:`_prepare`
+        computed there for the other processes of this machine (the graph itself they read
+        from the graph cache)."""
+        path = self.prepared_path
+        if path is None or _local_rank() != 0:
+            return
+        tmp = f"{path}.tmp{os.getpid()}"  # written beside, then renamed: never read half-written
+        torch.save({k: getattr(self, k) for k in self.PREPARED}, tmp)
+        os.replace(tmp, path)
+
+    def _load_prepared(self, timeout: float = 3600.0) -> bool:
+        """A process other than its machine's first takes what that one prepared (it waits
+        for the file: launched by ``torchrun``, all processes start at once)."""
+        path = self.prepared_path
+        if path is None or _local_rank() == 0:
+            return False
+        start = time.monotonic()
+        while not os.path.exists(path):
+            if time.monotonic() - start > timeout:
+                log.warning("%s did not appear in %.0f s: this process prepares the data "
+                            "itself", path, timeout)
+                return False
+            time.sleep(0.5)
+        for k, v in torch.load(path, weights_only=False).items():
+            setattr(self, k, v)
+        log.info("prepared data read from %s", path)
+        return True
 
     def _with_history(self, db: Database, tables: dict, history) -> tuple[Database, dict]:
         """``db`` with the task's label history as a table, and that table's stypes."""
@@ -295,13 +346,46 @@ class RelDataModule(pl.LightningDataModule):
         return self.batch_size if split == "train" else self.eval_batch_size
 
     def rows_in(self, split: str, num_batches: int | float) -> int:
-        """Rows of an evaluation split's table in its loader's first ``num_batches`` batches
-        (evaluation is in table order)."""
+        """Rows of an evaluation split's table in the first ``num_batches`` batches of each
+        process's loader (evaluation is in table order; with several processes, the
+        first ``num_batches * world`` batches of a single-process pass)."""
         n = len(self.tables[split])
         if num_batches == float("inf"):
             return n
-        sampler = batches(n, self.split_batch_size(split), False, merge_tail=not self.static_tokens)
-        return sum(len(b) for b, _ in zip(sampler, range(int(num_batches))))
+        sampler = self._batches(split, n, shuffle=False, quiet=True)
+        world = 1
+        if isinstance(sampler, DealtBatches):
+            sampler, world = sampler.batches, sampler.world
+        return sum(len(b) for b, _ in zip(sampler, range(int(num_batches) * world)))
+
+    def _rank_world(self) -> tuple[int, int]:
+        """This process's rank and the number of processes (1 outside a Trainer)."""
+        trainer = self.trainer
+        return (0, 1) if trainer is None else (trainer.global_rank, trainer.world_size)
+
+    def _batches(self, split: str, n: int, shuffle: bool, quiet: bool = False):
+        """The batch sampler of this process's share of a split's ``n`` seeds.
+
+        rdl's loaders shard the seeds themselves (:mod:`rdl.training.batches`; Lightning's
+        sampler injection is off): evaluation deals out the batches of a single-process
+        pass, so its metrics equal one process's. A split with fewer batches than
+        processes is cut into smaller batches (a process without a batch would skip the
+        evaluation that the others wait for it in).
+        """
+        rank, world = self._rank_world()
+        size = self.split_batch_size(split)
+        if world > 1 and not shuffle and n // size < world:
+            if n < world:
+                raise DataError(f"split {split!r} has {n} rows, fewer than the {world} "
+                                "processes evaluating it; train on fewer devices")
+            if not quiet and rank == 0:
+                log.warning("split %s: %d rows make fewer batches of %d than the %d "
+                            "processes; evaluated in batches of %d (its metrics can differ "
+                            "slightly from one process's, whose batches are sampled "
+                            "otherwise)", split, n, size, world, n // world)
+            size = n // world
+        return batches(n, size, shuffle, merge_tail=not self.static_tokens, seed=self.seed,
+                       rank=rank, world=world)
 
     def _transforms(self, *more) -> Compose:
         both = [Bidirectional()] if self.bidirectional else []
@@ -318,9 +402,7 @@ class RelDataModule(pl.LightningDataModule):
             input_nodes=(task.entity_table, nodes),
             input_time=to_seconds(df["timestamp"]),
             transform=self.transform(split),
-            batch_sampler=batches(len(nodes), self.split_batch_size(split),
-                                  train if shuffle is None else shuffle,
-                                  merge_tail=not self.static_tokens, seed=self.seed),
+            batch_sampler=self._batches(split, len(nodes), train if shuffle is None else shuffle),
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0,
@@ -367,7 +449,7 @@ class RelDataModule(pl.LightningDataModule):
             edge_label_index=(link_type, torch.stack([src, dst])),
             edge_label_time=to_seconds(pairs["timestamp"]),
             neg_sampling=NegativeSampling("triplet", amount=1), transform=self._transforms(),
-            batch_sampler=batches(len(src), self.batch_size, True, seed=self.seed),
+            batch_sampler=self._batches("train", len(src), shuffle=True),
             num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0,
         ))

@@ -100,12 +100,14 @@ class TaskModule(pl.LightningModule):
             out = tuple(o[:n] for o in out) if isinstance(out, tuple) else out[:n]
         return out
 
+    # torchmetrics' compute gathers the states of every process: each holds the same value,
+    # and "max" over them (Lightning's sync_dist) keeps it exactly, where a mean could round.
     def on_validation_epoch_end(self):
-        self.log_dict(self.val_metrics.compute(), prog_bar=True)
+        self.log_dict(self.val_metrics.compute(), prog_bar=True, sync_dist=True, reduce_fx="max")
         self.val_metrics.reset()
 
     def on_test_epoch_end(self):
-        self.log_dict(self.test_metrics.compute())
+        self.log_dict(self.test_metrics.compute(), sync_dist=True, reduce_fx="max")
         self.test_metrics.reset()
 
     def step_loss(self, batch) -> tuple[Tensor, int]:
@@ -116,7 +118,11 @@ class TaskModule(pl.LightningModule):
         loss, n = self.step_loss(batch)
         # Not on the progress bar: it would read the loss on the host at every step (the
         # loggers read it every ``trainer.log_every_n_steps``).
-        self.log("train/loss", loss, on_step=True, on_epoch=True, batch_size=n)
+        # The epoch's mean is averaged over processes (once, at the epoch's end); the
+        # step's value is this process's (averaging it would synchronise every step).
+        self.log("train/loss_step", loss, on_step=True, on_epoch=False, batch_size=n)
+        self.log("train/loss_epoch", loss, on_step=False, on_epoch=True, batch_size=n,
+                 sync_dist=True)
         return loss
 
     def validation_step(self, batch, batch_idx):
@@ -234,7 +240,8 @@ class NodeTaskModule(TaskModule):
         pred = self(batch)
         target = y.long() if self.task.is_classification else y
         metrics.update(self.predict_value(pred), target)
-        self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0))
+        self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0),
+                 sync_dist=True)
 
 
 def pad_seeds(x: Tensor, rows: int) -> Tensor:

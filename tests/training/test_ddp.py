@@ -1,10 +1,14 @@
-"""Lightning's distributed-sampler injection re-creates rdl's loaders (PyG's NodeLoader and
-LinkLoader over rdl's TemporalSampler) with a ``DistributedSampler``: every rank must get
-its own disjoint share of the seeds, and valid time-respecting HeteroData batches."""
+"""Several processes: ``python -m rdl.train trainer=ddp`` with 2 gloo CPU processes evaluates
+exactly as one process (rdl's loaders deal out the batches themselves, each row scored once);
+and, for loaders built by hand, Lightning's distributed-sampler injection re-creates PyG's
+NodeLoader and LinkLoader over rdl's TemporalSampler with a ``DistributedSampler``: every
+rank must get its own disjoint share of the seeds, and valid time-respecting batches."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from omegaconf import OmegaConf
 
 import pytest
 import pytorch_lightning as pl
@@ -18,6 +22,8 @@ from torch_geometric.loader import LinkLoader, NodeLoader
 from torch_geometric.sampler import NegativeSampling
 
 from rdl.graph import TemporalSampler
+from rdl.predict import predict
+from rdl.training.batches import DealtBatches, EpochShuffle, batches
 from rdl.training.datamodule import AttachTarget, KeepArgsLinkLoader
 
 N_SEEDS = 48  # a multiple of the world size: DistributedSampler pads nothing
@@ -222,3 +228,47 @@ def test_trainer_ddp_gives_each_rank_its_share(tmp_path, kind, num_workers):
     # Validation (2 epochs, not shuffled): each rank sees its half twice.
     check_shares([r["val"][: N_SEEDS // 2] for r in runs])
     assert all(r["val"][: N_SEEDS // 2] == r["val"][N_SEEDS // 2:] for r in runs)
+
+
+# --------------------------------------------------------------------------- #
+# rdl.train with 2 processes (trainer=ddp, gloo on the CPU)
+# --------------------------------------------------------------------------- #
+def test_each_process_gets_its_share():
+    """Training: equal shares of one permutation (padded by repetition, every process takes
+    the same number of steps); evaluation: the batches of one process's pass, dealt out."""
+    shares = [list(EpochShuffle(11, seed=5, rank=r, world=3)) for r in range(3)]
+    assert [len(s) for s in shares] == [4, 4, 4]
+    assert set(sum(shares, [])) == set(range(11))  # 12 slots: one seed twice
+    one = list(batches(79, 16, shuffle=False))
+    dealt = [batches(79, 16, shuffle=False, rank=r, world=2) for r in (0, 1)]
+    assert all(isinstance(d, DealtBatches) for d in dealt)
+    assert [len(d) for d in dealt] == [3, 2] == [len(list(d)) for d in dealt]
+    assert list(dealt[0]) == one[0::2] and list(dealt[1]) == one[1::2]
+
+
+# The node and the link task; batches of 16: each split has more batches than processes.
+DDP = ("trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2",
+       "trainer.limit_val_batches=1.0", "data.eval_batch_size=16", "compile.enabled=false")
+
+
+@pytest.mark.parametrize("task", ["user-churn", "user-item-purchase"])
+def test_two_processes_evaluate_as_one(tmp_path, run_train, rdl_cache, task):
+    """2 gloo processes through ``python -m rdl.train``: they train, the second takes what
+    the first prepared instead of preparing it again, and their val and test metrics equal
+    one process's scoring of the same checkpoint (``rdl.predict``)."""
+    run = tmp_path / "run"
+    out = run_train(run, f"task={task}", *DDP)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((run / "metrics.json").read_text())
+    logs = (run / "train_ddp_process_1.log").read_text()
+    assert "prepared data read from" in logs and "LightGBM" not in logs
+    assert not list(run.glob(".prepared-*"))  # removed once every process has read it
+    ckpt = run / "checkpoints" / "best.ckpt"
+    for split in ("val", "test"):
+        cfg = OmegaConf.create({"ckpt_path": str(ckpt), "split": split, "format": "csv",
+                                "output": str(tmp_path / f"{split}.csv"), "accelerator": "cpu",
+                                "run": {"data": {"cache_dir": str(rdl_cache)}}})
+        _, table, one = predict(cfg)
+        assert one.keys() == results["model"][split].keys()
+        for metric, value in one.items():
+            assert results["model"][split][metric] == pytest.approx(value, rel=1e-6), metric
