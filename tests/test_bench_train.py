@@ -82,3 +82,27 @@ def test_profile_columns(tmp_path, rdl_cache):
     parts = [float(row[c]) for c in ("prof_matmul_ms", "prof_rng_ms", "prof_other_ms")]
     assert parts[0] > 0 and parts[2] > 0  # the model has linear layers and other ops
     assert parts[1] > 0  # the encoders' dropout draws random numbers in training
+
+
+def test_e2e_benchmark_times_whole_epochs(tmp_path, rdl_cache):
+    """``python -m rdl.bench e2e``: one row per (size, variant, workers), each a real
+    ``Trainer.fit``; seeds/s counts the seeds of the timed epochs (3 batches of 64 each).
+    (``--host-overhead`` adds rows of another size, as below, with other settings.)"""
+    out = tmp_path / "out"
+    env = {**os.environ, "RDL_CACHE": str(rdl_cache)}
+    cmd = [sys.executable, "-m", "rdl.bench", "e2e", "--variants", "eager", "--workers", "0", "1",
+           "--epochs", "2", "--batches", "3", "--set", "debug=tiny",
+           "--out", str(out)]
+    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out / "e2e.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["size"], r["workers"]) for r in rows] == [("full", "0"), ("full", "1")]
+    for r in rows:
+        assert r["note"] == "", r
+        seeds, epoch = float(r["seeds_per_s"]), float(r["epoch_s"])
+        assert seeds * epoch == pytest.approx(3 * 64, rel=1e-6)  # one timed epoch of 3 batches
+        assert float(r["vs_eager"]) == 1
+    assert float(rows[0]["vs_main_process_loader"]) == 1
+    assert float(rows[1]["vs_main_process_loader"]) == pytest.approx(
+        float(rows[1]["seeds_per_s"]) / float(rows[0]["seeds_per_s"]))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 META_FILE = "metadata.json"
+KEYS_SUFFIX = ".keys.parquet"
 
 
 class DataError(ValueError):
@@ -146,7 +147,8 @@ class Database:
 
     # -- parquet storage ---------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """Write one parquet file per table plus ``metadata.json``.
+        """Write one parquet file per table, one per table's original keys (:attr:`keys`)
+        and ``metadata.json``.
 
         The files are written to a temporary folder beside ``path`` that is renamed into
         place at the end, so a crash never leaves a half-written database.
@@ -157,6 +159,8 @@ class Database:
         try:
             for name, tab in self:
                 tab.df.to_parquet(tmp / f"{name}.parquet", index=False)
+            for name, keys in self.keys.items():  # the files' ids (predictions report them)
+                pd.DataFrame({"key": keys}).to_parquet(tmp / f"{name}{KEYS_SUFFIX}", index=False)
             meta = {name: tab.meta() for name, tab in self}
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
             os.chmod(tmp, 0o755)  # mkdtemp makes it private; a cache is for every user
@@ -174,12 +178,14 @@ class Database:
         if not meta_path.exists():
             raise DataError(f"{meta_path}: missing; not a database folder written by Database.save")
         meta = json.loads(meta_path.read_text())
-        tables = {}
+        tables, keys = {}, {}
         for name, m in meta.items():
             f = path / f"{name}.parquet"
             if not f.exists():
                 raise DataError(f"{f}: missing, but {meta_path} lists table {name!r}")
             tables[name] = Table(pd.read_parquet(f), m["pkey"], m["fkeys"], m["time_col"])
-        db = cls(tables)
+            if (path / f"{name}{KEYS_SUFFIX}").exists():
+                keys[name] = pd.Index(pd.read_parquet(path / f"{name}{KEYS_SUFFIX}")["key"])
+        db = cls(tables, keys=keys)
         db.validate()
         return db

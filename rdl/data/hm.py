@@ -14,6 +14,7 @@ synthetic generator.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -28,7 +29,7 @@ import pyarrow.parquet as pq
 
 import rdl
 from rdl.data import synthetic_hm
-from rdl.data.database import Database, DataError, Table
+from rdl.data.database import META_FILE, Database, DataError, Table
 
 START = "2019-09-07"
 TIME_DTYPE = synthetic_hm.TIME_DTYPE
@@ -333,5 +334,32 @@ def load_hm(source: str = "synthetic", path=None, seed: int = 0, scale: float = 
     if not path.exists():
         raise DataError(f"{path}: no such folder (H&M source {source!r})")
     if source == "kaggle":
-        return hm_database(**read_kaggle(path), start=START)
+        return kaggle_hm_db(path, cache_dir)
     return read_relbench(path)
+
+
+#: bump when the Kaggle reader's output changes: cached databases of older readers are not used
+KAGGLE_READER_VERSION = 1
+
+
+def kaggle_hm_db(folder, cache_dir=None) -> Database:
+    """The rel-hm :class:`Database` of the Kaggle files in ``folder``, read and checked once:
+    saved in ``cache_dir`` (``None``: rdl's cache; ``False``: none) under a key of the files'
+    paths, sizes and modification times, and loaded from there while they are unchanged
+    (parsing the real 3.5 GB transactions file takes about a minute, loading it seconds)."""
+    folder = Path(folder)
+    if cache_dir is False:
+        return hm_database(**read_kaggle(folder), start=START)
+    stamp = [KAGGLE_READER_VERSION, str(START)]
+    for file, _, _ in KAGGLE.values():
+        f = (folder / file).resolve()
+        st = f.stat() if f.exists() else None
+        stamp.append((str(f), st and st.st_size, st and st.st_mtime_ns))
+    key = hashlib.sha1(repr(stamp).encode()).hexdigest()[:16]
+    root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
+    path = root / f"kaggle-hm-{key}"
+    if (path / META_FILE).exists():
+        return Database.load(path)
+    db = hm_database(**read_kaggle(folder), start=START)
+    db.save(path)
+    return db

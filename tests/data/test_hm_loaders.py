@@ -223,6 +223,31 @@ def test_synthetic_cache(tmp_path, monkeypatch):
         path.name, path.name.replace("seed0", "seed1")]
 
 
+def test_kaggle_files_are_read_once(frames, tmp_path, monkeypatch):
+    """The checked database of a Kaggle folder is cached, with the files' original ids, and
+    read again when a file changes."""
+    write_kaggle(frames, tmp_path / "kaggle")
+    first = load_hm("kaggle", path=tmp_path / "kaggle", cache_dir=tmp_path / "cache")
+    [entry] = (tmp_path / "cache").iterdir()
+    assert entry.name.startswith("kaggle-hm-") and (entry / "metadata.json").exists()
+
+    def boom(folder):
+        raise AssertionError("read_kaggle must not run while the files are unchanged")
+
+    monkeypatch.setattr(rdl.data.hm, "read_kaggle", boom)
+    again = load_hm("kaggle", path=tmp_path / "kaggle", cache_dir=tmp_path / "cache")
+    for name, tab in first:
+        pd.testing.assert_frame_equal(again[name].df, tab.df)
+    assert again.keys.keys() == first.keys.keys() == {"customer", "article"}
+    for name, keys in first.keys.items():
+        assert keys.equals(again.keys[name])
+    assert list(again.keys["customer"][:3]) == list(frames["customers"]["customer_id"][:3])
+    tx = tmp_path / "kaggle" / "transactions_train.csv"
+    tx.write_text(tx.read_text())  # rewritten: another modification time
+    with pytest.raises(AssertionError, match="must not run while"):
+        load_hm("kaggle", path=tmp_path / "kaggle", cache_dir=tmp_path / "cache")
+
+
 def test_cache_dir_from_env(tmp_path, monkeypatch):
     monkeypatch.setenv("RDL_CACHE", str(tmp_path / "env"))
     assert rdl.cache_dir() == tmp_path / "env"
@@ -233,7 +258,7 @@ def test_cache_dir_from_env(tmp_path, monkeypatch):
 def test_load_hm_sources(frames, tmp_path):
     db = load_hm("synthetic", seed=0, scale=SCALE, cache_dir=tmp_path / "cache")
     write_kaggle(frames, tmp_path / "kaggle")
-    kaggle = load_hm("kaggle", path=tmp_path / "kaggle")
+    kaggle = load_hm("kaggle", path=tmp_path / "kaggle", cache_dir=False)
     save_like_relbench(kaggle, tmp_path / "relbench")
     relbench = load_hm("relbench", path=str(tmp_path / "relbench"))
     for name, tab in db:

@@ -25,10 +25,12 @@ def _error_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _run_child(spec: dict, timeout: float | None, log: Path) -> dict:
-    """``measure(**spec)`` in a fresh process with cold compile caches, its output written to
-    ``log``; ``{"error": ...}`` if it fails."""
-    cmd = [sys.executable, "-m", "rdl.bench.train", "--worker", json.dumps(spec)]
+def _run_child(spec: dict, timeout: float | None, log: Path, module: str = "rdl.bench.train",
+               result: str = RESULT) -> dict:
+    """``measure(**spec)`` of ``module`` in a fresh process with cold compile caches, its
+    output written to ``log``; ``{"error": ...}`` if it fails. The child prints its result
+    as JSON on a line that starts with ``result``."""
+    cmd = [sys.executable, "-m", module, "--worker", json.dumps(spec)]
     # ignore_cleanup_errors: a killed child's compile workers may still be writing there.
     with tempfile.TemporaryDirectory(prefix="rdl-bench-train-", ignore_cleanup_errors=True) as tmp:
         env = {**os.environ, "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
@@ -53,8 +55,8 @@ def _run_child(spec: dict, timeout: float | None, log: Path) -> dict:
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"$ {' '.join(cmd)}\n\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}")
     for line in reversed(stdout.splitlines()):
-        if error is None and line.startswith(RESULT):
-            return json.loads(line[len(RESULT):])
+        if error is None and line.startswith(result):
+            return json.loads(line[len(result):])
     error = error or _error_line(stderr) or _error_line(stdout) or f"exit code {proc.returncode}"
     print(f"    failed ({error}); end of its stderr (all in {log}):\n"
           + "\n".join("    | " + ln for ln in stderr.strip().splitlines()[-15:]),
