@@ -86,11 +86,22 @@ class Database:
 
     @property
     def min_time(self) -> pd.Timestamp:
-        return min(t.df[t.time_col].min() for _, t in self if t.time_col)
+        """The first time of any timed row (:class:`DataError` if there is none)."""
+        return min(t.df[t.time_col].min() for t in self._timed())
 
     @property
     def max_time(self) -> pd.Timestamp:
-        return max(t.df[t.time_col].max() for _, t in self if t.time_col)
+        """The last time of any timed row (:class:`DataError` if there is none)."""
+        return max(t.df[t.time_col].max() for t in self._timed())
+
+    def _timed(self) -> list[Table]:
+        # Empty tables have no time range (NaT, which pandas then fails on far away).
+        timed = [t for _, t in self if t.time_col and t.df[t.time_col].notna().any()]
+        if not timed:
+            names = sorted(n for n, t in self if t.time_col)
+            raise DataError("the database has no timed rows" + (
+                f": table(s) {names} are empty" if names else " (no table has a time column)"))
+        return timed
 
     def upto(self, t) -> Database:
         """The database as it was known at time ``t`` (rows with time <= t)."""
