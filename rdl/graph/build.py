@@ -62,6 +62,29 @@ def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
     return stypes
 
 
+def check_stypes(db: Database, stypes: dict | None) -> None:
+    """Every stype override (``data.stypes``) names a table and column of ``db`` and a
+    stype: a typo would otherwise be reported only when the graph is built, after the task
+    tables and the tree prior, or (a misspelt table) never.
+
+    Raises:
+        DataError: naming the override and what the database has instead.
+    """
+    unknown = sorted(set(stypes or {}) - set(db.tables))
+    if unknown:
+        raise DataError(f"data.stypes names table(s) {unknown} that the database does not have; "
+                        f"its tables: {sorted(db.tables)}")
+    for name, overrides in (stypes or {}).items():
+        columns = list(db[name].df.columns)
+        for col, stype in (overrides or {}).items():
+            if col not in columns:
+                raise DataError(f"data.stypes.{name}.{col}: table {name!r} has no column {col!r} "
+                                f"(its columns: {columns})")
+            if stype not in (None, "drop") and stype not in {s.value for s in torch_frame.stype}:
+                raise DataError(f"data.stypes.{name}.{col}: unknown stype {stype!r}; one of "
+                                f"{[s.value for s in torch_frame.stype]}")
+
+
 def fingerprint(db: Database, *parts: Any) -> str:
     """A hash of every row of every table, plus ``parts`` (stypes, embedder, ...)."""
     h = hashlib.sha1(repr((GRAPH_VERSION, parts)).encode())
@@ -86,10 +109,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             graph: a model's category indices and scales), instead of this data's own.
     """
     stypes = stypes or {}
-    unknown = set(stypes) - set(db.tables)
-    if unknown:
-        raise DataError(f"stype overrides name unknown table(s) {sorted(unknown)}; "
-                        f"tables: {sorted(db.tables)}")
+    check_stypes(db, stypes)
     col_to_stype = {name: infer_stypes(tab, stypes.get(name)) for name, tab in db}
     cache = None
     if cache_dir is not None:
