@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from rdl import caching
 
 META_FILE = "metadata.json"
 
@@ -159,18 +160,20 @@ class Database:
     def save(self, path: str | os.PathLike) -> None:
         """Write one parquet file per table plus ``metadata.json``.
 
-        The files are written to a temporary folder beside ``path`` that is renamed into
-        place at the end, so a crash never leaves a half-written database.
+        The files are written to a temporary folder beside ``path`` (``metadata.json``
+        last) that is renamed into place at the end, so a crash never leaves a half-written
+        database; the temporaries of writers that died are removed first
+        (:func:`rdl.caching.remove_stale`).
         """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        caching.remove_stale(path.parent)
+        tmp = caching.temp_dir(path.parent, path.name)
         try:
             for name, tab in self:
                 tab.df.to_parquet(tmp / f"{name}.parquet", index=False)
             meta = {name: tab.meta() for name, tab in self}
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
-            os.chmod(tmp, 0o755)  # mkdtemp makes it private; a cache is for every user
             if path.exists():
                 shutil.rmtree(path)
             os.replace(tmp, path)

@@ -15,6 +15,7 @@ synthetic generator.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -27,8 +28,11 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 import rdl
+from rdl import caching
 from rdl.data import checks, synthetic_hm
-from rdl.data.database import Database, DataError, Table
+from rdl.data.database import META_FILE, Database, DataError, Table
+
+log = logging.getLogger(__name__)
 
 START = "2019-09-07"
 TIME_DTYPE = synthetic_hm.TIME_DTYPE
@@ -340,10 +344,18 @@ def synthetic_hm_db(seed: int = 0, scale: float = 0.02, cache_dir=None) -> Datab
     """A synthetic rel-hm database (:func:`rdl.data.synthetic_hm.generate` + :func:`hm_database`),
     saved under ``cache_dir`` on first use and loaded from there afterwards."""
     path = synthetic_cache_path(seed, scale, cache_dir)
-    if (path / "metadata.json").exists():
-        return Database.load(path)
+    if (path / META_FILE).exists():  # written last: the folder is complete
+        try:
+            return Database.load(path)
+        except (DataError, OSError, ValueError) as e:  # damaged since: made again below
+            log.warning("cached database %s is unreadable (%s): generating it again", path, e)
     db = hm_database(**synthetic_hm.generate(seed=seed, scale=scale), start=START)
-    db.save(path)
+    # Another process (DDP) may have saved it meanwhile; a read-only cache is skipped.
+    if not (path / META_FILE).exists() and caching.writable(path.parent):
+        try:
+            db.save(path)
+        except OSError as e:
+            caching.warn_uncached(path.parent, e)
     return db
 
 
