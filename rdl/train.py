@@ -282,6 +282,8 @@ def main(cfg: DictConfig) -> float:
             raise
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
+        if isinstance(e, InstantiationException):  # the cause's message, not Hydra's wrapping
+            e = e.__cause__
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
     return results["model"]["val"].get(cfg.task.monitor)  # for sweepers

@@ -178,3 +178,30 @@ def test_task_sql_error_and_wrong_columns(tmp_path):
     sql.write_text(f"SELECT timestamp, 'x' AS customer_id, 1.0 AS y {rows}")
     with pytest.raises(DataError, match=rf"task 'mine': {sql} returned a column of the wrong type"):
         Task(**kw).make_table(db, [pd.Timestamp("2020-09-01")])
+
+
+# -- through python -m rdl.train --------------------------------------------------------------
+@pytest.mark.parametrize("bad", ["missing key", "ends before val"])
+def test_train_refuses_bad_files_before_training(frames, tmp_path, run_train, bad):
+    """Exit 1 with one ``error:`` line (a missing key trained without a word before), and
+    nothing in the run folder but Hydra's own config and log."""
+    folder = tmp_path / "kaggle"
+    if bad == "missing key":
+        write_kaggle(frames, folder)
+        for row in (3, 7):
+            edit(folder / "customers.csv", row, 0, "")
+        message = (f"error: {folder / 'customers.csv'}: table 'customer', column 'customer_id': "
+                   "primary key missing in 2 rows (first: row 3)")
+    else:
+        tx = frames["transactions"]
+        write_kaggle(dict(frames, transactions=tx[tx["t_dat"] < "2020-08-01"]), folder)
+        message = ("error: task 'user-churn': the val split is empty: val labels need rows up to "
+                   "2020-09-14 00:00:00 (val_timestamp 2020-09-07, test_timestamp 2020-09-14, "
+                   "window 7d; the data spans 2019-09-07 00:00:00 to 2020-07-31 00:00:00)")
+    run = tmp_path / "run"
+    out = run_train(run, "data.db.source=kaggle", f"+data.db.path={folder}")
+    assert out.returncode == 1, out.stderr[-2000:]
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(message), out.stderr[-2000:]
+    assert "Traceback" not in out.stderr
+    assert {p.name for p in run.iterdir()} <= {".hydra", "train.log"}
