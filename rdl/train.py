@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 
 from rdl import baselines
 from rdl.data.database import DataError
-from rdl.nn import IDGNN, ContextGNN, ContextGT, TwoTower
+from rdl.nn import IDGNN, ContextGNN, ContextGT, NodeModel, TwoTower
 from rdl.training.compile import stats as compile_stats
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
@@ -37,10 +38,53 @@ CONFIG_KEY = "rdl_config"
 USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
 
 
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """A :class:`ValueError` naming the first setting that cannot train, before any data is
+    read: a bad size would otherwise surface after the graph is built, or a whole epoch
+    later, and an empty fan-out would train a model that never sees a neighbour."""
+    model_cls = hydra.utils.get_class(cfg.model._target_)
+    model, data = cfg.model, cfg.data
+
+    def need(ok: bool, name: str, value, what: str) -> None:
+        if not ok:
+            raise ValueError(f"{name}={value}: {what}")
+
+    channels = model.get("channels")
+    need(_whole(channels) and channels >= 1, "model.channels", channels, "must be an integer >= 1")
+    layers = model.get("num_layers")
+    # NodeModel with no message passing is the documented entity-features-only baseline.
+    least = 0 if issubclass(model_cls, NodeModel) else 1
+    need(_whole(layers) and layers >= least, "model.num_layers", layers,
+         f"must be an integer >= {least}")
+    hops = data.get("num_neighbors")
+    hops = list(hops) if OmegaConf.is_list(hops) else hops
+    need(isinstance(hops, list) and len(hops) > 0, "data.num_neighbors", hops,
+         "must list the fan-out of each hop, e.g. [128, 64]")
+    # -1 takes every neighbour (TemporalSampler); 0 would sample none for that hop.
+    need(all(_whole(k) and (k >= 1 or k == -1) for k in hops), "data.num_neighbors",
+         hops, "each fan-out must be an integer >= 1, or -1 for all neighbours")
+    if not getattr(model_cls, "takes_tokens", False):
+        # one sampled hop per message-passing layer (see build): missing hops sample nothing
+        need(len(hops) >= layers, "data.num_neighbors", hops,
+             f"one fan-out per message-passing layer is needed: model.num_layers={layers}")
+    for key in ("batch_size", "eval_batch_size"):
+        size = data.get(key)
+        if key == "batch_size" or size is not None:
+            need(_whole(size) and size >= 1, f"data.{key}", size, "must be an integer >= 1")
+    lr = cfg.get("lr")
+    need(isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr)
+         and lr > 0, "lr", lr, "must be a finite number > 0")
+
+
 def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
     """The task, the set-up datamodule and the LightningModule a config describes (and,
     training on the CPU, the process's ``malloc`` set as ``keep_freed_memory`` says).
     ``prepared_path``: see :attr:`RelDataModule.prepared_path`."""
+    check_settings(cfg)
     if cfg.get("keep_freed_memory", True) and _on_cpu(cfg):
         from rdl.training.malloc import keep_freed_memory
         keep_freed_memory()
@@ -238,6 +282,8 @@ def main(cfg: DictConfig) -> float:
             raise
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
+        if isinstance(e, InstantiationException):  # the cause's message, not Hydra's wrapping
+            e = e.__cause__
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
     return results["model"]["val"].get(cfg.task.monitor)  # for sweepers

@@ -90,7 +90,7 @@ def test_split_without_enough_future_rows_is_an_error():
     sales = Task(name="item-sales", sql="hm/item-sales.sql", kind="regression",
                  entity_table="article", entity_col="article_id", target_col="sales",
                  val_timestamp="2020-01-08", test_timestamp="2020-01-14")
-    with pytest.raises(DataError, match="test labels need rows up to"):
+    with pytest.raises(DataError, match="test split is empty: test labels need rows up to"):
         sales.split_table("test", tiny_db())
 
 

@@ -136,10 +136,19 @@ def test_compiled_bf16_mixed_run(tmp_path, run_train):
     ("model=idgnn", "cannot be trained on task 'user-churn'"),
     ("task=user-item-purchase model=sage", "model=contextgnn"),
     ("+compile.cpu_patches.no_such_patch=true", "unknown patch ['no_such_patch']"),
+    # checked before the database is read (rdl.train.check_settings)
+    ("model.channels=0", "error: model.channels=0: must be an integer >= 1"),
+    ("data.num_neighbors=[]", "error: data.num_neighbors=[]: must list the fan-out of each hop"),
+    ("data.batch_size=-4", "error: data.batch_size=-4: must be an integer >= 1"),
+    # checked right after the database is read, before the task tables and the graph
+    ("+data.stypes.customer.agee=numerical",
+     "error: data.stypes.customer.agee: table 'customer' has no column 'agee'"),
 ])
 def test_bad_settings_fail_with_a_clear_message(tmp_path, run_train, override, message):
     out = run_train(tmp_path, *override.split())
-    assert out.returncode != 0
+    assert out.returncode == 1
     err = out.stderr
     assert message in err
     assert "Traceback" not in err  # one clear message, not a stack trace
+    # nothing trained or written: only Hydra's own config and log
+    assert {p.name for p in tmp_path.iterdir()} <= {".hydra", "train.log"}

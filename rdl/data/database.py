@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from rdl import caching
 
 META_FILE = "metadata.json"
 KEYS_SUFFIX = ".keys.parquet"
@@ -87,11 +88,22 @@ class Database:
 
     @property
     def min_time(self) -> pd.Timestamp:
-        return min(t.df[t.time_col].min() for _, t in self if t.time_col)
+        """The first time of any timed row (:class:`DataError` if there is none)."""
+        return min(t.df[t.time_col].min() for t in self._timed())
 
     @property
     def max_time(self) -> pd.Timestamp:
-        return max(t.df[t.time_col].max() for _, t in self if t.time_col)
+        """The last time of any timed row (:class:`DataError` if there is none)."""
+        return max(t.df[t.time_col].max() for t in self._timed())
+
+    def _timed(self) -> list[Table]:
+        # Empty tables have no time range (NaT, which pandas then fails on far away).
+        timed = [t for _, t in self if t.time_col and t.df[t.time_col].notna().any()]
+        if not timed:
+            names = sorted(n for n, t in self if t.time_col)
+            raise DataError("the database has no timed rows" + (
+                f": table(s) {names} are empty" if names else " (no table has a time column)"))
+        return timed
 
     def upto(self, t) -> Database:
         """The database as it was known at time ``t`` (rows with time <= t)."""
@@ -150,12 +162,15 @@ class Database:
         """Write one parquet file per table, one per table's original keys (:attr:`keys`)
         and ``metadata.json``.
 
-        The files are written to a temporary folder beside ``path`` that is renamed into
-        place at the end, so a crash never leaves a half-written database.
+        The files are written to a temporary folder beside ``path`` (``metadata.json``
+        last) that is renamed into place at the end, so a crash never leaves a half-written
+        database; the temporaries of writers that died are removed first
+        (:func:`rdl.caching.remove_stale`).
         """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        caching.remove_stale(path.parent)
+        tmp = caching.temp_dir(path.parent, path.name)
         try:
             for name, tab in self:
                 tab.df.to_parquet(tmp / f"{name}.parquet", index=False)
@@ -163,7 +178,6 @@ class Database:
                 pd.DataFrame({"key": keys}).to_parquet(tmp / f"{name}{KEYS_SUFFIX}", index=False)
             meta = {name: tab.meta() for name, tab in self}
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
-            os.chmod(tmp, 0o755)  # mkdtemp makes it private; a cache is for every user
             if path.exists():
                 shutil.rmtree(path)
             os.replace(tmp, path)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -28,8 +29,11 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 import rdl
-from rdl.data import synthetic_hm
+from rdl import caching
+from rdl.data import checks, synthetic_hm
 from rdl.data.database import META_FILE, Database, DataError, Table
+
+log = logging.getLogger(__name__)
 
 START = "2019-09-07"
 TIME_DTYPE = synthetic_hm.TIME_DTYPE
@@ -45,6 +49,8 @@ _INT_COLUMNS = {"article_id", "product_code", "product_type_no", "graphical_appe
                 "department_no", "index_group_no", "section_no", "garment_group_no",
                 "sales_channel_id"}
 _FLOAT_COLUMNS = {"FN", "Active", "age", "price"}
+#: Kaggle file -> its primary key
+_PKEYS = {"customers.csv": "customer_id", "articles.csv": "article_id"}
 #: how many digits the Kaggle files zero-pad an id to
 _ZERO_PAD = {"article_id": 10, "product_code": 7}
 #: RelBench's rel-hm keys, used when a parquet file lacks RelBench's metadata
@@ -66,18 +72,25 @@ def hm_database(customers: pd.DataFrame, articles: pd.DataFrame, transactions: p
     :meth:`Database.reindex`. The input frames are not modified.
 
     Raises:
-        DataError: a frame lacks a contract column, or ``t_dat`` does not parse as dates.
+        DataError: a frame lacks a contract column, a primary key is missing or repeated,
+            ``t_dat`` does not parse as dates, or no transaction is left from ``start`` on.
     """
     frames = {"customers": customers, "articles": articles, "transactions": transactions}
     for key, df in frames.items():
         _check_columns(df, KAGGLE[key][2], f"table {KAGGLE[key][1]!r}")
     tx = transactions.copy(deep=False)
-    tx["t_dat"] = _as_dates(tx["t_dat"], "table 'transactions': column 't_dat'")
+    tx["t_dat"] = _as_dates(tx["t_dat"], checks.where("transactions", "t_dat"))
+    checks.check_not_empty(tx, "table 'transactions'")
     if start is not None:
-        tx = tx[tx["t_dat"] >= pd.Timestamp(start)]
+        kept = tx["t_dat"] >= pd.Timestamp(start)
+        if not kept.any():
+            raise DataError(f"table 'transactions': no rows from {pd.Timestamp(start).date()} on "
+                            f"(rel-hm starts there); its {len(tx)} rows span "
+                            f"{tx['t_dat'].min().date()} to {tx['t_dat'].max().date()}")
+        tx = tx[kept]
     cust, art = customers.reset_index(drop=True), articles.reset_index(drop=True)
-    _check_unique(cust["customer_id"], "customer", "customer_id")
-    _check_unique(art["article_id"], "article", "article_id")
+    checks.check_key(cust["customer_id"], checks.where("customer", "customer_id"))
+    checks.check_key(art["article_id"], checks.where("article", "article_id"))
     # Map the foreign keys to row positions first (arrow hashing: fast on 15M string ids);
     # Database.reindex then checks the keys and maps positions to themselves.
     tx = tx.reset_index(drop=True)
@@ -106,12 +119,6 @@ def _positions(values: pd.Series, keys: pd.Series, table: str) -> pd.Series:
                         f"have incompatible types ({keys.dtype} vs {values.dtype}): {e}") from None
 
 
-def _check_unique(keys: pd.Series, table: str, col: str) -> None:
-    if keys.duplicated().any():
-        dup = keys[keys.duplicated()].iloc[0]
-        raise DataError(f"table {table!r}: primary key {col!r} has duplicate values, e.g. {dup!r}")
-
-
 def _check_columns(df, columns, where: str) -> None:
     if not isinstance(df, pd.DataFrame):
         raise DataError(f"{where}: expected a pandas DataFrame, got {type(df).__name__}")
@@ -124,14 +131,12 @@ def _check_columns(df, columns, where: str) -> None:
 def _as_dates(s: pd.Series, where: str) -> pd.Series:
     """``s`` as ``datetime64[ns]``; strings must be ``YYYY-MM-DD``."""
     if not pd.api.types.is_datetime64_any_dtype(s):
-        try:
-            s = pd.to_datetime(s, format="%Y-%m-%d")
-        except (ValueError, TypeError) as e:
-            raise DataError(f"{where} must hold dates (YYYY-MM-DD): {e}") from None
+        s = checks.parse_dates(s, where)
     if getattr(s.dt, "tz", None) is not None:
         s = s.dt.tz_localize(None)
     if s.isna().any():
-        raise DataError(f"{where} has {int(s.isna().sum())} missing dates")
+        raise DataError(f"{where}: {int(s.isna().sum())} rows without a date "
+                        f"(first: row {int(s.isna().to_numpy().argmax())})")
     return s.astype(TIME_DTYPE)
 
 
@@ -155,32 +160,63 @@ def read_kaggle(folder) -> dict[str, pd.DataFrame]:
     in about a minute).
 
     Raises:
-        DataError: a file is missing, lacks a column or has a value of the wrong type.
+        DataError: a file is missing, empty, lacks a column, has a value of the wrong type
+            (named by file, column, count and a sample) or a missing or repeated id.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder (expected the Kaggle H&M files "
                         f"{', '.join(f for f, _, _ in KAGGLE.values())})")
-    return {key: _read_csv(folder / file, cols) for key, (file, _, cols) in KAGGLE.items()}
+    frames = {}
+    for key, (file, table, cols) in KAGGLE.items():
+        frames[key] = df = _read_csv(folder / file, table, cols)
+        if file in _PKEYS:
+            checks.check_key(df[_PKEYS[file]], checks.where(table, _PKEYS[file], folder / file))
+    return frames
 
 
-def _read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
+def _read_csv(path: Path, table: str, columns: list[str]) -> pd.DataFrame:
     if not path.exists():
         raise DataError(f"{path}: missing (one of the Kaggle H&M files)")
     with open(path, encoding="utf-8", newline="") as f:
-        header = f.readline().rstrip("\r\n").split(",")
-    _check_columns(pd.DataFrame(columns=header), columns, str(path))
+        header = f.readline().rstrip("\r\n")
+    if not header:
+        raise DataError(f"{path}: empty file (expected a header line: {','.join(columns)})")
+    _check_columns(pd.DataFrame(columns=header.split(",")), columns, str(path))
     opts = pacsv.ConvertOptions(
         column_types={c: _arrow_type(c) for c in columns}, include_columns=columns,
         null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=False)
     try:
-        table = pacsv.read_csv(path, convert_options=opts)
+        data = pacsv.read_csv(path, convert_options=opts)
     except pa.ArrowInvalid as e:
-        raise DataError(f"{path}: {e}") from None
+        _explain_bad_value(path, table, columns)
+        raise DataError(f"{path}: {e}") from None  # not a value's type: the CSV's layout
+    if data.num_rows == 0:
+        raise DataError(f"{path}: no rows, only the header (table {table!r} is empty)")
     if "t_dat" in columns:
-        i = table.schema.get_field_index("t_dat")
-        table = table.set_column(i, "t_dat", table.column("t_dat").cast(pa.timestamp("ns")))
-    return table.to_pandas()
+        i = data.schema.get_field_index("t_dat")
+        data = data.set_column(i, "t_dat", data.column("t_dat").cast(pa.timestamp("ns")))
+    return data.to_pandas()
+
+
+def _explain_bad_value(path: Path, table: str, columns: list[str]) -> None:
+    """After arrow failed to convert a value: read the file again as text and raise the
+    :class:`DataError` of the first typed column with values that do not parse (arrow's
+    own message names a column by its position only). Returns if every value parses."""
+    opts = pacsv.ConvertOptions(
+        column_types={c: pa.string() for c in columns}, include_columns=columns,
+        null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=False)
+    try:
+        raw = pacsv.read_csv(path, convert_options=opts).to_pandas()
+    except pa.ArrowInvalid:
+        return
+    for col in columns:
+        kind = _arrow_type(col)
+        if kind == pa.date32():
+            checks.parse_dates(raw[col], checks.where(table, col, path))
+        elif kind != pa.string():
+            checks.parse_numbers(raw[col], checks.where(table, col, path),
+                                 integer=kind == pa.int64())
 
 
 def write_kaggle(frames: dict[str, pd.DataFrame], folder) -> Path:
@@ -217,7 +253,7 @@ def _write_transactions(df: pd.DataFrame, f) -> None:
     step = 2_000_000
     for lo in range(0, len(df), step):
         part = df.iloc[lo:lo + step]
-        t = pa.array(_as_dates(part["t_dat"], "table 'transactions': column 't_dat'"))
+        t = pa.array(_as_dates(part["t_dat"], checks.where("transactions", "t_dat")))
         cols = [pc.strftime(t, format="%Y-%m-%d"),
                 pa.array(part["customer_id"], pa.string()),
                 pc.utf8_lpad(pc.cast(pa.array(part["article_id"], pa.int64()), pa.string()), 10, "0"),
@@ -309,10 +345,18 @@ def synthetic_hm_db(seed: int = 0, scale: float = 0.02, cache_dir=None) -> Datab
     """A synthetic rel-hm database (:func:`rdl.data.synthetic_hm.generate` + :func:`hm_database`),
     saved under ``cache_dir`` on first use and loaded from there afterwards."""
     path = synthetic_cache_path(seed, scale, cache_dir)
-    if (path / "metadata.json").exists():
-        return Database.load(path)
+    if (path / META_FILE).exists():  # written last: the folder is complete
+        try:
+            return Database.load(path)
+        except (DataError, OSError, ValueError) as e:  # damaged since: made again below
+            log.warning("cached database %s is unreadable (%s): generating it again", path, e)
     db = hm_database(**synthetic_hm.generate(seed=seed, scale=scale), start=START)
-    db.save(path)
+    # Another process (DDP) may have saved it meanwhile; a read-only cache is skipped.
+    if not (path / META_FILE).exists() and caching.writable(path.parent):
+        try:
+            db.save(path)
+        except OSError as e:
+            caching.warn_uncached(path.parent, e)
     return db
 
 
@@ -358,8 +402,15 @@ def kaggle_hm_db(folder, cache_dir=None) -> Database:
     key = hashlib.sha1(repr(stamp).encode()).hexdigest()[:16]
     root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
     path = root / f"kaggle-hm-{key}"
-    if (path / META_FILE).exists():
-        return Database.load(path)
+    if (path / META_FILE).exists():  # written last: the folder is complete
+        try:
+            return Database.load(path)
+        except (DataError, OSError, ValueError) as e:  # damaged since: read again below
+            log.warning("cached database %s is unreadable (%s): reading the files again", path, e)
     db = hm_database(**read_kaggle(folder), start=START)
-    db.save(path)
+    if not (path / META_FILE).exists() and caching.writable(path.parent):
+        try:
+            db.save(path)
+        except OSError as e:
+            caching.warn_uncached(path.parent, e)
     return db

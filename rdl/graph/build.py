@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from torch_frame.data import Dataset
 from torch_frame.utils import infer_series_stype
 from torch_geometric.data import HeteroData
 
+from rdl import caching
 from rdl.data.database import Database, DataError, Table
 
 GRAPH_VERSION = 1  # bump when the layout of the materialised graph changes
@@ -62,6 +64,41 @@ def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
     return stypes
 
 
+def _materialize(name: str, df: pd.DataFrame, cols: dict, text_embedder, given):
+    """The table's TensorFrame and column stats (``given``: stats to encode with)."""
+    text_cfg = None
+    if any(s == torch_frame.text_embedded for s in cols.values()):
+        if text_embedder is None:
+            raise DataError(f"table {name!r} has text_embedded columns but no text embedder "
+                            "is configured (data.text_embedder)")
+        text_cfg = TextEmbedderConfig(text_embedder=text_embedder, batch_size=None)
+    dataset = Dataset(df[list(cols)], col_to_stype=cols, col_to_text_embedder_cfg=text_cfg)
+    return dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
+
+
+def check_stypes(db: Database, stypes: dict | None) -> None:
+    """Every stype override (``data.stypes``) names a table and column of ``db`` and a
+    stype: a typo would otherwise be reported only when the graph is built, after the task
+    tables and the tree prior, or (a misspelt table) never.
+
+    Raises:
+        DataError: naming the override and what the database has instead.
+    """
+    unknown = sorted(set(stypes or {}) - set(db.tables))
+    if unknown:
+        raise DataError(f"data.stypes names table(s) {unknown} that the database does not have; "
+                        f"its tables: {sorted(db.tables)}")
+    for name, overrides in (stypes or {}).items():
+        columns = list(db[name].df.columns)
+        for col, stype in (overrides or {}).items():
+            if col not in columns:
+                raise DataError(f"data.stypes.{name}.{col}: table {name!r} has no column {col!r} "
+                                f"(its columns: {columns})")
+            if stype not in (None, "drop") and stype not in {s.value for s in torch_frame.stype}:
+                raise DataError(f"data.stypes.{name}.{col}: unknown stype {stype!r}; one of "
+                                f"{[s.value for s in torch_frame.stype]}")
+
+
 def fingerprint(db: Database, *parts: Any) -> str:
     """A hash of every row of every table, plus ``parts`` (stypes, embedder, ...)."""
     h = hashlib.sha1(repr((GRAPH_VERSION, parts)).encode())
@@ -86,51 +123,57 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             graph: a model's category indices and scales), instead of this data's own.
     """
     stypes = stypes or {}
-    unknown = set(stypes) - set(db.tables)
-    if unknown:
-        raise DataError(f"stype overrides name unknown table(s) {sorted(unknown)}; "
-                        f"tables: {sorted(db.tables)}")
+    check_stypes(db, stypes)
     col_to_stype = {name: infer_stypes(tab, stypes.get(name)) for name, tab in db}
-    cache = None
+    # A cache entry is read only when complete (its marker, written last, lists every
+    # file); else the graph is built and written into a temporary folder that is renamed
+    # into place at the end (rdl.caching): a killed build never leaves a half entry.
+    cached, tmp = None, None
     if cache_dir is not None:
         parts = [sorted((n, sorted((c, s.value) for c, s in d.items()))
                         for n, d in col_to_stype.items()), repr(text_embedder)]
         if given_stats is not None:  # (only then: the keys of existing caches stay valid)
             parts.append(repr(sorted(given_stats.items())))
-        key = fingerprint(db, *parts)
-        cache = Path(cache_dir) / f"graph-{key}"
-        cache.mkdir(parents=True, exist_ok=True)
+        root = Path(cache_dir)
+        entry = root / f"graph-{fingerprint(db, *parts)}"
+        if caching.complete(entry):
+            cached = entry
+        elif caching.writable(root):
+            caching.remove_stale(root)
+            tmp = caching.temp_dir(root, entry.name)
 
     data, col_stats = HeteroData(), {}
-    for name, tab in db:
-        df, cols = tab.df, col_to_stype[name]
-        if tab.pkey is not None and not np.array_equal(df[tab.pkey].to_numpy(), np.arange(len(df))):
-            raise DataError(f"table {name!r}: primary key {tab.pkey!r} is not 0..N-1; "
-                            "call Database.reindex() first")
-        if not cols:  # a table of keys only: one constant feature keeps the encoder simple
-            df, cols = pd.DataFrame({"__const__": np.ones(len(df))}), {"__const__": torch_frame.numerical}
-        text_cfg = None
-        if any(s == torch_frame.text_embedded for s in cols.values()):
-            if text_embedder is None:
-                raise DataError(f"table {name!r} has text_embedded columns but no text embedder "
-                                "is configured (data.text_embedder)")
-            text_cfg = TextEmbedderConfig(text_embedder=text_embedder, batch_size=None)
-        path = None if cache is None else cache / f"{name}.pt"
-        if path is not None and path.exists():
-            tf, stats = torch_frame.load(str(path))
-        else:
-            dataset = Dataset(df[list(cols)], col_to_stype=cols, col_to_text_embedder_cfg=text_cfg)
-            given = None if given_stats is None else given_stats[name]
-            tf, stats = dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
-            if path is not None:  # write beside, then rename: never a half-written cache file
-                tmp = path.with_suffix(f".tmp{os.getpid()}")
-                torch_frame.save(tf, stats, str(tmp))
-                os.replace(tmp, path)
-        data[name].tf = tf
-        data[name].num_nodes = len(tab)
-        col_stats[name] = stats
-        if tab.time_col is not None:
-            data[name].time = to_seconds(tab.df[tab.time_col])
+    try:
+        for name, tab in db:
+            df, cols = tab.df, col_to_stype[name]
+            if tab.pkey is not None and not np.array_equal(df[tab.pkey].to_numpy(), np.arange(len(df))):
+                raise DataError(f"table {name!r}: primary key {tab.pkey!r} is not 0..N-1; "
+                                "call Database.reindex() first")
+            if not cols:  # a table of keys only: one constant feature keeps the encoder simple
+                df, cols = pd.DataFrame({"__const__": np.ones(len(df))}), {"__const__": torch_frame.numerical}
+            if cached is not None:
+                tf, stats = torch_frame.load(str(cached / f"{name}.pt"))
+            else:
+                tf, stats = _materialize(name, df, cols, text_embedder,
+                                         None if given_stats is None else given_stats[name])
+                if tmp is not None:
+                    torch_frame.save(tf, stats, str(tmp / f"{name}.pt"))
+            data[name].tf = tf
+            data[name].num_nodes = len(tab)
+            col_stats[name] = stats
+            if tab.time_col is not None:
+                data[name].time = to_seconds(tab.df[tab.time_col])
+        if tmp is not None:
+            caching.finish(tmp)
+            caching.publish(tmp, entry)
+    except OSError as e:  # a full disk, say: the graph is fine, only its cache fails
+        if cached is None and tmp is None:
+            raise
+        caching.warn_uncached(root, e)
+        return make_graph(db, stypes, text_embedder, None, given_stats)
+    finally:
+        if tmp is not None and tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
     for name, tab in db:
         for col, ref in tab.fkeys.items():

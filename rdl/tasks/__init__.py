@@ -121,28 +121,39 @@ class Task:
                 raise DataError(f"task {self.name!r}: {self.sql_path} failed in DuckDB: {e}") from None
         finally:
             con.close()
-        missing = {"timestamp", self.entity_col, self.target_col} - set(df.columns)
+        expected = ["timestamp", self.entity_col, self.target_col]
+        missing = [c for c in expected if c not in df.columns]
         if missing:
-            raise DataError(f"task {self.name!r}: {self.sql_path} returned no column(s) "
-                            f"{sorted(missing)}; it must return timestamp, {self.entity_col}, "
-                            f"{self.target_col}")
+            raise DataError(f"task {self.name!r}: {self.sql_path} returned columns "
+                            f"{list(df.columns)}, expected {expected} (missing {missing})")
         df = df.dropna(subset=[self.entity_col])  # rows of dangling foreign keys
-        df["timestamp"] = df["timestamp"].astype("datetime64[s]")
-        df[self.entity_col] = df[self.entity_col].astype("int64")
+        try:
+            df["timestamp"] = df["timestamp"].astype("datetime64[s]")
+            df[self.entity_col] = df[self.entity_col].astype("int64")
+        except (ValueError, TypeError) as e:
+            raise DataError(f"task {self.name!r}: {self.sql_path} returned a column of the wrong "
+                            f"type (timestamp must hold times, {self.entity_col} the "
+                            f"{self.entity_table} table's keys): {e}") from None
         return df.sort_values(["timestamp", self.entity_col], kind="stable").reset_index(drop=True)
+
+    def _split_times(self, db: Database) -> str:
+        """The split times and the data's time range, for messages about an empty split."""
+        return (f"val_timestamp {self.val_time.date()}, test_timestamp {self.test_time.date()}, "
+                f"window {self.window}; the data spans {db.min_time} to {db.max_time}")
 
     def timestamps(self, split: str, db: Database) -> list[pd.Timestamp]:
         if split == "train":
             ts = pd.date_range(self.val_time - self.delta, db.min_time, freq=-self.delta)
             if len(ts) < 1:
-                raise DataError(f"task {self.name!r}: no train seed time between the database's "
-                                f"start {db.min_time} and val_timestamp - window")
+                raise DataError(f"task {self.name!r}: the train split is empty: no seed time "
+                                f"between the data's start and val_timestamp - window "
+                                f"({self._split_times(db)})")
             return list(ts)
         if split in ("val", "test"):
             t = self.val_time if split == "val" else self.test_time
             if t + self.delta > db.max_time:
-                raise DataError(f"task {self.name!r}: {split} labels need rows up to {t + self.delta}, "
-                                f"but the database ends at {db.max_time}")
+                raise DataError(f"task {self.name!r}: the {split} split is empty: {split} labels "
+                                f"need rows up to {t + self.delta} ({self._split_times(db)})")
             return [t]
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
 
@@ -165,7 +176,11 @@ class Task:
         """The labelled rows of one split, computed on the database cut for that split."""
         cut = {"train": self.val_time, "val": self.test_time, "test": None}[split]
         view = db if cut is None else db.upto(cut)
-        return self.make_table(view, self.timestamps(split, db))
+        df = self.make_table(view, self.timestamps(split, db))
+        if df.empty:  # nothing to train on or to score: say why, not fail in the loader
+            raise DataError(f"task {self.name!r}: the {split} split is empty: {self.sql_path} "
+                            f"labels no row at its seed times ({self._split_times(db)})")
+        return df
 
     def history(self, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         """The task's label history: its train and val labels, each with the time

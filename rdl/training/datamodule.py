@@ -17,7 +17,7 @@ from torch_geometric.transforms import Compose
 
 import rdl
 from rdl.data.database import Database, DataError
-from rdl.graph.build import make_graph, to_seconds
+from rdl.graph.build import check_stypes, make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
 from rdl.graph.tokens import TokenSet
 from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
@@ -110,6 +110,7 @@ class RelDataModule(pl.LightningDataModule):
                  num_workers: int = 0, cache_dir: str | None = None,
                  eval_batch_size: int | None = None, seed: int = 0, now: bool = False):
         super().__init__()
+        check_stypes(db, stypes)  # now, not after the task tables and the tree prior
         self.db, self.task = db, task
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size

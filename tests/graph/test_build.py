@@ -76,7 +76,7 @@ def test_bad_overrides_name_the_problem():
         make_graph(db(), {"customer": {"nope": "numerical"}})
     with pytest.raises(DataError, match="unknown stype 'numeric'"):
         make_graph(db(), {"customer": {"age": "numeric"}})
-    with pytest.raises(DataError, match="unknown table"):
+    with pytest.raises(DataError, match=r"names table\(s\) \[.custom.\] that the database does not have"):
         make_graph(db(), {"custom": {"age": "numerical"}})
     with pytest.raises(DataError, match="text embedder"):
         make_graph(db(), {"article": {"prod_name": "text_embedded"}})

@@ -1,0 +1,158 @@
+"""Caches that never lie: a build killed mid-write leaves nothing that is trusted or kept,
+a damaged entry is rebuilt, a live process's temporary is left alone, and a cache folder
+that cannot be written means a run without caching and one warning."""
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+import rdl
+from rdl import caching
+from rdl.data.hm import synthetic_cache_path, synthetic_hm_db
+from rdl.graph.build import make_graph
+from rdl.graph.text import HashingEmbedder
+from tests.graph.test_build import db
+
+ROOT = Path(__file__).resolve().parents[1]
+SCALE = 0.001
+
+
+def killed_while(script: str, *args) -> None:
+    """Runs ``script`` in a new Python process that SIGKILLs itself where the script says."""
+    out = subprocess.run([sys.executable, "-c", script, *map(str, args)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
+
+
+def temporaries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".tmp-" in p.name)
+
+
+def same_graph(a, b) -> None:
+    assert a.node_types == b.node_types
+    for nt in a.node_types:
+        for st, x in a[nt].tf.feat_dict.items():
+            y = b[nt].tf.feat_dict[st]
+            x, y = (v if isinstance(v, torch.Tensor) else v.values for v in (x, y))
+            assert torch.allclose(x.double(), y.double(), equal_nan=True)
+
+
+# Dies right after the second table's file is written: the entry is half built.
+KILL_GRAPH = """
+import os, signal, sys
+import torch_frame
+from rdl.graph.build import make_graph
+from rdl.graph.text import HashingEmbedder
+from tests.graph.test_build import db
+save, written = torch_frame.save, []
+def save_then_die(*args, **kwargs):
+    save(*args, **kwargs)
+    written.append(args)
+    if len(written) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+torch_frame.save = save_then_die
+make_graph(db(), cache_dir=sys.argv[1], text_embedder=HashingEmbedder(8))
+"""
+
+
+def test_killed_graph_build_is_never_trusted_and_cleaned_up(tmp_path):
+    killed_while(KILL_GRAPH, tmp_path)
+    (left,) = temporaries(tmp_path)             # the dead build's half-written folder
+    assert len(list((tmp_path / left).glob("*.pt"))) == 2
+    assert not list(tmp_path.glob("graph-*"))   # nothing published
+    data, _ = make_graph(db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    assert temporaries(tmp_path) == []          # the dead process's temporary is gone
+    (entry,) = tmp_path.glob("graph-*")
+    assert caching.complete(entry)
+    assert sorted(p.name for p in entry.iterdir()) == [
+        "article.pt", caching.MARKER, "customer.pt", "transactions.pt"]
+    same_graph(data, make_graph(db(), text_embedder=HashingEmbedder(8))[0])
+    same_graph(data, make_graph(db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8))[0])
+
+
+def test_incomplete_or_damaged_entry_is_rebuilt(tmp_path):
+    make_graph(db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    (entry,) = tmp_path.glob("graph-*")
+    with open(entry / "customer.pt", "r+b") as f:  # truncated: its size no longer matches
+        f.truncate(10)
+    assert not caching.complete(entry)
+    fresh, _ = make_graph(db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    assert caching.complete(entry) and temporaries(tmp_path) == []
+    (entry / caching.MARKER).unlink()              # an entry without its marker (older rdl)
+    assert not caching.complete(entry)
+    again, _ = make_graph(db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    assert caching.complete(entry) and temporaries(tmp_path) == []
+    same_graph(fresh, again)
+
+
+def test_only_temporaries_of_dead_or_old_processes_are_removed(tmp_path):
+    mine = caching.temp_dir(tmp_path, "graph-a")   # this (live) process's build
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    host = caching._host()
+    gone = tmp_path / f".graph-b.tmp-{host}-{dead}-x1"
+    elsewhere = tmp_path / ".graph-c.tmp-otherhost-1-x2"   # another machine's: can't tell
+    stale = tmp_path / ".graph-d.tmp-otherhost-1-x3"
+    for p in (gone, elsewhere, stale):
+        p.mkdir()
+    old = time.time() - caching.MAX_AGE_S - 60
+    os.utime(stale, (old, old))
+    entry = tmp_path / "graph-e"                   # a published entry is never a temporary
+    entry.mkdir()
+    assert sorted(caching.remove_stale(tmp_path)) == sorted([gone, stale])
+    assert mine.exists() and elsewhere.exists() and entry.exists()
+
+
+# Dies after the first table's parquet file: the database folder is half written.
+KILL_DB = """
+import os, signal, sys
+import pandas as pd
+from rdl.data.hm import synthetic_hm_db
+to_parquet, written = pd.DataFrame.to_parquet, []
+def write_then_die(self, *args, **kwargs):
+    to_parquet(self, *args, **kwargs)
+    written.append(args)
+    os.kill(os.getpid(), signal.SIGKILL)
+pd.DataFrame.to_parquet = write_then_die
+synthetic_hm_db(seed=0, scale=float(sys.argv[2]), cache_dir=sys.argv[1])
+"""
+
+
+def test_killed_database_save_is_never_trusted_and_cleaned_up(tmp_path):
+    killed_while(KILL_DB, tmp_path, SCALE)
+    path = synthetic_cache_path(0, SCALE, tmp_path)
+    assert len(temporaries(tmp_path)) == 1 and not path.exists()
+    fresh = synthetic_hm_db(seed=0, scale=SCALE, cache_dir=tmp_path)
+    assert temporaries(tmp_path) == [] and (path / "metadata.json").exists()
+    loaded = synthetic_hm_db(seed=0, scale=SCALE, cache_dir=tmp_path)
+    for name, tab in fresh:
+        pd.testing.assert_frame_equal(tab.df, loaded[name].df)
+
+
+def test_unwritable_cache_runs_uncached_with_one_warning(tmp_path, monkeypatch):
+    """As the Permission denied of a read-only folder (the tests may run as root, whom
+    chmod does not stop): rdl's check that it can write there fails."""
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(caching.tempfile, "TemporaryFile", refuse)
+    monkeypatch.setattr(caching, "_warned", set())
+    monkeypatch.setenv("RDL_CACHE", str(tmp_path))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        database = synthetic_hm_db(seed=0, scale=SCALE)
+        data, _ = make_graph(database, cache_dir=rdl.cache_dir() / "graphs",
+                             text_embedder=HashingEmbedder(8))
+    messages = [str(w.message) for w in seen if issubclass(w.category, caching.CacheWarning)]
+    assert messages == [f"cannot write the rdl cache in {tmp_path} (Permission denied): running "
+                        "without caching (databases and graphs are built again every run); set "
+                        "RDL_CACHE or data.cache_dir to a writable folder"]
+    assert data["transactions"].num_nodes == len(database["transactions"])
+    assert [p.name for p in tmp_path.iterdir()] in ([], ["graphs"])  # no entry, no temporary
+    assert not list(tmp_path.rglob("*.*"))

@@ -1,0 +1,41 @@
+"""Settings that cannot train are refused before any data is read (rdl.train.check_settings):
+one ValueError naming the setting, its value and what it must be."""
+import pytest
+
+from rdl.train import check_settings
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["model.channels=0"], "model.channels=0: must be an integer >= 1"),
+    (["model.channels=2.5"], "model.channels=2.5: must be an integer >= 1"),
+    (["model.num_layers=-1"], "model.num_layers=-1: must be an integer >= 0"),
+    (["model=graph_transformer", "model.num_layers=0"], "model.num_layers=0: must be an integer >= 1"),
+    (["data.num_neighbors=[]"], "data.num_neighbors=[]: must list the fan-out of each hop"),
+    (["data.num_neighbors=[16,0]"], "data.num_neighbors=[16, 0]: each fan-out must be an integer "
+                                    ">= 1, or -1 for all neighbours"),
+    (["data.num_neighbors=[16,-2]"], "data.num_neighbors=[16, -2]: each fan-out must be an integer >= 1, or -1"),
+    (["data.num_neighbors=[16]"], "data.num_neighbors=[16]: one fan-out per message-passing layer "
+                                  "is needed: model.num_layers=2"),
+    (["data.batch_size=0"], "data.batch_size=0: must be an integer >= 1"),
+    (["data.eval_batch_size=-1"], "data.eval_batch_size=-1: must be an integer >= 1"),
+    (["lr=0"], "lr=0: must be a finite number > 0"),
+    (["lr=-0.1"], "lr=-0.1: must be a finite number > 0"),
+    (["lr=nan"], "lr=nan: must be a finite number > 0"),
+    (["lr=inf"], "lr=inf: must be a finite number > 0"),
+])
+def test_bad_setting_is_named(tiny_cfg, overrides, message):
+    with pytest.raises(ValueError) as e:
+        check_settings(tiny_cfg(*overrides))
+    assert str(e.value).startswith(message)
+
+
+@pytest.mark.parametrize("overrides", [
+    [],
+    ["model.num_layers=0"],                            # the entity-features-only baseline
+    ["data.num_neighbors=[-1,-1]"],                    # every neighbour
+    ["data.num_neighbors=[8,4,2]"],                    # more hops than layers: the first two
+    ["model=graph_transformer", "data.num_neighbors=[8]"],   # token models take every hop
+    ["data.eval_batch_size=null"],
+])
+def test_good_settings_pass(tiny_cfg, overrides):
+    check_settings(tiny_cfg(*overrides))
