@@ -70,10 +70,13 @@ class Table:
 @dataclass
 class Database:
     """Named tables linked by foreign keys. ``keys``: after :meth:`reindex`, per table with
-    a primary key the original key of each row position (predictions report them)."""
+    a primary key the original key of each row position (predictions report them).
+    ``stypes``: per table, column stypes its source declares (a schema file); the data
+    config's ``stypes`` override them."""
 
     tables: dict[str, Table]
     keys: dict[str, pd.Index] = field(default_factory=dict)
+    stypes: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Table:
         try:
