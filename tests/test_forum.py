@@ -82,3 +82,17 @@ def test_link_task_trains_on_the_generated_forum(tmp_path, run_train):
     out = run_train(tmp_path, "task=forum-user-vote", f"data.db.scale={SCALE}", *SMALL, tiny=False)
     results = check(out, tmp_path, "forum-user-vote", {"map", "precision", "recall"})
     assert {"popularity (last window)", "past links"} <= set(results)
+
+
+def test_the_readme_shows_the_forum_s_schema():
+    """The README's data=folder example is the generator's schema (test_readme.py runs its
+    command on the README's copy)."""
+    import re
+
+    import yaml
+
+    import rdl
+    from rdl.data.forum import SCHEMA
+    readme = (rdl.CONF_DIR.parents[1] / "README.md").read_text()
+    shown = re.search(r"^```yaml\n(# forum/schema.yaml.*?)^```", readme, re.M | re.S)
+    assert shown and yaml.safe_load(shown.group(1)) == yaml.safe_load(SCHEMA)
