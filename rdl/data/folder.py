@@ -189,6 +189,14 @@ def _read(t: TableSchema) -> pd.DataFrame:
     df = _read_csv(t) if t.file.suffix == ".csv" else pq.read_table(t.file).to_pandas()
     if len(df) == 0:
         raise DataError(f"{t.where()}: the table is empty (0 rows)")
+    for col in df.columns:
+        s = df[col]
+        if isinstance(s.dtype, pd.DatetimeTZDtype):  # one clock for every time: UTC
+            df[col] = s.dt.tz_convert("UTC").dt.tz_localize(None)
+        elif s.dtype == object and s.notna().any() and s.dropna().map(type).eq(bool).all():
+            # booleans with missing values (parquet's nullable bool): as 0/1 and NaN, which
+            # PyTorch Frame reads (its inference takes the Python objects for embeddings)
+            df[col] = s.astype("float64")
     if t.time is not None:
         df[t.time] = _parse_times(df[t.time], t)
     for col, st in t.stypes.items():

@@ -207,3 +207,25 @@ def test_the_forum_round_trips(tmp_path):
     assert (parent_ids == original.loc[ids[answers], "parent_id"].astype(int).to_numpy()).all()
     assert (ids[votes["post_id"].astype(int)] == frames["votes"]["post_id"].to_numpy()).all()
     assert db.stypes["posts"] == {"kind": "categorical", "length": "numerical"}
+
+
+def test_parquet_types_a_graph_can_read(tmp_path):
+    """Nullable booleans (objects to pandas, which PyTorch Frame took for embeddings) and
+    zoned times (UTC, without the zone) become columns the graph builds from."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rdl.graph.build import make_graph
+    pq.write_table(pa.table({
+        "user_id": ["u1", "u2", "u3"],
+        "signup": pa.array([pd.Timestamp("2024-01-01").date()] * 3, pa.date32()),
+        "vip": pa.array([True, False, None]),
+        "seen": pa.array([pd.Timestamp("2024-01-01 01:00", tz="Europe/Berlin")] * 3)}),
+        tmp_path / "users.parquet")
+    (tmp_path / "schema.yaml").write_text("tables:\n  users: {pkey: user_id, time: signup}\n")
+    db = load_folder(tmp_path)
+    df = db["users"].df
+    assert df["vip"].tolist()[:2] == [1.0, 0.0] and np.isnan(df["vip"].iloc[2])
+    assert df["seen"].iloc[0] == pd.Timestamp("2024-01-01 00:00")
+    data, _ = make_graph(db)
+    assert data["users"].tf.num_rows == 3
