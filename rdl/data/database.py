@@ -96,9 +96,25 @@ class Database:
         return max(t.df[t.time_col].max() for _, t in self if t.time_col)
 
     def upto(self, t) -> Database:
-        """The database as it was known at time ``t`` (rows with time <= t)."""
+        """The database as it was known at time ``t`` (rows with time <= t).
+
+        A row may reference a row from its future (a post dated before its author's
+        signup): at ``t`` that row does not exist yet, so the reference is missing, as a
+        dangling one (re-indexed, a timed table's rows up to ``t`` are its first ones).
+        """
         t = pd.Timestamp(t)
-        return Database({n: tab.upto(t) for n, tab in self})
+        tables = {n: tab.upto(t) for n, tab in self}
+        for name, tab in tables.items():
+            for col, ref in tab.fkeys.items():
+                n = len(tables[ref])
+                if n == len(self.tables[ref]) or self.tables[ref].pkey is None:
+                    continue
+                future = (tab.df[col] >= n).fillna(False).to_numpy(dtype=bool)
+                if future.any():
+                    df = tab.df.copy()
+                    df.loc[future, col] = pd.NA
+                    tab = tables[name] = Table(df, tab.pkey, dict(tab.fkeys), tab.time_col)
+        return Database(tables)
 
     def from_(self, t) -> Database:
         t = pd.Timestamp(t)

@@ -229,3 +229,18 @@ def test_parquet_types_a_graph_can_read(tmp_path):
     assert df["seen"].iloc[0] == pd.Timestamp("2024-01-01 00:00")
     data, _ = make_graph(db)
     assert data["users"].tf.num_rows == 3
+
+
+def test_a_row_older_than_the_row_it_references(tmp_path):
+    """A post dated before its author's signup: cut between the two, the post's author
+    does not exist yet, and the graph of the cut builds (its reference is missing)."""
+    from rdl.graph.build import make_graph
+    write(tmp_path, users=lambda df: df.assign(signup=["2024-01-01", "2024-01-05", "2024-01-02"]))
+    db = load_folder(tmp_path)
+    cut = db.upto("2024-01-04")   # post 101 (2024-01-04) by user 11 (signup 2024-01-05)
+    posts = cut["posts"].df
+    assert list(cut["users"].df["user_id"]) == [0, 1] and len(posts) == 1
+    assert posts["author_id"].isna().all()
+    assert db["posts"].df["author_id"].notna().all()     # the whole database keeps it
+    data, _ = make_graph(cut, {"tags": {"name": "categorical"}})
+    assert data["posts", "f2p_author_id", "users"].edge_index.shape == (2, 0)
