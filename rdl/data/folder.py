@@ -21,7 +21,6 @@ file, the table, the column and how many rows. Nothing is ever written.
 """
 from __future__ import annotations
 
-import csv
 import logging
 from pathlib import Path
 
@@ -106,6 +105,9 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
                                    {str(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
                                    spec.get("time"), stypes)
     for t in tables.values():
+        if t.pkey is not None and t.pkey in t.fkeys:
+            raise DataError(f"{where}: table {t.name!r}: column {t.pkey!r} is both its primary "
+                            "key and a foreign key; give the table a key of its own")
         for col, ref in t.fkeys.items():
             if ref not in tables:
                 raise DataError(f"{where}: table {t.name!r}: foreign key {col!r} references "
@@ -120,6 +122,12 @@ def _no_unknown(spec: dict, known: set, where: str) -> None:
     unknown = sorted(map(str, set(spec) - known))
     if unknown:
         raise DataError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(known)}")
+
+
+def _is_csv(path: Path) -> bool:
+    """``x.csv``, or compressed: ``x.csv.gz`` (pyarrow reads it by its name)."""
+    s = path.suffixes
+    return s[-1:] == [".csv"] or (s[-2:-1] == [".csv"] and s[-1] in (".gz", ".bz2", ".zst", ".lz4"))
 
 
 def _default_file(folder: Path, name: str) -> Path:
@@ -174,10 +182,11 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
 # -- reading one table ------------------------------------------------------------------------
 def _columns(t: TableSchema) -> list[str]:
     """The column names of a table's file, from its header or parquet schema only."""
-    if t.file.suffix == ".csv":
-        with open(t.file, encoding="utf-8", newline="") as f:
-            header = next(csv.reader(f), [])
-        return header
+    if _is_csv(t.file):
+        try:  # the first block only
+            return list(pacsv.open_csv(t.file).schema.names)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise DataError(f"{t.where()}: not a readable CSV file: {e}") from None
     try:
         return list(pq.read_schema(t.file).names)
     except (pa.ArrowInvalid, OSError) as e:
@@ -186,7 +195,7 @@ def _columns(t: TableSchema) -> list[str]:
 
 def _read(t: TableSchema) -> pd.DataFrame:
     """A table's rows with parsed times and numbers and a checked primary key."""
-    df = _read_csv(t) if t.file.suffix == ".csv" else pq.read_table(t.file).to_pandas()
+    df = _read_csv(t) if _is_csv(t.file) else pq.read_table(t.file).to_pandas()
     if len(df) == 0:
         raise DataError(f"{t.where()}: the table is empty (0 rows)")
     for col in df.columns:

@@ -100,10 +100,21 @@ def test_schema_file_missing_or_invalid(tmp_path):
     (SCHEMA.replace("post_id: posts}", "post_id: votes}"),
      "foreign key 'post_id' references table 'votes', which has no primary key"),
     (SCHEMA.replace("age: numerical", "age: number"), "column 'age' has unknown stype 'number'"),
+    (SCHEMA.replace("{pkey: user_id,", "{pkey: user_id, fkeys: {user_id: tags},"),
+     "column 'user_id' is both its primary key and a foreign key"),
 ])
 def test_bad_schema(tmp_path, schema, message):
     write(tmp_path, schema)
     fails(tmp_path, "schema.yaml", message)
+
+
+def test_compressed_csv(tmp_path):
+    write(tmp_path, SCHEMA.replace("file: tag_list.csv", "file: tag_list.csv.gz"))
+    tags = (tmp_path / "tag_list.csv").read_bytes()
+    import gzip
+    (tmp_path / "tag_list.csv.gz").write_bytes(gzip.compress(tags))
+    (tmp_path / "tag_list.csv").unlink()
+    assert list(load_folder(tmp_path).keys["tags"]) == ["a", "b"]
 
 
 def test_data_file_missing(tmp_path):
@@ -244,3 +255,10 @@ def test_a_row_older_than_the_row_it_references(tmp_path):
     assert db["posts"].df["author_id"].notna().all()     # the whole database keeps it
     data, _ = make_graph(cut, {"tags": {"name": "categorical"}})
     assert data["posts", "f2p_author_id", "users"].edge_index.shape == (2, 0)
+
+
+def test_a_csv_row_with_too_many_fields(tmp_path):
+    write(tmp_path)
+    with open(tmp_path / "users.csv", "a") as f:
+        f.write("13,50,2024-01-04,extra\n")
+    fails(tmp_path, "users.csv (table 'users')", "not a readable CSV file", "Expected 3 columns, got 4")
