@@ -96,3 +96,12 @@ def test_the_readme_shows_the_forum_s_schema():
     readme = (rdl.CONF_DIR.parents[1] / "README.md").read_text()
     shown = re.search(r"^```yaml\n(# forum/schema.yaml.*?)^```", readme, re.M | re.S)
     assert shown and yaml.safe_load(shown.group(1)) == yaml.safe_load(SCHEMA)
+
+
+def test_the_command_line_writes_the_forum(tmp_path, capsys):
+    from rdl.data.folder import load_folder
+    from rdl.data.forum import main
+    main([str(tmp_path / "forum"), "--scale", "0.0005", "--seed", "2"])
+    assert "forum written to" in capsys.readouterr().out
+    db = load_folder(tmp_path / "forum")
+    assert len(db["users"]) == 50 and len(db["votes"]) > 0

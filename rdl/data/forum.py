@@ -191,3 +191,19 @@ def forum_db(seed: int = 0, scale: float = 0.02, cache_dir=None):
             import shutil
             shutil.rmtree(tmp, ignore_errors=True)
     return load_folder(folder)
+
+
+def main(argv=None) -> None:
+    """``python -m rdl.data.forum FOLDER [--scale S] [--seed N]``: write the forum there."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m rdl.data.forum", description=main.__doc__)
+    p.add_argument("folder")
+    p.add_argument("--scale", type=float, default=0.02, help="1.0: 100k users (default 0.02)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    folder = write_forum(args.folder, seed=args.seed, scale=args.scale)
+    print(f"forum written to {folder} (schema.yaml and one file per table)")
+
+
+if __name__ == "__main__":
+    main()
