@@ -237,6 +237,8 @@ def _read_csv(t: TableSchema) -> pd.DataFrame:
         if col == t.time or t.stypes.get(col, "numerical") != "numerical":
             continue  # declared otherwise: kept as text
         values = df[col].dropna()
+        if values.str.match(r"-?0\d").any():
+            continue  # zero-padded codes ("0042") stay text, as the file wrote them
         num = pd.to_numeric(values, errors="coerce")
         if len(values) and num.notna().all():
             full = pd.to_numeric(df[col])
@@ -252,9 +254,11 @@ def _show(value) -> str:
 
 def _parse_times(s: pd.Series, t: TableSchema) -> pd.Series:
     if not pd.api.types.is_datetime64_any_dtype(s):
-        parsed = pd.to_datetime(s.astype("string") if s.dtype == object else s,
-                                errors="coerce", format="ISO8601") if not \
-            pd.api.types.is_numeric_dtype(s) else pd.Series(pd.NaT, index=s.index)
+        if pd.api.types.is_numeric_dtype(s):  # epoch numbers: their unit is anyone's guess
+            parsed = pd.Series(pd.NaT, index=s.index, dtype=TIME_DTYPE)
+        else:  # ISO 8601; offsets (+01:00, Z) converted to UTC
+            parsed = pd.to_datetime(s.astype("string"), errors="coerce", format="ISO8601",
+                                    utc=True)
         bad = parsed.isna() & s.notna()
         if bad.any():
             raise DataError(f"{t.where(t.time)}: {int(bad.sum())} of {len(s)} times do not parse "

@@ -176,6 +176,20 @@ def test_unparsable_times(tmp_path):
     fails(tmp_path, "column 'signup'", "time missing in 1 of 3 rows")
 
 
+def test_times_with_offsets_are_utc_and_zero_padded_ids_stay_text(tmp_path):
+    write(tmp_path, users=lambda df: df.assign(
+        user_id=["0010", "0011", "0012"], signup=["2024-01-01T05:00:00+01:00", "2024-01-02T00:00:00Z",
+                                                  "2024-01-03 08:00:00"]),
+          posts=lambda df: df.assign(author_id=["0010", "0011", "0012"]),
+          votes=lambda df: df.assign(user_id=["0010", "0012", "0011", "0010"]))
+    db = load_folder(tmp_path)
+    assert list(db.keys["users"]) == ["0010", "0011", "0012"]
+    assert db["users"].df["signup"].tolist() == [pd.Timestamp("2024-01-01 04:00"),
+                                                 pd.Timestamp("2024-01-02"),
+                                                 pd.Timestamp("2024-01-03 08:00")]
+    assert db["votes"].df["user_id"].notna().all()
+
+
 def test_unparsable_numbers(tmp_path):
     write(tmp_path, users=lambda df: df.assign(age=["30", "thirty", "41"]))
     fails(tmp_path, "users.csv", "table 'users', column 'age'",
