@@ -105,3 +105,25 @@ def test_the_command_line_writes_the_forum(tmp_path, capsys):
     assert "forum written to" in capsys.readouterr().out
     db = load_folder(tmp_path / "forum")
     assert len(db["users"]) == 50 and len(db["votes"]) > 0
+
+
+def test_the_generator_is_deterministic_and_consistent():
+    import pandas as pd
+
+    from rdl.data.forum import generate
+    a, b = generate(seed=3, scale=SCALE), generate(seed=3, scale=SCALE)
+    for name in a:
+        pd.testing.assert_frame_equal(a[name], b[name])
+    users, posts, votes = (a[n].set_index(k) for n, k in
+                           (("users", "user_id"), ("posts", "post_id"), ("votes", "user_id")))
+    assert (posts["created"] > users.loc[posts["author_id"], "signup"].to_numpy()).all()
+    answers = posts[posts["parent_id"].notna()]
+    assert (answers["created"] > posts.loc[answers["parent_id"].astype(int), "created"].to_numpy()).all()
+    assert (posts.loc[answers["parent_id"].astype(int), "kind"] == "question").all()
+    assert (votes["created"] > posts.loc[votes["post_id"], "created"].to_numpy()).all()
+    assert (votes["created"] > users.loc[votes.index, "signup"].to_numpy()).all()
+    # activity decays and churns: fewer users act in the last month than in the busiest one
+    months = pd.concat([posts.reset_index()[["author_id", "created"]].set_axis(["u", "t"], axis=1),
+                        votes.reset_index()[["user_id", "created"]].set_axis(["u", "t"], axis=1)])
+    active = months.groupby(months["t"].dt.to_period("M"))["u"].nunique()
+    assert active.iloc[-1] < active.max()

@@ -20,10 +20,15 @@ who votes on what next week follows from what they did before.
 """
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+import rdl
+from rdl.data.folder import load_folder
 
 #: bump when the generated data changes (it is part of the cache folder's name)
 GENERATOR_VERSION = 1
@@ -131,18 +136,22 @@ def generate(seed: int = 0, scale: float = 0.02) -> dict[str, pd.DataFrame]:
         "length": rng.lognormal(4.5, 0.8, n_post).round().astype(np.int64),
     })
     posts.loc[pr[:, 1] < 0, "parent_id"] = pd.NA
-    # An answer is written after its question (same day: a later second).
+    # Nobody acts before signing up, and an answer comes after its question (a same-day
+    # question's time may be later; parents are earlier posts, their times already final).
+    minute = np.timedelta64(60, "s")
+    signup = users["signup"].to_numpy()
+    posts["created"] = np.maximum(posts["created"].to_numpy(), signup[pr[:, 0]] + minute)
     parent_time = posts["created"].to_numpy()[np.maximum(pr[:, 1], 0)]
     answer = pr[:, 1] >= 0
     posts.loc[answer, "created"] = np.maximum(posts["created"].to_numpy()[answer],
-                                              parent_time[answer] + np.timedelta64(60, "s"))
+                                              parent_time[answer] + minute)
     vote_time = START + pd.to_timedelta(V["day"], "D") + pd.to_timedelta(
         rng.integers(0, 86_400, len(V["day"])), "s")
     votes = pd.DataFrame({
         "user_id": users["user_id"].to_numpy()[V["user"]],
         "post_id": post_ids[V["post"]],
-        "created": np.maximum(vote_time.to_numpy(), posts["created"].to_numpy()[V["post"]]
-                              + np.timedelta64(60, "s")),
+        "created": np.maximum(np.maximum(vote_time.to_numpy(), signup[V["user"]] + minute),
+                              posts["created"].to_numpy()[V["post"]] + minute),
         "value": np.where(rng.random(len(V["day"])) < 0.9, 1, -1),
     })
     return {"users": users, "tags": tags, "posts": posts, "votes": votes}
@@ -177,18 +186,15 @@ def forum_db(seed: int = 0, scale: float = 0.02, cache_dir=None):
     """The generated forum as a :class:`~rdl.data.Database`: its files are written once
     under ``cache_dir`` (default :func:`rdl.cache_dir`) and read by
     :func:`~rdl.data.folder.load_folder`, as a folder of your own would be."""
-    import rdl
-    from rdl.data.folder import load_folder
     root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
     folder = root / f"forum-v{GENERATOR_VERSION}-seed{int(seed)}-scale{float(scale):g}"
     if not (folder / "schema.yaml").exists():
         # written beside, then renamed: a crash never leaves a half-written folder
-        tmp = folder.with_name(f".{folder.name}.tmp{__import__('os').getpid()}")
+        tmp = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
         write_forum(tmp, seed, scale)
         try:
             tmp.rename(folder)
         except OSError:  # another process wrote it first
-            import shutil
             shutil.rmtree(tmp, ignore_errors=True)
     return load_folder(folder)
 
