@@ -127,3 +127,10 @@ def test_the_generator_is_deterministic_and_consistent():
                         votes.reset_index()[["user_id", "created"]].set_axis(["u", "t"], axis=1)])
     active = months.groupby(months["t"].dt.to_period("M"))["u"].nunique()
     assert active.iloc[-1] < active.max()
+
+
+def test_data_folder_without_a_path_says_so(tmp_path, run_train):
+    out = run_train(tmp_path, "task=forum-user-active", "data=folder", tiny=False)
+    assert out.returncode != 0
+    assert "data=folder needs data.db.path=" in out.stderr
+    assert "Traceback" not in out.stderr

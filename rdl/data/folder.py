@@ -149,6 +149,9 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     Raises:
         DataError: see the module's docstring; one error, naming file, table, column and rows.
     """
+    if path is None or str(path) in ("", "???"):
+        raise DataError("no folder given: data=folder needs data.db.path=/folder/with/the/files "
+                        "(and its schema.yaml, or data.db.schema=...)")
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder (data.db.path: a folder of parquet or CSV files)")
