@@ -111,8 +111,7 @@ class Database:
                     continue
                 future = (tab.df[col] >= n).fillna(False).to_numpy(dtype=bool)
                 if future.any():
-                    df = tab.df.copy()
-                    df.loc[future, col] = pd.NA
+                    df = tab.df.assign(**{col: tab.df[col].astype("Int64").mask(future)})
                     tab = tables[name] = Table(df, tab.pkey, dict(tab.fkeys), tab.time_col)
         return Database(tables)
 
