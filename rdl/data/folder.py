@@ -205,7 +205,7 @@ def _read(t: TableSchema) -> pd.DataFrame:
         s = df[col]
         if isinstance(s.dtype, pd.DatetimeTZDtype):  # one clock for every time: UTC
             df[col] = s.dt.tz_convert("UTC").dt.tz_localize(None)
-        elif s.dtype == object and s.notna().any() and s.dropna().map(type).eq(bool).all():
+        elif s.dtype == object and _all_bool(s):
             # booleans with missing values (parquet's nullable bool): as 0/1 and NaN, which
             # PyTorch Frame reads (its inference takes the Python objects for embeddings)
             df[col] = s.astype("float64")
@@ -224,6 +224,13 @@ def _read(t: TableSchema) -> pd.DataFrame:
             raise DataError(f"{t.where(t.pkey)}: primary key duplicated: {int(dup.sum())} rows "
                             f"share {key[dup].nunique()} values, e.g. {_show(key[dup].iloc[0])}")
     return df
+
+
+def _all_bool(s: pd.Series) -> bool:
+    """Whether every value of an object column is a bool (the first decides cheaply)."""
+    v = s.dropna()
+    return len(v) > 0 and isinstance(v.iloc[0], (bool, np.bool_)) and v.map(type).isin(
+        (bool, np.bool_)).all()
 
 
 def _read_csv(t: TableSchema) -> pd.DataFrame:
