@@ -118,8 +118,9 @@ def test_the_generator_is_deterministic_and_consistent():
                            (("users", "user_id"), ("posts", "post_id"), ("votes", "user_id")))
     assert (posts["created"] > users.loc[posts["author_id"], "signup"].to_numpy()).all()
     answers = posts[posts["parent_id"].notna()]
-    assert (answers["created"] > posts.loc[answers["parent_id"].astype(int), "created"].to_numpy()).all()
-    assert (posts.loc[answers["parent_id"].astype(int), "kind"] == "question").all()
+    questions = posts.loc[answers["parent_id"].astype(int)]
+    assert (answers["created"] > questions["created"].to_numpy()).all()
+    assert (questions["kind"] == "question").all()
     assert (votes["created"] > posts.loc[votes["post_id"], "created"].to_numpy()).all()
     assert (votes["created"] > users.loc[votes.index, "signup"].to_numpy()).all()
     # activity decays and churns: fewer users act in the last month than in the busiest one

@@ -79,13 +79,14 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             schema = yaml.safe_load(path.read_text())
         except yaml.YAMLError as e:
             raise DataError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(schema, dict) or not isinstance(schema.get("tables"), dict) or not schema["tables"]:
+    tables_spec = schema.get("tables") if isinstance(schema, dict) else None
+    if not isinstance(tables_spec, dict) or not tables_spec:
         raise DataError(f"{where}: expected a mapping with 'tables:' (table name -> pkey, fkeys, "
                         "time, stypes, file)")
     _no_unknown(schema, SCHEMA_KEYS, where)
     dangling = str(schema.get("dangling") or "null")
     tables = {}
-    for name, spec in schema["tables"].items():
+    for name, spec in tables_spec.items():
         spec = spec or {}
         at = f"{where}: table {name!r}"
         if not isinstance(spec, dict):
@@ -154,7 +155,8 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
                         "(and its schema.yaml, or data.db.schema=...)")
     folder = Path(path).expanduser()
     if not folder.is_dir():
-        raise DataError(f"{folder}: no such folder (data.db.path: a folder of parquet or CSV files)")
+        raise DataError(f"{folder}: no such folder (data.db.path: a folder of parquet or CSV "
+                        "files)")
     tables, policy = read_schema(folder / "schema.yaml" if schema is None else schema, folder)
     policy = str(dangling) if dangling is not None else policy
     if policy not in DANGLING:

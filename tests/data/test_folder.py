@@ -94,7 +94,8 @@ def test_schema_file_missing_or_invalid(tmp_path):
 
 @pytest.mark.parametrize("schema,message", [
     (SCHEMA + "colour: blue\n", "unknown key(s) ['colour']"),
-    (SCHEMA.replace("time: signup,", "time: signup, primary: x,"), "table 'users': unknown key(s) ['primary']"),
+    (SCHEMA.replace("time: signup,", "time: signup, primary: x,"),
+     "table 'users': unknown key(s) ['primary']"),
     (SCHEMA.replace("tag_id: tags}", "tag_id: labels}"),
      "table 'posts': foreign key 'tag_id' references unknown table 'labels'"),
     (SCHEMA.replace("post_id: posts}", "post_id: votes}"),
@@ -178,8 +179,8 @@ def test_unparsable_times(tmp_path):
 
 def test_times_with_offsets_are_utc_and_zero_padded_ids_stay_text(tmp_path):
     write(tmp_path, users=lambda df: df.assign(
-        user_id=["0010", "0011", "0012"], signup=["2024-01-01T05:00:00+01:00", "2024-01-02T00:00:00Z",
-                                                  "2024-01-03 08:00:00"]),
+        user_id=["0010", "0011", "0012"],
+        signup=["2024-01-01T05:00:00+01:00", "2024-01-02T00:00:00Z", "2024-01-03 08:00:00"]),
           posts=lambda df: df.assign(author_id=["0010", "0011", "0012"]),
           votes=lambda df: df.assign(user_id=["0010", "0012", "0011", "0010"]))
     db = load_folder(tmp_path)
@@ -275,4 +276,5 @@ def test_a_csv_row_with_too_many_fields(tmp_path):
     write(tmp_path)
     with open(tmp_path / "users.csv", "a") as f:
         f.write("13,50,2024-01-04,extra\n")
-    fails(tmp_path, "users.csv (table 'users')", "not a readable CSV file", "Expected 3 columns, got 4")
+    fails(tmp_path, "users.csv (table 'users')", "not a readable CSV file",
+          "Expected 3 columns, got 4")
