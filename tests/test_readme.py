@@ -8,7 +8,8 @@ comments dropped, ``&&`` chains split). Each is checked by what it is:
   wins, so every key the command sets must still exist and every choice must still compose).
   It must exit 0 and write ``metrics.json`` (every job of a ``-m`` sweep); ``--cfg`` only
   prints. The README's ```yaml and ```sql blocks whose first line names a file are written
-  into that folder first. ``$HOME`` is a scratch folder holding a tiny fake RelBench rel-hm
+  into that folder first, after a tiny generated forum's files in ``forum/`` (the
+  ``data=folder`` example's). ``$HOME`` is a scratch folder holding a tiny fake RelBench rel-hm
   database where RelBench puts it (``$HOME/.cache/relbench/rel-hm/db``, the path the README
   shows); a ``data=hm-kaggle`` command gets the path of tiny fake Kaggle files appended.
   A command that needs more GPUs than there are is only composed, its Trainer built on the
@@ -228,8 +229,12 @@ class Project:
     def __init__(self, root: Path, commands: list[str]):
         from rdl.data import synthetic_hm
         from rdl.data.hm import synthetic_hm_db, write_kaggle
+        from rdl.data.forum import write_forum
         self.root, self.cwd, self.home = root, root / "project", root / "home"
         self.cwd.mkdir()
+        # The files of the README's data=folder example (a tiny generated forum); its
+        # schema.yaml is then replaced by the README's own.
+        write_forum(self.cwd / "forum", scale=TINY_DATA.db.scale)
         for name, text in readme_files(TEXT).items():
             (self.cwd / name).parent.mkdir(parents=True, exist_ok=True)
             (self.cwd / name).write_text(text)
@@ -268,6 +273,8 @@ class Project:
         if argv[:3] == PREDICT:
             return f"{command} hydra.run.dir={out}", out
         extra = tiny_overrides()
+        if "data=folder" in argv:  # your own files: their size is theirs (no scale)
+            extra = [o for o in extra if not o.startswith("data.db.scale=")]
         extra.append(f"hydra.{'sweep' if multirun(argv) else 'run'}.dir={out}")
         if "data=hm-kaggle" in argv:
             extra.append(f"data.db.path={self.kaggle}")

@@ -11,7 +11,8 @@ For each row ``(entity, s)`` of a task's split table, from the schema alone:
 - **child tables**: for every table ``C`` with a foreign key to the entity table and a
   time column, the count of the entity's ``C`` rows and the sum of each numeric non-key
   column of ``C`` over the last 1, 4 and 12 windows ``(s - n * window, s]`` and over all
-  time, and the days since the entity's last and first ``C`` row (NaN if none).
+  time, and the days since the entity's last and first ``C`` row (NaN if none); for a
+  static ``C`` (no time: a user's badges), the count and sums over all its rows.
 
 Nothing from after ``s`` is read: a child row at time ``t`` counts iff ``t <= s``
 (``t < s`` with ``strict=True``, as the sampler's rule), a history label iff its window
@@ -53,12 +54,13 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
     parts = [own_features(task.entity_table, entity, ids, seeds)] if own else []
     parts.append(history_features(task, df, history))
     for name, table in db:
-        if table.time_col is None:
-            continue
         links = [f for f, ref in table.fkeys.items() if ref == task.entity_table]
         for fkey in links:
             prefix = name if len(links) == 1 else f"{name}.{fkey}"
-            parts.append(child_features(prefix, table, fkey, ids, seeds, task.delta, strict))
+            if table.time_col is None:
+                parts.append(static_child_features(prefix, table, fkey, ids))
+            else:
+                parts.append(child_features(prefix, table, fkey, ids, seeds, task.delta, strict))
     out = pd.concat(parts, axis=1)
     out.index = df.index
     return out
@@ -139,6 +141,23 @@ def numeric_columns(table: Table) -> list[str]:
             if c not in keys and (pd.api.types.is_numeric_dtype(table.df[c])
                                   and not pd.api.types.is_datetime64_any_dtype(table.df[c])
                                   and not pd.api.types.is_timedelta64_dtype(table.df[c]))]
+
+
+def static_child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray) -> pd.DataFrame:
+    """The count of the entities' rows of a static child table (a user's badges, an item's
+    tags) and the sum of each numeric column: rows without time, visible at every seed
+    time (as in the graph)."""
+    nums = numeric_columns(table)
+    df = table.df[[fkey, *nums]].dropna(subset=[fkey])
+    group = df.groupby(df[fkey].to_numpy(dtype=np.int64))
+    agg = pd.DataFrame({"count": group.size()})
+    for col in nums:  # a missing value adds nothing, as in SQL's sum
+        agg[col] = group[col].sum(min_count=0)
+    agg = agg.reindex(ids).fillna(0.0)
+    out = {f"{prefix}.count_all": agg["count"].to_numpy(dtype=np.float64)}
+    for col in nums:
+        out[f"{prefix}.{col}.sum_all"] = agg[col].to_numpy(dtype=np.float64)
+    return pd.DataFrame(out, index=pd.RangeIndex(len(ids)))
 
 
 def child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray, seeds: np.ndarray,

@@ -72,10 +72,13 @@ class Table:
 @dataclass
 class Database:
     """Named tables linked by foreign keys. ``keys``: after :meth:`reindex`, per table with
-    a primary key the original key of each row position (predictions report them)."""
+    a primary key the original key of each row position (predictions report them).
+    ``stypes``: per table, column stypes its source declares (a schema file); the data
+    config's ``stypes`` override them."""
 
     tables: dict[str, Table]
     keys: dict[str, pd.Index] = field(default_factory=dict)
+    stypes: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Table:
         try:
@@ -106,9 +109,24 @@ class Database:
         return timed
 
     def upto(self, t) -> Database:
-        """The database as it was known at time ``t`` (rows with time <= t)."""
+        """The database as it was known at time ``t`` (rows with time <= t).
+
+        A row may reference a row from its future (a post dated before its author's
+        signup): at ``t`` that row does not exist yet, so the reference is missing, as a
+        dangling one (re-indexed, a timed table's rows up to ``t`` are its first ones).
+        """
         t = pd.Timestamp(t)
-        return Database({n: tab.upto(t) for n, tab in self})
+        tables = {n: tab.upto(t) for n, tab in self}
+        for name, tab in tables.items():
+            for col, ref in tab.fkeys.items():
+                n = len(tables[ref])
+                if n == len(self.tables[ref]) or self.tables[ref].pkey is None:
+                    continue
+                future = (tab.df[col] >= n).fillna(False).to_numpy(dtype=bool)
+                if future.any():
+                    df = tab.df.assign(**{col: tab.df[col].astype("Int64").mask(future)})
+                    tab = tables[name] = Table(df, tab.pkey, dict(tab.fkeys), tab.time_col)
+        return Database(tables)
 
     def from_(self, t) -> Database:
         t = pd.Timestamp(t)

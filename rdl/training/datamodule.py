@@ -155,7 +155,10 @@ class RelDataModule(pl.LightningDataModule):
         # evaluated on can leak into its inputs (the sampler filters by seed time too).
         # Predictions "now" see the whole database (its last time is their seed time).
         graph_db = self.db if self.now else self.db.upto(task.test_time)
-        stypes = dict(self.stypes or {})
+        # The database's own stypes (a schema's), each column overridable by data.stypes.
+        given = self.stypes or {}
+        stypes = {t: {**self.db.stypes.get(t, {}), **given.get(t, {})}
+                  for t in {*self.db.stypes, *given}}
         if not self._load_prepared():
             self._prepare(graph_db)
             self._save_prepared()

@@ -146,3 +146,20 @@ def test_nothing_after_the_seed_time_changes_its_features(strict):
                                 task.history(tables), strict=strict)
         pd.testing.assert_frame_equal(before, after)
         assert before["sale.count_all"].gt(0).all()
+
+
+def test_a_static_child_table_is_counted():
+    """A child table without time (a shop's licences) adds all-time counts and sums, the
+    same at every seed time; a timed child's features are unchanged by it."""
+    db = shop_db()
+    licence = pd.DataFrame({"shop_id": pd.array([0, 0, 2, None], dtype="Int64"),
+                            "fee": [1.5, np.nan, 4.0, 9.0], "kind": ["a", "b", "a", "a"]})
+    with_licences = Database({**db.tables, "licence": Table(licence, fkeys={"shop_id": "shop"})})
+    task, tables = make_task(), shop_tables()
+    history = task.history(tables)
+    X = entity_features(task, with_licences, seeds(), history)
+    assert X["licence.count_all"].tolist() == [2, 0, 1, 0, 2, 2, 2]
+    assert X["licence.fee.sum_all"].tolist() == [1.5, 0, 4.0, 0, 1.5, 1.5, 1.5]
+    plain = entity_features(task, db, seeds(), history)
+    pd.testing.assert_frame_equal(X.drop(columns=["licence.count_all", "licence.fee.sum_all"]),
+                                  plain)

@@ -16,6 +16,12 @@ def _conf(name: str):
     from omegaconf import OmegaConf
 
     import rdl
+    if name.startswith("data/"):
+        # A data config includes the loader settings (data/loader/default.yaml): Hydra
+        # composes it, on its own (no task's or model's settings over it).
+        from hydra import compose, initialize_config_dir
+        with initialize_config_dir(str(rdl.CONF_DIR), version_base="1.3"):
+            return compose(name).data
     return OmegaConf.load(rdl.CONF_DIR / f"{name}.yaml")
 
 

@@ -1,0 +1,143 @@
+"""A database not shaped like H&M (the generated forum) through rdl: graph, tasks, training.
+
+The forum has a self-referencing foreign key (posts.parent_id), a static table (tags), a
+timed entity table (users) and two fact tables (posts, votes)."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from hydra.utils import instantiate
+
+from rdl.data.forum import forum_db, write_forum
+from rdl.graph.build import make_graph
+
+#: small and short: a run takes seconds (``debug=tiny`` is H&M's tiny database)
+SMALL = ("data.batch_size=64", "data.num_neighbors=[16,8]", "model.channels=16",
+         "model.encoder_layers=1", "trainer.max_epochs=1", "trainer.limit_train_batches=3",
+         "trainer.limit_val_batches=2", "compile.enabled=false")
+SCALE = 0.001   # 100 users, about 800 posts and 2,000 votes
+
+
+@pytest.fixture(scope="module")
+def forum(tmp_path_factory):
+    return write_forum(tmp_path_factory.mktemp("forum"), scale=SCALE)
+
+
+def test_the_graph_has_the_forum_s_shape(rdl_cache):
+    db = forum_db(scale=SCALE, cache_dir=rdl_cache)
+    data, _ = make_graph(db, db.stypes)
+    assert set(data.node_types) == {"users", "tags", "posts", "votes"}
+    assert "time" not in data["tags"] and "time" in data["users"]
+    parent = data["posts", "f2p_parent_id", "posts"].edge_index
+    answers = db["posts"].df["parent_id"].notna()
+    assert parent.shape[1] == answers.sum() > 0
+    # an answer's edge points at its question, written before it
+    t = data["posts"].time
+    assert (t[parent[0]] > t[parent[1]]).all()
+    assert torch.equal(data["posts", "rev_f2p_parent_id", "posts"].edge_index, parent.flip(0))
+    for edge in [("votes", "f2p_user_id", "users"), ("votes", "f2p_post_id", "posts"),
+                 ("posts", "f2p_author_id", "users"), ("posts", "f2p_tag_id", "tags")]:
+        assert data[edge].edge_index.shape[1] > 0, edge
+
+
+def test_the_tasks_label_every_split(tiny_cfg, rdl_cache):
+    db = forum_db(scale=SCALE, cache_dir=rdl_cache)
+    for name in ("forum-user-active", "forum-user-vote"):
+        task = instantiate(tiny_cfg(f"task={name}").task, _convert_="all")
+        for split in ("train", "val", "test"):
+            df = task.split_table(split, db)
+            assert len(df) > 0, (name, split)
+            if name == "forum-user-active":
+                assert 0 < df["active"].mean() < 1, split   # both classes: something to learn
+
+
+def check(out, run_dir, task: str, metrics: set) -> dict:
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((run_dir / "metrics.json").read_text())
+    assert results["task"] == task
+    who = [k for k in results if k != "task"]
+    assert who[0] == "model" and len(who) >= 2, "the baselines are reported beside the model"
+    for name in who:
+        for split in ("val", "test"):
+            assert set(results[name][split]) == metrics, (name, split)
+            assert all(math.isfinite(v) for v in results[name][split].values())
+    return results
+
+
+def test_node_task_trains_on_a_folder(tmp_path, run_train, forum):
+    out = run_train(tmp_path, "task=forum-user-active", "data=folder", f"data.db.path={forum}",
+                    f"data.db.schema={forum / 'schema.yaml'}", *SMALL, tiny=False)
+    results = check(out, tmp_path, "forum-user-active", {"auroc", "average_precision",
+                                                         "accuracy", "f1"})
+    assert "LightGBM" in results and "last label" in results
+    logs = out.stdout + out.stderr
+    for feature in ("label history:", "seed features:", "tree prior:"):
+        assert feature in logs, feature
+
+
+def test_link_task_trains_on_the_generated_forum(tmp_path, run_train):
+    out = run_train(tmp_path, "task=forum-user-vote", f"data.db.scale={SCALE}", *SMALL, tiny=False)
+    results = check(out, tmp_path, "forum-user-vote", {"map", "precision", "recall"})
+    assert {"popularity (last window)", "past links"} <= set(results)
+
+
+def test_the_readme_shows_the_forum_s_schema():
+    """The README's data=folder example is the generator's schema (test_readme.py runs its
+    command on the README's copy)."""
+    import re
+
+    import yaml
+
+    import rdl
+    from rdl.data.forum import SCHEMA
+    readme = (rdl.CONF_DIR.parents[1] / "README.md").read_text()
+    shown = re.search(r"^```yaml\n(# forum/schema.yaml.*?)^```", readme, re.M | re.S)
+    assert shown and yaml.safe_load(shown.group(1)) == yaml.safe_load(SCHEMA)
+
+
+def test_the_command_line_writes_the_forum(tmp_path, capsys):
+    from rdl.data.folder import load_folder
+    from rdl.data.forum import main
+    main([str(tmp_path / "forum"), "--scale", "0.0005", "--seed", "2"])
+    assert "forum written to" in capsys.readouterr().out
+    db = load_folder(tmp_path / "forum")
+    assert len(db["users"]) == 50 and len(db["votes"]) > 0
+
+
+def test_the_generator_is_deterministic_and_consistent():
+    import pandas as pd
+
+    from rdl.data.forum import generate
+    a, b = generate(seed=3, scale=SCALE), generate(seed=3, scale=SCALE)
+    for name in a:
+        pd.testing.assert_frame_equal(a[name], b[name])
+    users, posts, votes = (a[n].set_index(k) for n, k in
+                           (("users", "user_id"), ("posts", "post_id"), ("votes", "user_id")))
+    assert (posts["created"] > users.loc[posts["author_id"], "signup"].to_numpy()).all()
+    answers = posts[posts["parent_id"].notna()]
+    questions = posts.loc[answers["parent_id"].astype(int)]
+    assert (answers["created"] > questions["created"].to_numpy()).all()
+    assert (questions["kind"] == "question").all()
+    assert (votes["created"] > posts.loc[votes["post_id"], "created"].to_numpy()).all()
+    assert (votes["created"] > users.loc[votes.index, "signup"].to_numpy()).all()
+    # activity decays and churns: fewer users act in the last month than in the busiest one
+    months = pd.concat([posts.reset_index()[["author_id", "created"]].set_axis(["u", "t"], axis=1),
+                        votes.reset_index()[["user_id", "created"]].set_axis(["u", "t"], axis=1)])
+    active = months.groupby(months["t"].dt.to_period("M"))["u"].nunique()
+    assert active.iloc[-1] < active.max()
+
+
+def test_data_folder_without_a_path_says_so(tiny_cfg):
+    """A DataError (rdl.train prints it in one line, tests/test_train.py), not Hydra's
+    MissingMandatoryValue traceback."""
+    from hydra.errors import InstantiationException
+
+    from rdl.data.database import DataError
+    cfg = tiny_cfg("task=forum-user-active", "data=folder")
+    with pytest.raises(InstantiationException) as e:
+        instantiate(cfg.data.db)
+    assert isinstance(e.value.__cause__, DataError)
+    assert "data=folder needs data.db.path=" in str(e.value.__cause__)
