@@ -27,11 +27,18 @@ def run_predict(rdl_cache, *overrides):
 
 
 def split_rows(tiny_cfg, rdl_cache, task_name, split):
+    """The split's table, its entities as the files' ids (predictions report those)."""
     cfg = tiny_cfg(f"task={task_name}")
     task = instantiate(cfg.task, _convert_="all")
     db = load_hm(source="synthetic", seed=cfg.data.db.seed, scale=cfg.data.db.scale,
                  cache_dir=rdl_cache)
-    return task.split_table(split, db)
+    df = task.split_table(split, db)
+    return df.assign(**{task.entity_col: original(db, task.entity_table, df[task.entity_col])})
+
+
+def original(db, table, rows) -> list:
+    """Row positions of ``table`` as the ids of the files it was read from."""
+    return list(db.keys[table][pd.Series(rows).astype(int).to_numpy()])
 
 
 def now_rows(tiny_cfg, rdl_cache, task_name) -> tuple[pd.Timestamp, list[int]]:
@@ -44,10 +51,10 @@ def now_rows(tiny_cfg, rdl_cache, task_name) -> tuple[pd.Timestamp, list[int]]:
     tx, t = db["transactions"].df, db.max_time
     if task_name == "user-churn":
         week = tx[(tx["t_dat"] > t - pd.Timedelta("7d")) & (tx["t_dat"] <= t)]
-        return t, sorted(week["customer_id"].astype(int).unique())
+        return t, sorted(original(db, "customer", week["customer_id"].unique()))
     labelled = [split_rows(tiny_cfg, rdl_cache, task_name, s)["customer_id"] for s in
                 ("train", "val", "test")]
-    return t, sorted(pd.concat(labelled).astype(int).unique())
+    return t, sorted(pd.concat(labelled).unique())
 
 
 @pytest.mark.parametrize("task,splits", [

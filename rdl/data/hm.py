@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import rdl
 from rdl import caching
 from rdl.data import checks, synthetic_hm
-from rdl.data.database import META_FILE, Database, DataError, Table
+from rdl.data.database import KEYS_SUFFIX, META_FILE, Database, DataError, Table
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,11 @@ def hm_database(customers: pd.DataFrame, articles: pd.DataFrame, transactions: p
     tx = tx.assign(
         customer_id=_positions(tx["customer_id"], cust["customer_id"], "customer"),
         article_id=_positions(tx["article_id"], art["article_id"], "article"))
+    for col, table in (("customer_id", "customer"), ("article_id", "article")):
+        missing = int(tx[col].isna().sum())
+        if missing:  # kept, as RelBench keeps them: the row just has no link to that table
+            log.warning("table 'transactions': %d rows have a %s that matches no %s row "
+                        "(kept without that link)", missing, col, table)
     db = Database({
         "customer": Table(cust.assign(customer_id=np.arange(len(cust))), pkey="customer_id"),
         "article": Table(art.assign(article_id=np.arange(len(art))), pkey="article_id"),
@@ -347,17 +352,26 @@ def synthetic_hm_db(seed: int = 0, scale: float = 0.02, cache_dir=None) -> Datab
     path = synthetic_cache_path(seed, scale, cache_dir)
     if (path / META_FILE).exists():  # written last: the folder is complete
         try:
-            return Database.load(path)
+            db = Database.load(path)
+            if db.keys:
+                return db
+            # written before databases kept their ids: predictions would report positions
+            log.info("cached database %s has no original ids: generating it again", path)
         except (DataError, OSError, ValueError) as e:  # damaged since: made again below
             log.warning("cached database %s is unreadable (%s): generating it again", path, e)
     db = hm_database(**synthetic_hm.generate(seed=seed, scale=scale), start=START)
     # Another process (DDP) may have saved it meanwhile; a read-only cache is skipped.
-    if not (path / META_FILE).exists() and caching.writable(path.parent):
+    if not _has_ids(path) and caching.writable(path.parent):
         try:
             db.save(path)
         except OSError as e:
             caching.warn_uncached(path.parent, e)
     return db
+
+
+def _has_ids(path: Path) -> bool:
+    """Whether the database folder ``path`` is complete and keeps the files' ids."""
+    return (path / META_FILE).exists() and any(path.glob(f"*{KEYS_SUFFIX}"))
 
 
 def load_hm(source: str = "synthetic", path=None, seed: int = 0, scale: float = 0.02,

@@ -51,8 +51,9 @@ def test_hm_database_tables_and_keys(frames):
         assert (ids == src[col].to_numpy()).all()
 
 
-def test_hm_database_trims_and_reindexes(frames):
-    """Rows before ``start`` go, dangling ids become <NA>, fkeys point at the right rows."""
+def test_hm_database_trims_and_reindexes(frames, caplog):
+    """Rows before ``start`` go, dangling ids become <NA> (counted in a warning), fkeys point
+    at the right rows."""
     f = copy(frames)
     tx = f["transactions"]
     old = tx.iloc[:5].assign(t_dat=pd.Timestamp("2019-01-15"))
@@ -61,7 +62,10 @@ def test_hm_database_trims_and_reindexes(frames):
     # shuffle the entity rows: the new keys must follow the rows, not the ids' order
     f["customers"] = f["customers"].sample(frac=1, random_state=0)
     f["articles"] = f["articles"].sample(frac=1, random_state=0)
-    db = hm_database(**f, start="2019-09-07")
+    with caplog.at_level("WARNING", logger="rdl.data.hm"):
+        db = hm_database(**f, start="2019-09-07")
+    assert "'transactions': 2 rows have a customer_id that matches no customer row" in caplog.text
+    assert "article_id that matches" not in caplog.text
     t = db["transactions"].df
     assert len(t) == len(tx) + 2 and t["t_dat"].min() >= pd.Timestamp("2019-09-07")
     assert t["customer_id"].isna().sum() == 2 and t["customer_id"].iloc[-2:].isna().all()
@@ -221,6 +225,18 @@ def test_synthetic_cache(tmp_path, monkeypatch):
     synthetic_hm_db(seed=1, scale=SCALE, cache_dir=tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         path.name, path.name.replace("seed0", "seed1")]
+
+
+def test_a_cached_database_without_ids_is_made_again(tmp_path):
+    """A synthetic database cached before databases kept the files' ids is generated again
+    (else predictions would report row positions instead of ids)."""
+    db = synthetic_hm_db(seed=0, scale=SCALE, cache_dir=tmp_path)
+    path = synthetic_cache_path(0, SCALE, tmp_path)
+    Database(db.tables).save(path)  # as an older rdl wrote it: no ids
+    assert Database.load(path).keys == {}
+    again = synthetic_hm_db(seed=0, scale=SCALE, cache_dir=tmp_path)
+    assert again.keys.keys() == {"customer", "article"} == Database.load(path).keys.keys()
+    assert list(again.keys["customer"]) == list(db.keys["customer"])
 
 
 def test_kaggle_files_are_read_once(frames, tmp_path, monkeypatch):
