@@ -28,6 +28,21 @@ from rdl.training.compile import PAD
 log = logging.getLogger(__name__)
 
 
+def check_task_tables(task: Task, db: Database) -> None:
+    """The task's entity (and, for a link task, target) table is a table of ``db`` with a
+    primary key: a typo would otherwise surface as a ``KeyError`` after the labels, the tree
+    prior and the graph were made."""
+    for setting, table in (("entity_table", task.entity_table), ("target_table", task.target_table)):
+        if table is None:
+            continue
+        if table not in db.tables:
+            raise DataError(f"task {task.name!r}: {setting} {table!r} is not a table of the "
+                            f"database; its tables: {sorted(db.tables)}")
+        if db[table].pkey is None:
+            raise DataError(f"task {task.name!r}: {setting} {table!r} has no primary key, so "
+                            "its rows cannot be predicted (seeds are rows of a keyed table)")
+
+
 def _local_rank() -> int:
     """This process's rank on its machine, as Lightning's and torchrun's launchers set it."""
     return int(os.environ.get("LOCAL_RANK", 0))
@@ -111,6 +126,7 @@ class RelDataModule(pl.LightningDataModule):
                  eval_batch_size: int | None = None, seed: int = 0, now: bool = False):
         super().__init__()
         check_stypes(db, stypes)  # now, not after the task tables and the tree prior
+        check_task_tables(task, db)
         self.db, self.task = db, task
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size

@@ -205,3 +205,23 @@ def test_train_refuses_bad_files_before_training(frames, tmp_path, run_train, ba
     assert len(errors) == 1 and errors[0].startswith(message), out.stderr[-2000:]
     assert "Traceback" not in out.stderr
     assert {p.name for p in run.iterdir()} <= {".hydra", "train.log"}
+
+
+def test_task_tables_must_be_keyed_tables_of_the_database(frames):
+    """A task naming a table the database lacks, or a table without a primary key, fails
+    when the datamodule is made, before any label or graph (it was a KeyError after them)."""
+    from rdl.training.datamodule import RelDataModule
+
+    db = hm_database(**frames)
+    kw = dict(name="t", sql="hm/user-churn.sql", kind="binary_classification",
+              entity_col="customer_id", target_col="churn")
+    with pytest.raises(DataError, match="task 't': entity_table 'customers' is not a table of "
+                                        r"the database; its tables: \['article', 'customer', "
+                                        "'transactions'"):
+        RelDataModule(db, Task(entity_table="customers", **kw))
+    with pytest.raises(DataError, match="entity_table 'transactions' has no primary key"):
+        RelDataModule(db, Task(entity_table="transactions", **kw))
+    link = dict(kw, kind="link_prediction", target_col="article_id", entity_table="customer")
+    with pytest.raises(DataError, match="target_table 'articles' is not a table"):
+        RelDataModule(db, Task(target_table="articles", **link))
+    RelDataModule(db, Task(target_table="article", **link))  # as configured: fine
