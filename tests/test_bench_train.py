@@ -84,6 +84,7 @@ def test_profile_columns(tmp_path, rdl_cache):
     assert parts[1] > 0  # the encoders' dropout draws random numbers in training
 
 
+@pytest.mark.slow   # two trainings in subprocesses (20 s of CI)
 def test_e2e_benchmark_times_whole_epochs(tmp_path, rdl_cache):
     """``python -m rdl.bench e2e``: one row per (size, variant, workers), each a real
     ``Trainer.fit``; seeds/s counts the seeds of the timed epochs (3 batches of 64 each).

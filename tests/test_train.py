@@ -138,8 +138,12 @@ def test_compiled_bf16_mixed_run(tmp_path, run_train):
     ("+compile.cpu_patches.no_such_patch=true", "unknown patch ['no_such_patch']"),
     # checked before the database is read (rdl.train.check_settings)
     ("model.channels=0", "error: model.channels=0: must be an integer >= 1"),
-    ("data.num_neighbors=[]", "error: data.num_neighbors=[]: must list the fan-out of each hop"),
-    ("data.batch_size=-4", "error: data.batch_size=-4: must be an integer >= 1"),
+    # (these two as channels=0 end to end; check_settings is tested for each in test_settings)
+    pytest.param("data.num_neighbors=[]",
+                 "error: data.num_neighbors=[]: must list the fan-out of each hop",
+                 marks=pytest.mark.slow),
+    pytest.param("data.batch_size=-4", "error: data.batch_size=-4: must be an integer >= 1",
+                 marks=pytest.mark.slow),
     # checked right after the database is read, before the task tables and the graph
     ("+data.stypes.customer.agee=numerical",
      "error: data.stypes.customer.agee: table 'customer' has no column 'agee'"),

@@ -181,7 +181,8 @@ def test_task_sql_error_and_wrong_columns(tmp_path):
 
 
 # -- through python -m rdl.train --------------------------------------------------------------
-@pytest.mark.parametrize("bad", ["missing key", "ends before val"])
+@pytest.mark.parametrize("bad", ["missing key",
+                                 pytest.param("ends before val", marks=pytest.mark.slow)])
 def test_train_refuses_bad_files_before_training(frames, tmp_path, run_train, bad):
     """Exit 1 with one ``error:`` line (a missing key trained without a word before), and
     nothing in the run folder but Hydra's own config and log."""

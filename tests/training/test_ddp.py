@@ -211,7 +211,9 @@ class Recorder(pl.LightningModule):
         out.write_text(json.dumps({"world": self.trainer.world_size, **self.seen}))
 
 
-@pytest.mark.parametrize("kind,num_workers", [("node", 1), ("link", 0)])
+@pytest.mark.parametrize("kind,num_workers", [
+    pytest.param("node", 1, marks=pytest.mark.slow),  # spawned loader workers: 15 s of CI
+    ("link", 0)])
 def test_trainer_ddp_gives_each_rank_its_share(tmp_path, kind, num_workers):
     """Two ranks on the CPU.  Under ddp_spawn the loader workers are spawned too: the
     loader (sampler included) is pickled into them, and each re-imports torch (slow)."""
