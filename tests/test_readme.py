@@ -304,7 +304,21 @@ def check_metrics(path: Path) -> None:
         assert values and all(math.isfinite(v) for v in values), (path, results)
 
 
-@pytest.mark.parametrize("command", RUNNABLE)
+#: README commands whose settings other CI tests train with already (test_train.py: the
+#: graph transformer, no tree prior; plain value overrides): run with ``pytest -m slow``,
+#: to keep CI under 15 minutes on 2 cores
+SLOW_COMMANDS = {
+    "python -m rdl.train task=user-churn model=graph_transformer",
+    "python -m rdl.train task=item-sales data.tree_prior=false",
+    "python -m rdl.train task=user-churn model.channels=64 trainer.max_epochs=2 lr=0.001",
+    "python -m rdl.train compile.cpu_patches=false keep_freed_memory=false",
+    "python -m rdl.train trainer.max_time=00:00:10:00",
+    "python -m rdl.train callbacks.early_stopping.patience=1 trainer.max_epochs=20",
+}
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(c, marks=pytest.mark.slow) if c in SLOW_COMMANDS else c for c in RUNNABLE])
 def test_readme_command(project, command):
     argv = shlex.split(command)
     if command in project.skipped:
