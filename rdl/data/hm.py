@@ -350,16 +350,23 @@ def synthetic_hm_db(seed: int = 0, scale: float = 0.02, cache_dir=None) -> Datab
     """A synthetic rel-hm database (:func:`rdl.data.synthetic_hm.generate` + :func:`hm_database`),
     saved under ``cache_dir`` on first use and loaded from there afterwards."""
     path = synthetic_cache_path(seed, scale, cache_dir)
+    return cached_database(
+        path, lambda: hm_database(**synthetic_hm.generate(seed=seed, scale=scale), start=START))
+
+
+def cached_database(path: Path, make) -> Database:
+    """The database saved in ``path`` if it is complete, readable and keeps the files' ids;
+    else ``make()``'s, saved there (unless the cache cannot be written)."""
     if (path / META_FILE).exists():  # written last: the folder is complete
         try:
             db = Database.load(path)
             if db.keys:
                 return db
             # written before databases kept their ids: predictions would report positions
-            log.info("cached database %s has no original ids: generating it again", path)
+            log.info("cached database %s has no original ids: making it again", path)
         except (DataError, OSError, ValueError) as e:  # damaged since: made again below
-            log.warning("cached database %s is unreadable (%s): generating it again", path, e)
-    db = hm_database(**synthetic_hm.generate(seed=seed, scale=scale), start=START)
+            log.warning("cached database %s is unreadable (%s): making it again", path, e)
+    db = make()
     # Another process (DDP) may have saved it meanwhile; a read-only cache is skipped.
     if not _has_ids(path) and caching.writable(path.parent):
         try:
@@ -416,15 +423,4 @@ def kaggle_hm_db(folder, cache_dir=None) -> Database:
     key = hashlib.sha1(repr(stamp).encode()).hexdigest()[:16]
     root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
     path = root / f"kaggle-hm-{key}"
-    if (path / META_FILE).exists():  # written last: the folder is complete
-        try:
-            return Database.load(path)
-        except (DataError, OSError, ValueError) as e:  # damaged since: read again below
-            log.warning("cached database %s is unreadable (%s): reading the files again", path, e)
-    db = hm_database(**read_kaggle(folder), start=START)
-    if not (path / META_FILE).exists() and caching.writable(path.parent):
-        try:
-            db.save(path)
-        except OSError as e:
-            caching.warn_uncached(path.parent, e)
-    return db
+    return cached_database(path, lambda: hm_database(**read_kaggle(folder), start=START))

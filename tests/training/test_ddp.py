@@ -270,7 +270,7 @@ def test_two_processes_evaluate_as_one(tmp_path, run_train, rdl_cache, task):
         cfg = OmegaConf.create({"ckpt_path": str(ckpt), "split": split, "format": "csv",
                                 "output": str(tmp_path / f"{split}.csv"), "accelerator": "cpu",
                                 "run": {"data": {"cache_dir": str(rdl_cache)}}})
-        _, table, one = predict(cfg)
+        one = predict(cfg)[2]
         assert one.keys() == results["model"][split].keys()
         for metric, value in one.items():
             assert results["model"][split][metric] == pytest.approx(value, rel=1e-6), metric
