@@ -111,6 +111,10 @@ class RelDataModule(pl.LightningDataModule):
             own subgraph (two-tower training), instead of on seed subgraphs.
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
         num_workers: loader worker processes.
+        pin_memory: loaders put each batch in page-locked memory, so that its copy to
+            the GPU runs without the host waiting (see
+            :meth:`~rdl.training.module.TaskModule.transfer_batch_to_device`); ``None``:
+            when training on CUDA.
         now: also a split ``now``: the seeds of a prediction at the database's last time,
             with the graph holding every row (``rdl.predict split=now``).
         cache_dir: where materialised graphs are cached (default ``$RDL_CACHE`` or
@@ -122,8 +126,8 @@ class RelDataModule(pl.LightningDataModule):
                  strict: bool = False, label_history: bool = True, seed_features: bool = True,
                  tree_prior: bool = False, tree_blocks: int = 8, bidirectional: bool = False,
                  triplets: bool = False, stypes: dict | None = None, text_embedder=None,
-                 num_workers: int = 0, cache_dir: str | None = None,
-                 eval_batch_size: int | None = None, seed: int = 0, now: bool = False):
+                 num_workers: int = 0, pin_memory: bool | None = None,
+                 cache_dir: str | None = None, eval_batch_size: int | None = None, seed: int = 0, now: bool = False):
         super().__init__()
         check_stypes(db, stypes)  # now, not after the task tables and the tree prior
         check_task_tables(task, db)
@@ -142,7 +146,7 @@ class RelDataModule(pl.LightningDataModule):
         #: seed's raw prior (NaN: none)
         self.tree_fit, self.prior = None, None
         self.stypes, self.text_embedder = stypes, text_embedder
-        self.num_workers = num_workers
+        self.num_workers, self.pin_memory = num_workers, pin_memory
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
         self.seed = seed
         #: a split "now" of the seeds of a prediction at the database's last time
@@ -426,7 +430,15 @@ class RelDataModule(pl.LightningDataModule):
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0,
+            pin_memory=self._pin(),
         ))
+
+    def _pin(self) -> bool:
+        """Pin batches (:attr:`pin_memory`; by default when the trainer trains on CUDA)."""
+        if self.pin_memory is not None:
+            return bool(self.pin_memory)
+        trainer = getattr(self, "trainer", None)
+        return trainer is not None and trainer.strategy.root_device.type == "cuda"
 
     def _keep(self, loader):
         self._loaders.append(loader)
@@ -471,7 +483,7 @@ class RelDataModule(pl.LightningDataModule):
             neg_sampling=NegativeSampling("triplet", amount=1), transform=self._transforms(),
             batch_sampler=self._batches("train", len(src), shuffle=True),
             num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
-            filter_per_worker=self.num_workers > 0,
+            filter_per_worker=self.num_workers > 0, pin_memory=self._pin(),
         ))
 
     def train_dataloader(self):

@@ -100,6 +100,19 @@ class TaskModule(pl.LightningModule):
             out = tuple(o[:n] for o in out) if isinstance(out, tuple) else out[:n]
         return out
 
+    def transfer_batch_to_device(self, batch, device: torch.device, dataloader_idx: int):
+        """The batch on ``device``, its copies to a GPU issued without waiting for them.
+
+        Lightning passes ``non_blocking=True`` to tensors only: a PyG batch (and its
+        TensorFrames) would be copied one tensor at a time, the host waiting for each.
+        From the page-locked memory of a pinned loader (``data.pin_memory``) the copies
+        then queue on the stream ahead of the step's kernels and the host goes on to
+        launch them. Copies to the CPU stay blocking (non-blocking ones there could be
+        read before they land)."""
+        if device.type == "cuda" and hasattr(batch, "to"):
+            return batch.to(device, non_blocking=True)
+        return super().transfer_batch_to_device(batch, device, dataloader_idx)
+
     # torchmetrics' compute gathers the states of every process: each holds the same value,
     # and "max" over them (Lightning's sync_dist) keeps it exactly, where a mean could round.
     def on_validation_epoch_end(self):

@@ -1,0 +1,51 @@
+"""Batches reach a GPU without the host waiting: loaders pin them when training on CUDA,
+and the module copies a whole PyG batch with ``non_blocking=True`` (Lightning would pass
+it to tensors only). No GPU is needed: the CUDA side is observed at the call it makes."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch_geometric.data import HeteroData
+
+from rdl.train import build
+
+
+@pytest.fixture(scope="module")
+def built(tiny_cfg):
+    return build(tiny_cfg("task=user-churn"))
+
+
+def test_a_batch_is_copied_to_cuda_without_waiting(built, monkeypatch):
+    _, dm, module = built
+    batch = next(iter(dm.train_dataloader()))
+    calls = []
+
+    def to(self, device, *args, non_blocking=False):
+        calls.append((torch.device(device), non_blocking))
+        return self
+
+    monkeypatch.setattr(HeteroData, "to", to)
+    assert module.transfer_batch_to_device(batch, torch.device("cuda", 0), 0) is batch
+    assert calls == [(torch.device("cuda", 0), True)]
+    # to the CPU: Lightning's own (blocking) path, the batch unchanged
+    calls.clear()
+    module.transfer_batch_to_device(batch, torch.device("cpu"), 0)
+    assert calls == [(torch.device("cpu"), False)]
+
+
+@pytest.mark.parametrize("setting, device, expected", [
+    (None, "cuda", True), (None, "cpu", False), (False, "cuda", False), (True, "cpu", True)])
+def test_loaders_pin_batches_when_training_on_cuda(built, setting, device, expected):
+    _, dm, _ = built
+    trainer = SimpleNamespace(strategy=SimpleNamespace(root_device=torch.device(device)),
+                              global_rank=0, world_size=1)
+    old = dm.pin_memory, dm.trainer
+    try:
+        dm.pin_memory, dm.trainer = setting, trainer
+        loader = dm.val_dataloader()
+        assert loader.pin_memory is expected
+    finally:
+        dm.pin_memory, dm.trainer = old
+        dm.teardown()
