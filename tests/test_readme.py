@@ -212,8 +212,8 @@ def compose(argv: list[str], root: Path):
 
 def gpus_missing(argv: list[str], root: Path) -> str | None:
     """Why a command cannot run here (it wants more GPUs than there are), else None."""
-    if not any(a.startswith("trainer=") for a in overrides(argv)):
-        return None
+    if not any(a.startswith(("trainer=", "experiment=")) for a in overrides(argv)):
+        return None  # a trainer or an experiment (experiment=gpu) chooses the accelerator
     trainer = compose(argv, root).trainer
     if trainer.accelerator not in ("gpu", "cuda"):
         return None
