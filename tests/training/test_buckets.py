@@ -108,3 +108,12 @@ def test_plan_places_buckets_at_quantiles_and_grows_one_for_a_larger_batch():
 def test_bad_bucket_settings_name_the_setting(value, message):
     with pytest.raises(ValueError, match=message):
         BucketSettings.of(value)
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (("model=graph_transformer",), "takes token sets"),
+    (("task=user-item-purchase", "model=idgnn"), "link prediction")])
+def test_buckets_with_a_model_they_do_not_serve_fail_naming_the_setting(tiny_cfg, overrides,
+                                                                       message):
+    with pytest.raises(ValueError, match=rf"data\.buckets.*{message}"):
+        build(tiny_cfg(BUCKETS, *overrides))
