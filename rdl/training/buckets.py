@@ -115,10 +115,26 @@ def plan(observed: list[dict[Key, int]], settings: BucketSettings,
     return profiles
 
 
+def padding(observed: list[dict[Key, int]], profiles: list[dict[Key, int]]) -> dict[str, float]:
+    """What padding adds to the probe batches, each in the smallest bucket that holds it:
+    per kind of quantity (rows, nodes, edges, seeds), padded total / real total - 1."""
+    real, padded = {}, {}
+    for size in observed:
+        fit = next((p for p in profiles if all(v <= p.get(k, 0) for k, v in size.items())),
+                   profiles[-1])
+        for k, v in size.items():
+            real[k[0]] = real.get(k[0], 0) + v
+            padded[k[0]] = padded.get(k[0], 0) + max(fit.get(k, 0), v)
+    return {kind: padded[kind] / max(real[kind], 1) - 1 for kind in real}
+
+
 def describe(profile: dict[Key, int]) -> str:
-    """A profile in words: ``rows customer 376, ..., edges transactions-f2p_customer_id-customer 688, ..., seeds 64``."""
+    """A profile in words: ``rows customer 376, ..., edges
+    transactions-f2p_customer_id-customer 688, ..., seeds 64``."""
     def name(k):
-        return k[0] if len(k) == 1 else f"{k[0]} {'-'.join(k[1]) if isinstance(k[1], tuple) else k[1]}"
+        if len(k) == 1:
+            return k[0]
+        return f"{k[0]} {'-'.join(k[1]) if isinstance(k[1], tuple) else k[1]}"
     return ", ".join(f"{name(k)} {v}" for k, v in profile.items())
 
 
@@ -161,58 +177,63 @@ class PadToBucket:
         size = sizes(batch, self.entity)
         j = self.choose(size)
         profile = self.profiles[j]
-        seed_store = batch[self.entity]
-        B = size["seeds",]
-        extra_seeds = profile["seeds",] - B
-        seed_time = seed_store.seed_time
-        first_time = seed_time[:1]
-        types = [nt for nt in batch.node_types if "tf" in batch[nt]]
-        real = {}      # node type -> nodes before the tail pads (pad seeds included)
-        for nt in types:
-            store = batch[nt]
-            shift = extra_seeds if nt == self.entity else 0
-            n_real = store.n_id.numel()            # the sampled nodes
-            n = real[nt] = n_real + shift
-            total = profile["nodes", nt] + (profile["seeds",] if nt == self.entity else 0)
-            tail = total - n
-            rows = store.tf.num_rows
-            pad_row = rows - 1                     # InputRows' last pad row
-            add_rows = profile["rows", nt] - rows
-            if add_rows:
-                store.tf = store.tf[torch.cat([torch.arange(rows),
-                                               torch.full((add_rows,), pad_row)])]
-            index = store.tf_index[:n_real]        # without InputRows' pad nodes
-            parts = {"tf_index": (index, pad_row), "n_id": (store.n_id, 0)}
-            if "time" in store:
-                parts["time"] = (store.time, None)
-            if "batch" in store:
-                parts["batch"] = (store.batch, 0)
-            for key, (value, fill) in parts.items():
-                if shift:   # pad seeds after the real seeds
-                    mid = (first_time.expand(shift) if key == "time" else
-                           torch.arange(B, B + shift) if key == "batch" else
-                           torch.full((shift,), fill, dtype=value.dtype))
-                    value = torch.cat([value[:B], mid.to(value.dtype), value[B:]])
-                pad = (first_time.expand(tail).to(value.dtype) if key == "time"
-                       else torch.full((tail,), fill, dtype=value.dtype))
-                store[key] = torch.cat([value, pad])
-            store.num_nodes = total
+        store = batch[self.entity]
+        seeds, first_time = size["seeds",], store.seed_time[:1]
+        extra = profile["seeds",] - seeds
+        real = {nt: self._pad_nodes(batch[nt], nt, profile, seeds, extra, first_time)
+                for nt in batch.node_types if "tf" in batch[nt]}
         for et in batch.edge_types:
-            src, _, dst = et
-            ei = batch[et].edge_index
-            if extra_seeds and self.entity in (src, dst):
-                ei = ei.clone()
-                for i, nt in ((0, src), (1, dst)):
-                    if nt == self.entity:
-                        ei[i] += extra_seeds * (ei[i] >= B)
-            add = profile["edges", et] - ei.size(1)
-            k = torch.arange(add)
-            pads = torch.stack([real[src] + k % (batch[src].num_nodes - real[src]),
-                                real[dst] + k % (batch[dst].num_nodes - real[dst])])
-            batch[et].edge_index = torch.cat([ei, pads], dim=1)
-        seed_store.seed_time = torch.cat([seed_time, first_time.expand(extra_seeds)])
-        if "seed_x" in seed_store:
-            x = seed_store.seed_x
-            seed_store.seed_x = torch.cat([x, x[:1].expand(extra_seeds, *x.shape[1:])])
+            self._pad_edges(batch, et, profile["edges", et], seeds, extra, real)
+        store.seed_time = torch.cat([store.seed_time, first_time.expand(extra)])
+        if "seed_x" in store:
+            x = store.seed_x
+            store.seed_x = torch.cat([x, x[:1].expand(extra, *x.shape[1:])])
         batch.bucket, batch.unpadded = j, size
         return batch
+
+    def _pad_nodes(self, store, nt: str, profile: dict, seeds: int, extra: int,
+                   first_time: Tensor) -> int:
+        """Pads a node type's rows and nodes (pad seeds after the seeds of the entity);
+        returns its nodes before the tail pads."""
+        shift = extra if nt == self.entity else 0
+        n_real = store.n_id.numel()                # the sampled nodes
+        n = n_real + shift
+        total = profile["nodes", nt] + (profile["seeds",] if nt == self.entity else 0)
+        rows = store.tf.num_rows
+        pad_row = rows - 1                         # InputRows' last pad row
+        if profile["rows", nt] > rows:
+            store.tf = store.tf[torch.cat([torch.arange(rows),
+                                           torch.full((profile["rows", nt] - rows,), pad_row)])]
+        # node-level inputs: (value for each sampled node, what a pad node gets)
+        parts = {"tf_index": (store.tf_index[:n_real], pad_row), "n_id": (store.n_id, 0)}
+        if "time" in store:
+            parts["time"] = (store.time, None)
+        if "batch" in store:
+            parts["batch"] = (store.batch, 0)
+        for key, (value, fill) in parts.items():
+            def pad(count):
+                if key == "time":   # as old as the first seed
+                    return first_time.expand(count).to(value.dtype)
+                return torch.full((count,), fill, dtype=value.dtype)
+            if shift:   # pad seeds, each its own seed index
+                mid = torch.arange(seeds, seeds + shift) if key == "batch" else pad(shift)
+                value = torch.cat([value[:seeds], mid, value[seeds:]])
+            store[key] = torch.cat([value, pad(total - n)])
+        store.num_nodes = total
+        return n
+
+    def _pad_edges(self, batch, et: tuple, edges: int, seeds: int, extra: int,
+                   real: dict[str, int]) -> None:
+        """Shifts the entity's non-seed nodes behind the pad seeds, and adds pad edges
+        between the tail pad nodes of the edge type's ends."""
+        src, _, dst = et
+        ei = batch[et].edge_index
+        if extra and self.entity in (src, dst):
+            ei = ei.clone()
+            for i, nt in ((0, src), (1, dst)):
+                if nt == self.entity:
+                    ei[i] += extra * (ei[i] >= seeds)
+        k = torch.arange(edges - ei.size(1))
+        pads = torch.stack([real[src] + k % (batch[src].num_nodes - real[src]),
+                            real[dst] + k % (batch[dst].num_nodes - real[dst])])
+        batch[et].edge_index = torch.cat([ei, pads], dim=1)

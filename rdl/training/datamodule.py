@@ -23,7 +23,7 @@ from rdl.graph.tokens import TokenSet
 from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
 from rdl.tasks import HISTORY, SPLITS, Task
 from rdl.training.batches import DealtBatches, batches
-from rdl.training.buckets import BucketSettings, PadToBucket, describe, plan, sizes
+from rdl.training.buckets import BucketSettings, PadToBucket, describe, padding, plan, sizes
 from rdl.training.compile import PAD
 
 log = logging.getLogger(__name__)
@@ -368,6 +368,9 @@ class RelDataModule(pl.LightningDataModule):
             self.bucket_profiles[split] = profiles
             for j, p in enumerate(profiles):
                 log.info("%s bucket %d: %s", split, j, describe(p))
+            log.info("%s buckets: padding adds %s to its %d probe batches", split,
+                     ", ".join(f"{v:.0%} {k}" for k, v in padding(observed, profiles).items()),
+                     len(observed))
         return self.bucket_profiles[split]
 
     def _token_set(self, split: str) -> TokenSet:

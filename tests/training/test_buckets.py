@@ -10,7 +10,7 @@ import torch
 from torch._dynamo.utils import counters
 
 from rdl.train import build
-from rdl.training.buckets import BucketSettings, PadToBucket, plan, sizes
+from rdl.training.buckets import BucketSettings, PadToBucket, padding, plan, sizes
 
 BUCKETS = "experiment=buckets"
 
@@ -97,7 +97,8 @@ def test_plan_places_buckets_at_quantiles_and_grows_one_for_a_larger_batch():
     profiles = plan(observed, settings, seeds=8)
     assert profiles == [{("nodes", "a"): 32, ("seeds",): 8}, {("nodes", "a"): 104, ("seeds",): 8}]
     pad = PadToBucket("a", profiles, settings)
-    assert [pad.choose({("nodes", "a"): n, ("seeds",): 8}) for n in (3, 32, 33, 104)] == [0, 0, 1, 1]
+    chosen = [pad.choose({("nodes", "a"): n, ("seeds",): 8}) for n in (3, 32, 33, 104)]
+    assert chosen == [0, 0, 1, 1]
     assert pad.choose({("nodes", "a"): 105, ("seeds",): 8}) == 2
     assert pad.profiles[2][("nodes", "a")] == 112
 
@@ -117,3 +118,9 @@ def test_buckets_with_a_model_they_do_not_serve_fail_naming_the_setting(tiny_cfg
                                                                        message):
     with pytest.raises(ValueError, match=rf"data\.buckets.*{message}"):
         build(tiny_cfg(BUCKETS, *overrides))
+
+
+def test_padding_reports_what_the_buckets_add():
+    observed = [{("nodes", "a"): n, ("seeds",): 8} for n in (10, 30)]
+    profiles = [{("nodes", "a"): 16, ("seeds",): 8}, {("nodes", "a"): 40, ("seeds",): 8}]
+    assert padding(observed, profiles) == {"nodes": (16 + 40) / 40 - 1, "seeds": 0.0}
