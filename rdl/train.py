@@ -220,9 +220,13 @@ def train(cfg: DictConfig) -> dict:
     if module.compile_options.enabled:
         # This job's own: the jobs of a multirun share a process and Dynamo's counters.
         c = {k: v - compiled_before[k] for k, v in compile_stats().items()}
+        expected = "one graph per mode, train and eval, is expected"
+        if dm.buckets is not None:
+            planned = sum(len(p) for p in dm.bucket_profiles.values())
+            expected = (f"one graph per mode and bucket used is expected, of {planned} "
+                        "buckets planned")
         print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
-              f"breaks (one graph per mode, train and eval, is expected; compile.log=true "
-              "says why each happened)")
+              f"breaks ({expected}; compile.log=true says why each happened)")
     return results
 
 

@@ -4,6 +4,7 @@ graph per bucket used, however the batches vary."""
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import torch
@@ -124,3 +125,13 @@ def test_padding_reports_what_the_buckets_add():
     observed = [{("nodes", "a"): n, ("seeds",): 8} for n in (10, 30)]
     profiles = [{("nodes", "a"): 16, ("seeds",): 8}, {("nodes", "a"): 40, ("seeds",): 8}]
     assert padding(observed, profiles) == {"nodes": (16 + 40) / 40 - 1, "seeds": 0.0}
+
+
+@pytest.mark.slow  # a training run in a subprocess (about 20 s); the tests above hold the parts
+def test_a_run_with_buckets_trains_evaluates_and_reports_its_graphs(run_train, tmp_path):
+    out = run_train(tmp_path, "experiment=buckets", "+compile.kwargs.backend=aot_eager")
+    assert out.returncode == 0, out.stderr[-3000:]
+    graphs, breaks, planned = map(int, re.search(
+        r"torch.compile: (\d+) graphs compiled, (\d+) graph breaks \(one graph per mode and "
+        r"bucket used is expected, of (\d+) buckets planned", out.stdout).groups())
+    assert breaks == 0 and 2 <= graphs <= planned  # some of the train, val and test buckets
