@@ -27,6 +27,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from rdl import baselines
 from rdl.data.database import DataError
 from rdl.nn import IDGNN, ContextGNN, ContextGT, NodeModel, TwoTower
+from rdl.training.compile import STATIC_GRAPHS
 from rdl.training.compile import stats as compile_stats
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
@@ -75,6 +76,11 @@ def check_settings(cfg: DictConfig) -> None:
         size = data.get(key)
         if key == "batch_size" or size is not None:
             need(_whole(size) and size >= 1, f"data.{key}", size, "must be an integer >= 1")
+    buckets = data.get("buckets")
+    need(buckets is None or not getattr(model_cls, "takes_tokens", False), "data.buckets",
+         buckets, f"static-shape buckets pad message-passing batches; {model_cls.__name__} "
+         "takes token sets, whose static shapes come with compile.kwargs.dynamic=false alone "
+         "(set data.buckets=null)")
     lr = cfg.get("lr")
     need(isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr)
          and lr > 0, "lr", lr, "must be a finite number > 0")
@@ -109,10 +115,16 @@ def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
     dm.setup()
     model = instantiate(cfg.model, _partial_=True, _convert_="all")(**dm.model_kwargs())
     compile_options = instantiate(cfg.compile, _convert_="all")
+    static = compile_options.enabled and compile_options.kwargs.get("dynamic") is False
     if getattr(model, "takes_tokens", False):
         dm.token_budgets = model.budgets
         # Compiled with dynamic=False: every batch gets the same shapes (one graph per mode).
-        dm.static_tokens = compile_options.enabled and compile_options.kwargs.get("dynamic") is False
+        dm.static_tokens = static
+    elif static and dm.buckets is None:
+        log.warning("compile.kwargs.dynamic=false without data.buckets: every batch shape "
+                    "compiles a graph of its own (and after %d, Dynamo runs the model "
+                    "eagerly); static-shape buckets pad batches to a few shapes: "
+                    "experiment=buckets (docs/compile.md)", STATIC_GRAPHS)
     common = dict(optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
                   scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
                   compile=compile_options)
@@ -208,9 +220,13 @@ def train(cfg: DictConfig) -> dict:
     if module.compile_options.enabled:
         # This job's own: the jobs of a multirun share a process and Dynamo's counters.
         c = {k: v - compiled_before[k] for k, v in compile_stats().items()}
+        expected = "one graph per mode, train and eval, is expected"
+        if dm.buckets is not None:
+            planned = sum(len(p) for p in dm.bucket_profiles.values())
+            expected = (f"one graph per mode and bucket used is expected, of {planned} "
+                        "buckets planned")
         print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
-              f"breaks (one graph per mode, train and eval, is expected; compile.log=true "
-              "says why each happened)")
+              f"breaks ({expected}; compile.log=true says why each happened)")
     return results
 
 

@@ -34,13 +34,21 @@ import torch
 
 from rdl.bench.report import load_average, report, run_dir
 
+#: static-shape buckets (rdl/conf/experiment/buckets.yaml's settings)
+BUCKETS = ["compile.enabled=true", "compile.kwargs.dynamic=false",
+           "data.buckets={count:3,headroom:0.05,probe:16}"]
 #: slug: (name, overrides)
 VARIANTS = {
     "eager": ("eager", ["compile.enabled=false"]),
     "dynamic": ("compile dynamic=True", ["compile.enabled=true", "compile.kwargs.dynamic=true"]),
     "reduce-overhead": ("compile reduce-overhead (CUDA)",
                         ["compile.enabled=true", "+compile.kwargs.mode=reduce-overhead"]),
+    "buckets": ("compile dynamic=False, buckets", BUCKETS),
+    "reduce-overhead+buckets": ("compile reduce-overhead, buckets (CUDA)",
+                                [*BUCKETS, "+compile.kwargs.mode=reduce-overhead"]),
 }
+#: variants that replay CUDA graphs: skipped on a CPU
+CUDA_ONLY = ("reduce-overhead", "reduce-overhead+buckets")
 #: the host-overhead row's model and loader
 TINY = ["model.channels=16", "model.num_layers=1", "model.encoder_layers=1",
         "data.num_neighbors=[4]", "data.batch_size=64"]
@@ -58,7 +66,9 @@ class EpochClock(pl.Callback):
             self._t = time.perf_counter()
         store = batch[module.entity] if hasattr(module, "entity") else None
         n = getattr(store, "seed_time", None) if store is not None else None
-        self._seeds += int(n.numel()) if n is not None else 0
+        # A batch padded to a static shape counts its real seeds (``batch_size``).
+        self._seeds += (int(store.batch_size) if "batch_size" in store else int(n.numel())
+                        ) if n is not None else 0
 
     def on_train_epoch_end(self, trainer, module):
         if self.device.type == "cuda":
@@ -133,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
         for size, extra in sizes:
             base = {}
             for variant in args.variants:
-                if variant == "reduce-overhead" and args.device != "cuda":
+                if variant in CUDA_ONLY and args.device != "cuda":
                     continue  # CUDA graphs: nothing to replay on a CPU
                 for workers in args.workers:
                     spec = dict(task=task, model=model, variant=variant, workers=workers,

@@ -31,6 +31,10 @@ from rdl.training.cpu_patches import CpuPatches, prepare
 PAD = 2
 log = logging.getLogger(__name__)
 SHAPE_SETTINGS = dict(use_duck_shape=False)
+#: graphs a model compiled with ``dynamic=False`` may have before Dynamo gives up and runs
+#: it eagerly (Dynamo's own limit, 8, is below one graph per static-shape bucket, split and
+#: mode: :mod:`rdl.training.buckets`)
+STATIC_GRAPHS = 64
 
 
 @dataclass
@@ -83,7 +87,7 @@ def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool 
         nonlocal compiled
         if compiled is None:
             compiled = _compile_for(model, args[-1].device, cpu_patches, kwargs)  # seed_time
-        with _shape_settings():
+        with _shape_settings(), _graph_limit(kwargs):
             return compiled(*args, **kw)
 
     return forward
@@ -116,6 +120,15 @@ def _shape_settings():
                   "two sizes equal at the first batch may be assumed equal, and a later batch "
                   "recompile")
         return contextlib.nullcontext()
+
+
+def _graph_limit(kwargs: dict):
+    """With ``dynamic=False``, room for :data:`STATIC_GRAPHS` graphs (one per bucket)."""
+    if kwargs.get("dynamic", True) is not False:
+        return contextlib.nullcontext()
+    config = torch._dynamo.config
+    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    return config.patch(**{name: max(STATIC_GRAPHS, getattr(config, name))})
 
 
 def compile_optimizer_step(optimizer: torch.optim.Optimizer, **kwargs) -> None:

@@ -23,6 +23,7 @@ from rdl.graph.tokens import TokenSet
 from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
 from rdl.tasks import HISTORY, SPLITS, Task
 from rdl.training.batches import DealtBatches, batches
+from rdl.training.buckets import BucketSettings, PadToBucket, describe, padding, plan, sizes
 from rdl.training.compile import PAD
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,11 @@ class RelDataModule(pl.LightningDataModule):
             with the graph holding every row (``rdl.predict split=now``).
         cache_dir: where materialised graphs are cached (default ``$RDL_CACHE`` or
             ``~/.cache/rdl``); ``False`` disables the cache.
+        buckets: static-shape buckets for a model compiled with ``dynamic=False``
+            (:class:`~rdl.training.buckets.BucketSettings` or a dict of them: ``count``,
+            ``headroom``, ``probe``, ``multiple``; None: off): node tasks only. Each
+            split's batches are padded to one of a few sizes placed at quantiles of its
+            first ``probe`` batches (:mod:`rdl.training.buckets`).
     """
 
     def __init__(self, db: Database, task: Task, batch_size: int = 512,
@@ -127,10 +133,18 @@ class RelDataModule(pl.LightningDataModule):
                  tree_prior: bool = False, tree_blocks: int = 8, bidirectional: bool = False,
                  triplets: bool = False, stypes: dict | None = None, text_embedder=None,
                  num_workers: int = 0, pin_memory: bool | None = None,
-                 cache_dir: str | None = None, eval_batch_size: int | None = None, seed: int = 0, now: bool = False):
+                 cache_dir: str | None = None, eval_batch_size: int | None = None,
+                 seed: int = 0, now: bool = False,
+                 buckets: BucketSettings | dict | None = None):
         super().__init__()
         check_stypes(db, stypes)  # now, not after the task tables and the tree prior
         check_task_tables(task, db)
+        #: static-shape buckets (:mod:`rdl.training.buckets`), and each split's profiles
+        self.buckets = BucketSettings.of(buckets)
+        if self.buckets and task.kind == "link_prediction":
+            raise ValueError(f"data.buckets: static-shape buckets pad node-task batches; task "
+                             f"{task.name!r} is link prediction (set data.buckets=null)")
+        self.bucket_profiles: dict[str, list[dict]] = {}
         self.db, self.task = db, task
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
@@ -325,7 +339,7 @@ class RelDataModule(pl.LightningDataModule):
         flat = lists.explode().dropna().to_numpy(dtype="int64")
         return ptr, torch.from_numpy(flat)
 
-    def transform(self, split: str):
+    def transform(self, split: str, buckets: bool = True):
         task, df = self.task, self.tables[split]
         if task.kind == "link_prediction":
             ptr, idx = self.link_lists(df)
@@ -338,7 +352,31 @@ class RelDataModule(pl.LightningDataModule):
             attach = AttachTarget(task.entity_table, self._target(df), self.base(split), feats)
             if self.token_budgets:
                 return self._transforms(attach, self._token_set(split))
+            if buckets and self.buckets:
+                pad = PadToBucket(task.entity_table, self.bucket_plan(split), self.buckets)
+                return self._transforms(attach, after=(pad,))
         return self._transforms(attach)
+
+    def bucket_plan(self, split: str) -> list[dict]:
+        """The static-shape bucket profiles of a split's batches, planned once from its
+        first ``data.buckets.probe`` batches (a pass of their own, in the main process:
+        the loaders' order and samples are unchanged; the same on every process)."""
+        if split not in self.bucket_profiles:
+            task, df = self.task, self.tables[split]
+            size = self.split_batch_size(split)
+            order = batches(len(df), size, shuffle=split == "train", merge_tail=False,
+                            seed=self.seed)
+            probe = self._node_loader(split, self.transform(split, buckets=False), order, 0)
+            observed = [sizes(b, task.entity_table)
+                        for b, _ in zip(probe, range(self.buckets.probe))]
+            profiles = plan(observed, self.buckets, seeds=size)
+            self.bucket_profiles[split] = profiles
+            for j, p in enumerate(profiles):
+                log.info("%s bucket %d: %s", split, j, describe(p))
+            log.info("%s buckets: padding adds %s to its %d probe batches", split,
+                     ", ".join(f"{v:.0%} {k}" for k, v in padding(observed, profiles).items()),
+                     len(observed))
+        return self.bucket_profiles[split]
 
     def _token_set(self, split: str) -> TokenSet:
         pad_to = self.split_batch_size(split) if self.static_tokens else None
@@ -408,30 +446,37 @@ class RelDataModule(pl.LightningDataModule):
                             "slightly from one process's, whose batches are sampled "
                             "otherwise)", split, n, size, world, n // world)
             size = n // world
-        return batches(n, size, shuffle, merge_tail=not self.static_tokens, seed=self.seed,
-                       rank=rank, world=world)
+        # Static shapes pad the last, short batch instead of merging it into a larger one.
+        static = self.static_tokens or self.buckets is not None
+        return batches(n, size, shuffle, merge_tail=not static, seed=self.seed, rank=rank,
+                       world=world)
 
-    def _transforms(self, *more) -> Compose:
+    def _transforms(self, *more, after=()) -> Compose:
         both = [Bidirectional()] if self.bidirectional else []
-        return Compose([*both, *more, InputRows(self.tf_dict, PAD,
-                                                per_token=self.static_tokens)])
+        return Compose([*both, *more, InputRows(self.tf_dict, PAD, per_token=self.static_tokens),
+                        *after])
 
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
+        n, train = len(self.tables[split]), split == "train"
+        order = self._batches(split, n, train if shuffle is None else shuffle)
+        return self._keep(self._node_loader(split, self.transform(split), order,
+                                            self.num_workers, self._pin()))
+
+    def _node_loader(self, split: str, transform, batch_sampler, num_workers: int,
+                     pin_memory: bool = False) -> NodeLoader:
         task, df = self.task, self.tables[split]
-        train = split == "train"
-        sampler = self.sampler if train else self.sampler.with_seed(self.seed + 1)
-        nodes = torch.from_numpy(df[task.entity_col].to_numpy())
-        return self._keep(NodeLoader(
+        sampler = self.sampler if split == "train" else self.sampler.with_seed(self.seed + 1)
+        return NodeLoader(
             self.graph, node_sampler=sampler,
-            input_nodes=(task.entity_table, nodes),
+            input_nodes=(task.entity_table, torch.from_numpy(df[task.entity_col].to_numpy())),
             input_time=to_seconds(df["timestamp"]),
-            transform=self.transform(split),
-            batch_sampler=self._batches(split, len(nodes), train if shuffle is None else shuffle),
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
-            filter_per_worker=self.num_workers > 0,
-            pin_memory=self._pin(),
-        ))
+            transform=transform,
+            batch_sampler=batch_sampler,
+            num_workers=num_workers,
+            persistent_workers=num_workers > 0,
+            filter_per_worker=num_workers > 0,
+            pin_memory=pin_memory,
+        )
 
     def _pin(self) -> bool:
         """Pin batches (:attr:`pin_memory`; by default when the trainer trains on CUDA)."""

@@ -60,18 +60,21 @@ class TaskModule(pl.LightningModule):
         """The model's positional and keyword inputs from a sampled batch seeded at
         ``seed_table`` nodes: each node type's distinct rows and each node's row among them
         (``row_dict``), with pad nodes (:func:`~rdl.training.compile.pad_inputs`), so that
-        no size is 0 or 1. A token model (``model.takes_tokens``) gets token sets."""
+        no size is 0 or 1. A batch padded to a static-shape bucket (``batch.bucket``,
+        :mod:`rdl.training.buckets`) has its pad nodes and edges already. A token model
+        (``model.takes_tokens``) gets token sets."""
         if getattr(self.model, "takes_tokens", False):
             return self.token_inputs(batch, seed_table), {}
         types = [nt for nt in batch.node_types if "tf" in batch[nt]]
-        args = pad_inputs(
+        args = (
             {nt: batch[nt].tf for nt in types},
             batch.collect("edge_index"),
             {nt: batch[nt].time for nt in self.time_types},
             {nt: batch[nt].batch for nt in self.time_types},
             batch[seed_table or self.entity].seed_time,
-            {nt: batch[nt].num_nodes for nt in types},
         )
+        if not is_bucketed(batch):
+            args = pad_inputs(*args, {nt: batch[nt].num_nodes for nt in types})
         return args, {"row_dict": {nt: batch[nt].tf_index for nt in types}}
 
     def token_inputs(self, batch, seed_table: str | None = None) -> tuple:
@@ -93,10 +96,11 @@ class TaskModule(pl.LightningModule):
     def forward(self, batch, *extra):
         args, kwargs = self.inputs(batch)
         out = self.forward_fn(*args, *extra, **kwargs)
-        if getattr(self.model, "takes_tokens", False):
-            # Token sets padded to a static batch size: the pad seeds' outputs are dropped
-            # (a slice by a size the host knows, no sync).
-            n = batch[self.entity].seed_time.size(0)
+        if getattr(self.model, "takes_tokens", False) or is_bucketed(batch):
+            # Token sets or buckets padded to a static batch size: the pad seeds' outputs
+            # are dropped (a slice by a size the host knows, no sync).
+            store = batch[self.entity]
+            n = store.batch_size if is_bucketed(batch) else store.seed_time.size(0)
             out = tuple(o[:n] for o in out) if isinstance(out, tuple) else out[:n]
         return out
 
@@ -255,6 +259,11 @@ class NodeTaskModule(TaskModule):
         metrics.update(self.predict_value(pred), target)
         self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0),
                  sync_dist=True)
+
+
+def is_bucketed(batch) -> bool:
+    """Whether a batch was padded to a static-shape bucket (:mod:`rdl.training.buckets`)."""
+    return getattr(batch, "bucket", None) is not None
 
 
 def pad_seeds(x: Tensor, rows: int) -> Tensor:
