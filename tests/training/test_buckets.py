@@ -16,12 +16,7 @@ from rdl.training.buckets import BucketSettings, PadToBucket, padding, plan, siz
 BUCKETS = "experiment=buckets"
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    counters.clear()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # tests/training/conftest.py
 
 
 def setup(tiny_cfg, *overrides):

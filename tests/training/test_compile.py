@@ -36,12 +36,7 @@ def graphs() -> int:
     return int(counters["stats"]["unique_graphs"])
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    counters.clear()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # tests/training/conftest.py
 
 
 def train_step(module, batch, opt):
