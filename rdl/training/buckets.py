@@ -96,18 +96,24 @@ def plan(observed: list[dict[Key, int]], settings: BucketSettings,
          seeds: int | None = None) -> list[dict[Key, int]]:
     """Bucket profiles from the sizes of probe batches (:func:`sizes`): bucket ``j`` takes
     each quantity's ``(j + 1) / count`` quantile, ``1 + headroom`` times larger, rounded up
-    to ``multiple``; the last covers the largest probe with headroom. ``seeds``: the
+    to ``multiple``; the last covers the largest probe with headroom, and at least two
+    standard deviations of the probes past it. ``seeds``: the
     loader's batch size, every bucket's seed count (batches never exceed it). Identical
     profiles are merged; the list grows from small to large."""
     keys = list(observed[0])
+    values = {k: torch.tensor([float(o.get(k, 0)) for o in observed]) for k in keys}
     profiles = []
     for j in range(settings.count):
         q = (j + 1) / settings.count
         profile = {}
-        for k in keys:
-            values = torch.tensor([float(o.get(k, 0)) for o in observed])
-            profile[k] = _round(float(torch.quantile(values, q)) * (1 + settings.headroom),
-                                settings.multiple)
+        for k, v in values.items():
+            size = float(torch.quantile(v, q)) * (1 + settings.headroom)
+            if j == settings.count - 1 and len(v) > 1:
+                # A few probes miss the tail of a long run's sizes, and a batch beyond the
+                # last bucket compiles a graph mid-training: the last bucket also reaches
+                # two standard deviations past the largest probe.
+                size = max(size, float(v.max() + 2 * v.std()))
+            profile[k] = _round(size, settings.multiple)
         if seeds is not None:
             profile["seeds",] = seeds
         if not profiles or profile != profiles[-1]:

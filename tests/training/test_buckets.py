@@ -91,12 +91,13 @@ def test_plan_places_buckets_at_quantiles_and_grows_one_for_a_larger_batch():
     settings = BucketSettings(count=2, headroom=0.0, multiple=8)
     observed = [{("nodes", "a"): n, ("seeds",): 4} for n in (10, 20, 30, 40, 100)]
     profiles = plan(observed, settings, seeds=8)
-    assert profiles == [{("nodes", "a"): 32, ("seeds",): 8}, {("nodes", "a"): 104, ("seeds",): 8}]
+    # the median; the largest probe plus two standard deviations (100 + 2 * 35.4), by 8
+    assert profiles == [{("nodes", "a"): 32, ("seeds",): 8}, {("nodes", "a"): 176, ("seeds",): 8}]
     pad = PadToBucket("a", profiles, settings)
-    chosen = [pad.choose({("nodes", "a"): n, ("seeds",): 8}) for n in (3, 32, 33, 104)]
+    chosen = [pad.choose({("nodes", "a"): n, ("seeds",): 8}) for n in (3, 32, 33, 176)]
     assert chosen == [0, 0, 1, 1]
-    assert pad.choose({("nodes", "a"): 105, ("seeds",): 8}) == 2
-    assert pad.profiles[2][("nodes", "a")] == 112
+    assert pad.choose({("nodes", "a"): 177, ("seeds",): 8}) == 2
+    assert pad.profiles[2][("nodes", "a")] == 184
 
 
 @pytest.mark.parametrize("value,message", [
