@@ -7,6 +7,7 @@ find the rows in the file. Row numbers are 0-based data rows (the header not cou
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from rdl.data.database import DataError
@@ -21,6 +22,11 @@ def _rows(n: int) -> str:
     return f"{n} row" if n == 1 else f"{n} rows"
 
 
+def show(value) -> str:
+    """A sample value as the user wrote it (numpy scalars as plain Python ones)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def check_key(keys: pd.Series, where: str) -> None:
     """A primary key must be filled in and unique in every row.
 
@@ -29,17 +35,17 @@ def check_key(keys: pd.Series, where: str) -> None:
 
     Raises:
         DataError: naming ``where``, the number of rows without a key (and the first
-            one), or the number of repeated keys and one of them.
+            one), or the number of rows sharing a key, of keys shared, and one of them.
     """
     missing = keys.isna().to_numpy()
     if missing.any():
         first = int(missing.argmax())
-        raise DataError(f"{where}: primary key missing in {_rows(int(missing.sum()))} "
-                        f"(first: row {first}); every row needs a key")
-    dup = keys.duplicated().to_numpy()
+        raise DataError(f"{where}: primary key missing in {int(missing.sum())} of "
+                        f"{_rows(len(keys))} (first: row {first}); every row needs a key")
+    dup = keys.duplicated(keep=False).to_numpy()
     if dup.any():
-        raise DataError(f"{where}: primary key has duplicate values in {_rows(int(dup.sum()))}, "
-                        f"e.g. {keys[dup].iloc[0]!r}")
+        raise DataError(f"{where}: primary key duplicated: {_rows(int(dup.sum()))} share "
+                        f"{keys[dup].nunique()} values, e.g. {show(keys[dup].iloc[0])}")
 
 
 def _bad(parsed: pd.Series, raw: pd.Series) -> pd.Series:
@@ -50,8 +56,8 @@ def _bad(parsed: pd.Series, raw: pd.Series) -> pd.Series:
 def _fail(raw: pd.Series, bad: pd.Series, where: str, expected: str) -> None:
     if bad.any():
         first = int(bad.to_numpy().argmax())
-        raise DataError(f"{where}: {_rows(int(bad.sum()))} not {expected}, e.g. "
-                        f"{raw.iloc[first]!r} (row {first})")
+        raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} values are not {expected}, "
+                        f"e.g. {show(raw.iloc[first])} (row {first})")
 
 
 def parse_dates(raw: pd.Series, where: str, format: str | None = "%Y-%m-%d") -> pd.Series:

@@ -33,6 +33,7 @@ import torch_frame
 import yaml
 
 from rdl.data.database import Database, DataError, Table
+from rdl.data.checks import check_key, parse_numbers, show
 
 log = logging.getLogger(__name__)
 
@@ -215,16 +216,9 @@ def _read(t: TableSchema) -> pd.DataFrame:
         df[t.time] = _parse_times(df[t.time], t)
     for col, st in t.stypes.items():
         if st == "numerical" and not pd.api.types.is_numeric_dtype(df[col]):
-            df[col] = _parse_numbers(df[col], t, col)
+            df[col] = parse_numbers(df[col], t.where(col))
     if t.pkey is not None:
-        key = df[t.pkey]
-        if key.isna().any():
-            raise DataError(f"{t.where(t.pkey)}: primary key missing in {int(key.isna().sum())} "
-                            f"of {len(df)} rows")
-        dup = key.duplicated(keep=False)
-        if dup.any():
-            raise DataError(f"{t.where(t.pkey)}: primary key duplicated: {int(dup.sum())} rows "
-                            f"share {key[dup].nunique()} values, e.g. {_show(key[dup].iloc[0])}")
+        check_key(df[t.pkey], t.where(t.pkey))
     return df
 
 
@@ -259,11 +253,6 @@ def _read_csv(t: TableSchema) -> pd.DataFrame:
     return df
 
 
-def _show(value) -> str:
-    """A sample value as the user wrote it (numpy scalars as plain Python ones)."""
-    return repr(value.item() if isinstance(value, np.generic) else value)
-
-
 def _parse_times(s: pd.Series, t: TableSchema) -> pd.Series:
     if not pd.api.types.is_datetime64_any_dtype(s):
         if pd.api.types.is_numeric_dtype(s):  # epoch numbers: their unit is anyone's guess
@@ -275,7 +264,7 @@ def _parse_times(s: pd.Series, t: TableSchema) -> pd.Series:
         if bad.any():
             raise DataError(f"{t.where(t.time)}: {int(bad.sum())} of {len(s)} times do not parse "
                             f"as dates (such as 2024-01-31 or 2024-01-31 12:00:00), e.g. "
-                            f"{_show(s[bad].iloc[0])}")
+                            f"{show(s[bad].iloc[0])}")
         s = parsed
     if getattr(s.dt, "tz", None) is not None:
         s = s.dt.tz_convert("UTC").dt.tz_localize(None)
@@ -283,15 +272,6 @@ def _parse_times(s: pd.Series, t: TableSchema) -> pd.Series:
         raise DataError(f"{t.where(t.time)}: time missing in {int(s.isna().sum())} of {len(s)} "
                         "rows (a timed table needs a time on every row)")
     return s.astype(TIME_DTYPE)
-
-
-def _parse_numbers(s: pd.Series, t: TableSchema, col: str) -> pd.Series:
-    num = pd.to_numeric(s, errors="coerce")
-    bad = num.isna() & s.notna()
-    if bad.any():
-        raise DataError(f"{t.where(col)}: declared numerical, but {int(bad.sum())} of {len(s)} "
-                        f"values are not numbers, e.g. {_show(s[bad].iloc[0])}")
-    return num.astype("float64")
 
 
 # -- foreign keys -------------------------------------------------------------------------------

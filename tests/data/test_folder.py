@@ -194,7 +194,7 @@ def test_times_with_offsets_are_utc_and_zero_padded_ids_stay_text(tmp_path):
 def test_unparsable_numbers(tmp_path):
     write(tmp_path, users=lambda df: df.assign(age=["30", "thirty", "41"]))
     fails(tmp_path, "users.csv", "table 'users', column 'age'",
-          "declared numerical, but 1 of 3 values are not numbers, e.g. 'thirty'")
+          "1 of 3 values are not numbers, e.g. 'thirty' (row 1)")
 
 
 def test_a_bad_value_deep_in_a_csv_is_named_by_its_column(tmp_path):
