@@ -127,7 +127,12 @@ def _graph_limit(kwargs: dict):
     if kwargs.get("dynamic", True) is not False:
         return contextlib.nullcontext()
     config = torch._dynamo.config
-    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    name = next((n for n in ("recompile_limit", "cache_size_limit") if hasattr(config, n)), None)
+    if name is None:  # a torch that names it otherwise: its own limit holds
+        from rdl.training.cpu_patches import warn_once
+        warn_once(f"torch {torch.__version__} has no Dynamo graph limit setting: past its own "
+                  "limit, a model compiled with dynamic=False runs eagerly")
+        return contextlib.nullcontext()
     return config.patch(**{name: max(STATIC_GRAPHS, getattr(config, name))})
 
 
