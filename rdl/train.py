@@ -84,6 +84,9 @@ def check_settings(cfg: DictConfig) -> None:
     lr = cfg.get("lr")
     need(isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr)
          and lr > 0, "lr", lr, "must be a finite number > 0")
+    back = cfg.get("backtest", 0)
+    need(_whole(back) and back >= 0, "backtest", back, "must be a whole number of task "
+         "windows >= 0 (how far back to move the val and test times)")
 
 
 def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
@@ -94,7 +97,7 @@ def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
     if cfg.get("keep_freed_memory", True) and _on_cpu(cfg):
         from rdl.training.malloc import keep_freed_memory
         keep_freed_memory()
-    task = instantiate(cfg.task, _convert_="all")
+    task = instantiate(cfg.task, _convert_="all", backtest=cfg.get("backtest", 0))
     link = task.kind == "link_prediction"
     model_cls = hydra.utils.get_class(cfg.model._target_)
     if link != issubclass(model_cls, (IDGNN, ContextGNN, ContextGT, TwoTower)):

@@ -22,6 +22,8 @@ from rdl.train import check_settings
     (["lr=-0.1"], "lr=-0.1: must be a finite number > 0"),
     (["lr=nan"], "lr=nan: must be a finite number > 0"),
     (["lr=inf"], "lr=inf: must be a finite number > 0"),
+    (["backtest=-2"], "backtest=-2: must be a whole number of task windows >= 0"),
+    (["backtest=0.5"], "backtest=0.5: must be a whole number of task windows >= 0"),
 ])
 def test_bad_setting_is_named(tiny_cfg, overrides, message):
     with pytest.raises(ValueError) as e:
@@ -36,6 +38,7 @@ def test_bad_setting_is_named(tiny_cfg, overrides, message):
     ["data.num_neighbors=[8,4,2]"],                    # more hops than layers: the first two
     ["model=graph_transformer", "data.num_neighbors=[8]"],   # token models take every hop
     ["data.eval_batch_size=null"],
+    ["backtest=3"],
 ])
 def test_good_settings_pass(tiny_cfg, overrides):
     check_settings(tiny_cfg(*overrides))

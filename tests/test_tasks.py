@@ -86,6 +86,23 @@ def test_splits_are_labelled_on_their_cut():
     assert test["sales"].tolist() == pytest.approx([0.0, 0.0, 0.0])
 
 
+def test_backtest_moves_every_split_back_whole_windows():
+    """backtest=k labels exactly what the split times k windows earlier label: the same
+    tables, and the moved test split is labelled on the rows of its own window."""
+    db = tiny_db()
+    kw = dict(name="item-sales", sql="hm/item-sales.sql", kind="regression",
+              entity_table="article", entity_col="article_id", target_col="sales", window="1d")
+    moved = Task(**kw, val_timestamp="2020-01-10", test_timestamp="2020-01-11", backtest=2)
+    same = Task(**kw, val_timestamp="2020-01-08", test_timestamp="2020-01-09")
+    assert (moved.val_time, moved.test_time) == (same.val_time, same.test_time)
+    for split in ("train", "val", "test"):
+        pd.testing.assert_frame_equal(moved.split_table(split, db), same.split_table(split, db))
+    assert moved.split_table("train", db)["timestamp"].max() == pd.Timestamp("2020-01-07")
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match=f"backtest {bad!r} must be a whole number"):
+            Task(**kw, backtest=bad)
+
+
 def test_split_without_enough_future_rows_is_an_error():
     sales = Task(name="item-sales", sql="hm/item-sales.sql", kind="regression",
                  entity_table="article", entity_col="article_id", target_col="sales",

@@ -52,6 +52,9 @@ class Task:
         metrics: metric name -> torchmetrics ``Metric`` (built by Hydra from the YAML).
         monitor, monitor_mode: the validation metric that selects the model, and whether
             higher (``max``) or lower (``min``) is better.
+        backtest: move both split times this many windows earlier (rolling-origin
+            evaluation, :mod:`rdl.backtest`): train, val and test all end sooner, and the
+            graph and baselines are cut at the moved test time as at the real one.
     """
 
     name: str
@@ -69,6 +72,7 @@ class Task:
     metrics: dict = field(default_factory=dict)
     monitor: str = ""
     monitor_mode: str = "max"
+    backtest: int = 0
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -89,8 +93,12 @@ class Task:
             except ValueError:
                 raise ValueError(f"task {self.name!r}: {attr} {getattr(self, attr)!r} is not a "
                                  "date such as '2020-09-07'") from None
-        self.val_time = pd.Timestamp(self.val_timestamp)
-        self.test_time = pd.Timestamp(self.test_timestamp)
+        if not isinstance(self.backtest, int) or isinstance(self.backtest, bool) or self.backtest < 0:
+            raise ValueError(f"task {self.name!r}: backtest {self.backtest!r} must be a whole "
+                             "number of windows >= 0")
+        shift = self.backtest * self.delta
+        self.val_time = pd.Timestamp(self.val_timestamp) - shift
+        self.test_time = pd.Timestamp(self.test_timestamp) - shift
         if self.test_time < self.val_time:
             raise ValueError(f"task {self.name!r}: test_timestamp precedes val_timestamp")
         path = Path(self.sql).expanduser()

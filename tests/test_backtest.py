@@ -1,0 +1,94 @@
+"""rdl.backtest: a sweep over moved split times, compared against a plain computation."""
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from rdl.backtest import main, read_runs, table
+
+
+def fake_run(folder, job, overrides, backtest, model, lgbm, k=4, task="item-sales",
+             mode="min", metric="mae"):
+    """A run folder as ``python -m rdl.train -m`` leaves it: ``.hydra/config.yaml``,
+    ``.hydra/overrides.yaml`` and ``metrics.json`` (``model``, ``lgbm``: val, test)."""
+    run = folder / str(job)
+    (run / ".hydra").mkdir(parents=True)
+    config = {"backtest": backtest, "task": {
+        "name": task, "monitor": metric, "monitor_mode": mode, "window": "7d",
+        "val_timestamp": "2020-09-07", "test_timestamp": "2020-09-14"}}
+    (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+    (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    res = lambda v, t: {"val": {metric: v}, "test": {metric: t}}  # noqa: E731
+    (run / "metrics.json").write_text(json.dumps({
+        "task": task, "model": res(*model), f"label mean (last {k})": res(0.5, 0.5),
+        "LightGBM": res(*lgbm)}))
+
+
+def test_leads_means_and_wins_match_a_plain_computation(tmp_path, capsys):
+    # MAE: lower is better, so the model's lead is baseline - model.
+    runs = [(0, (0.020, 0.030), (0.021, 0.029)), (2, (0.022, 0.025), (0.024, 0.026)),
+            (4, (0.030, 0.020), (0.030, 0.023))]
+    for job, (back, model, lgbm) in enumerate(runs):
+        fake_run(tmp_path, job, [f"backtest={back}"], back, model, lgbm, k=2 + job)
+    main([str(tmp_path)])
+    printed = capsys.readouterr().out
+    assert (tmp_path / "backtest.md").read_text() + "\n" == printed
+    # weeks: each job's val and test, moved back 7 days per backtest step
+    assert "| backtest=4 | 2020-08-10 | 2020-08-17 |" in printed
+    assert printed.index("backtest=0 |") < printed.index("backtest=4 |")  # latest first
+    lead = {s: [lgbm[i] - model[i] for _, model, lgbm in runs]
+            for i, s in enumerate(("val", "test"))}
+    for split, values in [*lead.items(), ("all", lead["val"] + lead["test"])]:
+        n = len(values)
+        mean = sum(values) / n
+        se = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
+        wins = sum(v > 0 for v in values)
+        assert f"{mean:+.4f} ± {se:.4f} ({wins}/{n})" in printed.split("| LightGBM |")[1]
+    # the label mean's k differs per run (chosen on each run's val): one baseline
+    assert printed.count("| label mean |") == 1 and "last 3" not in printed
+
+
+def test_auroc_lead_is_model_minus_baseline(tmp_path):
+    fake_run(tmp_path, 0, ["task=user-churn", "seed=0"], 0, (0.71, 0.70), (0.70, 0.72), task="user-churn",
+             mode="max", metric="auroc")
+    fake_run(tmp_path, 1, ["task=user-churn", "seed=1"], 0, (0.72, 0.73), (0.70, 0.72), task="user-churn",
+             mode="max", metric="auroc")
+    text = table(read_runs(tmp_path))
+    assert "| seed=0 | 2020-09-07 | 2020-09-14 | 0.7100 / 0.7000 |" in text
+    assert "| LightGBM | +0.0150 ± 0.0050 (2/2) | -0.0050 ± 0.0150 (1/2) |" in text
+
+
+def test_bad_folders_are_named(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main([str(tmp_path)])
+    assert f"{tmp_path}: no metrics.json under it" in capsys.readouterr().err
+    fake_run(tmp_path, 0, [], 0, (0.1, 0.1), (0.1, 0.1))
+    fake_run(tmp_path, 1, [], 0, (0.7, 0.7), (0.7, 0.7), task="user-churn", mode="max",
+             metric="auroc")
+    with pytest.raises(SystemExit):
+        main([str(tmp_path)])
+    assert "holds runs of several tasks ['item-sales', 'user-churn']" in capsys.readouterr().err
+    assert not (tmp_path / "backtest.md").exists()
+
+
+def test_a_sweep_of_moved_splits_end_to_end(tmp_path, run_train):
+    """``python -m rdl.train -m backtest=0,3``, then ``python -m rdl.backtest`` on it: each
+    job trains on its own weeks, and the table holds both."""
+    out = run_train(tmp_path, "task=user-churn", "backtest=0,3", f"hydra.sweep.dir={tmp_path}",
+                    python=(sys.executable, "-m", "rdl.train", "-m"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    runs = read_runs(tmp_path)
+    assert [r["label"] for r in runs] == ["backtest=0", "backtest=3"]  # the swept values
+    logs = [(tmp_path / str(j) / "train.log").read_text() for j in (0, 1)]
+    rows = [int(log.split("train table: ")[1].split()[0]) for log in logs]
+    assert rows[1] < rows[0]  # three fewer train weeks
+    done = subprocess.run([sys.executable, "-m", "rdl.backtest", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (runs[0]["val"] - runs[1]["val"]).days == (runs[0]["test"] - runs[1]["test"]).days == 21
+    for r in runs:
+        assert f"| {r['label']} | {r['val']} | {r['test']} |" in done.stdout
+    assert "| LightGBM |" in done.stdout
