@@ -1,9 +1,8 @@
 """rdl.backtest: a sweep over moved split times, compared against a plain computation."""
 import json
 import math
-import subprocess
-import sys
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -74,21 +73,25 @@ def test_bad_folders_are_named(tmp_path, capsys):
     assert not (tmp_path / "backtest.md").exists()
 
 
-def test_a_sweep_of_moved_splits_end_to_end(tmp_path, run_train):
-    """``python -m rdl.train -m backtest=0,3``, then ``python -m rdl.backtest`` on it: each
-    job trains on its own weeks, and the table holds both."""
-    out = run_train(tmp_path, "task=user-churn", "backtest=0,3", f"hydra.sweep.dir={tmp_path}",
-                    python=(sys.executable, "-m", "rdl.train", "-m"))
-    assert out.returncode == 0, out.stderr[-3000:]
-    runs = read_runs(tmp_path)
-    assert [r["label"] for r in runs] == ["backtest=0", "backtest=3"]  # the swept values
-    logs = [(tmp_path / str(j) / "train.log").read_text() for j in (0, 1)]
-    rows = [int(log.split("train table: ")[1].split()[0]) for log in logs]
-    assert rows[1] < rows[0]  # three fewer train weeks
-    done = subprocess.run([sys.executable, "-m", "rdl.backtest", str(tmp_path)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert (runs[0]["val"] - runs[1]["val"]).days == (runs[0]["test"] - runs[1]["test"]).days == 21
-    for r in runs:
-        assert f"| {r['label']} | {r['val']} | {r['test']} |" in done.stdout
-    assert "| LightGBM |" in done.stdout
+def test_backtest_setting_reaches_the_task_and_its_splits(tiny_cfg):
+    """``backtest=3`` as rdl.train composes it: the task, its split tables, the graph and
+    the LightGBM baseline all end three windows earlier."""
+    from rdl.train import build
+    task, dm, _ = build(tiny_cfg("task=user-churn", "backtest=3", "compile.enabled=false"))
+    default = read_task(tiny_cfg("task=user-churn"))
+    week = pd.Timedelta("7D")
+    assert (task.val_time, task.test_time) == (default.val_time - 3 * week,
+                                                 default.test_time - 3 * week)
+    assert dm.tables["train"]["timestamp"].max() == task.val_time - week
+    assert (dm.tables["val"]["timestamp"] == task.val_time).all()
+    assert (dm.tables["test"]["timestamp"] == task.test_time).all()
+    # the graph holds no row after the moved test time
+    for nt in dm.data.node_types:
+        if "time" in dm.data[nt]:
+            assert dm.data[nt].time.max() <= task.test_time.value // 10**9, nt
+    assert dm.tree_fit.frames["test"]["timestamp"].eq(task.test_time).all()
+
+
+def read_task(cfg):
+    from hydra.utils import instantiate
+    return instantiate(cfg.task, _convert_="all")

@@ -314,6 +314,8 @@ SLOW_COMMANDS = {
     "python -m rdl.train compile.cpu_patches=false keep_freed_memory=false",
     "python -m rdl.train trainer.max_time=00:00:10:00",
     "python -m rdl.train callbacks.early_stopping.patience=1 trainer.max_epochs=20",
+    # five runs; the backtest setting is tested in test_backtest.py
+    "python -m rdl.train -m task=user-churn backtest=0,2,4,6,8",
 }
 
 
