@@ -97,11 +97,13 @@ def differences(runs: list[dict]) -> dict[str, dict[str, list[float]]]:
 
 
 def summary(values: list[float]) -> str:
-    """``mean ± standard error (wins/n)``."""
+    """``mean ± standard error (wins/n)`` (one value: ``value (wins/1)``)."""
     n = len(values)
     mean = sum(values) / n
-    se = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n) if n > 1 else math.nan
     wins = sum(v > 0 for v in values)
+    if n == 1:  # one run: no spread to show
+        return f"{mean:+.4f} ({wins}/1)"
+    se = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
     return f"{mean:+.4f} ± {se:.4f} ({wins}/{n})"
 
 

@@ -17,7 +17,9 @@ comments dropped, ``&&`` chains split). Each is checked by what it is:
 * ``python -m rdl.bench <name> ...``: its ``--help`` exits 0 and lists every option used.
 * A command that names a finished run (``outputs/<date>/<time>``, ``ckpt_path=...``) gets
   the folder, or the best checkpoint, of a tiny run made first; ``python -m rdl.predict``
-  must exit 0 and write its predictions there.
+  must exit 0 and write its predictions there; ``python -m rdl.backtest`` gets that
+  run's folder for the sweep folder it names (``multirun/<date>/<time>``), and must print
+  the table it writes there.
 * venv / activate / ``pip install``: not run. The extras a ``pip install`` names exist in
   pyproject.toml, and a pinned torch is the one ``.ci/run`` installs; the README's test
   command is exactly the one ``.ci/run`` runs.
@@ -47,8 +49,9 @@ CI = ROOT / ".ci" / "run"
 TRAIN = ["python", "-m", "rdl.train"]
 BENCH = ["python", "-m", "rdl.bench"]
 PREDICT = ["python", "-m", "rdl.predict"]
-#: how the README names the folder of a finished run, and a checkpoint in it
-RUN_DIR, SOME_CKPT = "outputs/<date>/<time>", "ckpt_path=..."
+BACKTEST = ["python", "-m", "rdl.backtest"]
+#: how the README names the folder of a finished run, a checkpoint in it, and a sweep's folder
+RUN_DIR, SOME_CKPT, SWEEP_DIR = "outputs/<date>/<time>", "ckpt_path=...", "multirun/<date>/<time>"
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 TINY_DATA = OmegaConf.load(rdl.CONF_DIR / "data" / "hm-tiny.yaml")
 TIMEOUT = 600
@@ -116,7 +119,7 @@ def readme_files(text: str) -> dict[str, str]:
 TEXT = README.read_text()
 COMMANDS = shell_commands(TEXT)
 PARTS = [part for c in COMMANDS for part in split_chain(c)]
-RUNNABLE = [p for p in PARTS if shlex.split(p)[:3] in (TRAIN, BENCH, PREDICT)]
+RUNNABLE = [p for p in PARTS if shlex.split(p)[:3] in (TRAIN, BENCH, PREDICT, BACKTEST)]
 
 
 def ci_command() -> str:
@@ -179,7 +182,8 @@ def test_install_commands():
                         assert arg in ("-e", "--editable", "torch"), f"{part}: unexpected {arg!r}"
             else:
                 assert (argv in (["python3", "-m", "venv", ".venv"], [".", ".venv/bin/activate"])
-                        or argv[:3] in (TRAIN, BENCH, PREDICT, ["python", "-m", "pytest"])), \
+                        or argv[:3] in (TRAIN, BENCH, PREDICT, BACKTEST,
+                                        ["python", "-m", "pytest"])), \
                     f"test_readme.py does not know how to check {part!r}"
     assert checked >= 3
 
@@ -255,21 +259,26 @@ class Project:
         self.pool = ThreadPoolExecutor(WORKERS)
         # The finished run the README's resume and predict commands name: started first.
         self.finished = self.root / "finished"
-        if any(RUN_DIR in c or SOME_CKPT in c for c in todo):
+        if any(RUN_DIR in c or SOME_CKPT in c or SWEEP_DIR in c for c in todo):
             self.base = self.pool.submit(self.run, -1, "python -m rdl.train")
         # (The graph cache is written file by file through a rename: runs may race on it.)
         self.runs = {c: self.pool.submit(self.run, i, c) for i, c in enumerate(todo)}
 
     def command_line(self, i: int, command: str) -> tuple[str, Path]:
         out = self.finished if i < 0 else self.root / "runs" / str(i)
-        if RUN_DIR in command or SOME_CKPT in command:
+        if RUN_DIR in command or SOME_CKPT in command or SWEEP_DIR in command:
             _, _, proc = self.base.result()
             assert proc.returncode == 0, proc.stderr[-3000:]
+            # a sweep's folder: the finished run's (rdl.backtest compares whatever runs a
+            # folder holds; the README's sweep itself runs under -m slow)
             command = command.replace(RUN_DIR, str(self.finished)).replace(
-                SOME_CKPT, f"ckpt_path={self.finished / 'checkpoints' / 'best.ckpt'}")
+                SOME_CKPT, f"ckpt_path={self.finished / 'checkpoints' / 'best.ckpt'}").replace(
+                SWEEP_DIR, str(self.finished))
         argv = shlex.split(command)
         if argv[:3] == BENCH:
             return f"{command} --help", out
+        if argv[:3] == BACKTEST:
+            return command, self.finished
         if argv[:3] == PREDICT:
             return f"{command} hydra.run.dir={out}", out
         extra = tiny_overrides()
@@ -314,8 +323,6 @@ SLOW_COMMANDS = {
     "python -m rdl.train compile.cpu_patches=false keep_freed_memory=false",
     "python -m rdl.train trainer.max_time=00:00:10:00",
     "python -m rdl.train callbacks.early_stopping.patience=1 trainer.max_epochs=20",
-    # five runs; the backtest setting is tested in test_backtest.py
-    "python -m rdl.train -m task=user-churn backtest=0,2,4,6,8",
 }
 
 
@@ -341,6 +348,9 @@ def test_readme_command(project, command):
     elif argv[:3] == PREDICT:
         written = re.search(r"\d+ predictions written to (\S+)", proc.stdout)
         assert written and Path(written.group(1)).exists(), log
+    elif argv[:3] == BACKTEST:
+        assert "| LightGBM |" in proc.stdout, log
+        assert (out / "backtest.md").read_text() in proc.stdout, log
     elif {"--cfg", "-c"} & set(argv[3:]):
         assert "_target_" in proc.stdout, log
     elif multirun(argv):
