@@ -113,7 +113,8 @@ def table(runs: list[dict]) -> str:
     who = ["model", *baselines(runs[0]["metrics"])]
     lines = [f"# Backtest: {runs[0]['task']}, {m} "
              f"({'higher' if runs[0]['higher'] else 'lower'} is better), {len(runs)} runs", "",
-             "| run | val week | test week | " + " | ".join(f"{w} (val / test)" for w in who) + " |",
+             "| run | val week | test week | "
+             + " | ".join(f"{w} (val / test)" for w in who) + " |",
              "|---" * (3 + len(who)) + "|"]
     for r in runs:
         cells = []

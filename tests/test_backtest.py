@@ -51,10 +51,9 @@ def test_leads_means_and_wins_match_a_plain_computation(tmp_path, capsys):
 
 
 def test_auroc_lead_is_model_minus_baseline(tmp_path):
-    fake_run(tmp_path, 0, ["task=user-churn", "seed=0"], 0, (0.71, 0.70), (0.70, 0.72), task="user-churn",
-             mode="max", metric="auroc")
-    fake_run(tmp_path, 1, ["task=user-churn", "seed=1"], 0, (0.72, 0.73), (0.70, 0.72), task="user-churn",
-             mode="max", metric="auroc")
+    churn = dict(task="user-churn", mode="max", metric="auroc")
+    fake_run(tmp_path, 0, ["task=user-churn", "seed=0"], 0, (0.71, 0.70), (0.70, 0.72), **churn)
+    fake_run(tmp_path, 1, ["task=user-churn", "seed=1"], 0, (0.72, 0.73), (0.70, 0.72), **churn)
     text = table(read_runs(tmp_path))
     assert "| seed=0 | 2020-09-07 | 2020-09-14 | 0.7100 / 0.7000 |" in text
     assert "| LightGBM | +0.0150 ± 0.0050 (2/2) | -0.0050 ± 0.0150 (1/2) |" in text

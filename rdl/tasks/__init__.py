@@ -93,7 +93,8 @@ class Task:
             except ValueError:
                 raise ValueError(f"task {self.name!r}: {attr} {getattr(self, attr)!r} is not a "
                                  "date such as '2020-09-07'") from None
-        if not isinstance(self.backtest, int) or isinstance(self.backtest, bool) or self.backtest < 0:
+        back = self.backtest
+        if not isinstance(back, int) or isinstance(back, bool) or back < 0:
             raise ValueError(f"task {self.name!r}: backtest {self.backtest!r} must be a whole "
                              "number of windows >= 0")
         shift = self.backtest * self.delta
