@@ -128,6 +128,18 @@ def test_unknown_kind_and_missing_sql():
              entity_col="a", target_col="y")
 
 
+def test_window_in_days_parses_without_pandas_deprecation():
+    """'7d', every task YAML's window, is 7 days, and no warning that pandas 4 drops it."""
+    import warnings
+    kw = dict(name="s", sql="hm/item-sales.sql", kind="regression", entity_table="article",
+              entity_col="article_id", target_col="sales")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Task(**kw, window="7d").delta == pd.Timedelta(days=7)
+        assert Task(**kw, window="1d12h").delta == pd.Timedelta(hours=36)
+        assert Task(**kw, window="2 days").delta == pd.Timedelta(days=2)
+
+
 def test_bad_window_and_dates_are_named():
     kw = dict(name="s", sql="hm/item-sales.sql", kind="regression", entity_table="article",
               entity_col="article_id", target_col="sales")

@@ -15,6 +15,7 @@ a row past its split.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,18 @@ from rdl.data.database import Database, DataError, Table
 HISTORY = "label_history"
 KINDS = ("binary_classification", "regression", "multiclass_classification", "link_prediction")
 SPLITS = ("train", "val", "test")
+
+
+def parse_window(window) -> pd.Timedelta:
+    """A task window, a pandas duration such as ``7d`` or ``12h``. Days may be written
+    ``d``, as every task YAML does, though pandas 3 deprecates that unit for ``D``."""
+    return pd.Timedelta(re.sub(r"(?<=\d)d(?![a-z])", "D", str(window)))
+
+
+def split_times(val_timestamp, test_timestamp, window, backtest: int = 0) -> tuple:
+    """``(val time, test time)``, both moved ``backtest`` windows earlier."""
+    shift = backtest * parse_window(window)
+    return pd.Timestamp(val_timestamp) - shift, pd.Timestamp(test_timestamp) - shift
 
 
 @dataclass
@@ -83,7 +96,7 @@ class Task:
             raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} is not one of its "
                              f"metrics {sorted(self.metrics)}")
         try:
-            self.delta = pd.Timedelta(self.window)
+            self.delta = parse_window(self.window)
         except ValueError:
             raise ValueError(f"task {self.name!r}: window {self.window!r} is not a duration "
                              "such as '7d'") from None
@@ -97,9 +110,8 @@ class Task:
         if not isinstance(back, int) or isinstance(back, bool) or back < 0:
             raise ValueError(f"task {self.name!r}: backtest {self.backtest!r} must be a whole "
                              "number of windows >= 0")
-        shift = self.backtest * self.delta
-        self.val_time = pd.Timestamp(self.val_timestamp) - shift
-        self.test_time = pd.Timestamp(self.test_timestamp) - shift
+        self.val_time, self.test_time = split_times(self.val_timestamp, self.test_timestamp,
+                                                    self.delta, back)
         if self.test_time < self.val_time:
             raise ValueError(f"task {self.name!r}: test_timestamp precedes val_timestamp")
         path = Path(self.sql).expanduser()
