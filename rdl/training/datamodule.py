@@ -65,11 +65,16 @@ class AttachTarget:
 
     def __call__(self, batch):
         store = batch[self.entity_table]
-        store.y = self.target[store.input_id]
+        idx = store.input_id
+        if idx.device != self.target.device:
+            # A sampler on the GPU returns its seeds' rows there: the tables follow once.
+            self.target, self.base, self.feats = (None if t is None else t.to(idx.device)
+                                                  for t in (self.target, self.base, self.feats))
+        store.y = self.target[idx]
         if self.base is not None:
-            store.base = self.base[store.input_id]
+            store.base = self.base[idx]
         if self.feats is not None:
-            store.seed_x = self.feats[store.input_id]
+            store.seed_x = self.feats[idx]
         return batch
 
 

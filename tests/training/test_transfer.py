@@ -49,3 +49,21 @@ def test_loaders_pin_batches_when_training_on_cuda(built, setting, device, expec
     finally:
         dm.pin_memory, dm.trainer = old
         dm.teardown()
+
+
+def test_labels_follow_the_rows_of_a_sampler_on_another_device():
+    """A sampler on the GPU returns its seeds' rows there (the CUDA DDP case of
+    test_ddp): the labels, base and seed features are looked up on that device. The meta
+    device stands in for CUDA here: a CPU table indexed with meta rows raises."""
+    from rdl.training.datamodule import AttachTarget
+
+    def attach(device):
+        batch = HeteroData()
+        batch["customer"].input_id = torch.tensor([4, 1], device=device)
+        return AttachTarget("customer", torch.arange(5.0), base=torch.arange(5.0) * 2,
+                            feats=torch.ones(5, 3))(batch)["customer"]
+    out = attach("meta")
+    assert out.y.device.type == out.base.device.type == out.seed_x.device.type == "meta"
+    assert out.y.shape == (2,) and out.seed_x.shape == (2, 3)
+    out = attach("cpu")
+    assert out.y.tolist() == [4.0, 1.0] and out.base.tolist() == [8.0, 2.0]
