@@ -19,6 +19,11 @@ from torch_geometric.sampler.neighbor_sampler import edge_sample
 
 from rdl.graph import TemporalSampler
 
+#: a parameter that needs a GPU (`pytest -m cuda`, benchmarks/gpu.sh)
+CUDA_ONLY = [pytest.mark.cuda,
+             pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA")]
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread():
     """Tiny tensors: intra-op threads only add OpenMP stalls on a busy machine."""
@@ -30,7 +35,7 @@ def _one_thread():
 
 DEVICES = [
     "cpu",
-    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA")),
+    pytest.param("cuda", marks=CUDA_ONLY),
 ]
 
 
@@ -697,8 +702,7 @@ def check_loader_batch(batch, d):
 @pytest.mark.parametrize("num_workers,device", [
     (0, "cpu"),
     (2, "cpu"),
-    pytest.param(0, "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
-                                                     reason="no CUDA")),
+    pytest.param(0, "cuda", marks=CUDA_ONLY),
 ])
 @pytest.mark.parametrize("strategy", ["uniform", "last"])
 def test_node_loader(num_workers, device, strategy):
@@ -1094,8 +1098,7 @@ def check_link_batch(batch, d, link_type, neg, eli_all, time_all, label_all, str
 @pytest.mark.parametrize("num_workers,device", [
     (0, "cpu"),
     (2, "cpu"),
-    pytest.param(0, "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
-                                                     reason="no CUDA")),
+    pytest.param(0, "cuda", marks=CUDA_ONLY),
 ])
 @pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("mode", [None, ("binary", 2), ("triplet", 2)])

@@ -26,6 +26,10 @@ from rdl.predict import predict
 from rdl.training.batches import DealtBatches, EpochShuffle, batches
 from rdl.training.datamodule import AttachTarget, KeepArgsLinkLoader
 
+#: a parameter that needs a GPU (`pytest -m cuda`, benchmarks/gpu.sh)
+CUDA_ONLY = [pytest.mark.cuda,
+             pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA")]
+
 N_SEEDS = 48  # a multiple of the world size: DistributedSampler pads nothing
 BATCH = 8
 LINK = ("customer", "buys", "article")  # a link-task edge type, not one of the graph
@@ -113,8 +117,7 @@ def check_shares(per_rank: list[list[int]]):
 @pytest.mark.parametrize("num_workers,device", [
     (0, "cpu"),
     (2, "cpu"),
-    pytest.param(0, "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
-                                                     reason="no CUDA")),
+    pytest.param(0, "cuda", marks=CUDA_ONLY),
 ])
 def test_injected_distributed_sampler(kind, num_workers, device):
     """What the Trainer does to a ``*_dataloader`` hook's loader: create it under

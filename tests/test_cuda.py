@@ -1,0 +1,131 @@
+"""On a GPU only (``pytest -m cuda``; skipped without CUDA): what the CPU tests can only
+stand in for. A compiled run, buckets replayed as CUDA graphs and a one-process DDP run
+train and evaluate on the GPU; a pinned batch reaches it whole; and a compiled training
+step never makes the host wait for the device (CUDA's own sync check, where
+``tests/training/test_syncs.py`` can only look for the ops that would sync).
+
+``bash benchmarks/gpu.sh`` runs these first, whenever a GPU is lent."""
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+import pytorch_lightning as pl
+import torch
+from hydra.utils import instantiate
+
+from rdl.train import build
+
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA")]
+GRAPHS = re.compile(r"torch.compile: (\d+) graphs compiled, (\d+) graph breaks")
+
+
+def trained(out, run_dir) -> dict:
+    """The run's metrics, after checking that it ended well and that they are finite."""
+    assert out.returncode == 0, out.stderr[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    model = metrics["model"]
+    for split in ("val", "test"):
+        assert model[split] and all(math.isfinite(v) for v in model[split].values()), model
+    return metrics
+
+
+def graphs(out) -> tuple[int, int]:
+    found = GRAPHS.search(out.stdout)
+    assert found, out.stdout[-2000:]
+    return int(found[1]), int(found[2])
+
+
+def test_a_compiled_run_trains_on_the_gpu(run_train, tmp_path):
+    out = run_train(tmp_path, "trainer=gpu", "compile.enabled=true")
+    trained(out, tmp_path)
+    n, breaks = graphs(out)
+    assert breaks == 0 and 1 <= n <= 2, out.stdout[-2000:]   # train and eval
+
+
+def test_buckets_replay_cuda_graphs(run_train, tmp_path):
+    out = run_train(tmp_path, "trainer=gpu", "experiment=buckets",
+                    "+compile.kwargs.mode=reduce-overhead")
+    trained(out, tmp_path)
+    n, breaks = graphs(out)
+    planned = int(re.search(r"of (\d+) buckets planned", out.stdout)[1])
+    assert breaks == 0 and 2 <= n <= planned, out.stdout[-2000:]
+
+
+def test_one_process_ddp_on_the_gpu(run_train, tmp_path):
+    trained(run_train(tmp_path, "trainer=ddp", "trainer.devices=1"), tmp_path)
+
+
+def test_a_pinned_batch_reaches_the_gpu_whole(tiny_cfg):
+    _, dm, module = build(tiny_cfg("task=user-churn", "data.pin_memory=true"))
+    try:
+        batch = next(iter(dm.train_dataloader()))
+        tensors = {k: v for k, v in _tensors(batch)}
+        assert tensors and all(v.is_pinned() for v in tensors.values())
+        before = {k: v.clone() for k, v in tensors.items()}
+        moved = module.transfer_batch_to_device(batch, torch.device("cuda", 0), 0)
+        torch.cuda.synchronize()
+        after = dict(_tensors(moved))
+        assert after.keys() == before.keys()
+        for k, v in after.items():
+            assert v.is_cuda and torch.equal(v.cpu(), before[k]), k
+    finally:
+        dm.teardown()
+
+
+def _tensors(batch):
+    """(name, tensor) of every tensor of a batch, TensorFrames' included."""
+    for store in batch.stores:
+        for key, value in store.items():
+            if isinstance(value, torch.Tensor):
+                yield f"{store._key}.{key}", value
+            elif hasattr(value, "feat_dict"):  # a TensorFrame
+                for stype, feat in value.feat_dict.items():
+                    if isinstance(feat, torch.Tensor):
+                        yield f"{store._key}.{key}.{stype}", feat
+
+
+class SyncsAreErrors(pl.Callback):
+    """From the start of a train batch (after the first ``skip``, which compile) to its
+    end: a host-device sync raises (``torch.cuda.set_sync_debug_mode``). Two instances,
+    one first and one last among the callbacks, so that every callback's per-batch hook
+    runs inside the window."""
+
+    def __init__(self, opens: bool, skip: int = 2):
+        self.opens, self.skip, self.checked = opens, skip, 0
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx):
+        if self.opens and batch_idx >= self.skip:
+            torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("error")
+            self.checked += 1
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        if not self.opens:
+            torch.cuda.set_sync_debug_mode("default")
+
+
+def test_compiled_training_steps_never_sync_on_the_gpu(tiny_cfg, tmp_path):
+    """The step the benchmark times (fetch excluded): copy, forward, loss, backward,
+    optimiser and LR-schedule step, ``self.log``, the progress bar and the callbacks that
+    act per step (resume state, LR monitor; checkpoints write every N steps). Compiled
+    only: eagerly, PyTorch Frame's encoders sync (``tests/training/test_syncs.py``)."""
+    cfg = tiny_cfg("task=user-churn", "trainer=gpu", "compile.enabled=true",
+                   "scheduler=cosine", "scheduler.warmup_steps=2",
+                   f"trainer.default_root_dir={tmp_path}", f"logger.save_dir={tmp_path}",
+                   "trainer.max_epochs=1", "trainer.limit_train_batches=6",
+                   "trainer.limit_val_batches=0", "+trainer.num_sanity_val_steps=0")
+    _, dm, module = build(cfg)
+    first, last = SyncsAreErrors(True), SyncsAreErrors(False)
+    callbacks = [instantiate(c) for name, c in cfg.callbacks.items()
+                 if name in ("resume", "lr_monitor")]
+    trainer = instantiate(cfg.trainer, callbacks=[first, *callbacks, last],
+                          logger=instantiate(cfg.logger), enable_checkpointing=False)
+    try:
+        trainer.fit(module, datamodule=dm)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert trainer.global_step == 6 and first.checked == 4
