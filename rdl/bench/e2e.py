@@ -2,7 +2,7 @@
 
 ``python -m rdl.bench e2e [--tasks user-churn | TASK[:MODEL] ...] [--variants eager dynamic]
 [--workers 0 1] [--epochs 3] [--batches 40] [--host-overhead] [--device cpu|cuda]
-[--set HYDRA_OVERRIDE ...] [--timeout S] [--out DIR]``
+[--set HYDRA_OVERRIDE ...] [--profile STEPS] [--timeout S] [--out DIR]``
 
 What a user's run does, timed: Lightning's ``Trainer.fit`` over ``--epochs`` epochs of
 ``--batches`` training batches each, the Trainer, logger and callbacks as ``rdl.train``
@@ -11,8 +11,10 @@ validation and checkpoints, with the loader as configured (``--workers``:
 ``data.num_workers``; 0 samples in the training process, between steps). A callback times each epoch from its first batch's start
 to its end (on CUDA after a synchronise) and counts its seeds. ``seeds/s`` is over the
 epochs after the first (the first pays for compiling and for starting the workers), and
-``first_epoch_s`` is reported beside it. Each row runs in a fresh process with cold compile
-caches (:mod:`rdl.bench.train.runner`).
+``first_epoch_s`` is reported beside it, and ``graphs_timed``: graphs compiled during the
+timed epochs (then their time is partly a compile's, not a step speed). Each row runs in a
+fresh process with cold compile caches (:mod:`rdl.bench.train.runner`). ``--profile``
+adds one epoch whose first steps run under ``torch.profiler`` (:func:`summarize`).
 
 ``--host-overhead`` adds, per variant, a row of a tiny model (16 channels, one layer, four
 neighbours, 64 seeds a batch): there a step is almost all host work (Python, dispatch,
@@ -32,7 +34,9 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
-from rdl.bench.report import load_average, report, run_dir
+from rdl.bench.report import load_average, peak_rss_gib, report, run_dir
+from rdl.bench.turns import Gate
+from rdl.training.compile import stats
 
 #: static-shape buckets (rdl/conf/experiment/buckets.yaml's settings)
 BUCKETS = ["compile.enabled=true", "compile.kwargs.dynamic=false",
@@ -53,13 +57,23 @@ CUDA_ONLY = ("reduce-overhead", "reduce-overhead+buckets")
 TINY = ["model.channels=16", "model.num_layers=1", "model.encoder_layers=1",
         "data.num_neighbors=[4]", "data.batch_size=64"]
 RESULT = "RDL_BENCH_E2E_RESULT "
+#: what :func:`summarize` reports of a profiled step
+PROFILED = ("host_ms", "device_ms", "ops", "kernels", "launches", "graph_replays")
 
 
 class EpochClock(pl.Callback):
-    """Lightning callback: wall time and seeds of every training epoch."""
+    """Lightning callback: wall time, seeds and Dynamo's graph count of every training
+    epoch. Before the first timed epoch (after ``warm`` epochs) the row waits for its turn
+    (:class:`~rdl.bench.turns.Gate`), which ends with the training."""
 
-    def __init__(self, device: torch.device):
-        self.device, self.epochs, self._t, self._seeds = device, [], None, 0
+    def __init__(self, device: torch.device, warm: int = 1, gate: Gate | None = None):
+        self.device, self.warm, self.gate = device, warm, gate or Gate(None)
+        self.epochs, self._t, self._seeds, self.graphs_before = [], None, 0, 0
+
+    def on_train_epoch_start(self, trainer, module):
+        if trainer.current_epoch == self.warm:
+            self.graphs_before = stats()["graphs"]
+            self.gate.wait()
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx):
         if self._t is None:
@@ -71,43 +85,130 @@ class EpochClock(pl.Callback):
                         ) if n is not None else 0
 
     def on_train_epoch_end(self, trainer, module):
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        self.epochs.append((time.perf_counter() - self._t, self._seeds))
+        _sync(self.device)
+        self.epochs.append((time.perf_counter() - self._t, self._seeds, stats()["graphs"]))
         self._t, self._seeds = None, 0
 
+    def on_train_end(self, trainer, module):
+        self.gate.done()
 
-def measure(task: str, model: str, variant: str, overrides: list[str], workers: int,
-            epochs: int, batches: int, device: str) -> dict:
-    """Train ``epochs`` epochs of ``batches`` batches in this process; one report row."""
+
+class StepProfiler(pl.Callback):
+    """Lightning callback: ``torch.profiler`` over ``steps`` whole loop iterations of
+    epoch ``epoch`` (from the start of its second batch: the loader's fetch, the step and
+    every hook), summarised per step by :func:`summarize`."""
+
+    def __init__(self, device: torch.device, epoch: int, steps: int):
+        self.device, self.epoch, self.steps = device, epoch, steps
+        self.prof, self.result, self._n = None, {}, 0
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx):
+        if trainer.current_epoch != self.epoch:
+            return
+        if batch_idx == 1:
+            from torch.profiler import ProfilerActivity, profile
+            acts = [ProfilerActivity.CPU] + (
+                [ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
+            _sync(self.device)
+            self.prof = profile(activities=acts)
+            self.prof.__enter__()
+            self._t = time.perf_counter()
+        elif self.prof is not None and batch_idx == 1 + self.steps:
+            self._stop()
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        if self.prof is not None and trainer.current_epoch == self.epoch:
+            self._n += 1
+
+    def on_train_epoch_end(self, trainer, module):
+        if self.prof is not None:
+            self._stop()
+
+    def _stop(self):
+        _sync(self.device)
+        wall = time.perf_counter() - self._t
+        self.prof.__exit__(None, None, None)
+        self.result = summarize(self.prof, wall, max(self._n, 1), self.device)
+        self.prof = None
+
+
+#: host-side calls that start work on the GPU: a kernel, or a whole CUDA graph
+LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",
+            "cudaGraphLaunch", "cudaLaunchCooperativeKernel")
+
+
+def summarize(prof, wall_s: float, steps: int, device: torch.device) -> dict:
+    """Per step: the host's wall time under the profiler (``host_ms``), the operators it
+    dispatched (``ops``), and on CUDA the device's kernel time (``device_ms``), the kernels
+    run, the launches the host made and the CUDA graphs it replayed. A step whose host
+    time is far above its device time is bound by the host."""
+    from torch.autograd import DeviceType
+    events = prof.events()
+    out = {"host_ms": 1000 * wall_s / steps,
+           "ops": sum(e.name.startswith("aten::") for e in events) / steps}
+    if device.type == "cuda":
+        kernels = [e for e in events if e.device_type == DeviceType.CUDA]
+        time_of = lambda e: getattr(e, "self_device_time_total",  # noqa: E731
+                                    getattr(e, "self_cuda_time_total", 0))
+        out["device_ms"] = sum(time_of(e) for e in kernels) / 1000 / steps
+        out["kernels"] = len(kernels) / steps
+        out["launches"] = sum(e.name.startswith(LAUNCHES) for e in events) / steps
+        out["graph_replays"] = sum(e.name.startswith("cudaGraphLaunch") for e in events) / steps
+    return out
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure(task: str, model: str, variant: str, overrides: list[str], workers: int | None,
+            epochs: int, batches: int, device: str, profile: int = 0,
+            gate: str | None = None) -> dict:
+    """Train ``epochs`` epochs of ``batches`` batches in this process (the first untimed),
+    then with ``profile`` > 0 one more epoch whose first ``profile`` steps are profiled
+    (:class:`StepProfiler`); one report row. ``workers`` None: the config's loader
+    workers. ``gate``: this row's :class:`~rdl.bench.turns.Gate` (timed epochs wait for
+    their turn)."""
     from hydra.utils import instantiate
 
     from rdl.bench.train.variants import _compose
     from rdl.train import build
-    from rdl.training.compile import stats
 
     with tempfile.TemporaryDirectory(prefix="rdl-bench-e2e-") as tmp:
-        cfg = _compose([f"task={task}", f"model={model}", f"data.num_workers={workers}",
+        loader = [] if workers is None else [f"data.num_workers={workers}"]
+        cfg = _compose([f"task={task}", f"model={model}", *loader,
                         *overrides, *VARIANTS[variant][1], f"trainer.default_root_dir={tmp}",
                         f"logger.save_dir={tmp}"])
         pl.seed_everything(cfg.seed, workers=True, verbose=False)
         _, dm, module = build(cfg)
         dev = torch.device(device)
-        clock = EpochClock(dev)
+        clock = EpochClock(dev, warm=1, gate=Gate(gate))
+        prof = StepProfiler(dev, epochs, profile)
         # The configured callbacks but those that need validation or write checkpoints.
         keep = [instantiate(c) for name, c in (cfg.get("callbacks") or {}).items()
                 if name in ("resume", "lr_monitor")]
-        trainer = instantiate(cfg.trainer, accelerator=dev.type, devices=1, max_epochs=epochs,
+        if dev.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(dev)
+        trainer = instantiate(cfg.trainer, accelerator=dev.type, devices=1,
+                              max_epochs=epochs + (profile > 0),
                               limit_train_batches=batches, limit_val_batches=0,
                               num_sanity_val_steps=0, enable_checkpointing=False,
-                              logger=instantiate(cfg.logger), callbacks=[clock, *keep])
+                              logger=instantiate(cfg.logger), callbacks=[clock, prof, *keep])
         trainer.fit(module, datamodule=dm)
         dm.teardown()
-    (first_s, _), rest = clock.epochs[0], clock.epochs[1:]
-    secs, seeds = sum(s for s, _ in rest), sum(n for _, n in rest)
+    (first_s, _, _), rest = clock.epochs[0], clock.epochs[1:epochs]
+    secs, seeds = sum(e[0] for e in rest), sum(e[1] for e in rest)
+    compiled = module.compile_options.enabled
+    peak = (torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None)
     return {"first_epoch_s": first_s, "epoch_s": secs / max(len(rest), 1),
+            "step_ms": 1000 * secs / max(len(rest) * batches, 1),
             "seeds_per_s": seeds / secs if secs else float("nan"),
-            "graphs": stats()["graphs"] if module.compile_options.enabled else 0}
+            "graphs": stats()["graphs"] if compiled else 0,
+            # graphs compiled inside the timed epochs: their time is then a compile's
+            "graphs_timed": rest[-1][2] - clock.graphs_before if compiled and rest else 0,
+            "peak_gib": peak / 2**30 if peak is not None else peak_rss_gib(),
+            "turn": clock.gate.turn, **prof.result}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -127,6 +228,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--host-overhead", action="store_true", help="add the tiny-model rows")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--set", nargs="*", default=[], dest="sets", metavar="OVERRIDE")
+    p.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                   help="profile STEPS steps of one more epoch (host, device, launches)")
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -148,7 +251,8 @@ def main(argv: list[str] | None = None) -> None:
                 for workers in args.workers:
                     spec = dict(task=task, model=model, variant=variant, workers=workers,
                                 overrides=[*args.sets, *extra], epochs=args.epochs,
-                                batches=args.batches, device=args.device)
+                                batches=args.batches, device=args.device,
+                                profile=args.profile)
                     label = f"{task}:{model} {size} {variant} workers={workers}"
                     print(f"{label} ...", flush=True)
                     t = time.perf_counter()
@@ -157,7 +261,8 @@ def main(argv: list[str] | None = None) -> None:
                     row = {"task": task, "model": model, "size": size, "variant": variant,
                            "workers": workers, **{k: res.get(k) for k in
                                                   ("seeds_per_s", "epoch_s", "first_epoch_s",
-                                                   "graphs")},
+                                                   "graphs", "graphs_timed")},
+                           **{k: res[k] for k in PROFILED if k in res},
                            "note": res.get("error", "")}
                     if res.get("seeds_per_s"):
                         base[(variant, workers)] = res["seeds_per_s"]

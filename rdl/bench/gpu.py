@@ -1,0 +1,291 @@
+"""The GPU check: ``python -m rdl.bench gpu`` (``bash benchmarks/gpu.sh`` on a lent GPU).
+
+One command for the few minutes a GPU is lent, within a time budget (``--budget``, 450 s
+by default: the check must end inside 8 minutes with its start), writing under ``--out``:
+
+1. ``env``: torch, CUDA, cuDNN, the driver, the GPU, the CPU and the packages.
+2. ``tests.txt``: ``pytest -m cuda`` (``tests/test_cuda.py`` and the CUDA cases of the
+   sampler and DDP tests), the whole output.
+3. The end-to-end benchmark (:func:`rdl.bench.e2e.measure`: ``Trainer.fit`` with the
+   loader, cold compile caches) for user-churn and item-sales at ``experiment=gpu`` and at
+   the default config, variants eager, compiled (``dynamic=True``), CUDA graphs over
+   static-shape buckets (``reduce-overhead+buckets``) and buckets alone, plus the
+   host-overhead rows (a tiny model, user-churn). Each row: seeds/s and its ratio to
+   eager, the step, the first epoch (compiles), graphs compiled in all and inside the
+   timed epochs, one profiled epoch's host time, kernel time, launches and operators per
+   step, and the peak GPU memory.
+   Rows run ``--jobs`` at a time and take turns at their timed epochs
+   (:mod:`rdl.bench.turns`: the others are stopped meanwhile), in the order above; a row
+   that cannot start with ``--min-row`` seconds of the budget left is listed as not run.
+4. ``gpu.md`` and ``gpu.json`` (rewritten after every row, so a check stopped early
+   leaves what it measured) and ``logs.tgz`` (each row's output).
+
+``--device cpu --tiny`` runs the same code on the CPU with the tiny database and model
+(the test suite does, so that the check cannot rot between GPUs).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from rdl.bench.e2e import PROFILED, RESULT, TINY, VARIANTS
+from rdl.bench.report import markdown
+from rdl.bench.train.runner import cold_env, error_line, kill_group, result_of
+from rdl.bench.turns import Turns
+
+CONFIGS = {"gpu": ["experiment=gpu"], "default": []}
+GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets"]
+
+
+def environment(device: str) -> dict:
+    """What the figures were measured with."""
+    import pytorch_lightning
+    import torch_frame
+    import torch_geometric
+    env = {"python": platform.python_version(), "torch": torch.__version__,
+           "torch_geometric": torch_geometric.__version__, "torch_frame": torch_frame.__version__,
+           "pytorch_lightning": pytorch_lightning.__version__, "cpu": _cpu_model(),
+           "cpu_cores": os.cpu_count(), "commit": _run(["git", "rev-parse", "--short", "HEAD"])}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        env.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
+                   capability=".".join(map(str, torch.cuda.get_device_capability(0))),
+                   cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
+                   driver=_run(["nvidia-smi", "--query-gpu=driver_version",
+                                "--format=csv,noheader"]))
+    return env
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def run_tests(out: Path, timeout: float) -> dict:
+    """``pytest -m cuda``; its whole output in ``tests.txt``; the summary line."""
+    cmd = [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-rfE", "-p", "no:cacheprovider",
+           "-o", "addopts="]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        text, summary = proc.stdout + proc.stderr, error_line(proc.stdout)
+    except subprocess.TimeoutExpired as e:
+        text = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        summary = f"stopped after {timeout:g} s"
+    (out / "tests.txt").write_text(f"$ {' '.join(cmd)}\n\n{text}")
+    failed = [ln.split(" ", 2)[1] for ln in text.splitlines()
+              if ln.startswith(("FAILED ", "ERROR "))]
+    return {"summary": summary.strip("= "), "failed": failed}
+
+
+def plan_rows(tasks: list[str], configs: list[str], variants: list[str], host_overhead: bool,
+              device: str, extra: list[str]) -> list[dict]:
+    """The rows, most wanted first: per config (as given) each task's variants, then the
+    host-overhead rows (the first task, the default config)."""
+    variants = [v for v in variants if device == "cuda" or not v.startswith("reduce-overhead")]
+    sets = [(t, c, "full", []) for c in configs for t in tasks]
+    if host_overhead:
+        sets.append((tasks[0], "default", "host overhead", TINY))
+    return [{"task": t, "config": c, "size": size, "variant": v,
+             "overrides": [*CONFIGS[c], *extra, *tiny]}
+            for t, c, size, tiny in sets for v in variants]
+
+
+def run_rows(rows: list[dict], args, deadline: float, logs: Path, write) -> None:
+    """Run the rows ``args.jobs`` at a time, taking turns at their timed epochs; fills each
+    row's results in place and calls ``write()`` after each."""
+    threads = str(max(1, (os.cpu_count() or 1) // args.jobs))
+    pending, running = list(enumerate(rows)), {}
+    with tempfile.TemporaryDirectory(prefix="rdl-gpu-", ignore_cleanup_errors=True) as tmp:
+        turns = Turns(tmp)
+        try:
+            while pending or running:
+                now = time.monotonic()
+                while pending and len(running) < args.jobs and deadline - now > args.min_row:
+                    i, row = pending.pop(0)
+                    name = f"r{i:02d}"
+                    spec = dict(task=row["task"], model=_model(row["task"]),
+                                variant=row["variant"], overrides=row["overrides"],
+                                workers=None, epochs=args.epochs, batches=args.batches,
+                                device=args.device, profile=args.profile,
+                                gate=turns.gate(name))
+                    log = open(logs / f"{name}.log", "w")
+                    cmd = [sys.executable, "-m", "rdl.bench.e2e", "--worker", json.dumps(spec)]
+                    log.write(f"$ {' '.join(cmd)}\n")
+                    log.flush()
+                    env = cold_env(os.path.join(tmp, name),
+                                   TORCHINDUCTOR_COMPILE_THREADS=threads)
+                    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                            start_new_session=True)
+                    running[name] = (proc, row, log, time.monotonic())
+                    turns.started(name, proc)
+                    print(f"{name} {_label(row)}: started", flush=True)
+                if pending and deadline - now <= args.min_row:
+                    for _, row in pending:
+                        row["note"] = "not run: budget"
+                    pending = []
+                for name, (proc, row, log, t0) in list(running.items()):
+                    if proc.poll() is None and now < deadline:
+                        continue
+                    if proc.poll() is None:
+                        turns.close({name: proc})
+                        row["note"] = "stopped at the budget"
+                    kill_group(proc)
+                    proc.wait()
+                    log.close()
+                    _collect(row, logs / f"{name}.log", time.monotonic() - t0)
+                    del running[name]
+                    print(f"{name} {_label(row)}: {_brief(row)}", flush=True)
+                    write()
+                turns.step({n: r[0] for n, r in running.items()})
+                time.sleep(0.01)
+        finally:
+            turns.close({n: r[0] for n, r in running.items()})
+            for proc, *_ in running.values():
+                kill_group(proc)
+
+
+def _model(task: str) -> str:
+    from rdl.bench.train.variants import _task_models
+    return _task_models([task], [])[0][1]
+
+
+def _collect(row: dict, log: Path, wall: float) -> None:
+    text = log.read_text(errors="replace")
+    res = result_of(text, RESULT)
+    row["wall_s"] = wall
+    if res is None:
+        row["note"] = row.get("note") or error_line(text) or "failed"
+        return
+    row.update(res)
+
+
+def _label(row: dict) -> str:
+    return f"{row['task']} {row['config']} {row['size']} {row['variant']}"
+
+
+def _brief(row: dict) -> str:
+    if row.get("seeds_per_s"):
+        return f"{row['seeds_per_s']:.0f} seeds/s ({row['wall_s']:.0f} s)"
+    return row.get("note", "")
+
+
+def table(rows: list[dict]) -> list[dict]:
+    """The report's rows: each with its ratio to the eager row of its task, config, size."""
+    eager = {(r["task"], r["config"], r["size"]): r.get("seeds_per_s") for r in rows
+             if r["variant"] == "eager"}
+    out = []
+    for r in rows:
+        base, own = eager.get((r["task"], r["config"], r["size"])), r.get("seeds_per_s")
+        out.append({
+            "task": r["task"], "config": r["config"], "size": r["size"],
+            "variant": VARIANTS[r["variant"]][0], "seeds/s": own,
+            "vs eager": own / base if own and base else None,
+            "step ms": r.get("step_ms"), "first epoch s": r.get("first_epoch_s"),
+            "graphs (in timed epochs)": (f"{r['graphs']} ({r['graphs_timed']})"
+                                         if "graphs" in r else None),
+            **{f"profiled {k}": r.get(k) for k in PROFILED},
+            "peak GiB": r.get("peak_gib"), "note": r.get("note", "")})
+    return out
+
+
+def write(out: Path, header: dict, rows: list[dict]) -> None:
+    """``gpu.json`` and ``gpu.md``, each written whole (a temporary file, then renamed)."""
+    doc = {**header, "rows": rows}
+    env = header["env"]
+    text = [f"# GPU check, {header['date']}, {env.get('gpu', 'cpu')}", "",
+            f"`{header['command']}` ({header['elapsed_s']:.0f} s)", "",
+            ", ".join(f"{k} {v}" for k, v in env.items()), "",
+            f"`pytest -m cuda`: {header['tests'].get('summary', 'not run')}"
+            + "".join(f"\n- failed: `{t}`" for t in header["tests"].get("failed", [])), "",
+            "Seeds/s over the timed epochs; `profiled` columns: per step of one more epoch "
+            "under torch.profiler (host wall time, kernel time, kernels run, launches, CUDA "
+            "graph replays, operators dispatched); peak GiB: GPU memory allocated (CPU: "
+            "the process's resident memory).", "",
+            markdown([{k: ("" if v is None else v) for k, v in r.items()} for r in table(rows)])
+            if rows else "(no rows)", ""]
+    for name, body in (("gpu.json", json.dumps(doc, indent=1, default=str)),
+                       ("gpu.md", "\n".join(text))):
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(body)
+        tmp.replace(out / name)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    cuda = torch.cuda.is_available()
+    p = argparse.ArgumentParser(prog="python -m rdl.bench gpu", description=__doc__.split("\n")[0])
+    p.add_argument("--device", default="cuda" if cuda else "cpu", choices=["cuda", "cpu"])
+    p.add_argument("--tiny", action="store_true", help="the tiny database and model (a test)")
+    p.add_argument("--tasks", nargs="+", default=["user-churn", "item-sales"])
+    p.add_argument("--configs", nargs="+", default=["gpu", "default"], choices=list(CONFIGS))
+    p.add_argument("--variants", nargs="+", default=GPU_VARIANTS, choices=list(VARIANTS))
+    p.add_argument("--no-host-overhead", dest="host_overhead", action="store_false")
+    p.add_argument("--epochs", type=int, default=3, help="epochs, the first untimed")
+    p.add_argument("--batches", type=int, default=20, help="training batches per epoch")
+    p.add_argument("--profile", type=int, default=3, help="steps profiled (0: none)")
+    p.add_argument("--jobs", type=int, default=6 if cuda else 1,
+                   help="rows at once (compiling; each is timed alone)")
+    p.add_argument("--budget", type=float, default=450, help="seconds for the whole check")
+    p.add_argument("--min-row", type=float, default=60,
+                   help="seconds of budget a row needs to be started")
+    p.add_argument("--no-tests", dest="tests", action="store_false")
+    p.add_argument("--set", nargs="*", default=[], dest="sets", metavar="OVERRIDE")
+    p.add_argument("--out", default="outputs/gpu")
+    args = p.parse_args(argv)
+    if args.epochs < 2 or args.jobs < 1:
+        p.error("--epochs must be at least 2 (the first is not timed), --jobs at least 1")
+    if args.device == "cuda" and not cuda:
+        p.error("--device cuda: this torch sees no GPU (--device cpu --tiny runs on the CPU)")
+    start = time.monotonic()
+    deadline = start + args.budget
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    header = {"date": time.strftime("%Y-%m-%d %H:%M"), "elapsed_s": 0.0, "tests": {},
+              "command": "python -m rdl.bench gpu " + " ".join(argv),
+              "env": environment(args.device)}
+    print(json.dumps(header["env"]), flush=True)
+    rows = plan_rows(args.tasks, args.configs, args.variants, args.host_overhead, args.device,
+                     [*(["debug=tiny", *TINY] if args.tiny else []), *args.sets])
+
+    def save():
+        header["elapsed_s"] = time.monotonic() - start
+        write(out, header, rows)
+
+    if args.tests:
+        header["tests"] = run_tests(out, timeout=min(120.0, args.budget / 3))
+        print(f"pytest -m cuda: {header['tests']['summary']}", flush=True)
+    save()
+    with tempfile.TemporaryDirectory(prefix="rdl-gpu-logs-") as logs:
+        try:
+            run_rows(rows, args, deadline, Path(logs), save)
+        finally:
+            save()
+            with tarfile.open(out / "logs.tgz", "w:gz") as tar:
+                tar.add(logs, arcname="logs")
+    print((out / "gpu.md").read_text())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
