@@ -43,17 +43,23 @@ class BucketSettings:
         headroom: each bucket is that fraction larger than its quantile (0.05: 5 %).
         probe: training batches whose sizes place the buckets (sampled once, at the start).
         multiple: sizes are rounded up to a multiple of it (aligned rows; at least it).
+        warm: compile every bucket's graph (and on CUDA with ``reduce-overhead`` record
+            its CUDA graph) before the first step (:func:`warm`), rather than when a batch
+            first falls in it, minutes into training.
     """
     count: int = 3
     headroom: float = 0.05
     probe: int = 16
     multiple: int = 8
+    warm: bool = True
 
     def __post_init__(self):
         for f, least in (("count", 1), ("probe", 1), ("multiple", 1)):
             value = getattr(self, f)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ValueError(f"data.buckets.{f}={value}: must be an integer >= {least}")
+        if not isinstance(self.warm, bool):
+            raise ValueError(f"data.buckets.warm={self.warm}: must be true or false")
         h = self.headroom
         if not isinstance(h, (int, float)) or isinstance(h, bool) or not math.isfinite(h) or h < 0:
             raise ValueError(f"data.buckets.headroom={h}: must be a finite number >= 0")
@@ -99,7 +105,8 @@ def plan(observed: list[dict[Key, int]], settings: BucketSettings,
     to ``multiple``; the last covers the largest probe with headroom, and at least two
     standard deviations of the probes past it. ``seeds``: the
     loader's batch size, every bucket's seed count (batches never exceed it). Identical
-    profiles are merged; the list grows from small to large."""
+    profiles are merged, and a bucket that no probe falls in (each in the smallest that
+    holds it) is dropped, but the last; the list grows from small to large."""
     keys = list(observed[0])
     values = {k: torch.tensor([float(o.get(k, 0)) for o in observed]) for k in keys}
     profiles = []
@@ -118,7 +125,17 @@ def plan(observed: list[dict[Key, int]], settings: BucketSettings,
             profile["seeds",] = seeds
         if not profiles or profile != profiles[-1]:
             profiles.append(profile)
-    return profiles
+    # Quantiles of many quantities at once: a batch must fit all of a bucket's, so a small
+    # bucket can hold none of the probes (batches of many seeds vary little). Such a bucket
+    # would be met rarely, each time at the price of a graph: its batches go one up.
+    used = {smallest(profiles, o) for o in observed}
+    return [p for j, p in enumerate(profiles) if j in used or j == len(profiles) - 1]
+
+
+def smallest(profiles: list[dict[Key, int]], size: dict[Key, int]) -> int | None:
+    """The index of the smallest profile that holds ``size`` (None: none does)."""
+    return next((j for j, p in enumerate(profiles)
+                 if all(v <= p.get(k, 0) for k, v in size.items())), None)
 
 
 def padding(observed: list[dict[Key, int]], profiles: list[dict[Key, int]]) -> dict[str, float]:
@@ -126,8 +143,8 @@ def padding(observed: list[dict[Key, int]], profiles: list[dict[Key, int]]) -> d
     per kind of quantity (rows, nodes, edges, seeds), padded total / real total - 1."""
     real, padded = {}, {}
     for size in observed:
-        fit = next((p for p in profiles if all(v <= p.get(k, 0) for k, v in size.items())),
-                   profiles[-1])
+        j = smallest(profiles, size)
+        fit = profiles[-1 if j is None else j]
         for k, v in size.items():
             real[k[0]] = real.get(k[0], 0) + v
             padded[k[0]] = padded.get(k[0], 0) + max(fit.get(k, 0), v)
@@ -164,9 +181,9 @@ class PadToBucket:
 
     def choose(self, size: dict[Key, int]) -> int:
         """The index of the smallest profile that fits ``size`` (grown if none does)."""
-        for j, p in enumerate(self.profiles):
-            if all(v <= p.get(k, 0) for k, v in size.items()):
-                return j
+        j = smallest(self.profiles, size)
+        if j is not None:
+            return j
         last, s = self.profiles[-1], self.settings
         grown = {k: max(last.get(k, 0), _round(v * (1 + s.headroom), s.multiple))
                  for k, v in size.items()}
@@ -180,8 +197,11 @@ class PadToBucket:
         return len(self.profiles) - 1
 
     def __call__(self, batch):
+        return self.pad(batch, self.choose(sizes(batch, self.entity)))
+
+    def pad(self, batch, j: int):
+        """``batch`` (in place) padded to profile ``j``, which must hold it."""
         size = sizes(batch, self.entity)
-        j = self.choose(size)
         profile = self.profiles[j]
         store = batch[self.entity]
         seeds, first_time = size["seeds",], store.seed_time[:1]
@@ -243,3 +263,33 @@ class PadToBucket:
         pads = torch.stack([real[src] + k % (batch[src].num_nodes - real[src]),
                             real[dst] + k % (batch[dst].num_nodes - real[dst])])
         batch[et].edge_index = torch.cat([ei, pads], dim=1)
+
+
+def warm(module, batches: list, train: bool, repeats: int = 2) -> None:
+    """Runs each bucket's example batch (:meth:`RelDataModule.bucket_examples
+    <rdl.training.datamodule.RelDataModule.bucket_examples>`) through the compiled model
+    ``repeats`` times, so that every bucket's graph is compiled now, and on CUDA with
+    ``reduce-overhead`` its CUDA graph recorded (the first call warms, the second
+    records): not when a batch first falls in the bucket, minutes into training.
+
+    ``train``: forward and backward in train mode (the gradients dropped), else forward
+    in eval mode without gradients. Nothing of the run changes: the random state is
+    forked (dropout draws nothing from the training's stream) and the buffers restored.
+    """
+    device = module.device
+    buffers = {n: b.detach().clone() for n, b in module.named_buffers()}
+    cuda = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        for batch in batches:
+            batch = batch.to(device)
+            for _ in range(repeats):
+                if train:
+                    loss, _ = module.step_loss(batch)
+                    loss.backward()
+                else:
+                    with torch.no_grad():
+                        module(batch)
+    module.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for n, b in module.named_buffers():
+            b.copy_(buffers[n])

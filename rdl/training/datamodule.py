@@ -23,7 +23,8 @@ from rdl.graph.tokens import TokenSet
 from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
 from rdl.tasks import HISTORY, SPLITS, Task
 from rdl.training.batches import DealtBatches, batches
-from rdl.training.buckets import BucketSettings, PadToBucket, describe, padding, plan, sizes
+from rdl.training.buckets import (BucketSettings, PadToBucket, describe, padding, plan,
+                                  sizes, smallest)
 from rdl.training.compile import PAD
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,7 @@ class RelDataModule(pl.LightningDataModule):
             raise ValueError(f"data.buckets: static-shape buckets pad node-task batches; task "
                              f"{task.name!r} is link prediction (set data.buckets=null)")
         self.bucket_profiles: dict[str, list[dict]] = {}
+        self._bucket_examples: dict[str, list] = {}
         self.db, self.task = db, task
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
@@ -372,16 +374,29 @@ class RelDataModule(pl.LightningDataModule):
             order = batches(len(df), size, shuffle=split == "train", merge_tail=False,
                             seed=self.seed)
             probe = self._node_loader(split, self.transform(split, buckets=False), order, 0)
-            observed = [sizes(b, task.entity_table)
-                        for b, _ in zip(probe, range(self.buckets.probe))]
+            probes = [b for b, _ in zip(probe, range(self.buckets.probe))]
+            observed = [sizes(b, task.entity_table) for b in probes]
             profiles = plan(observed, self.buckets, seeds=size)
             self.bucket_profiles[split] = profiles
+            # an example batch per bucket, for compiling them all at the start: one that
+            # falls in it (every probe fits the last)
+            fits = [smallest(profiles, o) for o in observed]
+            self._bucket_examples[split] = [
+                probes[fits.index(j) if j in fits else 0] for j in range(len(profiles))]
             for j, p in enumerate(profiles):
                 log.info("%s bucket %d: %s", split, j, describe(p))
             log.info("%s buckets: padding adds %s to its %d probe batches", split,
                      ", ".join(f"{v:.0%} {k}" for k, v in padding(observed, profiles).items()),
                      len(observed))
         return self.bucket_profiles[split]
+
+    def bucket_examples(self, split: str) -> list:
+        """One batch of ``split`` padded to each of its buckets (:func:`bucket_plan`), in
+        order, for :func:`rdl.training.buckets.warm`."""
+        profiles = self.bucket_plan(split)
+        pad = PadToBucket(self.task.entity_table, profiles, self.buckets)
+        return [pad.pad(copy.deepcopy(b), j)
+                for j, b in enumerate(self._bucket_examples[split])]
 
     def _token_set(self, split: str) -> TokenSet:
         pad_to = self.split_batch_size(split) if self.static_tokens else None

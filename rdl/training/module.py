@@ -15,6 +15,7 @@ from torch import Tensor
 from torchmetrics import MetricCollection
 
 from rdl.tasks import Task
+from rdl.training.buckets import warm
 from rdl.training.compile import (CompileOptions, compile_model, compile_optimizer_step,
                                   pad_inputs, set_logging)
 
@@ -55,6 +56,7 @@ class TaskModule(pl.LightningModule):
         # Not an nn.Module attribute: the compiled wrapper shares the model's parameters,
         # and checkpoints keep the plain model's keys.
         object.__setattr__(self, "forward_fn", forward)
+        self._warmed: set[str] = set()
 
     def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
         """The model's positional and keyword inputs from a sampled batch seeded at
@@ -116,6 +118,24 @@ class TaskModule(pl.LightningModule):
         if device.type == "cuda" and hasattr(batch, "to"):
             return batch.to(device, non_blocking=True)
         return super().transfer_batch_to_device(batch, device, dataloader_idx)
+
+    def on_train_start(self):
+        self.warm_buckets("train")
+
+    def on_validation_start(self):
+        self.warm_buckets("val")
+
+    def warm_buckets(self, split: str) -> None:
+        """With static-shape buckets (``data.buckets.warm``) and a compiled model, every
+        bucket of ``split`` compiled before its first step, once a process
+        (:func:`rdl.training.buckets.warm`)."""
+        dm = getattr(self.trainer, "datamodule", None)
+        settings = getattr(dm, "buckets", None)
+        if not (self.compile_options.enabled and settings and settings.warm) or \
+                split in self._warmed:
+            return
+        self._warmed.add(split)
+        warm(self, dm.bucket_examples(split), train=split == "train")
 
     # torchmetrics' compute gathers the states of every process: each holds the same value,
     # and "max" over them (Lightning's sync_dist) keeps it exactly, where a mean could round.

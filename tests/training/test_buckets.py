@@ -131,3 +131,64 @@ def test_a_run_with_buckets_trains_evaluates_and_reports_its_graphs(run_train, t
         r"torch.compile: (\d+) graphs compiled, (\d+) graph breaks \(one graph per mode and "
         r"bucket used is expected, of (\d+) buckets planned", out.stdout).groups())
     assert breaks == 0 and 2 <= graphs <= planned  # some of the train, val and test buckets
+
+
+def test_plan_drops_a_bucket_that_no_probe_falls_in():
+    """Two quantities that vary against each other: no probe is below both medians'
+    bucket, so it would only be met rarely, for one more graph; the last always stays."""
+    settings = BucketSettings(count=3, headroom=0.0, multiple=1)
+    observed = [{("nodes", "a"): a, ("nodes", "b"): b, ("seeds",): 4}
+                for a, b in ((10, 40), (40, 10), (100, 100))]
+    profiles = plan(observed, settings, seeds=4)
+    # the buckets at the 1/3 quantiles (30, 30) held none; the 2/3 one (60, 60) holds two
+    assert len(profiles) == 2
+    assert 40 <= profiles[0]["nodes", "a"] == profiles[0]["nodes", "b"] < 100
+    assert {PadToBucket("a", profiles, settings).choose(o) for o in observed} == {0, 1}
+
+
+class Steps(pytest.importorskip("pytorch_lightning").Callback):
+    """The loss of every training step, and Dynamo's graph count at the first step's
+    start and at the end."""
+
+    def __init__(self):
+        self.losses, self.graphs = [], []
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx):
+        if trainer.global_step == 0:
+            self.graphs.append(int(counters["stats"]["unique_graphs"]))
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        self.losses.append(float(outputs["loss"]))
+
+    def on_train_end(self, trainer, module):
+        self.graphs.append(int(counters["stats"]["unique_graphs"]))
+
+
+def test_every_bucket_compiles_before_the_first_step_and_training_is_unchanged(
+        tiny_cfg, one_thread, tmp_path):
+    from hydra.utils import instantiate
+
+    def fit(warm: bool):
+        torch._dynamo.reset()
+        counters.clear()
+        cfg = tiny_cfg(BUCKETS, "model.num_layers=1", "model.channels=8",
+                       "+compile.kwargs.backend=aot_eager", "data.batch_size=48",
+                       # room for every batch: no bucket grows in training
+                       "data.buckets.headroom=0.3",
+                       f"data.buckets.warm={warm}", f"trainer.default_root_dir={tmp_path}")
+        torch.manual_seed(0)
+        _, dm, module = build(cfg)
+        steps = Steps()
+        trainer = instantiate(cfg.trainer, callbacks=[steps], logger=False,
+                              enable_checkpointing=False, max_epochs=2, limit_train_batches=12,
+                              limit_val_batches=0, num_sanity_val_steps=0)
+        trainer.fit(module, datamodule=dm)
+        return steps, len(dm.bucket_profiles["train"])
+
+    cold, _ = fit(warm=False)
+    warmed, buckets = fit(warm=True)
+    assert buckets > 1
+    assert cold.graphs[0] == 0 and cold.graphs[-1] >= 1
+    # all train buckets compiled at the start, none later
+    assert warmed.graphs == [buckets, buckets], (warmed.graphs, buckets)
+    assert len(warmed.losses) == 24 and warmed.losses == cold.losses
