@@ -58,7 +58,7 @@ TINY = ["model.channels=16", "model.num_layers=1", "model.encoder_layers=1",
         "data.num_neighbors=[4]", "data.batch_size=64"]
 RESULT = "RDL_BENCH_E2E_RESULT "
 #: what :func:`summarize` reports of a profiled step
-PROFILED = ("host_ms", "device_ms", "ops", "kernels", "launches", "graph_replays")
+PROFILED = ("host_ms", "device_ms", "ops", "kernels", "launches", "graph_replays", "captures")
 
 
 class EpochClock(pl.Callback):
@@ -69,6 +69,9 @@ class EpochClock(pl.Callback):
     def __init__(self, device: torch.device, warm: int = 1, gate: Gate | None = None):
         self.device, self.warm, self.gate = device, warm, gate or Gate(None)
         self.epochs, self._t, self._seeds, self.graphs_before = [], None, 0, 0
+
+    def on_train_start(self, trainer, module):
+        self._t = time.perf_counter()   # the first epoch includes what precedes its batch
 
     def on_train_epoch_start(self, trainer, module):
         if trainer.current_epoch == self.warm:
@@ -154,6 +157,8 @@ def summarize(prof, wall_s: float, steps: int, device: torch.device) -> dict:
         out["kernels"] = len(kernels) / steps
         out["launches"] = sum(e.name.startswith(LAUNCHES) for e in events) / steps
         out["graph_replays"] = sum(e.name.startswith("cudaGraphLaunch") for e in events) / steps
+        # a CUDA graph recorded inside the window: a new shape or path, not a replay
+        out["captures"] = sum(e.name.startswith("cudaStreamBeginCapture") for e in events)
     return out
 
 
@@ -208,7 +213,14 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
             # graphs compiled inside the timed epochs: their time is then a compile's
             "graphs_timed": rest[-1][2] - clock.graphs_before if compiled and rest else 0,
             "peak_gib": peak / 2**30 if peak is not None else peak_rss_gib(),
-            "turn": clock.gate.turn, **prof.result}
+            "turn": clock.gate.turn, "cudagraph_skips": _cudagraph_skips(), **prof.result}
+
+
+def _cudagraph_skips() -> int:
+    """Compiled graphs that reduce-overhead ran without CUDA graphs (the row's log says
+    why: Inductor's "skipping cudagraphs due to ...")."""
+    from torch._dynamo.utils import counters
+    return int(counters["inductor"]["cudagraph_skips"])
 
 
 def main(argv: list[str] | None = None) -> None:

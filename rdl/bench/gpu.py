@@ -206,6 +206,7 @@ def table(rows: list[dict]) -> list[dict]:
             "graphs (in timed epochs)": (f"{r['graphs']} ({r['graphs_timed']})"
                                          if "graphs" in r else None),
             **{f"profiled {k}": r.get(k) for k in PROFILED},
+            "cudagraph skips": r.get("cudagraph_skips"),
             "peak GiB": r.get("peak_gib"), "note": r.get("note", "")})
     return out
 
@@ -219,10 +220,13 @@ def write(out: Path, header: dict, rows: list[dict]) -> None:
             ", ".join(f"{k} {v}" for k, v in env.items()), "",
             f"`pytest -m cuda`: {header['tests'].get('summary', 'not run')}"
             + "".join(f"\n- failed: `{t}`" for t in header["tests"].get("failed", [])), "",
-            "Seeds/s over the timed epochs; `profiled` columns: per step of one more epoch "
-            "under torch.profiler (host wall time, kernel time, kernels run, launches, CUDA "
-            "graph replays, operators dispatched); peak GiB: GPU memory allocated (CPU: "
-            "the process's resident memory).", "",
+            "Seeds/s over the timed epochs; graphs: Dynamo's, in all and compiled inside "
+            "the timed epochs; `profiled` columns: per step of one more epoch under "
+            "torch.profiler (host wall time, kernel time, operators dispatched, kernels "
+            "run, launches, CUDA graph replays; captures: CUDA graphs recorded in the whole "
+            "profiled window); cudagraph skips: graphs reduce-overhead ran without CUDA "
+            "graphs (the row's log says why); peak GiB: GPU memory allocated (CPU: the "
+            "process's resident memory).", "",
             markdown([{k: ("" if v is None else v) for k, v in r.items()} for r in table(rows)])
             if rows else "(no rows)", ""]
     for name, body in (("gpu.json", json.dumps(doc, indent=1, default=str)),
