@@ -5,7 +5,8 @@ by default: the check must end inside 8 minutes with its start), writing under `
 
 1. ``env``: torch, CUDA, cuDNN, the driver, the GPU, the CPU and the packages.
 2. ``tests.txt``: ``pytest -m cuda`` (``tests/test_cuda.py`` and the CUDA cases of the
-   sampler and DDP tests), the whole output.
+   sampler and DDP tests), the whole output; it runs beside the rows of 3, stopped while
+   one of them is timed.
 3. The end-to-end benchmark (:func:`rdl.bench.e2e.measure`: ``Trainer.fit`` with the
    loader, cold compile caches) for user-churn and item-sales at ``experiment=gpu`` and at
    the default config, variants eager, compiled (``dynamic=True``), CUDA graphs over
@@ -83,17 +84,20 @@ def _cpu_model() -> str:
     return platform.processor() or "?"
 
 
-def run_tests(out: Path, timeout: float) -> dict:
-    """``pytest -m cuda``; its whole output in ``tests.txt``; the summary line."""
+def start_tests(out: Path) -> subprocess.Popen:
+    """``pytest -m cuda`` in the background, its whole output in ``tests.txt``."""
     cmd = [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-rfE", "-p", "no:cacheprovider",
            "-o", "addopts="]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        text, summary = proc.stdout + proc.stderr, error_line(proc.stdout)
-    except subprocess.TimeoutExpired as e:
-        text = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        summary = f"stopped after {timeout:g} s"
-    (out / "tests.txt").write_text(f"$ {' '.join(cmd)}\n\n{text}")
+    log = open(out / "tests.txt", "w")
+    log.write(f"$ {' '.join(cmd)}\n\n")
+    log.flush()
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def tests_result(out: Path, stopped: bool) -> dict:
+    """The summary line of ``tests.txt`` and the tests that failed."""
+    text = (out / "tests.txt").read_text(errors="replace")
+    summary = "stopped at the budget" if stopped else error_line(text)
     failed = [ln.split(" ", 2)[1] for ln in text.splitlines()
               if ln.startswith(("FAILED ", "ERROR "))]
     return {"summary": summary.strip("= "), "failed": failed}
@@ -112,16 +116,31 @@ def plan_rows(tasks: list[str], configs: list[str], variants: list[str], host_ov
             for t, c, size, tiny in sets for v in variants]
 
 
-def run_rows(rows: list[dict], args, deadline: float, logs: Path, write) -> None:
+def run_rows(rows: list[dict], args, deadline: float, logs: Path, write,
+             background: dict | None = None) -> None:
     """Run the rows ``args.jobs`` at a time, taking turns at their timed epochs; fills each
-    row's results in place and calls ``write()`` after each."""
+    row's results in place and calls ``write()`` after each. ``background``: ``{name:
+    (Popen, done)}``, processes that run beside the rows (stopped while a row is timed);
+    ``done(stopped)`` is called when one ends, or is stopped at the deadline."""
     threads = str(max(1, (os.cpu_count() or 1) // args.jobs))
-    pending, running = list(enumerate(rows)), {}
+    pending, running, background = list(enumerate(rows)), {}, dict(background or {})
     with tempfile.TemporaryDirectory(prefix="rdl-gpu-", ignore_cleanup_errors=True) as tmp:
         turns = Turns(tmp)
         try:
-            while pending or running:
+            for name, (proc, _) in background.items():
+                turns.started(name, proc)
+            while pending or running or background:
                 now = time.monotonic()
+                for name, (proc, done) in list(background.items()):
+                    if proc.poll() is None and now < deadline:
+                        continue
+                    stopped = proc.poll() is None
+                    turns.close({name: proc})
+                    kill_group(proc)
+                    proc.wait()
+                    done(stopped)
+                    del background[name]
+                    write()
                 while pending and len(running) < args.jobs and deadline - now > args.min_row:
                     i, row = pending.pop(0)
                     name = f"r{i:02d}"
@@ -158,11 +177,13 @@ def run_rows(rows: list[dict], args, deadline: float, logs: Path, write) -> None
                     del running[name]
                     print(f"{name} {_label(row)}: {_brief(row)}", flush=True)
                     write()
-                turns.step({n: r[0] for n, r in running.items()})
+                turns.step({**{n: r[0] for n, r in running.items()},
+                            **{n: b[0] for n, b in background.items()}})
                 time.sleep(0.01)
         finally:
-            turns.close({n: r[0] for n, r in running.items()})
-            for proc, *_ in running.values():
+            procs = [r[0] for r in running.values()] + [b[0] for b in background.values()]
+            turns.close(dict(enumerate(procs)))
+            for proc in procs:
                 kill_group(proc)
 
 
@@ -277,13 +298,16 @@ def main(argv: list[str] | None = None) -> None:
         header["elapsed_s"] = time.monotonic() - start
         write(out, header, rows)
 
-    if args.tests:
-        header["tests"] = run_tests(out, timeout=min(120.0, args.budget / 3))
-        print(f"pytest -m cuda: {header['tests']['summary']}", flush=True)
+    background = {}
+    if args.tests:   # beside the rows: stopped while one is timed
+        def tests_done(stopped: bool):
+            header["tests"] = tests_result(out, stopped)
+            print(f"pytest -m cuda: {header['tests']['summary']}", flush=True)
+        background["tests"] = (start_tests(out), tests_done)
     save()
     with tempfile.TemporaryDirectory(prefix="rdl-gpu-logs-") as logs:
         try:
-            run_rows(rows, args, deadline, Path(logs), save)
+            run_rows(rows, args, deadline, Path(logs), save, background)
         finally:
             save()
             with tarfile.open(out / "logs.tgz", "w:gz") as tar:

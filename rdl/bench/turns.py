@@ -101,7 +101,7 @@ class Turns:
             if sig == signal.SIGSTOP:
                 self.stopped.add(name)
 
-    def close(self, running: dict) -> None:
-        """Let every stopped row go on (before killing or waiting for them)."""
-        self._signal({n: p for n, p in running.items() if n in self.stopped}, signal.SIGCONT)
-        self.stopped.clear()
+    def close(self, procs: dict) -> None:
+        """Let these processes go on, stopped or not (before killing or waiting for them)."""
+        self._signal(procs, signal.SIGCONT)
+        self.stopped -= set(procs)
