@@ -76,6 +76,19 @@ class InputRows:
         return batch
 
 
+class DropEdgeIds:
+    """Loader transform: removes each edge type's ``e_id`` (the sampled edges' ids in the
+    graph, which PyG's loaders attach for edge features). rdl's graphs have none and no
+    step reads the ids: without them a batch has one tensor fewer per edge type to pin and
+    to copy to the GPU at every step (40 tensors to 34 in the default user-churn batch)."""
+
+    def __call__(self, batch):
+        for store in batch.edge_stores:
+            if "e_id" in store:
+                del store.e_id
+        return batch
+
+
 def pad_lists(ptr: Tensor, idx: Tensor, rows: Tensor) -> Tensor:
     """Rows ``rows`` of a CSR list (``ptr``, ``idx``) as ``[len(rows), L]``, padded with -1."""
     start, count = ptr[rows], ptr[rows + 1] - ptr[rows]

@@ -20,7 +20,7 @@ from rdl.data.database import Database, DataError
 from rdl.graph.build import check_stypes, make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
 from rdl.graph.tokens import TokenSet
-from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
+from rdl.graph.transforms import AttachLinkTarget, Bidirectional, DropEdgeIds, InputRows
 from rdl.tasks import HISTORY, SPLITS, Task
 from rdl.training.batches import DealtBatches, batches
 from rdl.training.buckets import BucketSettings, PadToBucket, describe, padding, plan, sizes
@@ -459,7 +459,7 @@ class RelDataModule(pl.LightningDataModule):
     def _transforms(self, *more, after=()) -> Compose:
         both = [Bidirectional()] if self.bidirectional else []
         return Compose([*both, *more, InputRows(self.tf_dict, PAD, per_token=self.static_tokens),
-                        *after])
+                        DropEdgeIds(), *after])
 
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         n, train = len(self.tables[split]), split == "train"

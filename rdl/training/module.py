@@ -113,9 +113,13 @@ class TaskModule(pl.LightningModule):
         From the page-locked memory of a pinned loader (``data.pin_memory``) the copies
         then queue on the stream ahead of the step's kernels and the host goes on to
         launch them. Copies to the CPU stay blocking (non-blocking ones there could be
-        read before they land)."""
+        read before they land). A batch already on the CPU is returned as it is: rdl's
+        loaders make their batches there, and Lightning would walk every tensor of one at
+        every step to move none."""
         if device.type == "cuda" and hasattr(batch, "to"):
             return batch.to(device, non_blocking=True)
+        if device.type == "cpu" and _device_of(batch) == device:
+            return batch
         return super().transfer_batch_to_device(batch, device, dataloader_idx)
 
     # torchmetrics' compute gathers the states of every process: each holds the same value,
@@ -287,6 +291,16 @@ class NodeTaskModule(TaskModule):
         metrics.update(self.predict_value(pred), target)
         self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0),
                  sync_dist=True)
+
+
+def _device_of(batch) -> torch.device | None:
+    """The device of a PyG batch's first tensor (a loader puts all of them on one device);
+    None if it is no PyG batch or holds no tensor."""
+    for store in getattr(batch, "stores", ()):
+        for value in store.values():
+            if isinstance(value, Tensor):
+                return value.device
+    return None
 
 
 def is_bucketed(batch) -> bool:
