@@ -149,8 +149,11 @@ class TaskModule(pl.LightningModule):
 
     def training_step(self, batch, batch_idx):
         loss, n = self.step_loss(batch)
+        # Lightning's arithmetic for a mean logged on_epoch (a half-precision loss summed
+        # in float32): no rounding of its own.
         self._step_loss = loss.detach()
-        # Lightning's arithmetic for a mean logged on_epoch: no rounding of its own.
+        if self._step_loss.dtype not in (torch.float32, torch.float64):
+            self._step_loss = self._step_loss.float()
         weighted = self._step_loss * n
         self._loss_sum = weighted if self._loss_sum is None else self._loss_sum + weighted
         self._loss_count += n
