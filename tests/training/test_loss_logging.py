@@ -7,6 +7,7 @@ import csv
 
 import pytest
 import pytorch_lightning as pl
+import torch
 from hydra.utils import instantiate
 from pytorch_lightning.loggers import CSVLogger
 
@@ -83,3 +84,15 @@ def test_the_loss_is_logged_as_before_with_fewer_calls(tiny_cfg, tmp_path, stop)
         assert logged == list(range(1, 15, 2))
     assert old_calls == 2 * (stop or 15)
     assert new_calls == len(logged) + epochs  # at the steps the loggers write, per epoch
+
+
+def test_a_half_precision_loss_is_summed_in_float32(tiny_cfg):
+    """As Lightning's logging did (bf16-true or fp16 training)."""
+    _, _, module = build(tiny_cfg("task=user-churn", "compile.enabled=false"))
+    loss = torch.tensor(0.1, dtype=torch.bfloat16)
+    module.step_loss = lambda batch: (loss, 3)
+    module.on_train_epoch_start()
+    for _ in range(2):
+        assert module.training_step(None, 0) is loss
+    assert module._loss_sum.dtype == torch.float32 and module._loss_count == 6
+    assert module._loss_sum.item() == 6 * loss.float().item()
