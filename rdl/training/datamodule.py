@@ -20,7 +20,7 @@ from rdl.data.database import Database, DataError
 from rdl.graph.build import check_stypes, make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
 from rdl.graph.tokens import TokenSet
-from rdl.graph.transforms import AttachLinkTarget, Bidirectional, InputRows
+from rdl.graph.transforms import AttachLinkTarget, Bidirectional, DropEdgeIds, InputRows
 from rdl.tasks import HISTORY, SPLITS, Task
 from rdl.training.batches import DealtBatches, batches
 from rdl.training.buckets import (BucketSettings, PadToBucket, describe, padding, plan,
@@ -471,10 +471,14 @@ class RelDataModule(pl.LightningDataModule):
         return batches(n, size, shuffle, merge_tail=not static, seed=self.seed, rank=rank,
                        world=world)
 
-    def _transforms(self, *more, after=()) -> Compose:
+    def _transforms(self, *more, after=()):
+        """The loader's transforms, in order. ``Compose.forward``, not the ``Compose``
+        itself: called, a PyG transform first copies the batch (so as not to change a
+        dataset's own graphs), and a loader's batch is a copy already (PyG's filter
+        makes it): one copy of every store fewer at every batch."""
         both = [Bidirectional()] if self.bidirectional else []
         return Compose([*both, *more, InputRows(self.tf_dict, PAD, per_token=self.static_tokens),
-                        *after])
+                        DropEdgeIds(), *after]).forward
 
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         n, train = len(self.tables[split]), split == "train"

@@ -53,6 +53,7 @@ class TaskModule(pl.LightningModule):
             set_logging(self.compile_options.log)
             forward = compile_model(model, self.compile_options.cpu_patches,
                                     **self.compile_options.kwargs)
+        self._step_loss, self._loss_sum, self._loss_count = None, None, 0  # see training_step
         # Not an nn.Module attribute: the compiled wrapper shares the model's parameters,
         # and checkpoints keep the plain model's keys.
         object.__setattr__(self, "forward_fn", forward)
@@ -114,9 +115,13 @@ class TaskModule(pl.LightningModule):
         From the page-locked memory of a pinned loader (``data.pin_memory``) the copies
         then queue on the stream ahead of the step's kernels and the host goes on to
         launch them. Copies to the CPU stay blocking (non-blocking ones there could be
-        read before they land)."""
+        read before they land). A batch already on the CPU is returned as it is: rdl's
+        loaders make their batches there, and Lightning would walk every tensor of one at
+        every step to move none."""
         if device.type == "cuda" and hasattr(batch, "to"):
             return batch.to(device, non_blocking=True)
+        if device.type == "cpu" and _device_of(batch) == device:
+            return batch
         return super().transfer_batch_to_device(batch, device, dataloader_idx)
 
     def on_train_start(self):
@@ -151,16 +156,46 @@ class TaskModule(pl.LightningModule):
         """The training loss of a batch and the number of examples it averages."""
         raise NotImplementedError
 
+    # The training loss reaches the loggers as ``train/loss_step`` (this process's loss at
+    # the steps they write) and ``train/loss_epoch`` (the epoch's mean over all processes,
+    # weighted by examples). Each ``self.log`` call costs the host a few hundred
+    # microseconds (Lightning moves its result metric to the device at every call), so
+    # the step's value is logged only at the steps the loggers write, and the epoch's
+    # mean is accumulated here, on the device, and logged once. Written by hand because
+    # torchmetrics' ``MeanMetric`` either checks for NaNs on the host (a sync every step)
+    # or, with ``nan_strategy="disable"`` (torchmetrics 1.9), drops the weights.
+    def on_train_epoch_start(self):
+        self._loss_sum, self._loss_count = None, 0
+
     def training_step(self, batch, batch_idx):
         loss, n = self.step_loss(batch)
-        # Not on the progress bar: it would read the loss on the host at every step (the
-        # loggers read it every ``trainer.log_every_n_steps``).
-        # The epoch's mean is averaged over processes (once, at the epoch's end); the
-        # step's value is this process's (averaging it would synchronise every step).
-        self.log("train/loss_step", loss, on_step=True, on_epoch=False, batch_size=n)
-        self.log("train/loss_epoch", loss, on_step=False, on_epoch=True, batch_size=n,
-                 sync_dist=True)
+        # Lightning's arithmetic for a mean logged on_epoch (a half-precision loss summed
+        # in float32): no rounding of its own.
+        self._step_loss = loss.detach()
+        if self._step_loss.dtype not in (torch.float32, torch.float64):
+            self._step_loss = self._step_loss.float()
+        weighted = self._step_loss * n
+        self._loss_sum = weighted if self._loss_sum is None else self._loss_sum + weighted
+        self._loss_count += n
         return loss
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        # After the callbacks' own hooks (one may stop the run, which makes the loggers
+        # write this step): the same test Lightning's LearningRateMonitor makes.
+        trainer = self.trainer
+        if trainer.fast_dev_run or trainer._logger_connector.should_update_logs:
+            # Not on the progress bar: it would read the loss on the host at every step.
+            self.log("train/loss_step", self._step_loss, on_step=True, on_epoch=False)
+
+    def on_train_epoch_end(self):
+        if not self._loss_count:
+            return
+        reduce = self.trainer.strategy.reduce
+        total = reduce(self._loss_sum, reduce_op="sum")
+        count = reduce(torch.tensor(self._loss_count, device=total.device), reduce_op="sum")
+        # The same value on every process: "max" keeps it (and Lightning asks for sync_dist).
+        self.log("train/loss_epoch", total / count, on_step=False, on_epoch=True,
+                 sync_dist=True, reduce_fx="max")
 
     def validation_step(self, batch, batch_idx):
         self.eval_step(batch, self.val_metrics)
@@ -279,6 +314,16 @@ class NodeTaskModule(TaskModule):
         metrics.update(self.predict_value(pred), target)
         self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0),
                  sync_dist=True)
+
+
+def _device_of(batch) -> torch.device | None:
+    """The device of a PyG batch's first tensor (a loader puts all of them on one device);
+    None if it is no PyG batch or holds no tensor."""
+    for store in getattr(batch, "stores", ()):
+        for value in store.values():
+            if isinstance(value, Tensor):
+                return value.device
+    return None
 
 
 def is_bucketed(batch) -> bool:

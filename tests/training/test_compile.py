@@ -14,7 +14,7 @@ from torch_geometric.loader import NodeLoader
 from rdl.graph.build import to_seconds
 from rdl.train import build
 from rdl.training import schedules
-from rdl.training.compile import compile_optimizer_step
+from rdl.training.compile import PAD, compile_optimizer_step, pad_inputs
 from rdl.training.batches import SeedBatches
 
 # user-churn/sage and contextgnn compile with fullgraph=True in the no-recompile test. Slow
@@ -149,6 +149,39 @@ def test_distinct_rows_and_padding_change_no_output(tiny_cfg):
     assert all(ei.size(1) >= 2 for ei in args[1].values())
     with torch.no_grad():
         torch.testing.assert_close(model(*args, **kwargs), model(*plain, seed_x=kwargs["seed_x"]))
+
+
+def test_pad_inputs_adds_the_pad_nodes_edges_times_and_seeds_in_few_ops():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Kernels(TorchDispatchMode):  # ops that write memory (views excluded)
+        count = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            views = (torch.ops.aten.as_strided, torch.ops.aten.slice, torch.ops.aten.expand)
+            Kernels.count += func.overloadpacket not in views
+            return out
+
+    num_nodes = {"a": 5, "b": 0, "c": 3}  # an empty type, and edges both ways between sizes
+    edges = {("a", "r", "c"): torch.tensor([[0, 4], [2, 1]]),
+             ("c", "s", "a"): torch.tensor([[1], [0]]),
+             ("b", "t", "a"): torch.empty(2, 0, dtype=torch.long),
+             ("a", "u", "a"): torch.tensor([[3], [3]])}
+    time = {"a": torch.arange(5) * 10, "b": torch.empty(0, dtype=torch.long)}
+    seeds = {"a": torch.tensor([0, 1, 1, 0, 1]), "b": torch.empty(0, dtype=torch.long)}
+    seed_time = torch.tensor([70, 80])
+    with Kernels():
+        _, ei, t, b, st = pad_inputs({}, edges, time, seeds, seed_time, num_nodes)
+    assert Kernels.count == len(edges) + len(time) + len(seeds) + 2
+    for (src, rel, dst), e in edges.items():
+        pads = torch.stack([torch.arange(num_nodes[src], num_nodes[src] + PAD),
+                            torch.arange(num_nodes[dst], num_nodes[dst] + PAD)])
+        assert torch.equal(ei[src, rel, dst], torch.cat([e, pads], 1))
+    for nt in time:
+        assert torch.equal(t[nt], torch.cat([time[nt], torch.full((PAD,), 70)]))
+        assert torch.equal(b[nt], torch.cat([seeds[nt], torch.zeros(PAD, dtype=torch.long)]))
+    assert st is seed_time
 
 
 @pytest.mark.parametrize("schedule", [

@@ -29,10 +29,25 @@ def test_a_batch_is_copied_to_cuda_without_waiting(built, monkeypatch):
     monkeypatch.setattr(HeteroData, "to", to)
     assert module.transfer_batch_to_device(batch, torch.device("cuda", 0), 0) is batch
     assert calls == [(torch.device("cuda", 0), True)]
-    # to the CPU: Lightning's own (blocking) path, the batch unchanged
+    # to the CPU: a batch there already is returned as it is, untouched
     calls.clear()
-    module.transfer_batch_to_device(batch, torch.device("cpu"), 0)
+    assert module.transfer_batch_to_device(batch, torch.device("cpu"), 0) is batch
+    assert calls == []
+    # one elsewhere takes Lightning's own (blocking) path
+    other = HeteroData()
+    other["customer"].seed_time = torch.zeros(3, device="meta")
+    module.transfer_batch_to_device(other, torch.device("cpu"), 0)
     assert calls == [(torch.device("cpu"), False)]
+
+
+def test_batches_carry_no_edge_ids(built):
+    """No step reads the sampled edges' ids: one tensor fewer per edge type to copy."""
+    _, dm, _ = built
+    for loader in (dm.train_dataloader(), dm.val_dataloader()):
+        batch = next(iter(loader))
+        assert batch.edge_types and all("edge_index" in s for s in batch.edge_stores)
+        assert not any("e_id" in s for s in batch.edge_stores)
+    dm.teardown()
 
 
 @pytest.mark.parametrize("setting, device, expected", [
