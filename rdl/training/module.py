@@ -6,6 +6,7 @@ schedule, the metric collections, turning a batch into model inputs);
 """
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 import pytorch_lightning as pl
@@ -182,8 +183,7 @@ class TaskModule(pl.LightningModule):
     def on_train_batch_end(self, outputs, batch, batch_idx):
         # After the callbacks' own hooks (one may stop the run, which makes the loggers
         # write this step): the same test Lightning's LearningRateMonitor makes.
-        trainer = self.trainer
-        if trainer.fast_dev_run or trainer._logger_connector.should_update_logs:
+        if self.trainer.fast_dev_run or loggers_write_now(self.trainer):
             # Not on the progress bar: it would read the loss on the host at every step.
             self.log("train/loss_step", self._step_loss, on_step=True, on_epoch=False)
 
@@ -314,6 +314,20 @@ class NodeTaskModule(TaskModule):
         metrics.update(self.predict_value(pred), target)
         self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0),
                  sync_dist=True)
+
+
+def loggers_write_now(trainer: pl.Trainer) -> bool:
+    """Whether the loggers write at this step: Lightning's own test, which its
+    ``LearningRateMonitor`` makes too (``_logger_connector.should_update_logs``, private).
+    A Lightning without it: True, every step logs (a warning says so, once)."""
+    should = getattr(getattr(trainer, "_logger_connector", None), "should_update_logs", None)
+    if should is None:
+        # a warning from one place in the code: Python shows it once
+        warnings.warn(f"pytorch_lightning {pl.__version__} has no "
+                      "_logger_connector.should_update_logs: the training loss is logged at "
+                      "every step (more host work a step)", stacklevel=2)
+        return True
+    return bool(should)
 
 
 def _device_of(batch) -> torch.device | None:

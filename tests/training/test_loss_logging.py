@@ -96,3 +96,15 @@ def test_a_half_precision_loss_is_summed_in_float32(tiny_cfg):
         assert module.training_step(None, 0) is loss
     assert module._loss_sum.dtype == torch.float32 and module._loss_count == 6
     assert module._loss_sum.item() == 6 * loss.float().item()
+
+
+def test_a_lightning_without_the_loggers_test_logs_every_step():
+    """``loggers_write_now`` reads a private Lightning property; without it every step logs
+    (the old behaviour), with a warning, rather than an AttributeError mid-training."""
+    from types import SimpleNamespace
+
+    from rdl.training.module import loggers_write_now
+    assert loggers_write_now(SimpleNamespace(
+        _logger_connector=SimpleNamespace(should_update_logs=False))) is False
+    with pytest.warns(UserWarning, match="should_update_logs"):
+        assert loggers_write_now(SimpleNamespace()) is True
