@@ -28,9 +28,12 @@ def run_check(tmp_path, rdl_cache, *args: str) -> tuple[subprocess.CompletedProc
 
 
 def test_the_check_runs_its_stages_on_the_cpu(tmp_path, rdl_cache):
+    # Dynamo without Inductor's code generation: the check's machinery, not Inductor, is
+    # under test here (a minute less of CI)
     proc, doc = run_check(tmp_path, rdl_cache, "--variants", "eager", "dynamic",
                           "--no-host-overhead", "--epochs", "2", "--batches", "4",
-                          "--profile", "2", "--jobs", "2", "--min-row", "0")
+                          "--profile", "2", "--jobs", "2", "--min-row", "0",
+                          "--set", "+compile.kwargs.backend=aot_eager")
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == ["gpu.json", "gpu.md", "logs.tgz",
                                                      "tests.txt"]
@@ -47,8 +50,6 @@ def test_the_check_runs_its_stages_on_the_cpu(tmp_path, rdl_cache):
         assert row["host_ms"] > 0 and row["ops"] > 0
         assert "device_ms" not in row       # no kernels on the CPU
     assert eager["graphs"] == 0 and dynamic["graphs"] >= 1 and dynamic["graphs_timed"] == 0
-    # the compiled step dispatches fewer operators than the eager one
-    assert dynamic["ops"] < eager["ops"]
     # two rows at once (the second started before the first ended), timed in turn
     (a0, a1), (b0, b1) = eager["turn"], dynamic["turn"]
     assert a1 <= b0 or b1 <= a0, (eager["turn"], dynamic["turn"])
