@@ -101,18 +101,14 @@ def layout(task, dm, split: str, pred: torch.Tensor) -> tuple[pd.DataFrame, dict
     table = pd.DataFrame({"timestamp": df["timestamp"].to_numpy(),
                           task.entity_col: _original(keys, task.entity_table, ent)})
     labelled = split != "now"  # "now" has no labels yet: nothing to score
-    if task.kind == "link_prediction":
+    if not task.kind.per_seed:   # the top k target rows, as the files' keys
         top = pred.numpy()
         original = _original(keys, task.target_table, top.reshape(-1)).reshape(top.shape)
         table[task.target_col] = list(original)
         truth = _pad(df[task.target_col].map(list).tolist(), 1)
         return table, _score(task, pred, truth) if labelled else {}
-    if task.kind == "multiclass_classification":
-        table[task.target_col] = pred.argmax(-1).numpy()
-        for c in range(pred.size(-1)):
-            table[f"prob_{c}"] = pred[:, c].numpy()
-    else:
-        table[task.target_col] = pred.numpy()
+    for col, values in task.kind.prediction_columns(task.target_col, pred).items():
+        table[col] = values
     return table, score(task, pred.numpy(), df) if labelled else {}
 
 

@@ -98,7 +98,7 @@ def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
         from rdl.training.malloc import keep_freed_memory
         keep_freed_memory()
     task = instantiate(cfg.task, _convert_="all", backtest=cfg.get("backtest", 0))
-    link = task.kind == "link_prediction"
+    link = not task.kind.per_seed
     model_cls = hydra.utils.get_class(cfg.model._target_)
     if link != issubclass(model_cls, (IDGNN, ContextGNN, ContextGT, TwoTower)):
         raise ValueError(f"model {model_cls.__name__} cannot be trained on task {task.name!r} "
@@ -135,10 +135,8 @@ def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
         module = LinkTaskModule(model, task, num_dst_nodes=dm.model_kwargs()["num_dst_nodes"],
                                 **common)
     else:
-        target_stats = None
-        if task.kind == "regression":
-            target_stats = NodeTaskModule.stats_of(dm.train_targets())
-        module = NodeTaskModule(model, task, target_stats=target_stats, **common)
+        module = NodeTaskModule(model, task, **common,
+                                target_stats=task.kind.target_stats(dm.train_targets()))
         if dm.prior is not None:
             # The model starts as the tree prior exactly (a zero last layer of its head adds
             # nothing) and moves away from it only where training finds a correction.
@@ -180,7 +178,7 @@ def train(cfg: DictConfig) -> dict:
     task, dm, module = build(cfg, prepared)
     # The composed config travels in every checkpoint: `rdl.predict` rebuilds the run from it.
     module.save_hyperparameters({CONFIG_KEY: OmegaConf.to_container(cfg, resolve=False)})
-    link = task.kind == "link_prediction"
+    link = not task.kind.per_seed
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     if ckpt_path:
         # A resumed run keeps writing to the folder of the checkpoint it resumes from: there
@@ -219,7 +217,7 @@ def train(cfg: DictConfig) -> dict:
         results.update(baselines.node_baselines(task, dm.db, dm.tables, strict=dm.strict,
                                                 history=dm.history, trees=dm.tree_fit,
                                                 rows=rows))
-    report(task.name, results, out, percent=("map",) if link else ())
+    report(task.name, results, out, percent=task.kind.percent)
     if module.compile_options.enabled:
         # This job's own: the jobs of a multirun share a process and Dynamo's counters.
         c = {k: v - compiled_before[k] for k, v in compile_stats().items()}

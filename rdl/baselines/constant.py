@@ -15,17 +15,9 @@ from rdl.tasks import Task
 
 def constant_baselines(task: Task, tables: dict[str, pd.DataFrame]) -> dict:
     """``{baseline: {split: {metric: value}}}`` for the constant baselines of ``task``."""
-    train = tables["train"]
-    if task.kind == "binary_classification":
-        constants = {"constant (train rate)": train_prior(task, train)}
-    elif task.kind == "regression":
-        median = np.nanmedian(np.asarray(train[task.target_col], dtype=np.float64))
-        constants = {"zero": np.array(0.0), "train median": np.array(median)}
-    elif task.kind == "multiclass_classification":
-        constants = {"constant (train class rates)": train_prior(task, train)}
-    else:
-        raise ValueError(f"task {task.name!r}: constant baselines are for node tasks, "
-                         f"not {task.kind}")
+    train_prior(task, tables["train"])  # the train split has labels
+    constants = task.kind.constants(np.asarray(tables["train"][task.target_col],
+                                               dtype=np.float64))
     out = {}
     for name, value in constants.items():
         out[name] = {}

@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 from rdl.baselines.history import visible_labels
-from rdl.baselines.scoring import num_classes
 from rdl.data.database import Database, DataError, Table
 from rdl.tasks import Task
 
@@ -120,8 +119,8 @@ def history_features(task: Task, df: pd.DataFrame, history: pd.DataFrame) -> pd.
     st = visible_labels(task, df, history, ks=(4,))
     out = {"history.count": st["count"],
            "history.windows_since": st["since"] / task.delta.total_seconds()}
-    if task.kind == "multiclass_classification":
-        c = num_classes(task)
+    c = task.kind.num_classes
+    if c:   # classes: the last one as a category, the means per class
         none = np.isnan(st["last"]).any(axis=1)
         codes = np.where(none, -1, np.nan_to_num(st["last"]).argmax(axis=1))
         out["history.last"] = pd.Categorical.from_codes(codes, categories=range(c))

@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from rdl.baselines.scoring import num_classes, score, train_prior
+from rdl.baselines.scoring import score, train_prior
 from rdl.tasks import Task
 
 #: The window lengths (in labels) the label-mean baseline chooses from.
@@ -29,15 +29,8 @@ KS = (2, 4, 8, 16)
 
 def label_matrix(task: Task, y) -> np.ndarray:
     """Labels as an ``(n, c)`` float matrix: the label itself (``c = 1``), or one-hot
-    (multiclass, ``c = num_classes``)."""
-    y = np.asarray(y, dtype=np.float64)
-    if task.kind != "multiclass_classification":
-        return y[:, None]
-    c = num_classes(task)
-    bad = (y < 0) | (y >= c) | (y != np.round(y))
-    if bad.any():
-        raise ValueError(f"task {task.name!r}: label {y[bad][0]} is not a class in 0..{c - 1}")
-    return np.eye(c)[y.astype(np.int64)]
+    (multiclass, ``c = num_classes``): :meth:`~rdl.tasks.kinds.Kind.label_matrix`."""
+    return task.kind.label_matrix(y)
 
 
 def visible_labels(task: Task, df: pd.DataFrame, history: pd.DataFrame,
@@ -101,7 +94,7 @@ def visible_labels(task: Task, df: pd.DataFrame, history: pd.DataFrame,
 def _predict(task: Task, values: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """Rows without history get the prior; the shape the metrics expect."""
     values = np.where(np.isnan(values).any(axis=1, keepdims=True), prior, values)
-    return values if task.kind == "multiclass_classification" else values[:, 0]
+    return task.kind.from_matrix(values)
 
 
 def last_label(task: Task, df: pd.DataFrame, history: pd.DataFrame,

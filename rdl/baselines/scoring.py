@@ -30,8 +30,8 @@ def _score(task: Task, pred: torch.Tensor, target: torch.Tensor) -> dict[str, fl
 
 def targets(task: Task, df: pd.DataFrame) -> torch.Tensor:
     """The labels of a split table as the metrics expect them (long for classification)."""
-    y = torch.tensor(np.asarray(df[task.target_col], dtype=np.float64))
-    return y.long() if task.is_classification else y.float()
+    return task.kind.metric_target(torch.tensor(np.asarray(df[task.target_col],
+                                                           dtype=np.float64)))
 
 
 def score(task: Task, pred, df: pd.DataFrame) -> dict[str, float]:
@@ -51,13 +51,4 @@ def train_prior(task: Task, train: pd.DataFrame) -> np.ndarray:
     y = y[~np.isnan(y)]
     if len(y) == 0:
         raise ValueError(f"task {task.name!r}: the train split has no labels")
-    if task.kind == "multiclass_classification":
-        return np.bincount(y.astype(np.int64), minlength=num_classes(task)) / len(y)
-    return np.array(y.mean())
-
-
-def num_classes(task: Task) -> int:
-    if not task.num_classes:
-        raise ValueError(f"task {task.name!r}: a multiclass_classification task needs "
-                         "num_classes")
-    return int(task.num_classes)
+    return task.kind.prior(y)

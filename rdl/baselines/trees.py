@@ -26,7 +26,7 @@ import pandas as pd
 
 from rdl.baselines.features import entity_features
 from rdl.baselines.history import last_label, monitor
-from rdl.baselines.scoring import num_classes, score, train_prior
+from rdl.baselines.scoring import score, train_prior
 from rdl.data.database import Database
 from rdl.tasks import Task
 
@@ -120,7 +120,7 @@ def boost_base(task: Task, df: pd.DataFrame, history: pd.DataFrame,
                train: pd.DataFrame) -> np.ndarray | None:
     """Regression boosts from the last label (the train mean where there is none);
     classification from LightGBM's own start (None)."""
-    if task.kind != "regression":
+    if not task.kind.starts_from_last_label:
         return None
     return last_label(task, df, history, train_prior(task, train))
 
@@ -131,16 +131,8 @@ def train_trees(task: Task, X: pd.DataFrame, y: np.ndarray, base: np.ndarray | N
     base)`` if given, else ``rounds`` trees."""
     import lightgbm
 
-    params = dict(PARAMS, seed=seed, num_threads=threads())
-    if task.kind == "regression":
-        params["objective"] = "l1" if task.monitor == "mae" else "l2"
-    elif task.kind == "binary_classification":
-        params["objective"] = "binary"
-    elif task.kind == "multiclass_classification":
-        params.update(objective="multiclass", num_class=num_classes(task))
-    else:
-        raise ValueError(f"task {task.name!r}: LightGBM is a baseline for node tasks, "
-                         f"not {task.kind}")
+    params = dict(PARAMS, seed=seed, num_threads=threads(),
+                  **task.kind.lightgbm_params(task.monitor))
     if metric := STOPPING_METRIC.get(monitor(task)):
         params["metric"] = metric
     train_set = lightgbm.Dataset(X, y, init_score=base)
@@ -161,13 +153,7 @@ def raw_scores(booster, X: pd.DataFrame, base: np.ndarray | None, rounds: int) -
 def to_prediction(task: Task, raw: np.ndarray) -> np.ndarray:
     """Raw scores as the task's metrics take them: values, the positive-class probability,
     or class probabilities ``(N, C)``."""
-    from scipy.special import expit, softmax  # SciPy: a dependency of LightGBM
-
-    if task.kind == "binary_classification":
-        return expit(raw)
-    if task.kind == "multiclass_classification":
-        return softmax(raw, axis=1)
-    return raw
+    return task.kind.from_raw(raw)
 
 
 def threads() -> int:

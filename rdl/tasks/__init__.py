@@ -24,10 +24,10 @@ import pandas as pd
 
 from rdl import TASKS_DIR
 from rdl.data.database import Database, DataError, Table
+from rdl.tasks.kinds import Kind, kind_of
 
 #: The node type of a node task's label history in the graph (see :meth:`Task.history_table`).
 HISTORY = "label_history"
-KINDS = ("binary_classification", "regression", "multiclass_classification", "link_prediction")
 SPLITS = ("train", "val", "test")
 
 
@@ -52,7 +52,8 @@ class Task:
         sql: path of the SQL file: absolute, relative to the working directory (your own
             task), or else relative to rdl's packaged task SQL (``rdl/tasks/``, e.g.
             ``hm/user-churn.sql``).
-        kind: one of :data:`KINDS`.
+        kind: one of :data:`~rdl.tasks.kinds.KINDS` (``regression``, ...); the task holds
+            it as a :class:`~rdl.tasks.kinds.Kind`.
         entity_table: the table whose rows are predicted (the seed node type).
         entity_col: the column of the SQL result holding the entity's primary key.
         target_col: the column of the SQL result holding the label (for link prediction:
@@ -72,7 +73,7 @@ class Task:
 
     name: str
     sql: str
-    kind: str
+    kind: str | Kind
     entity_table: str
     entity_col: str
     target_col: str
@@ -88,10 +89,9 @@ class Task:
     backtest: int = 0
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"task {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
-        if self.kind == "link_prediction" and not self.target_table:
-            raise ValueError(f"task {self.name!r}: a link_prediction task needs target_table")
+        if not isinstance(self.kind, Kind):
+            self.kind = kind_of(self.kind, self.name, num_classes=self.num_classes,
+                                target_table=self.target_table)
         if self.monitor and self.metrics and self.monitor not in self.metrics:
             raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} is not one of its "
                              f"metrics {sorted(self.metrics)}")
@@ -119,10 +119,6 @@ class Task:
         if not self.sql_path.exists():
             raise FileNotFoundError(f"task {self.name!r}: SQL file {self.sql!r} does not exist "
                                     f"(looked in {Path.cwd()} and {TASKS_DIR})")
-
-    @property
-    def is_classification(self) -> bool:
-        return self.kind.endswith("classification")
 
     # -- labels ----------------------------------------------------------------------
     def make_table(self, db: Database, timestamps) -> pd.DataFrame:
@@ -184,7 +180,7 @@ class Task:
         (its selection may only read the past, as every RelBench node task's does); for a
         link task, whose SQL selects by the future, every entity it ever labelled."""
         t = db.max_time
-        if self.kind == "link_prediction":
+        if not self.kind.per_seed:
             ids = sorted(set().union(*(tables[s][self.entity_col] for s in SPLITS)))
             return pd.DataFrame({"timestamp": pd.Series([t] * len(ids), dtype="datetime64[s]"),
                                  self.entity_col: pd.Series(ids, dtype="int64"),
@@ -225,12 +221,11 @@ class Task:
         label, a foreign key to the entity, the label as its one feature, and the time
         ``available`` (the sampler's time rule then shows a seed only closed windows).
         ``history``: :meth:`history` of ``tables`` if already computed."""
-        if self.kind == "link_prediction":
+        if not self.kind.per_seed:
             raise ValueError(f"task {self.name!r}: label history is for node tasks")
         history = self.history(tables) if history is None else history
         df = history[[self.entity_col, self.target_col, "available"]]
         table = Table(df, pkey=None, fkeys={self.entity_col: self.entity_table},
                       time_col="available")
-        stype = "categorical" if self.kind == "multiclass_classification" else "numerical"
         # ``available`` is encoded relative to the seed by the model, not as a feature
-        return table, {self.target_col: stype, "available": None}
+        return table, {self.target_col: self.kind.history_stype, "available": None}

@@ -147,7 +147,7 @@ class RelDataModule(pl.LightningDataModule):
         check_task_tables(task, db)
         #: static-shape buckets (:mod:`rdl.training.buckets`), and each split's profiles
         self.buckets = BucketSettings.of(buckets)
-        if self.buckets and task.kind == "link_prediction":
+        if self.buckets and not task.kind.per_seed:
             raise ValueError(f"data.buckets: static-shape buckets pad node-task batches; task "
                              f"{task.name!r} is link prediction (set data.buckets=null)")
         self.bucket_profiles: dict[str, list[dict]] = {}
@@ -158,10 +158,10 @@ class RelDataModule(pl.LightningDataModule):
         self.num_neighbors = list(num_neighbors)
         self.strategy, self.strict, self.bidirectional = strategy, strict, bidirectional
         self.triplets = triplets
-        self.label_history = label_history and task.kind != "link_prediction"
-        self.use_seed_features = seed_features and task.kind != "link_prediction"
+        self.label_history = label_history and task.kind.per_seed
+        self.use_seed_features = seed_features and task.kind.per_seed
         self.seed_x, self.seed_feature_names = None, []
-        self.use_tree_prior = tree_prior and task.kind != "link_prediction"
+        self.use_tree_prior = tree_prior and task.kind.per_seed
         self.tree_blocks = tree_blocks
         #: with the tree prior: the LightGBM baseline it comes from, and per split each
         #: seed's raw prior (NaN: none)
@@ -242,7 +242,7 @@ class RelDataModule(pl.LightningDataModule):
             self.tables["now"] = task.now_table(self.db, self.tables)
         for split, df in self.tables.items():
             log.info("%s table: %d rows", split, len(df))
-        self.history = None if task.kind == "link_prediction" else task.history(self.tables)
+        self.history = task.history(self.tables) if task.kind.per_seed else None
         rest = None
         if self.use_tree_prior:
             rest = self._fit_prior(graph_db)
@@ -323,19 +323,17 @@ class RelDataModule(pl.LightningDataModule):
             col_stats=self.col_stats,
             time_types=[nt for nt in data.node_types if "time" in data[nt]],
         )
-        if task.kind == "link_prediction":
+        if not task.kind.per_seed:
             return dict(kwargs, src_table=task.entity_table, dst_table=task.target_table,
                         num_dst_nodes=data[task.target_table].num_nodes)
-        out = task.num_classes if task.kind == "multiclass_classification" else 1
-        kwargs = dict(kwargs, entity_table=task.entity_table, out_channels=out)
+        kwargs = dict(kwargs, entity_table=task.entity_table, out_channels=task.kind.out_channels)
         if self.seed_x is not None:
             kwargs["seed_features"] = len(self.seed_feature_names)
         return kwargs
 
     # -- loaders ----------------------------------------------------------------------------
     def _target(self, df) -> Tensor:
-        y = torch.from_numpy(df[self.task.target_col].to_numpy())
-        return y.long() if self.task.kind == "multiclass_classification" else y.float()
+        return self.task.kind.train_target(df[self.task.target_col].to_numpy())
 
     def link_lists(self, df) -> tuple[Tensor, Tensor]:
         """The target lists of a link task's table as a CSR ``(ptr, idx)`` over its rows."""
@@ -348,7 +346,7 @@ class RelDataModule(pl.LightningDataModule):
 
     def transform(self, split: str, buckets: bool = True):
         task, df = self.task, self.tables[split]
-        if task.kind == "link_prediction":
+        if not task.kind.per_seed:
             ptr, idx = self.link_lists(df)
             attach = AttachLinkTarget(task.entity_table, task.target_table, ptr, idx,
                                       self.data[task.target_table].num_nodes)
@@ -410,13 +408,13 @@ class RelDataModule(pl.LightningDataModule):
         last label whose window has closed by its time (NaN if none)."""
         task = self.task
         last = None
-        if self.label_history and task.kind == "regression":
+        if self.label_history and task.kind.starts_from_last_label:
             from rdl.baselines.history import visible_labels
             last = visible_labels(task, self.tables[split], self.history, ks=())["last"][:, 0]
         if self.prior is None:
             return None if last is None else torch.from_numpy(last).float()
         prior = self.prior[split]
-        if task.kind == "regression":
+        if task.kind.starts_from_last_label:
             fill = np.full(len(prior), np.nan) if last is None else last
         else:
             from rdl.training.tree_prior import fallback

@@ -11,7 +11,6 @@ from typing import Callable
 
 import pytorch_lightning as pl
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import MetricCollection
 
@@ -217,38 +216,24 @@ class TaskModule(pl.LightningModule):
 
 
 class NodeTaskModule(TaskModule):
-    """Node-level tasks: classification (BCE / CE) and regression (L1).
+    """Node-level tasks: one label per seed; the task's kind
+    (:mod:`rdl.tasks.kinds`) gives the loss and the mapping of the model's output.
 
     Args:
-        target_stats: regression only: ``(center, scale, low, high)`` of the train targets
-            (:meth:`stats_of`). The model predicts ``asinh((y - center) / scale)`` and is
-            trained with the L1 loss there: the L1 loss's minimiser, the conditional median,
-            commutes with any increasing map, so the optimum is the same as in the target's
-            units, while a heavy-tailed target (rel-hm's item sales span five orders of
-            magnitude) comes within reach of a head on layer-normed features. Predictions
-            map back and are clamped to ``[low, high]``, the range of the train targets
-            (RelBench clamps to the 2nd-98th percentiles, which on item sales alone costs
-            an exact prediction 0.022 MAE). When the batch carries each seed's last
-            visible label (``batch[entity].base``, from the data module's label history),
-            the model's output is the change from it in that space, as a forecaster
-            starts from last week's value.
+        target_stats: the kind's statistics of the train labels
+            (:meth:`~rdl.tasks.kinds.Kind.target_stats`; regression: ``(center, scale,
+            low, high)``, the space the model predicts in), or None. When the batch
+            carries each seed's last visible label or tree prior (``batch[entity].base``),
+            the model's output is the change from it, as a forecaster starts from last
+            week's value.
         **kwargs: see :class:`TaskModule`.
     """
 
     def __init__(self, model, task, *args, target_stats: tuple | None = None, **kwargs):
         super().__init__(model, task, *args, **kwargs)
+        self.kind = task.kind
         stats = None if target_stats is None else torch.tensor(target_stats, dtype=torch.float)
         self.register_buffer("target_stats", stats)
-
-    @staticmethod
-    def stats_of(y: Tensor) -> tuple[float, float, float, float]:
-        """Median, mean absolute deviation from it (the L1 loss's own centre and scale;
-        1 if zero), minimum and maximum of ``y``."""
-        y = y.float()
-        center = y.median()
-        scale = (y - center).abs().mean()
-        scale = scale if scale > 0 else torch.ones(())
-        return center.item(), scale.item(), y.min().item(), y.max().item()
 
     def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
         args, kwargs = super().inputs(batch, seed_table)
@@ -262,42 +247,16 @@ class NodeTaskModule(TaskModule):
         return self.from_base(out, batch[self.entity].get("base"))
 
     def from_base(self, out: Tensor, base: Tensor | None) -> Tensor:
-        """The model's output ``out`` as the change from ``base``: for regression each
-        seed's last visible label or tree prior (NaN: none, the change from the median), in
-        asinh space; for classification a prior logit (class scores)."""
-        if base is None:
-            return out
-        if self.task.kind != "regression":
-            return out + base
-        if self.target_stats is None:
-            return out
-        return out + torch.nan_to_num(self.to_space(base), nan=0.0)
-
-    def to_space(self, y: Tensor) -> Tensor:
-        """Regression targets in the space the model predicts: ``asinh((y - center) / scale)``."""
-        return torch.asinh((y - self.target_stats[0]) / self.target_stats[1])
+        """The model's output ``out`` as the change from ``base`` (each seed's last visible
+        label or tree prior; :meth:`~rdl.tasks.kinds.Kind.from_base`), if any."""
+        return out if base is None else self.kind.from_base(out, base, self.target_stats)
 
     def loss(self, pred: Tensor, y: Tensor) -> Tensor:
-        kind = self.task.kind
-        if kind == "binary_classification":
-            return F.binary_cross_entropy_with_logits(pred, y)
-        if kind == "regression":
-            if self.target_stats is not None:
-                y = self.to_space(y)
-            return F.l1_loss(pred, y)
-        return F.cross_entropy(pred, y)
+        return self.kind.loss(pred, y, self.target_stats)
 
     def predict_value(self, pred: Tensor) -> Tensor:
         """The model output as the metrics expect it: probabilities or clamped values."""
-        kind = self.task.kind
-        if kind == "binary_classification":
-            return pred.sigmoid()
-        if kind == "multiclass_classification":
-            return pred.softmax(-1)
-        if self.target_stats is not None:
-            center, scale, low, high = self.target_stats
-            return (center + scale * torch.sinh(pred)).clamp(low, high)
-        return pred
+        return self.kind.prediction(pred, self.target_stats)
 
     def step_loss(self, batch) -> tuple[Tensor, int]:
         y = batch[self.entity].y
@@ -310,8 +269,7 @@ class NodeTaskModule(TaskModule):
     def eval_step(self, batch, metrics: MetricCollection):
         y = batch[self.entity].y
         pred = self(batch)
-        target = y.long() if self.task.is_classification else y
-        metrics.update(self.predict_value(pred), target)
+        metrics.update(self.predict_value(pred), self.kind.metric_target(y))
         self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0),
                  sync_dist=True)
 

@@ -76,4 +76,4 @@ def fallback(task: Task, train: pd.DataFrame) -> np.ndarray:
     """The prior where trees have none: classification's train rate as a logit (class
     frequencies as log-probabilities); regression falls back to the last label instead."""
     p = np.clip(np.atleast_1d(train_prior(task, train)), 1e-6, 1 - 1e-6)
-    return np.log(p / (1 - p)) if task.kind == "binary_classification" else np.log(p)
+    return task.kind.as_logit(p)

@@ -11,6 +11,7 @@ from torch_frame.data.stats import StatType
 
 from rdl.nn.encoder import RobustLinearEncoder
 from rdl.tasks import Task
+from rdl.tasks.kinds import Regression
 from rdl.training.module import NodeTaskModule
 
 from tests.training.test_label_history import datamodule, make_task
@@ -46,7 +47,7 @@ def module(stats) -> NodeTaskModule:
 
 def test_stats_and_loss_in_asinh_space():
     y = torch.tensor([0.0, 0.0, 0.0, 0.5, 2.0])
-    center, scale, low, high = NodeTaskModule.stats_of(y)
+    center, scale, low, high = Regression("t").target_stats(y)
     assert (center, low, high) == (0.0, 0.0, 2.0)
     assert scale == pytest.approx(0.5)  # mean |y - median|
     m = module((center, scale, low, high))
@@ -56,7 +57,7 @@ def test_stats_and_loss_in_asinh_space():
     # back to the target's units, clamped to the train range
     got = m.predict_value(torch.tensor([0.0, math.asinh(1.0), 50.0, -50.0]))
     assert got.tolist() == pytest.approx([0.0, 0.5, 2.0, 0.0])
-    assert NodeTaskModule.stats_of(torch.zeros(4))[1] == 1.0  # no spread: unit scale
+    assert Regression("t").target_stats(torch.zeros(4))[1] == 1.0  # no spread: unit scale
 
 
 def test_output_is_the_change_from_the_last_label():
