@@ -26,7 +26,6 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 
 from rdl import baselines
 from rdl.data.database import DataError
-from rdl.nn import IDGNN, ContextGNN, ContextGT, NodeModel, TwoTower
 from rdl.training.compile import STATIC_GRAPHS
 from rdl.training.compile import stats as compile_stats
 from rdl.training.link_module import LinkTaskModule
@@ -58,7 +57,7 @@ def check_settings(cfg: DictConfig) -> None:
     need(_whole(channels) and channels >= 1, "model.channels", channels, "must be an integer >= 1")
     layers = model.get("num_layers")
     # NodeModel with no message passing is the documented entity-features-only baseline.
-    least = 0 if issubclass(model_cls, NodeModel) else 1
+    least = getattr(model_cls, "min_layers", 1)
     need(_whole(layers) and layers >= least, "model.num_layers", layers,
          f"must be an integer >= {least}")
     hops = data.get("num_neighbors")
@@ -100,7 +99,7 @@ def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
     task = instantiate(cfg.task, _convert_="all", backtest=cfg.get("backtest", 0))
     link = not task.kind.per_seed
     model_cls = hydra.utils.get_class(cfg.model._target_)
-    if link != issubclass(model_cls, (IDGNN, ContextGNN, ContextGT, TwoTower)):
+    if task.kind.per_seed != getattr(model_cls, "per_seed", True):  # rdl/nn/interface.py
         raise ValueError(f"model {model_cls.__name__} cannot be trained on task {task.name!r} "
                          f"({task.kind}); choose " + ("model=contextgnn, context-transformer, "
                                                       "idgnn or two-tower" if link
@@ -138,11 +137,9 @@ def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
         module = NodeTaskModule(model, task, **common,
                                 target_stats=task.kind.target_stats(dm.train_targets()))
         if dm.prior is not None:
-            # The model starts as the tree prior exactly (a zero last layer of its head adds
-            # nothing) and moves away from it only where training finds a correction.
-            last = model.head.lins[-1]
-            torch.nn.init.zeros_(last.weight)
-            torch.nn.init.zeros_(last.bias)
+            # The model starts as the tree prior exactly and moves away from it only where
+            # training finds a correction.
+            model.start_from_base()
     return task, dm, module
 
 

@@ -5,6 +5,12 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import coalesce
 
+#: pad rows (and nodes) after every node type's own in a batch, and pad edges between them
+#: per edge type: no size that reaches the model is 0 or 1 (a compiled graph would bake it
+#: in; ``rdl/training/compile.py``). :class:`InputRows` adds the rows, ``pad_inputs`` the
+#: nodes and edges.
+PAD = 2
+
 
 class Bidirectional:
     """Make every sampled edge usable in both directions.

@@ -15,14 +15,17 @@ transformer:
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import MLP
 
+from rdl.graph.transforms import PAD
+from rdl.nn.interface import LinkPredictor, Run
 from rdl.nn.model import NODE_NORM, RelGNN
 from rdl.nn.transformer import RelGraphTransformer
 
 
-class IDGNN(torch.nn.Module):
+class IDGNN(LinkPredictor, torch.nn.Module):
     """Identity-aware GNN for recommendation (RelBench's ID-GNN baseline).
 
     Args:
@@ -58,8 +61,22 @@ class IDGNN(torch.nn.Module):
                           out_types=(self.dst_table,))
         return self.head(x_dict[self.dst_table]).squeeze(-1)
 
+    def link_scores(self, run: Run, batch, num_dst: int) -> Tensor:
+        """Its logit where a candidate is in the seed's subgraph, -inf elsewhere."""
+        dst = batch[self.dst_table]
+        out = torch.full((batch[self.src_table].batch_size, num_dst), float("-inf"),
+                         device=dst.n_id.device)
+        return out.index_put((dst.batch, dst.n_id), run()[:dst.num_nodes])
 
-class ContextGNN(torch.nn.Module):
+    def link_loss(self, run: Run, batch, num_dst: int) -> tuple[Tensor, int]:
+        """A label per candidate in the subgraph (RelBench): binary cross-entropy."""
+        y = batch[self.dst_table].y
+        logits = run()[: y.numel()]  # without the pad rows
+        loss = F.binary_cross_entropy_with_logits(logits, y, reduction="sum") / max(y.numel(), 1)
+        return loss, batch[self.src_table].batch_size
+
+
+class ContextGNN(LinkPredictor, torch.nn.Module):
     """Pair-wise scores inside the seed's subgraph, two-tower scores outside it.
 
     Args:
@@ -110,8 +127,13 @@ class ContextGNN(torch.nn.Module):
         out = seed @ self.dst_emb.weight.t() + self.dst_bias.weight.t()
         return out.index_put((dst_batch, dst_id), pair)
 
+    def link_scores(self, run: Run, batch, num_dst: int) -> Tensor:
+        dst = batch[self.dst_table]
+        pair, seed = run()
+        return self.scores(pair[:dst.num_nodes], seed, dst.batch, dst.n_id)
 
-class TwoTower(torch.nn.Module):
+
+class TwoTower(LinkPredictor, torch.nn.Module):
     """Two towers over one backbone: seed rows and candidate rows are each embedded from
     their own subgraph; a candidate's score is the dot product with the seed's embedding.
 
@@ -159,8 +181,37 @@ class TwoTower(torch.nn.Module):
             dst = dst + self.dst_emb(dst_id)
         return src, dst
 
+    embeds_candidates = True
 
-class ContextGT(RelGraphTransformer):
+    def candidate_embeddings(self, run: Run, batch) -> Tensor:
+        # Only the candidates' embeddings are needed; two pad rows stand in as the seeds.
+        B, N = batch[self.dst_table].batch_size, batch[self.src_table].num_nodes
+        device = batch[self.dst_table].n_id.device
+        index = torch.arange(B, device=device)
+        pad = torch.arange(N, N + PAD, device=device)
+        return run(pad, index, batch[self.dst_table].n_id[:B])[1]
+
+    def link_scores(self, run: Run, batch, num_dst: int) -> Tensor:
+        """The seeds' embeddings against :attr:`candidates` (every row's)."""
+        # Only seed embeddings are needed; two pad rows stand in as candidates, so that the
+        # compiled model sees the same shapes as in :meth:`candidate_embeddings`.
+        B, N = batch[self.src_table].batch_size, batch[self.dst_table].num_nodes
+        device = batch[self.dst_table].n_id.device
+        pad = torch.arange(N, N + PAD, device=device)
+        src, _ = run(torch.arange(B, device=device), pad, torch.zeros_like(pad))
+        return src @ self.candidates.t()
+
+    def link_loss(self, run: Run, batch, num_dst: int) -> tuple[Tensor, int]:
+        """Bayesian personalised ranking on (seed, true row, random row) triplets."""
+        dst = batch[self.dst_table]
+        pos, neg = dst.dst_pos_index, dst.dst_neg_index
+        dst_index = torch.cat([pos, neg])
+        src, out = run(batch[self.src_table].src_index, dst_index, dst.n_id[dst_index])
+        p, n = out.split([pos.numel(), neg.numel()])
+        return -F.logsigmoid((src * p).sum(-1) - (src * n).sum(-1)).mean(), pos.numel()
+
+
+class ContextGT(LinkPredictor, RelGraphTransformer):
     """:class:`ContextGNN`'s hybrid on the graph transformer: the seed's neighbourhood as
     token sets (:class:`~rdl.nn.transformer.RelGraphTransformer`); the ``dst_table``
     tokens, which have attended to the seed's, get pair-wise scores, every other candidate
@@ -176,6 +227,8 @@ class ContextGT(RelGraphTransformer):
     ``forward`` returns ``(pair [B, K_dst], seed [B, C])``; :meth:`scores` turns them into
     ``[B, num_dst]``.
     """
+
+    takes_tokens = True
 
     def __init__(self, src_table: str, dst_table: str, num_dst_nodes: int, budgets: dict | int,
                  col_names: dict, col_stats: dict, time_types: list[str], channels: int = 128,
@@ -218,3 +271,8 @@ class ContextGT(RelGraphTransformer):
         seeds = torch.arange(out.size(0), device=out.device).unsqueeze(1).expand_as(dst_id)
         cols = torch.where(dst_mask, dst_id, num_dst)
         return out.index_put((seeds, cols), pair)[:, :num_dst]
+
+    def link_scores(self, run: Run, batch, num_dst: int) -> Tensor:
+        dst, B = batch[self.dst_table], batch[self.src_table].batch_size
+        pair, seed = run()
+        return self.scores(pair, seed, dst.tok_id[:B], dst.tok_mask[:B])

@@ -9,6 +9,7 @@ from torch_geometric.nn import MLP
 
 from rdl.nn.encoder import HeteroEncoder, RelativeTimeEncoder
 from rdl.nn.gnn import HeteroGraphSAGE
+from rdl.nn.interface import NodePredictor
 
 #: Layer norm of each node on its own in PyG's ``MLP``: its default mode, ``"graph"``,
 #: normalises over the whole batch, and one seed's prediction would depend on the others.
@@ -75,7 +76,7 @@ class RelGNN(torch.nn.Module):
         return self.gnn(x_dict, edge_index_dict, out_types)
 
 
-class NodeModel(torch.nn.Module):
+class NodeModel(NodePredictor, torch.nn.Module):
     """Node-level prediction: :class:`RelGNN` and an MLP head on the seed nodes.
 
     Args:
@@ -86,8 +87,11 @@ class NodeModel(torch.nn.Module):
             to ``channels`` and adds it to the seed's encoding before message passing
             (see :mod:`~rdl.training.seed_features`).
         seed_layers: layers of that MLP.
-        **kwargs: the :class:`RelGNN` arguments.
+        **kwargs: the :class:`RelGNN` arguments (``num_layers=0``: no message passing, the
+            entity-features-only baseline).
     """
+
+    min_layers = 0
 
     def __init__(self, entity_table: str, out_channels: int = 1, head_layers: int = 1,
                  channels: int = 128, seed_features: int = 0, seed_layers: int = 2, **kwargs):

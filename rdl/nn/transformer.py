@@ -17,6 +17,7 @@ from torch import Tensor
 from torch_geometric.nn import MLP, PositionalEncoding
 
 from rdl.nn.encoder import HeteroEncoder
+from rdl.nn.interface import NodePredictor
 from rdl.nn.model import NODE_NORM
 
 
@@ -53,7 +54,7 @@ class TokenAttention(torch.nn.Module):
         return x + self.ff(self.norm2(x))
 
 
-class RelGraphTransformer(torch.nn.Module):
+class RelGraphTransformer(NodePredictor, torch.nn.Module):
     """Node-level prediction from token sets.
 
     Args:

@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from rdl.graph.transforms import PAD  # noqa: F401 - the pad rows of every batch
 from rdl.nn.encoder import Dropout
 from rdl.training.cpu_patches import CpuPatches, prepare
 
@@ -26,9 +27,8 @@ from rdl.training.cpu_patches import CpuPatches, prepare
 # Dynamo bakes a size of 0 or 1 into the graph as a constant (and Inductor cannot compile
 # this model with unbacked sizes), so a batch with an empty node type or a single node
 # would recompile; every node type therefore gets PAD extra rows and every edge type PAD
-# extra edges between them (``InputRows``, :func:`pad_inputs`), and loaders never make a batch of one
-# seed, or a much smaller one than the rest (``rdl.training.batches.SeedBatches``).
-PAD = 2
+# extra edges between them (``InputRows``, :func:`pad_inputs`), and loaders never make a
+# batch of one seed, or a much smaller one than the rest (``rdl.training.batches``).
 log = logging.getLogger(__name__)
 SHAPE_SETTINGS = dict(use_duck_shape=False)
 #: graphs a model compiled with ``dynamic=False`` may have before Dynamo gives up and runs

@@ -53,9 +53,9 @@ def eval_step(module, batch):
 
 
 def prepare_eval(module, dm, split="val"):
-    if hasattr(module, "embed_all_dst") and type(module.model).__name__ == "TwoTower":
-        module.trainer = type("T", (), {"datamodule": dm})()  # what embed_all_dst reads
-        module.dst_embeddings = module.embed_all_dst(split)
+    if getattr(module.model, "embeds_candidates", False):   # two-tower
+        module.trainer = type("T", (), {"datamodule": dm})()  # what embed_candidates reads
+        module.embed_candidates(split)
 
 
 @pytest.mark.parametrize("task,model", MODELS)

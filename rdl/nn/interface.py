@@ -1,0 +1,85 @@
+"""What training asks of a model, beyond ``forward``: two small interfaces, declared by the
+model class. A new model is a module that subclasses one of them, and a YAML in
+``conf/model/`` naming it (``_target_``); nothing else in rdl needs to know it.
+
+Every model is a plain ``nn.Module`` built with the data's constructor arguments
+(:meth:`RelDataModule.model_kwargs <rdl.training.datamodule.RelDataModule.model_kwargs>`:
+``metadata``, ``col_names``, ``col_stats``, ``time_types``, and for a node model
+``entity_table``, ``out_channels`` and ``seed_features``, for a link model ``src_table``,
+``dst_table`` and ``num_dst_nodes``) and the YAML's own, with ``time_types`` (the node
+types whose times it encodes) and ``reset_parameters()``. Its ``forward`` takes a batch's
+inputs (:meth:`TaskModule.inputs <rdl.training.module.TaskModule.inputs>`).
+
+Class attributes say what the model needs:
+
+- ``per_seed``: a node model (one output per seed) or a link model (a ranking of the
+  ``dst_table`` rows); the task's kind must agree (:attr:`rdl.tasks.kinds.Kind.per_seed`);
+- ``min_layers``: the fewest ``num_layers`` it trains with;
+- ``takes_tokens``: it takes token sets (:class:`~rdl.graph.tokens.TokenSet`) instead of
+  edges, and samples every hop of ``data.num_neighbors``; it has ``budgets``.
+"""
+from __future__ import annotations
+
+from typing import Callable, ClassVar
+
+import torch
+from torch import Tensor
+
+#: ``run(*extra)``: the model's forward over the batch's inputs, ``extra`` appended
+Run = Callable[..., object]
+
+
+def listwise_loss(scores: Tensor, pos: Tensor) -> Tensor:
+    """Softmax cross-entropy of each true row against all rows: ``scores [B, N]``,
+    ``pos [B, L]`` true rows padded with -1; averaged over the true rows."""
+    valid = pos >= 0
+    logp = scores.log_softmax(-1).gather(1, pos.clamp(min=0))
+    return -(logp * valid).sum() / valid.sum().clamp(min=1)
+
+
+class NodePredictor:
+    """A node model: ``forward`` returns ``[B, out_channels]`` for the batch's ``B`` seeds.
+    It has an MLP ``head`` (PyG's ``MLP``) whose output is the prediction."""
+
+    per_seed: ClassVar[bool] = True
+    min_layers: ClassVar[int] = 1
+    takes_tokens: ClassVar[bool] = False
+
+    def start_from_base(self) -> None:
+        """Zero the head's last layer: the model then outputs 0, and the module's output is
+        the base it corrects (the tree prior) exactly, until training finds a correction."""
+        last = self.head.lins[-1]
+        torch.nn.init.zeros_(last.weight)
+        torch.nn.init.zeros_(last.bias)
+
+
+class LinkPredictor:
+    """A link model: ranks every ``dst_table`` row for each ``src_table`` seed. The module
+    calls :meth:`link_scores` to evaluate and :meth:`link_loss` to train, each with
+    ``run`` (the model's forward over the batch) and ``num_dst`` (rows of ``dst_table``).
+    The loader attaches each seed's true rows as ``batch[src_table].y`` (``[B, L]``, -1
+    padded) and marks true ``dst_table`` nodes of the subgraph as ``batch[dst_table].y``."""
+
+    per_seed: ClassVar[bool] = False
+    min_layers: ClassVar[int] = 1
+    takes_tokens: ClassVar[bool] = False
+    #: the candidates are embedded once per evaluation time (:meth:`candidate_embeddings`,
+    #: over every ``dst_table`` row seeded at the split's time), into ``candidates``
+    embeds_candidates: ClassVar[bool] = False
+    src_table: str
+    dst_table: str
+
+    def link_scores(self, run: Run, batch, num_dst: int) -> Tensor:
+        """``[B, num_dst]`` logits of every ``dst_table`` row for each seed."""
+        raise NotImplementedError
+
+    def link_loss(self, run: Run, batch, num_dst: int) -> tuple[Tensor, int]:
+        """The training loss of a batch and the number of seeds it averages: by default a
+        softmax over all rows (:func:`listwise_loss`)."""
+        seeds = batch[self.src_table]
+        return listwise_loss(self.link_scores(run, batch, num_dst), seeds.y), seeds.batch_size
+
+    def candidate_embeddings(self, run: Run, batch) -> Tensor:
+        """Embeddings of the seeds of a batch seeded at ``dst_table`` rows (``run``: the
+        forward over it with ``dst_table`` as the seed type)."""
+        raise NotImplementedError
