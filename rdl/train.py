@@ -8,6 +8,7 @@ printed and written to the run folder (``metrics.json``).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import math
@@ -28,6 +29,7 @@ from rdl import baselines
 from rdl.data.database import DataError
 from rdl.training.compile import STATIC_GRAPHS
 from rdl.training.compile import stats as compile_stats
+from rdl.training.datamodule import RelDataModule
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
 
@@ -88,10 +90,39 @@ def check_settings(cfg: DictConfig) -> None:
          "windows >= 0 (how far back to move the val and test times)")
 
 
+#: the data settings a task or a model may choose (``data_defaults`` in its own section)
+CHOSEN = ("num_neighbors", "strategy", "bidirectional", "triplets")
+
+
+def with_data_defaults(cfg: DictConfig) -> DictConfig:
+    """``cfg`` with each data setting of :data:`CHOSEN` that is null filled in: from the
+    task's ``data_defaults`` (what won its validation sweep), else the model's (what it
+    needs: ID-GNN messages both ways, two-tower triplets), else the data module's own
+    default. Each value a task or model chose is logged: no group writes into another's
+    section, and a value given on the command line always stands."""
+    cfg = cfg.copy()
+    task, model = cfg.task.get("data_defaults") or {}, cfg.model.get("data_defaults") or {}
+    own = inspect.signature(RelDataModule).parameters
+    for key in CHOSEN:
+        if cfg.data.get(key) is not None:
+            continue
+        for who, chosen in ((f"task {cfg.task.name}", task), (f"model {cfg.model._target_}",
+                                                                model)):
+            if chosen.get(key) is not None:
+                log.info("data.%s=%s (from %s's data_defaults)", key, chosen[key], who)
+                cfg.data[key] = chosen[key]
+                break
+        else:
+            default = own[key].default
+            cfg.data[key] = list(default) if isinstance(default, tuple) else default
+    return cfg
+
+
 def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
     """The task, the set-up datamodule and the LightningModule a config describes (and,
     training on the CPU, the process's ``malloc`` set as ``keep_freed_memory`` says).
     ``prepared_path``: see :attr:`RelDataModule.prepared_path`."""
+    cfg = with_data_defaults(cfg)
     check_settings(cfg)
     if cfg.get("keep_freed_memory", True) and _on_cpu(cfg):
         from rdl.training.malloc import keep_freed_memory
@@ -115,7 +146,8 @@ def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
                                                                 seed=cfg.seed)
     dm.prepared_path = prepared_path
     dm.setup()
-    model = instantiate(cfg.model, _partial_=True, _convert_="all")(**dm.model_kwargs())
+    model_cfg = OmegaConf.masked_copy(cfg.model, [k for k in cfg.model if k != "data_defaults"])
+    model = instantiate(model_cfg, _partial_=True, _convert_="all")(**dm.model_kwargs())
     compile_options = instantiate(cfg.compile, _convert_="all")
     static = compile_options.enabled and compile_options.kwargs.get("dynamic") is False
     if getattr(model, "takes_tokens", False):

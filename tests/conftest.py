@@ -14,6 +14,16 @@ import rdl
 
 #: A tiny database and model (the debug preset rdl ships): a test run takes seconds.
 TINY = ("debug=tiny",)
+#: How the README trains each task: a link task with the model its experiment picks (a node
+#: model, the config's default, cannot rank).
+TASK_RUN = {"user-item-purchase": ("experiment=user-item-purchase",)}
+
+
+def task_overrides(name: str) -> tuple[str, ...]:
+    """The overrides that train task ``name`` as the README does."""
+    return TASK_RUN.get(name, (f"task={name}",))
+
+
 #: A short training run: one epoch of a few batches.
 SHORT = ("trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.limit_val_batches=2")
 

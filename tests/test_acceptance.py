@@ -45,7 +45,7 @@ def test_sales_gnn_beats_zero_and_entity_only(train):
 
 
 def test_purchase_hybrid_and_idgnn_beat_baselines(train):
-    hybrid = train("hybrid", "task=user-item-purchase")          # contextgnn
+    hybrid = train("hybrid", "experiment=user-item-purchase")    # contextgnn
     idgnn = train("idgnn", "task=user-item-purchase", "model=idgnn")
     for res in (hybrid, idgnn):
         for baseline in ("popularity (last window)", "past links"):

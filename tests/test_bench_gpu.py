@@ -87,29 +87,35 @@ def test_turns_let_one_process_at_a_time_through_its_gate(tmp_path):
         print(gate.turn[0], gate.turn[1])
     """)
     ticker = textwrap.dedent("""
-        import time
-        last, gap = time.time(), 0.0
-        end = last + 2.5
-        while time.time() < end:
+        import pathlib, sys, time
+        started, stop = map(pathlib.Path, sys.argv[1:])
+        started.touch()
+        last, gap, end = time.time(), 0.0, time.time() + 120
+        while not stop.exists() and time.time() < end:
             now = time.time(); gap = max(gap, now - last); last = now
             time.sleep(0.002)
         print(gap)
     """)
     turns = Turns(tmp_path)
-    procs = {}
+    started, stop = tmp_path / "ticking", tmp_path / "stop"
+    # the ticker runs from before the first turn to after the last, however slow the start
+    procs = {"tick": subprocess.Popen([sys.executable, "-c", ticker, str(started), str(stop)],
+                                      stdout=subprocess.PIPE, text=True, start_new_session=True)}
+    turns.started("tick", procs["tick"])
+    while not started.exists():
+        time.sleep(0.01)
     for name in ("a", "b", "c"):
         procs[name] = subprocess.Popen([sys.executable, "-c", child, turns.gate(name)],
                                        stdout=subprocess.PIPE, text=True,
                                        start_new_session=True)
         turns.started(name, procs[name])
-    procs["tick"] = subprocess.Popen([sys.executable, "-c", ticker], stdout=subprocess.PIPE,
-                                     text=True, start_new_session=True)
-    turns.started("tick", procs["tick"])
-    deadline = time.monotonic() + 60
-    while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120
+    while any(procs[n].poll() is None for n in "abc") and time.monotonic() < deadline:
         turns.step({n: p for n, p in procs.items() if p.poll() is None})
         time.sleep(0.005)
     turns.close(procs)
+    stop.touch()
+    procs["tick"].wait(timeout=60)
     spans = sorted(tuple(map(float, procs[n].stdout.read().split())) for n in "abc")
     assert len(spans) == 3 and all(b - a >= 0.3 for a, b in spans)
     assert all(spans[i][1] <= spans[i + 1][0] for i in range(2)), spans

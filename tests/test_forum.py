@@ -79,7 +79,8 @@ def test_node_task_trains_on_a_folder(tmp_path, run_train, forum):
 
 
 def test_link_task_trains_on_the_generated_forum(tmp_path, run_train):
-    out = run_train(tmp_path, "task=forum-user-vote", f"data.db.scale={SCALE}", *SMALL, tiny=False)
+    out = run_train(tmp_path, "experiment=forum-user-vote", f"data.db.scale={SCALE}", *SMALL,
+                    tiny=False)
     results = check(out, tmp_path, "forum-user-vote", {"map", "precision", "recall"})
     assert {"popularity (last window)", "past links"} <= set(results)
 

@@ -16,6 +16,7 @@ from rdl.data.database import DataError
 from rdl.data.hm import load_hm
 from rdl.predict import predict
 from test_train import check_report, check_trained
+from tests.conftest import task_overrides
 
 RUN = ("compile.enabled=false",)  # eager: the same numbers as the eager prediction pass
 
@@ -28,7 +29,7 @@ def run_predict(rdl_cache, *overrides):
 
 def split_rows(tiny_cfg, rdl_cache, task_name, split):
     """The split's table, its entities as the files' ids (predictions report those)."""
-    cfg = tiny_cfg(f"task={task_name}")
+    cfg = tiny_cfg(*task_overrides(task_name))
     task = instantiate(cfg.task, _convert_="all")
     db = load_hm(source="synthetic", seed=cfg.data.db.seed, scale=cfg.data.db.scale,
                  cache_dir=rdl_cache)
@@ -45,7 +46,7 @@ def now_rows(tiny_cfg, rdl_cache, task_name) -> tuple[pd.Timestamp, list[int]]:
     """The database's last time and, by pandas, the entities a prediction then scores:
     customers with a purchase in the last week (user-churn), every customer the task ever
     labelled (user-item-purchase)."""
-    cfg = tiny_cfg(f"task={task_name}")
+    cfg = tiny_cfg(*task_overrides(task_name))
     db = load_hm(source="synthetic", seed=cfg.data.db.seed, scale=cfg.data.db.scale,
                  cache_dir=rdl_cache)
     tx, t = db["transactions"].df, db.max_time
@@ -62,7 +63,7 @@ def now_rows(tiny_cfg, rdl_cache, task_name) -> tuple[pd.Timestamp, list[int]]:
     ("user-item-purchase", {"test": "parquet", "now": "parquet"})])
 def test_predictions_cover_the_split_in_relbench_layout(tmp_path, run_train, tiny_cfg,
                                                         rdl_cache, task, splits):
-    out = run_train(tmp_path / "run", f"task={task}", *RUN)
+    out = run_train(tmp_path / "run", *task_overrides(task), *RUN)
     results = check_report(out, tmp_path / "run", task)  # the short run's report (test_train)
     check_trained(results)
     trained = results["model"]

@@ -317,7 +317,7 @@ def check_metrics(path: Path) -> None:
 #: graph transformer, no tree prior; plain value overrides): run with ``pytest -m slow``,
 #: to keep CI under 15 minutes on 2 cores
 SLOW_COMMANDS = {
-    "python -m rdl.train task=user-churn model=graph_transformer",
+    "python -m rdl.train task=user-churn model=graph-transformer",
     "python -m rdl.train task=item-sales data.tree_prior=false",
     "python -m rdl.train task=user-churn model.channels=64 trainer.max_epochs=2 lr=0.001",
     "python -m rdl.train compile.cpu_patches=false keep_freed_memory=false",

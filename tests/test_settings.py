@@ -9,7 +9,7 @@ from rdl.train import check_settings
     (["model.channels=0"], "model.channels=0: must be an integer >= 1"),
     (["model.channels=2.5"], "model.channels=2.5: must be an integer >= 1"),
     (["model.num_layers=-1"], "model.num_layers=-1: must be an integer >= 0"),
-    (["model=graph_transformer", "model.num_layers=0"], "model.num_layers=0: must be an integer >= 1"),
+    (["model=graph-transformer", "model.num_layers=0"], "model.num_layers=0: must be an integer >= 1"),
     (["data.num_neighbors=[]"], "data.num_neighbors=[]: must list the fan-out of each hop"),
     (["data.num_neighbors=[16,0]"], "data.num_neighbors=[16, 0]: each fan-out must be an integer "
                                     ">= 1, or -1 for all neighbours"),
@@ -36,7 +36,7 @@ def test_bad_setting_is_named(tiny_cfg, overrides, message):
     ["model.num_layers=0"],                            # the entity-features-only baseline
     ["data.num_neighbors=[-1,-1]"],                    # every neighbour
     ["data.num_neighbors=[8,4,2]"],                    # more hops than layers: the first two
-    ["model=graph_transformer", "data.num_neighbors=[8]"],   # token models take every hop
+    ["model=graph-transformer", "data.num_neighbors=[8]"],   # token models take every hop
     ["data.eval_batch_size=null"],
     ["backtest=3"],
 ])

@@ -37,7 +37,7 @@ def check_report(out, run_dir, task: str) -> dict:
 
 
 # user-churn and user-item-purchase with their default models: tests/test_predict.py
-@pytest.mark.parametrize("task", ["item-sales", "user-churn model=graph_transformer",
+@pytest.mark.parametrize("task", ["item-sales", "user-churn model=graph-transformer",
                                   "user-item-purchase model=idgnn",
                                   "user-item-purchase model=two-tower",
                                   "user-item-purchase model=context-transformer",

@@ -69,6 +69,9 @@ class Task:
         backtest: move both split times this many windows earlier (rolling-origin
             evaluation, :mod:`rdl.backtest`): train, val and test all end sooner, and the
             graph and baselines are cut at the moved test time as at the real one.
+        data_defaults: data settings that won the task's validation sweep (e.g.
+            ``{"strategy": "mix"}``), applied where ``data.*`` is null
+            (:func:`rdl.train.with_data_defaults`).
     """
 
     name: str
@@ -87,6 +90,7 @@ class Task:
     monitor: str = ""
     monitor_mode: str = "max"
     backtest: int = 0
+    data_defaults: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.kind, Kind):

@@ -43,7 +43,8 @@ class CompileOptions:
 
     Args:
         enabled: compile the model (off: eager).
-        optimizer: compile the optimiser step too.
+        optimizer: compile the optimiser step too (the default Adam is fused: one kernel
+            already).
         log: report every recompile and graph break as it happens, with its reason (like
             ``TORCH_LOGS=recompiles,graph_breaks``).
         kwargs: passed to ``torch.compile`` for the model (``dynamic``, ``mode``,
@@ -52,7 +53,7 @@ class CompileOptions:
             a bool for all): rdl's speed-ups of the compiled model on the CPU.
     """
     enabled: bool = True
-    optimizer: bool = True
+    optimizer: bool = False
     log: bool = False
     kwargs: dict = field(default_factory=lambda: {"dynamic": True})
     cpu_patches: CpuPatches | dict | bool = field(default_factory=CpuPatches)

@@ -110,8 +110,7 @@ class RelDataModule(pl.LightningDataModule):
             :mod:`~rdl.training.seed_features`) as a vector the model adds to the seed.
         tree_prior: node tasks: the model's output is a correction to LightGBM's
             prediction, which is also a seed feature (:mod:`~rdl.training.tree_prior`,
-            leak-free by forward chaining); ``tree_blocks`` train blocks for it. Off
-            here, on in rdl's data config (``data.tree_prior``).
+            leak-free by forward chaining); ``tree_blocks`` train blocks for it.
         bidirectional: sampled edges carry messages both ways (see
             :class:`~rdl.graph.transforms.Bidirectional`); ID-GNN needs it.
         triplets: link tasks: train on (seed, true row, random row) triplets, each with its
@@ -136,7 +135,7 @@ class RelDataModule(pl.LightningDataModule):
     def __init__(self, db: Database, task: Task, batch_size: int = 512,
                  num_neighbors: list[int] = (128, 64), strategy: str = "uniform",
                  strict: bool = False, label_history: bool = True, seed_features: bool = True,
-                 tree_prior: bool = False, tree_blocks: int = 8, bidirectional: bool = False,
+                 tree_prior: bool = True, tree_blocks: int = 8, bidirectional: bool = False,
                  triplets: bool = False, stypes: dict | None = None, text_embedder=None,
                  num_workers: int = 0, pin_memory: bool | None = None,
                  cache_dir: str | None = None, eval_batch_size: int | None = None,

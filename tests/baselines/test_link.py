@@ -9,7 +9,7 @@ from rdl.baselines import link_baselines
 
 
 def test_popularity_and_past_links():
-    task = instantiate(OmegaConf.load(CONF_DIR / "task/user-item-purchase.yaml").task,
+    task = instantiate(OmegaConf.load(CONF_DIR / "task/user-item-purchase.yaml"),
                        _convert_="all")
     ts = lambda s: pd.Timestamp(s)  # noqa: E731
     train = pd.DataFrame({

@@ -12,7 +12,8 @@ BUDGETS = {"customer": 3, "transactions": 5, "article": 4, HISTORY: 2}
 
 def sampled_batches(strict: bool, strategy: str = "uniform"):
     dm = RelDataModule(random_db(), make_task("user-churn"), batch_size=16,
-                       num_neighbors=[6, 3], strategy=strategy, strict=strict, cache_dir=False)
+                       num_neighbors=[6, 3], strategy=strategy, strict=strict, cache_dir=False,
+                       tree_prior=False)
     dm.setup()
     tokens = TokenSet("customer", BUDGETS)
     for split in ("train", "val", "test"):

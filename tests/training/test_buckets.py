@@ -109,7 +109,7 @@ def test_bad_bucket_settings_name_the_setting(value, message):
 
 
 @pytest.mark.parametrize("overrides,message", [
-    (("model=graph_transformer",), "takes token sets"),
+    (("model=graph-transformer",), "takes token sets"),
     (("task=user-item-purchase", "model=idgnn"), "link prediction")])
 def test_buckets_with_a_model_they_do_not_serve_fail_naming_the_setting(tiny_cfg, overrides,
                                                                        message):

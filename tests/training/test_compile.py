@@ -102,9 +102,9 @@ def odd_batches(dm) -> list:
     # slow: more compiles than CI's 15 minutes on 2 cores hold (77 s for the link model on
     # a cold cache); run with -m slow
     pytest.param("user-item-purchase", "contextgnn", True, marks=pytest.mark.slow),
-    pytest.param("user-churn", "graph_transformer", True, marks=pytest.mark.slow),
+    pytest.param("user-churn", "graph-transformer", True, marks=pytest.mark.slow),
     # static shapes: token sets padded to the batch size, one row per token
-    pytest.param("user-churn", "graph_transformer", False, marks=pytest.mark.slow)])
+    pytest.param("user-churn", "graph-transformer", False, marks=pytest.mark.slow)])
 def test_no_recompiles_over_varying_batches(tiny_cfg, task, model, dynamic):
     _, dm, module = setup(tiny_cfg, task, model, "+compile.kwargs.fullgraph=true",
                           f"compile.kwargs.dynamic={str(dynamic).lower()}")

@@ -25,6 +25,7 @@ from rdl.graph import TemporalSampler
 from rdl.predict import predict
 from rdl.training.batches import DealtBatches, EpochShuffle, batches
 from rdl.training.datamodule import AttachTarget, KeepArgsLinkLoader
+from tests.conftest import task_overrides
 
 #: a parameter that needs a GPU (`pytest -m cuda`, benchmarks/gpu.sh)
 CUDA_ONLY = [pytest.mark.cuda,
@@ -262,7 +263,7 @@ def test_two_processes_evaluate_as_one(tmp_path, run_train, rdl_cache, task):
     the first prepared instead of preparing it again, and their val and test metrics equal
     one process's scoring of the same checkpoint (``rdl.predict``)."""
     run = tmp_path / "run"
-    out = run_train(run, f"task={task}", *DDP)
+    out = run_train(run, *task_overrides(task), *DDP)
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((run / "metrics.json").read_text())
     logs = (run / "train_ddp_process_1.log").read_text()

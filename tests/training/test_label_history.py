@@ -41,7 +41,7 @@ def make_task(name: str) -> Task:
 
 def datamodule(task: Task, **kwargs) -> RelDataModule:
     dm = RelDataModule(random_db(), task, batch_size=16, num_neighbors=[-1], cache_dir=False,
-                       **kwargs)
+                       **{"tree_prior": False, **kwargs})
     dm.setup()
     return dm
 
@@ -105,6 +105,7 @@ def test_history_switch_and_link_tasks():
 def test_a_table_named_like_the_history_is_an_error():
     db = random_db()
     db.tables[HISTORY] = Table(pd.DataFrame({"x": [1]}))
-    dm = RelDataModule(db, make_task("user-churn"), num_neighbors=[-1], cache_dir=False)
+    dm = RelDataModule(db, make_task("user-churn"), num_neighbors=[-1], cache_dir=False,
+                       tree_prior=False)
     with pytest.raises(Exception, match="label_history=false"):
         dm.setup()

@@ -104,7 +104,7 @@ class Audit(pl.Callback):
 
 
 @pytest.mark.parametrize("task,model", [
-    ("user-churn", "sage"), ("item-sales", "sage"), ("user-churn", "graph_transformer"),
+    ("user-churn", "sage"), ("item-sales", "sage"), ("user-churn", "graph-transformer"),
     ("user-item-purchase", "idgnn"),
     ("user-item-purchase", "contextgnn"), ("user-item-purchase", "two-tower")])
 def test_training_and_evaluation_steps_never_sync(tmp_path, tiny_cfg, task, model):

@@ -25,8 +25,8 @@ interleaved           compile dynamic=True, eager      ``compile.enabled=true``;
 """
 from __future__ import annotations
 
-ALL_TASKS = ("user-churn:sage", "item-sales:sage", "user-churn:graph_transformer",
-             "item-sales:graph_transformer", "user-item-purchase:contextgnn",
+ALL_TASKS = ("user-churn:sage", "item-sales:sage", "user-churn:graph-transformer",
+             "item-sales:graph-transformer", "user-item-purchase:contextgnn",
              "user-item-purchase:idgnn", "user-item-purchase:two-tower")
 COMPILED = ["compile.enabled=true"]
 # slug: (name, overrides, autocast bf16, CUDA only)

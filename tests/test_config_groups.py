@@ -1,0 +1,55 @@
+"""Each config group writes only its own section: choosing any option of a group changes
+nothing of the composed config outside that group's key (``experiment/`` and ``debug/``
+are presets, free to set anything). What a task or a model wants of the data it declares in
+its own section (``data_defaults``), applied by ``rdl.train`` where ``data.*`` is null."""
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+import rdl
+from rdl.train import with_data_defaults
+
+PRESETS = ("experiment", "debug")
+CHOICES = [(group.name, option.stem) for group in sorted(rdl.CONF_DIR.iterdir())
+           if group.is_dir() and group.name not in PRESETS
+           for option in sorted(group.glob("*.yaml"))]
+
+
+def composed(*overrides: str) -> dict:
+    with initialize_config_dir(str(rdl.CONF_DIR), version_base="1.3"):
+        return OmegaConf.to_container(compose("config", list(overrides)), resolve=False)
+
+
+def test_every_group_has_choices():
+    groups = {g for g, _ in CHOICES}
+    assert {"data", "model", "task", "trainer", "callbacks", "logger"} <= groups, groups
+    assert len(CHOICES) > 20
+
+
+@pytest.mark.parametrize("group,option", CHOICES, ids=[f"{g}={o}" for g, o in CHOICES])
+def test_a_choice_writes_its_own_section_only(group, option):
+    base, chosen = composed(), composed(f"{group}={option}")
+    changed = sorted(k for k in set(base) | set(chosen) if base.get(k) != chosen.get(k))
+    assert set(changed) <= {group}, f"{group}={option} also changes {changed}"
+
+
+def test_a_task_or_model_fills_only_the_data_settings_left_null():
+    def data(*overrides):
+        with initialize_config_dir(str(rdl.CONF_DIR), version_base="1.3"):
+            return with_data_defaults(compose("config", list(overrides))).data
+
+    assert data("task=user-churn").strategy == "mix"                       # the task's
+    assert data("task=item-sales", "model=idgnn").strategy == "last"
+    idgnn = data("task=user-item-purchase", "model=idgnn")
+    assert (idgnn.strategy, idgnn.bidirectional) == ("last", True)         # the model's
+    assert data("task=user-churn", "data.strategy=uniform").strategy == "uniform"  # yours
+    two = data("task=user-item-purchase", "model=two-tower")
+    assert (two.triplets, list(two.num_neighbors)) == (True, [32, 16])
+    plain = data("task=user-churn")
+    assert (plain.bidirectional, plain.triplets, list(plain.num_neighbors)) == (
+        False, False, [128, 64])                                           # the data module's
+    # a data config's own value stands too (the tiny database's fan-out)
+    assert list(data("data=hm-tiny", "task=user-item-purchase",
+                     "model=two-tower").num_neighbors) == [16, 8]
