@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -188,20 +187,13 @@ class Database:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         caching.remove_stale(path.parent)
-        tmp = caching.temp_dir(path.parent, path.name)
-        try:
+        with caching.atomic_dir(path) as tmp:
             for name, tab in self:
                 tab.df.to_parquet(tmp / f"{name}.parquet", index=False)
             for name, keys in self.keys.items():  # the files' ids (predictions report them)
                 pd.DataFrame({"key": keys}).to_parquet(tmp / f"{name}{KEYS_SUFFIX}", index=False)
             meta = {name: tab.meta() for name, tab in self}
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
-            if path.exists():
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Database:

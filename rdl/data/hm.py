@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -239,7 +237,8 @@ def write_kaggle(frames: dict[str, pd.DataFrame], folder) -> Path:
         df = frames[key]
         _check_columns(df, cols, f"table {table!r}")
         writer = _write_transactions if key == "transactions" else _write_small
-        _atomic_write(folder / file, lambda f, df=df, cols=cols: writer(df[cols], f))
+        with caching.atomic_file(folder / file) as tmp, open(tmp, "wb") as f:
+            writer(df[cols], f)
     return folder
 
 
@@ -270,20 +269,6 @@ def _write_transactions(df: pd.DataFrame, f) -> None:
                             "transactions_train.csv")
         pacsv.write_csv(pa.table({"line": line}), f, pacsv.WriteOptions(
             include_header=False, delimiter="\t", quoting_style="none"))
-
-
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)   # mkstemp makes 0600; a CSV export is a normal file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # -- RelBench files -------------------------------------------------------------------------
