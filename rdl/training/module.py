@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import MetricCollection
 
+from rdl.scaling import robust_asinh, robust_sinh
 from rdl.tasks import Task
 from rdl.training.buckets import warm
 from rdl.training.compile import (CompileOptions, compile_model, compile_optimizer_step,
@@ -275,7 +276,7 @@ class NodeTaskModule(TaskModule):
 
     def to_space(self, y: Tensor) -> Tensor:
         """Regression targets in the space the model predicts: ``asinh((y - center) / scale)``."""
-        return torch.asinh((y - self.target_stats[0]) / self.target_stats[1])
+        return robust_asinh(y, self.target_stats[0], self.target_stats[1])
 
     def loss(self, pred: Tensor, y: Tensor) -> Tensor:
         kind = self.task.kind
@@ -296,7 +297,7 @@ class NodeTaskModule(TaskModule):
             return pred.softmax(-1)
         if self.target_stats is not None:
             center, scale, low, high = self.target_stats
-            return (center + scale * torch.sinh(pred)).clamp(low, high)
+            return robust_sinh(pred, center, scale).clamp(low, high)
         return pred
 
     def step_loss(self, batch) -> tuple[Tensor, int]:
