@@ -31,6 +31,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from rdl.caching import write_atomic
 from rdl.tasks import split_times
 
 
@@ -142,10 +143,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
     print(text)
-    out = args.out or args.folder / "backtest.md"
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
+    write_atomic(args.out or args.folder / "backtest.md", text)
 
 
 if __name__ == "__main__":

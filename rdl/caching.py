@@ -1,25 +1,34 @@
-"""Cache entries that never lie (synthetic databases, materialised graphs under
-:func:`rdl.cache_dir`).
+"""Files and cache entries that never lie: written beside, renamed into place when whole.
 
-An entry is written into a temporary folder beside it, named
-``.<entry>.tmp-<host>-<pid>-<random>``, and renamed into place only when complete; a
-graph entry carries a marker (:data:`MARKER`, written last) listing its files and their
-sizes, and is trusted only if they all match. A process killed while writing leaves its
-temporary behind: :func:`remove_stale` removes those of dead processes on this host (and
-any older than a day, e.g. from another machine sharing the cache), never a live one's:
-the processes of a multi-process run (DDP) may build the same entry at once. A cache
-folder that cannot be written is not an error: rdl runs without caching and warns once.
+A file rdl writes whole (metrics, predictions, reports, exports) goes through
+:func:`atomic_file`: a temporary file beside it, renamed over it only once the write
+completed, removed if the write raised; a reader sees the old file or the new one, never
+half of one.
+
+A cache entry (a synthetic database, a materialised graph under :func:`rdl.cache_dir`)
+is a folder written the same way: into a temporary folder beside it, named
+``.<entry>.tmp-<host>-<pid>-<random>`` (as the temporary files are), and renamed into
+place only when complete; a graph entry carries a marker (:data:`MARKER`, written last)
+listing its files and their sizes, and is trusted only if they all match. A process
+killed while writing leaves its temporary behind: :func:`remove_stale` removes those of
+dead processes on this host (and any older than a day, e.g. from another machine sharing
+the cache), never a live one's: the processes of a multi-process run (DDP) may build the
+same entry at once. A cache folder that cannot be written is not an error: rdl runs
+without caching and warns once.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
+import secrets
 import shutil
 import socket
 import tempfile
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 #: the file of a complete cache entry, written last: ``{file name: size in bytes}``
@@ -45,6 +54,62 @@ def temp_dir(parent: Path, name: str) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}{_TMP}{_host()}-{os.getpid()}-", dir=parent))
     os.chmod(tmp, 0o755)  # mkdtemp makes it private; a cache is for every user
     return tmp
+
+
+def _temp_name(name: str) -> str:
+    """A temporary's name for ``name``, recognisable by :func:`remove_stale`."""
+    return f".{name}{_TMP}{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+@contextmanager
+def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
+    """Yields a new empty temporary file beside ``path`` for the block to write; renames it
+    to ``path`` (replacing the old file) when the block completes, removes it if the block
+    raises. Made with the permissions of a file opened for writing (``0o666`` less the
+    umask)."""
+    path = Path(path)
+    while True:
+        tmp = path.with_name(_temp_name(path.name))
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:  # pragma: no cover (a random name taken)
+            continue
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def atomic_dir(path: str | os.PathLike, keep_first: bool = False) -> Iterator[Path]:
+    """Yields a new temporary folder beside ``path`` (:func:`temp_dir`) for the block to
+    fill; when the block completes it becomes ``path``, replacing an existing one, or with
+    ``keep_first`` dropped if another process made ``path`` meanwhile. Removed if the block
+    raises."""
+    path = Path(path)
+    tmp = temp_dir(path.parent, path.name)
+    try:
+        yield tmp
+        if not keep_first and path.exists():
+            shutil.rmtree(path)
+        try:
+            os.rename(tmp, path)
+        except OSError:
+            if not (keep_first and path.exists()):
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)  # another process's is in place
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """``Path(path).write_text(text)``, through :func:`atomic_file`."""
+    with atomic_file(path) as tmp:
+        tmp.write_text(text)
 
 
 def _alive(pid: int) -> bool:

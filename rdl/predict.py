@@ -31,6 +31,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rdl.baselines.link import _pad
+from rdl.caching import atomic_file
 from rdl.baselines.scoring import _score, score
 from rdl.data.database import DataError
 from rdl.train import USER_ERRORS, build, read_checkpoint
@@ -121,12 +122,11 @@ def _original(keys: dict, table: str, rows: np.ndarray) -> np.ndarray:
 def write(table: pd.DataFrame, out: Path, fmt: str) -> None:
     """``table`` to ``out``, through a temporary file beside it (never half-written)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    if fmt == "parquet":
-        table.to_parquet(tmp, index=False)
-    else:
-        table.to_csv(tmp, index=False)
-    os.replace(tmp, out)
+    with atomic_file(out) as tmp:
+        if fmt == "parquet":
+            table.to_parquet(tmp, index=False)
+        else:
+            table.to_csv(tmp, index=False)
 
 
 @hydra.main(config_path="conf", config_name="predict", version_base="1.3")

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
 
 from rdl import baselines
+from rdl.caching import write_atomic
 from rdl.data.database import DataError
 from rdl.training.compile import STATIC_GRAPHS
 from rdl.training.compile import stats as compile_stats
@@ -311,9 +312,7 @@ def report(task: str, results: dict, out: Path, percent: tuple = ()) -> None:
         lines.append(f"test {m} in %: " + ", ".join(f"{who} {100 * r['test'][m]:.2f} %"
                                                      for who, r in results.items()))
     print(f"\n{task}: model vs baselines\n" + "\n".join(lines) + "\n")
-    tmp = out / "metrics.json.tmp"
-    tmp.write_text(json.dumps({"task": task, **results}, indent=2))
-    tmp.replace(out / "metrics.json")
+    write_atomic(out / "metrics.json", json.dumps({"task": task, **results}, indent=2))
     log.info("metrics written to %s", out / "metrics.json")
 
 

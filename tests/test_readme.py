@@ -232,7 +232,8 @@ class Project:
 
     def __init__(self, root: Path, commands: list[str]):
         from rdl.data import synthetic_hm
-        from rdl.data.hm import synthetic_hm_db, write_kaggle
+        from rdl.data.hm import synthetic_hm_db
+        from rdl.data.kaggle import write_kaggle
         from rdl.data.forum import write_forum
         self.root, self.cwd, self.home = root, root / "project", root / "home"
         self.cwd.mkdir()

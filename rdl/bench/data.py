@@ -9,7 +9,7 @@ rows/s and the process's peak resident memory.
 ``--kaggle DIR``: the Kaggle CSV files in ``DIR`` (written there first from the synthetic
 generator at the first ``--scale`` if missing: the real format at the real size) as a user
 starts on them, each step in a fresh process with an empty cache folder of its own:
-``first start`` reads and checks the files (:func:`~rdl.data.hm.kaggle_hm_db`, which caches
+``first start`` reads and checks the files (:func:`~rdl.data.kaggle.kaggle_hm_db`, which caches
 the database) and builds the graph (:func:`~rdl.graph.build.make_graph`, cached too);
 ``cached start`` does the same again, from the caches; ``round trip`` checks that the files
 give back the generator's database (same tables, same original ids).
@@ -52,7 +52,8 @@ def measure(scale: float, seed: int) -> dict:
 
 def kaggle_step(step: str, files: str, cache: str, scale: float, seed: int) -> dict:
     """One step of ``--kaggle`` in this process (see the module docstring)."""
-    from rdl.data.hm import hm_database, kaggle_hm_db
+    from rdl.data.hm import hm_database
+    from rdl.data.kaggle import kaggle_hm_db
     from rdl.graph.build import make_graph
 
     t0 = time.perf_counter()
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.write_kaggle:
         from rdl.data import synthetic_hm
-        from rdl.data.hm import write_kaggle
+        from rdl.data.kaggle import write_kaggle
         write_kaggle(synthetic_hm.generate(seed=args.seed, scale=args.scale[0]), args.write_kaggle)
         return
     if args.kaggle:

@@ -43,6 +43,7 @@ from rdl.bench.e2e import PROFILED, RESULT, TINY, VARIANTS
 from rdl.bench.report import markdown
 from rdl.bench.train.runner import cold_env, error_line, kill_group, result_of
 from rdl.bench.turns import Turns
+from rdl.caching import write_atomic
 
 CONFIGS = {"gpu": ["experiment=gpu"], "default": []}
 GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets"]
@@ -252,9 +253,7 @@ def write(out: Path, header: dict, rows: list[dict]) -> None:
             if rows else "(no rows)", ""]
     for name, body in (("gpu.json", json.dumps(doc, indent=1, default=str)),
                        ("gpu.md", "\n".join(text))):
-        tmp = out / f".{name}.tmp"
-        tmp.write_text(body)
-        tmp.replace(out / name)
+        write_atomic(out / name, body)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,6 +7,8 @@ import os
 import resource
 from pathlib import Path
 
+from rdl.caching import atomic_file, write_atomic
+
 
 def peak_rss_gib() -> float:
     """Peak resident memory of this process so far, in GiB (Linux reports KiB)."""
@@ -42,8 +44,8 @@ def report(name: str, rows: list[dict], out: str | os.PathLike | None = None,
     out.mkdir(parents=True, exist_ok=True)
     text = (header + "\n\n" if header else "") + markdown(rows) + "\n"
     print(text)
-    (out / f"{name}.md").write_text(text)
-    with open(out / f"{name}.csv", "w", newline="") as f:
+    write_atomic(out / f"{name}.md", text)
+    with atomic_file(out / f"{name}.csv") as tmp, open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)

@@ -8,14 +8,16 @@ point at them (``<NA>`` where the referenced row does not exist), as in RelBench
 from __future__ import annotations
 
 import json
+import logging
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from rdl import caching
+
+log = logging.getLogger(__name__)
 
 META_FILE = "metadata.json"
 KEYS_SUFFIX = ".keys.parquet"
@@ -188,20 +190,13 @@ class Database:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         caching.remove_stale(path.parent)
-        tmp = caching.temp_dir(path.parent, path.name)
-        try:
+        with caching.atomic_dir(path) as tmp:
             for name, tab in self:
                 tab.df.to_parquet(tmp / f"{name}.parquet", index=False)
             for name, keys in self.keys.items():  # the files' ids (predictions report them)
                 pd.DataFrame({"key": keys}).to_parquet(tmp / f"{name}{KEYS_SUFFIX}", index=False)
             meta = {name: tab.meta() for name, tab in self}
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
-            if path.exists():
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Database:
@@ -221,3 +216,30 @@ class Database:
         db = cls(tables, keys=keys)
         db.validate()
         return db
+
+
+def cached_database(path: Path, make) -> Database:
+    """The database saved in ``path`` if it is complete, readable and keeps the files' ids;
+    else ``make()``'s, saved there (unless the cache cannot be written)."""
+    if (path / META_FILE).exists():  # written last: the folder is complete
+        try:
+            db = Database.load(path)
+            if db.keys:
+                return db
+            # written before databases kept their ids: predictions would report positions
+            log.info("cached database %s has no original ids: making it again", path)
+        except (DataError, OSError, ValueError) as e:  # damaged since: made again below
+            log.warning("cached database %s is unreadable (%s): making it again", path, e)
+    db = make()
+    # Another process (DDP) may have saved it meanwhile; a read-only cache is skipped.
+    if not _has_ids(path) and caching.writable(path.parent):
+        try:
+            db.save(path)
+        except OSError as e:
+            caching.warn_uncached(path.parent, e)
+    return db
+
+
+def _has_ids(path: Path) -> bool:
+    """Whether the database folder ``path`` is complete and keeps the files' ids."""
+    return (path / META_FILE).exists() and any(path.glob(f"*{KEYS_SUFFIX}"))

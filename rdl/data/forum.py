@@ -20,14 +20,13 @@ who votes on what next week follows from what they did before.
 """
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 import rdl
+from rdl import caching
 from rdl.data.folder import load_folder
 
 #: bump when the generated data changes (it is part of the cache folder's name)
@@ -190,12 +189,8 @@ def forum_db(seed: int = 0, scale: float = 0.02, cache_dir=None):
     folder = root / f"forum-v{GENERATOR_VERSION}-seed{int(seed)}-scale{float(scale):g}"
     if not (folder / "schema.yaml").exists():
         # written beside, then renamed: a crash never leaves a half-written folder
-        tmp = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
-        write_forum(tmp, seed, scale)
-        try:
-            tmp.rename(folder)
-        except OSError:  # another process wrote it first
-            shutil.rmtree(tmp, ignore_errors=True)
+        with caching.atomic_dir(folder, keep_first=True) as tmp:
+            write_forum(tmp, seed, scale)
     return load_folder(folder)
 
 

@@ -9,6 +9,8 @@ from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
 
+from rdl.scaling import iqr_scale, robust_asinh
+
 
 class RobustLinearEncoder(torch_frame.nn.LinearEncoder):
     """PyTorch Frame's linear encoder of numerical columns, on ``asinh((x - median) / s)``
@@ -19,19 +21,20 @@ class RobustLinearEncoder(torch_frame.nn.LinearEncoder):
     sales): there the standard deviation is set by a few huge values, the bulk of the
     column collapses to one point, and the layer norms downstream squash the tail. The
     robust scale spreads the bulk, and ``asinh`` (linear near 0, logarithmic beyond)
-    keeps every magnitude apart. Same parameters and statistics as ``LinearEncoder``.
+    keeps every magnitude apart (:mod:`rdl.scaling`). Same parameters and statistics as
+    ``LinearEncoder``.
     """
 
     def init_modules(self) -> None:
         super().init_modules()
         q = torch.tensor([stats[StatType.QUANTILES] for stats in self.stats_list],
                          dtype=torch.float).view(len(self.stats_list), -1)
-        scale = (q[:, 3] - q[:, 1]) / 1.349  # quantiles: min, 25 %, median, 75 %, max
+        # quantiles: min, 25 %, median, 75 %, max
         self.register_buffer("median", q[:, 2])
-        self.register_buffer("scale", torch.where(scale > 0, scale, self.std))
+        self.register_buffer("scale", iqr_scale(q[:, 1], q[:, 3], self.std))
 
     def encode_forward(self, feat: Tensor, col_names: list[str] | None = None) -> Tensor:
-        x = torch.asinh((feat - self.median) / self.scale).unsqueeze(-1)
+        x = robust_asinh(feat, self.median, self.scale).unsqueeze(-1)
         # A missing value encodes as zeros, as PyTorch Frame's encoders give it, but with
         # the NaN kept out of the product: ``NaN * weight`` zeroed afterwards still sends
         # a NaN gradient to the weight, and one missing value made the column's weight

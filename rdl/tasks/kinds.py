@@ -23,11 +23,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from rdl.scaling import robust_asinh, robust_sinh
+
 
 def asinh_space(y: Tensor, stats: Tensor) -> Tensor:
     """Regression targets in the space the model predicts: ``asinh((y - center) / scale)``
     (``stats``: ``(center, scale, low, high)``, :meth:`Regression.target_stats`)."""
-    return torch.asinh((y - stats[0]) / stats[1])
+    return robust_asinh(y, stats[0], stats[1])
 
 
 class Kind:
@@ -174,7 +176,7 @@ class Regression(Kind):
         if stats is None:
             return pred
         center, scale, low, high = stats
-        return (center + scale * torch.sinh(pred)).clamp(low, high)
+        return robust_sinh(pred, center, scale).clamp(low, high)
 
     def from_base(self, out, base, stats):
         """From each seed's last visible label or tree prior (NaN: none, the change from

@@ -16,6 +16,7 @@ from torch_geometric.sampler import NegativeSampling
 from torch_geometric.transforms import Compose
 
 import rdl
+from rdl.caching import atomic_file
 from rdl.data.database import Database, DataError
 from rdl.graph.build import check_stypes, make_graph, to_seconds
 from rdl.graph.sampler import TemporalSampler
@@ -261,9 +262,8 @@ class RelDataModule(pl.LightningDataModule):
         path = self.prepared_path
         if path is None or _local_rank() != 0:
             return
-        tmp = f"{path}.tmp{os.getpid()}"  # written beside, then renamed: never read half-written
-        torch.save({k: getattr(self, k) for k in self.PREPARED}, tmp)
-        os.replace(tmp, path)
+        with atomic_file(path) as tmp:  # never read half-written
+            torch.save({k: getattr(self, k) for k in self.PREPARED}, tmp)
 
     def _load_prepared(self, timeout: float = 3600.0) -> bool:
         """A process other than its machine's first takes what that one prepared (it waits

@@ -12,7 +12,7 @@ the model starts from everything the trees see and adds what the graph holds. Re
 strongest rel-hm entries combine the same kind of aggregates with a GNN.
 
 Each column is scaled as :class:`~rdl.nn.encoder.RobustLinearEncoder` scales a table's
-numbers, ``asinh((x - median) / s)``, with statistics of the train split; a missing value
+numbers, ``asinh((x - median) / s)`` (:mod:`rdl.scaling`), with statistics of the train split; a missing value
 (no row yet, no earlier label) becomes 0 and sets an indicator column.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from torch import Tensor
 
 from rdl.baselines.features import entity_features
 from rdl.data.database import Database
+from rdl.scaling import iqr_scale, robust_asinh
 from rdl.tasks import Task
 
 
@@ -44,9 +45,8 @@ def seed_features(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     x = train.to_numpy(dtype=np.float64)
     center = np.nanmedian(x, axis=0) if len(x) else np.zeros(len(cols))
     q1, q3 = (np.nanpercentile(x, q, axis=0) if len(x) else np.zeros(len(cols)) for q in (25, 75))
-    scale = (q3 - q1) / 1.349
     std = np.nanstd(x, axis=0) if len(x) else np.ones(len(cols))
-    scale = np.where(scale > 0, scale, np.where(std > 0, std, 1.0))
+    scale = iqr_scale(q1, q3, np.where(std > 0, std, 1.0))
     center, scale = np.nan_to_num(center), np.nan_to_num(scale, nan=1.0)
     # An indicator only for columns the train split has missing values in.
     flagged = [j for j in range(len(cols)) if np.isnan(x[:, j]).any()]
@@ -55,7 +55,7 @@ def seed_features(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     for split, df in raw.items():
         v = df[cols].to_numpy(dtype=np.float64)
         missing = np.isnan(v)
-        z = np.nan_to_num(np.arcsinh((v - center) / scale), nan=0.0)
+        z = np.nan_to_num(robust_asinh(v, center, scale), nan=0.0)
         out[split] = torch.from_numpy(np.hstack([z, missing[:, flagged]]).astype(np.float32))
     return out, names
 

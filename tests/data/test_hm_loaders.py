@@ -1,4 +1,5 @@
-"""rdl.data.hm: frames -> Database, Kaggle CSV round trip, RelBench files, the synthetic cache."""
+"""rdl.data.hm, .kaggle, .relbench: frames -> Database, Kaggle CSV round trip, RelBench files,
+the synthetic cache."""
 import json
 import re
 
@@ -10,8 +11,9 @@ import pytest
 
 import rdl
 from rdl.data import DataError, Database, synthetic_hm
-from rdl.data.hm import (START, hm_database, load_hm, read_kaggle, read_relbench, synthetic_cache_path,
-                         synthetic_hm_db, write_kaggle)
+from rdl.data.hm import START, hm_database, load_hm, synthetic_cache_path, synthetic_hm_db
+from rdl.data.kaggle import read_kaggle, write_kaggle
+from rdl.data.relbench import read_relbench
 
 SCALE = 0.001
 
@@ -250,7 +252,7 @@ def test_kaggle_files_are_read_once(frames, tmp_path, monkeypatch):
     def boom(folder):
         raise AssertionError("read_kaggle must not run while the files are unchanged")
 
-    monkeypatch.setattr(rdl.data.hm, "read_kaggle", boom)
+    monkeypatch.setattr(rdl.data.kaggle, "read_kaggle", boom)
     again = load_hm("kaggle", path=tmp_path / "kaggle", cache_dir=tmp_path / "cache")
     for name, tab in first:
         pd.testing.assert_frame_equal(again[name].df, tab.df)

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from rdl.data import DataError, Database, Table, checks, synthetic_hm
-from rdl.data.hm import hm_database, read_kaggle, write_kaggle
+from rdl.data.hm import hm_database
+from rdl.data.kaggle import read_kaggle, write_kaggle
 from rdl.tasks import Task
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rdl.caching import atomic_file
+
 
 def plot(rows: list[dict], path: Path, title: str = "") -> None:
     """Bar chart of ms/step per variant, one panel per task:model (needs matplotlib)."""
@@ -36,6 +38,7 @@ def plot(rows: list[dict], path: Path, title: str = "") -> None:
     if title:
         fig.suptitle(title, fontsize="medium")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=120)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=120, format=Path(path).suffix[1:] or None)
     plt.close(fig)
     print(f"bar chart written to {path}")

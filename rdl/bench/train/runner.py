@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rdl.caching import write_atomic
+
 RESULT = "RDL_BENCH_TRAIN_RESULT "  # the child's result line on stdout
 
 
@@ -49,7 +51,7 @@ def _run_child(spec: dict, timeout: float | None, log: Path, module: str = "rdl.
         finally:
             kill_group(proc)   # compile workers the child left behind
     log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(f"$ {' '.join(cmd)}\n\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}")
+    write_atomic(log, f"$ {' '.join(cmd)}\n\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}")
     found = result_of(stdout, result) if error is None else None
     if found is not None:
         return found
