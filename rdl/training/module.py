@@ -14,7 +14,6 @@ import torch
 from torch import Tensor
 from torchmetrics import MetricCollection
 
-from rdl.scaling import robust_asinh, robust_sinh
 from rdl.tasks import Task
 from rdl.training.buckets import warm
 from rdl.training.compile import (CompileOptions, compile_model, compile_optimizer_step,
