@@ -33,6 +33,7 @@ from rdl.training.compile import stats as compile_stats
 from rdl.training.datamodule import RelDataModule
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
+from rdl.training.process import configured
 
 log = logging.getLogger("rdl.train")
 #: the key of the composed config in a checkpoint's hyper-parameters
@@ -120,14 +121,11 @@ def with_data_defaults(cfg: DictConfig) -> DictConfig:
 
 
 def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
-    """The task, the set-up datamodule and the LightningModule a config describes (and,
-    training on the CPU, the process's ``malloc`` set as ``keep_freed_memory`` says).
+    """The task, the set-up datamodule and the LightningModule a config describes; the
+    process is left as it is (:func:`process_settings` says how a run sets it up).
     ``prepared_path``: see :attr:`RelDataModule.prepared_path`."""
     cfg = with_data_defaults(cfg)
     check_settings(cfg)
-    if cfg.get("keep_freed_memory", True) and _on_cpu(cfg):
-        from rdl.training.malloc import keep_freed_memory
-        keep_freed_memory()
     task = instantiate(cfg.task, _convert_="all", backtest=cfg.get("backtest", 0))
     link = not task.kind.per_seed
     model_cls = hydra.utils.get_class(cfg.model._target_)
@@ -191,6 +189,13 @@ def _data_key(cfg: DictConfig) -> str:
     """A digest of the settings that what the datamodule prepares depends on."""
     text = OmegaConf.to_yaml(OmegaConf.masked_copy(cfg, ["data", "task", "seed"]), resolve=True)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def process_settings(cfg: DictConfig) -> dict:
+    """What a run of ``cfg`` sets up in its process (:func:`rdl.training.process.configured`):
+    ``malloc`` keeping freed memory when training on the CPU, Dynamo's compile logs."""
+    return {"keep_freed_memory": bool(cfg.get("keep_freed_memory", True)) and _on_cpu(cfg),
+            "compile_log": bool((cfg.get("compile") or {}).get("log", False))}
 
 
 def _on_cpu(cfg: DictConfig) -> bool:
@@ -319,7 +324,8 @@ def report(task: str, results: dict, out: Path, percent: tuple = ()) -> None:
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float:
     try:
-        results = train(cfg)
+        with configured(**process_settings(cfg)):   # undone when the run ends
+            results = train(cfg)
     except (InstantiationException, *USER_ERRORS) as e:
         # Bad data or settings: one clear message, no stack trace (HYDRA_FULL_ERROR=1 shows
         # it). Anything else is a bug and keeps its traceback.

@@ -25,6 +25,7 @@ the same run (same task, model and size).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -36,6 +37,7 @@ import torch
 
 from rdl.bench.report import load_average, peak_rss_gib, report, run_dir
 from rdl.bench.turns import Gate
+from rdl.training.process import configured
 from rdl.training.compile import stats
 
 #: static-shape buckets (rdl/conf/experiment/buckets.yaml's settings)
@@ -186,8 +188,12 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
                         *overrides, *VARIANTS[variant][1], f"trainer.default_root_dir={tmp}",
                         f"logger.save_dir={tmp}"])
         pl.seed_everything(cfg.seed, workers=True, verbose=False)
-        _, dm, module = build(cfg)
         dev = torch.device(device)
+        # This process runs one row: set up as rdl.train's main() sets up a run's.
+        contextlib.ExitStack().enter_context(configured(
+            keep_freed_memory=cfg.get("keep_freed_memory", True) and dev.type == "cpu",
+            compile_log=cfg.compile.log))
+        _, dm, module = build(cfg)
         clock = EpochClock(dev, warm=1, gate=Gate(gate))
         prof = StepProfiler(dev, epochs, profile)
         # The configured callbacks but those that need validation or write checkpoints.

@@ -46,7 +46,8 @@ class CompileOptions:
         optimizer: compile the optimiser step too (the default Adam is fused: one kernel
             already).
         log: report every recompile and graph break as it happens, with its reason (like
-            ``TORCH_LOGS=recompiles,graph_breaks``).
+            ``TORCH_LOGS=recompiles,graph_breaks``); set up by the run
+            (:mod:`rdl.training.process`).
         kwargs: passed to ``torch.compile`` for the model (``dynamic``, ``mode``,
             ``fullgraph``, ``backend``).
         cpu_patches: :class:`~rdl.training.cpu_patches.CpuPatches` (or a dict of them, or
@@ -162,12 +163,6 @@ def compile_optimizer_step(optimizer: torch.optim.Optimizer, **kwargs) -> None:
 
     # A bound method, as LR schedulers expect (they wrap ``step.__func__``).
     optimizer.step = types.MethodType(compiled_step, optimizer)
-
-
-def set_logging(enabled: bool) -> None:
-    """Report recompiles (with the guard that failed) and graph breaks (with the reason)."""
-    if enabled:
-        torch._logging.set_logs(recompiles=True, graph_breaks=True)
 
 
 def stats() -> dict[str, int]:

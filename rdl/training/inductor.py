@@ -249,6 +249,23 @@ def fast_cpu_mask_stores() -> None:
 
 
 FIXES = {"mask_stores": fast_cpu_mask_stores, "sum_guard": no_size_guard_in_cpu_sums}
+#: the Inductor methods the fixes replace: (module, class, method)
+PATCHED = (("torch._inductor.codegen.cpp", "CppVecKernel", "_get_store_line"),
+           ("torch._inductor.codegen.cpp", "CppKernel", "need_use_acc_helper"))
+
+
+def uninstall() -> None:
+    """Put Inductor's own methods back (each fix installs its method once, at the first
+    compile that asks for it). Graphs compiled before keep the code they were given."""
+    import importlib
+    for module, cls, name in PATCHED:
+        try:
+            owner = getattr(importlib.import_module(module), cls)
+        except (ImportError, AttributeError):
+            continue
+        method = owner.__dict__.get(name)
+        if getattr(method, "_rdl", False):
+            setattr(owner, name, method.__wrapped__)
 
 
 def options(graph_pass: bool = True, mask_stores: bool = True,

@@ -26,18 +26,39 @@ MMAP_THRESHOLD = 32 * 2**20     # the largest glibc accepts on 64-bit: bigger bl
 TRIM_THRESHOLD = 2**31 - 1      # mallopt's largest (an int): up to 2 GiB of free heap kept
 
 
-def keep_freed_memory(enabled: bool = True) -> bool:
-    """Set glibc ``malloc`` to keep freed memory (see the module docstring); returns whether
-    it was set. Does nothing when ``enabled`` is false or the C library is not glibc."""
-    if not enabled or platform.libc_ver()[0] != "glibc":
-        return False
+#: glibc's documented initial values of both thresholds (128 KiB)
+DEFAULT_THRESHOLD = 128 * 1024
+
+
+def _mallopt():
+    if platform.libc_ver()[0] != "glibc":
+        return None
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
-        return False
+        return None
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return mallopt
+
+
+def keep_freed_memory(enabled: bool = True) -> bool:
+    """Set glibc ``malloc`` to keep freed memory (see the module docstring); returns whether
+    it was set. Does nothing when ``enabled`` is false or the C library is not glibc."""
+    mallopt = _mallopt() if enabled else None
+    if mallopt is None:
+        return False
     ok = (mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
           and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1)
     if not ok:
         log.warning("mallopt refused the thresholds; malloc keeps its defaults")
     return ok
+
+
+def release_freed_memory() -> None:
+    """Undo :func:`keep_freed_memory`: both thresholds back to glibc's initial values.
+    (glibc then keeps them fixed: its own raising of the mmap threshold as it sees large
+    blocks freed has no call that switches it back on.)"""
+    mallopt = _mallopt()
+    if mallopt is not None:
+        mallopt(M_MMAP_THRESHOLD, DEFAULT_THRESHOLD)
+        mallopt(M_TRIM_THRESHOLD, DEFAULT_THRESHOLD)

@@ -17,7 +17,7 @@ from torchmetrics import MetricCollection
 from rdl.tasks import Task
 from rdl.training.buckets import warm
 from rdl.training.compile import (CompileOptions, compile_model, compile_optimizer_step,
-                                  pad_inputs, set_logging)
+                                  pad_inputs)
 
 
 class TaskModule(pl.LightningModule):
@@ -50,7 +50,6 @@ class TaskModule(pl.LightningModule):
         self.compile_options = CompileOptions.of(compile)
         forward = model
         if self.compile_options.enabled:
-            set_logging(self.compile_options.log)
             forward = compile_model(model, self.compile_options.cpu_patches,
                                     **self.compile_options.kwargs)
         self._step_loss, self._loss_sum, self._loss_count = None, None, 0  # see training_step

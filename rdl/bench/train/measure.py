@@ -38,6 +38,7 @@ What is measured:
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from itertools import islice
@@ -46,6 +47,7 @@ import torch
 
 from rdl.bench.report import peak_rss_gib
 from rdl.bench.train.variants import VARIANTS, _compose
+from rdl.training.process import configured
 
 PROFILE_COLUMNS = ("prof_matmul_ms", "prof_rng_ms", "prof_other_ms", "prof_kernel_ms",
                    "prof_kernels")
@@ -116,6 +118,11 @@ def measure(task: str, model: str, variant: str, overrides: list[str], steps: in
     dev = torch.device(device)
     _, _, bf16, _ = VARIANTS[variant]
     cfg = _compose([f"task={task}", f"model={model}", *overrides])
+    # This process runs one variant: set up as rdl.train's main() sets up a run's, for the
+    # process's lifetime.
+    contextlib.ExitStack().enter_context(configured(
+        keep_freed_memory=cfg.get("keep_freed_memory", True) and dev.type == "cpu",
+        compile_log=cfg.compile.log))
     pl.seed_everything(cfg.seed, workers=True, verbose=False)
     _, dm, module = build(cfg)
     module.to(dev)

@@ -1,0 +1,58 @@
+"""A run's changes to its process are made by ``rdl.train``'s ``main()`` only, and undone
+when the run ends (:mod:`rdl.training.process`): building a run (what ``rdl.predict``, the
+notebooks and the benchmarks do) leaves the process as it was."""
+from __future__ import annotations
+
+import pytest
+
+from rdl.train import build, process_settings
+from rdl.training import malloc
+from rdl.training.process import configured
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Calls of the malloc settings, recorded instead of made."""
+    seen = []
+    monkeypatch.setattr(malloc, "keep_freed_memory", lambda on=True: seen.append(("keep", on))
+                        or on)
+    monkeypatch.setattr(malloc, "release_freed_memory", lambda: seen.append(("release",)))
+    return seen
+
+
+def test_building_a_run_leaves_the_process_alone(tiny_cfg, calls):
+    cfg = tiny_cfg("task=user-churn", "trainer.accelerator=cpu", "keep_freed_memory=true")
+    assert process_settings(cfg)["keep_freed_memory"]
+    build(cfg)
+    assert calls == []
+
+
+def test_a_run_sets_up_its_process_and_undoes_it(calls):
+    from torch._logging._internal import log_state
+
+    with configured(keep_freed_memory=True, compile_log=True):
+        assert calls == [("keep", True)]
+        assert log_state.is_artifact_enabled("recompiles")
+    assert calls == [("keep", True), ("release",)]
+    assert not log_state.is_artifact_enabled("recompiles")
+
+
+def test_the_inductor_fixes_are_put_back_after_a_run():
+    from torch._inductor.codegen import cpp
+
+    from rdl.training import inductor
+
+    own = cpp.CppKernel.__dict__["need_use_acc_helper"]
+    with configured():
+        inductor.no_size_guard_in_cpu_sums()   # what a compile with the CPU patches does
+        assert cpp.CppKernel.__dict__["need_use_acc_helper"] is not own
+    assert cpp.CppKernel.__dict__["need_use_acc_helper"] is own
+
+
+def test_settings_of_a_run():
+    from omegaconf import OmegaConf
+    cfg = OmegaConf.create({"keep_freed_memory": True, "compile": {"log": True},
+                            "trainer": {"accelerator": "gpu"}})
+    assert process_settings(cfg) == {"keep_freed_memory": False, "compile_log": True}
+    cfg.trainer.accelerator = "cpu"
+    assert process_settings(cfg)["keep_freed_memory"] is True
