@@ -129,3 +129,32 @@ class AttachLinkTarget:
             keys = (seed * self.num_dst + pos)[pos >= 0]
             dst.y = torch.isin(dst.batch * self.num_dst + dst.n_id, keys).float()
         return batch
+
+
+class AttachTarget:
+    """Loader transform: the labels of a batch's seeds, looked up by their row in the table,
+    and, optional, what the model's output starts from as ``base`` (the seed's last
+    visible label, or its tree prior: :meth:`Prepared.base <rdl.prepare.Prepared.base>`) and its seed
+    features as ``seed_x`` (``feats``, :mod:`~rdl.training.seed_features`).
+
+    Labels cannot live on the graph: one entity is a seed at many times with other labels.
+    """
+
+    def __init__(self, entity_table: str, target: Tensor, base: Tensor | None = None,
+                 feats: Tensor | None = None):
+        self.entity_table = entity_table
+        self.target, self.base, self.feats = target, base, feats
+
+    def __call__(self, batch):
+        store = batch[self.entity_table]
+        idx = store.input_id
+        if idx.device != self.target.device:
+            # A sampler on the GPU returns its seeds' rows there: the tables follow once.
+            self.target, self.base, self.feats = (None if t is None else t.to(idx.device)
+                                                  for t in (self.target, self.base, self.feats))
+        store.y = self.target[idx]
+        if self.base is not None:
+            store.base = self.base[idx]
+        if self.feats is not None:
+            store.seed_x = self.feats[idx]
+        return batch

@@ -3,10 +3,7 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
-import time
 
-import numpy as np
 import pandas as pd
 import pytorch_lightning as pl
 import torch
@@ -16,68 +13,20 @@ from torch_geometric.sampler import NegativeSampling
 from torch_geometric.transforms import Compose
 
 import rdl
-from rdl.caching import atomic_file
 from rdl.data.database import Database, DataError
-from rdl.graph.build import check_stypes, make_graph, to_seconds
+from rdl.graph.build import check_stypes, to_seconds
 from rdl.graph.sampler import TemporalSampler
 from rdl.graph.tokens import TokenSet
-from rdl.graph.transforms import AttachLinkTarget, Bidirectional, DropEdgeIds, InputRows
-from rdl.tasks import HISTORY, SPLITS, Task
+from rdl.graph.transforms import (AttachLinkTarget, AttachTarget, Bidirectional, DropEdgeIds,
+                                  InputRows)
+from rdl.prepare import Prepared, check_task_tables, prepare
+from rdl.tasks import HISTORY, Task
 from rdl.training.batches import DealtBatches, batches
 from rdl.training.buckets import (BucketSettings, PadToBucket, describe, padding, plan,
                                   sizes, smallest)
 from rdl.training.compile import PAD
 
 log = logging.getLogger(__name__)
-
-
-def check_task_tables(task: Task, db: Database) -> None:
-    """The task's entity (and, for a link task, target) table is a table of ``db`` with a
-    primary key: a typo would otherwise surface as a ``KeyError`` after the labels, the tree
-    prior and the graph were made."""
-    for setting, table in (("entity_table", task.entity_table), ("target_table", task.target_table)):
-        if table is None:
-            continue
-        if table not in db.tables:
-            raise DataError(f"task {task.name!r}: {setting} {table!r} is not a table of the "
-                            f"database; its tables: {sorted(db.tables)}")
-        if db[table].pkey is None:
-            raise DataError(f"task {task.name!r}: {setting} {table!r} has no primary key, so "
-                            "its rows cannot be predicted (seeds are rows of a keyed table)")
-
-
-def _local_rank() -> int:
-    """This process's rank on its machine, as Lightning's and torchrun's launchers set it."""
-    return int(os.environ.get("LOCAL_RANK", 0))
-
-
-class AttachTarget:
-    """Loader transform: the labels of a batch's seeds, looked up by their row in the table,
-    and, optional, what the model's output starts from as ``base`` (the seed's last
-    visible label, or its tree prior: :meth:`RelDataModule.base`) and its seed
-    features as ``seed_x`` (``feats``, :mod:`~rdl.training.seed_features`).
-
-    Labels cannot live on the graph: one entity is a seed at many times with other labels.
-    """
-
-    def __init__(self, entity_table: str, target: Tensor, base: Tensor | None = None,
-                 feats: Tensor | None = None):
-        self.entity_table = entity_table
-        self.target, self.base, self.feats = target, base, feats
-
-    def __call__(self, batch):
-        store = batch[self.entity_table]
-        idx = store.input_id
-        if idx.device != self.target.device:
-            # A sampler on the GPU returns its seeds' rows there: the tables follow once.
-            self.target, self.base, self.feats = (None if t is None else t.to(idx.device)
-                                                  for t in (self.target, self.base, self.feats))
-        store.y = self.target[idx]
-        if self.base is not None:
-            store.base = self.base[idx]
-        if self.feats is not None:
-            store.seed_x = self.feats[idx]
-        return batch
 
 
 class KeepArgsLinkLoader(LinkLoader):
@@ -160,12 +109,8 @@ class RelDataModule(pl.LightningDataModule):
         self.triplets = triplets
         self.label_history = label_history and task.kind.per_seed
         self.use_seed_features = seed_features and task.kind.per_seed
-        self.seed_x, self.seed_feature_names = None, []
         self.use_tree_prior = tree_prior and task.kind.per_seed
         self.tree_blocks = tree_blocks
-        #: with the tree prior: the LightGBM baseline it comes from, and per split each
-        #: seed's raw prior (NaN: none)
-        self.tree_fit, self.prior = None, None
         self.stypes, self.text_embedder = stypes, text_embedder
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
@@ -184,156 +129,59 @@ class RelDataModule(pl.LightningDataModule):
         #: leaves the split tables, features and tree prior for the others, which would
         #: each compute them again (``rdl.train`` sets it)
         self.prepared_path: str | None = None
-        self.tables, self.history = None, None
-        self.data = None
+        #: what :func:`~rdl.prepare.prepare` made of the task and the database (at setup)
+        self.prepared: Prepared | None = None
         self._loaders = []
 
     def setup(self, stage: str | None = None) -> None:
-        if self.data is not None:
+        if self.prepared is not None:
             return
-        task = self.task
-        # The graph never holds a row from after the test time: nothing the model is
-        # evaluated on can leak into its inputs (the sampler filters by seed time too).
-        # Predictions "now" see the whole database (its last time is their seed time).
-        graph_db = self.db if self.now else self.db.upto(task.test_time)
-        # The database's own stypes (a schema's), each column overridable by data.stypes.
-        given = self.stypes or {}
-        stypes = {t: {**self.db.stypes.get(t, {}), **given.get(t, {})}
-                  for t in {*self.db.stypes, *given}}
-        if not self._load_prepared():
-            self._prepare(graph_db)
-            self._save_prepared()
-        if self.label_history:
-            if HISTORY in self.db.tables:
-                raise DataError(f"the database has a table named {HISTORY!r}, the name of the "
-                                "task's label history; rename it or set data.label_history=false")
-            graph_db, stypes[HISTORY] = self._with_history(graph_db, self.tables, self.history)
-            log.info("label history: %d earlier labels", len(graph_db[HISTORY]))
-        cache = None if self.cache_dir is None else os.path.join(self.cache_dir, "graphs")
-        stats = None
-        if self.now:
-            # Columns encoded as the model was trained: with the training graph's statistics
-            # (category indices, medians), not those of the whole database.
-            train_db = self.db.upto(task.test_time)
-            if self.label_history:
-                splits = {s: self.tables[s] for s in SPLITS}
-                train_db, _ = self._with_history(train_db, splits, task.history(splits))
-            _, stats = make_graph(train_db, stypes, self.text_embedder, cache)
-        self.data, self.col_stats = make_graph(graph_db, stypes, self.text_embedder, cache, stats)
+        self.prepared = prepare(
+            self.task, self.db, strict=self.strict, label_history=self.label_history,
+            seed_features=self.use_seed_features, tree_prior=self.use_tree_prior,
+            tree_blocks=self.tree_blocks, stypes=self.stypes, text_embedder=self.text_embedder,
+            cache_dir=self.cache_dir, seed=self.seed, now=self.now,
+            shared_path=self.prepared_path)
         # Loaders sample from the graph without its TensorFrames: ``InputRows`` gathers
         # each distinct row once per batch.
-        self.tf_dict = {nt: self.data[nt].tf for nt in self.data.node_types if "tf" in self.data[nt]}
-        self.graph = copy.copy(self.data)
+        data = self.prepared.data
+        self.tf_dict = {nt: data[nt].tf for nt in data.node_types if "tf" in data[nt]}
+        self.graph = copy.copy(data)
         for nt in self.tf_dict:
             del self.graph[nt].tf
         # One index for all loaders. Each batch's sample is seeded by the batch's seeds
         # (seed_per_batch): evaluation repeats exactly, a resumed run draws what an
         # uninterrupted one drew; evaluation uses another seed than training.
-        self.sampler = TemporalSampler(self.data, self.num_neighbors, strategy=self.strategy,
+        self.sampler = TemporalSampler(data, self.num_neighbors, strategy=self.strategy,
                                        strict=self.strict, inclusive=(HISTORY,),
                                        seed=self.seed, seed_per_batch=True)
 
-    def _prepare(self, graph_db: Database) -> None:
-        """Split tables, label history, tree prior and seed features: the work that
-        :meth:`setup` shares between processes (:attr:`prepared_path`)."""
-        task = self.task
-        self.tables = {s: task.split_table(s, self.db) for s in SPLITS}
-        if self.now:
-            self.tables["now"] = task.now_table(self.db, self.tables)
-        for split, df in self.tables.items():
-            log.info("%s table: %d rows", split, len(df))
-        self.history = task.history(self.tables) if task.kind.per_seed else None
-        rest = None
-        if self.use_tree_prior:
-            rest = self._fit_prior(graph_db)
-        if self.use_seed_features:
-            from rdl.training.seed_features import seed_features
-            self.seed_x, self.seed_feature_names = seed_features(
-                task, graph_db, self.tables, self.history, self.strict, features=rest)
-            log.info("seed features: %d columns", len(self.seed_feature_names))
+    # What was prepared (None before setup), as the loaders and ``rdl.train`` read it.
+    tables = property(lambda self: self._prepared("tables"))
+    history = property(lambda self: self._prepared("history"))
+    tree_fit = property(lambda self: self._prepared("tree_fit"))
+    prior = property(lambda self: self._prepared("prior"))
+    seed_x = property(lambda self: self._prepared("seed_x"))
+    seed_feature_names = property(lambda self: self._prepared("seed_feature_names"))
+    data = property(lambda self: self._prepared("data"))
+    col_stats = property(lambda self: self._prepared("col_stats"))
 
-    #: what :meth:`_prepare` computes
-    PREPARED = ("tables", "history", "tree_fit", "prior", "seed_x", "seed_feature_names")
+    def _prepared(self, name: str):
+        return None if self.prepared is None else getattr(self.prepared, name)
 
-    def _save_prepared(self) -> None:
-        """With :attr:`prepared_path` set (several processes), leaves what :meth:`_prepare`
-        computed there for the other processes of this machine (the graph itself they read
-        from the graph cache)."""
-        path = self.prepared_path
-        if path is None or _local_rank() != 0:
-            return
-        with atomic_file(path) as tmp:  # never read half-written
-            torch.save({k: getattr(self, k) for k in self.PREPARED}, tmp)
-
-    def _load_prepared(self, timeout: float = 3600.0) -> bool:
-        """A process other than its machine's first takes what that one prepared (it waits
-        for the file: launched by ``torchrun``, all processes start at once)."""
-        path = self.prepared_path
-        if path is None or _local_rank() == 0:
-            return False
-        start = time.monotonic()
-        while not os.path.exists(path):
-            if time.monotonic() - start > timeout:
-                log.warning("%s did not appear in %.0f s: this process prepares the data "
-                            "itself", path, timeout)
-                return False
-            time.sleep(0.5)
-        for k, v in torch.load(path, weights_only=False).items():
-            setattr(self, k, v)
-        log.info("prepared data read from %s", path)
-        return True
-
-    def _with_history(self, db: Database, tables: dict, history) -> tuple[Database, dict]:
-        """``db`` with the task's label history as a table, and that table's stypes."""
-        table, stypes = self.task.history_table(tables, history)
-        return Database({**db.tables, HISTORY: table}), stypes
-
-    def _fit_prior(self, graph_db: Database) -> dict[str, pd.DataFrame]:
-        """Fits the tree prior; returns the splits' feature tables without the entity's own
-        columns and with the prior's columns (the seed features)."""
-        from rdl.baselines.features import entity_features, with_own
-        from rdl.baselines.trees import fit_lightgbm
-        from rdl.training.tree_prior import tree_prior
-
-        task = self.task
-        rest = {s: entity_features(task, graph_db, df, self.history, self.strict, own=False)
-                for s, df in self.tables.items()}
-        full = {s: with_own(task, graph_db, self.tables[s], rest[s]) for s in rest}
-        self.tree_fit = fit_lightgbm(task, graph_db, self.tables, self.history, self.strict,
-                                     self.seed, features=full)
-        self.prior = tree_prior(self.tree_fit, self.tables, full, self.history,
-                                self.tree_blocks, self.seed)
-        for s, df in rest.items():
-            p = self.prior[s].reshape(len(df), -1)
-            cols = ["prior"] if p.shape[1] == 1 else [f"prior.class_{j}" for j in range(p.shape[1])]
-            rest[s] = df.assign(**{c: p[:, j] for j, c in enumerate(cols)})
-        return rest
-
-    # -- what the model needs to know ----------------------------------------------------
     def train_targets(self) -> Tensor:
-        return self._target(self.tables["train"])
+        return self.prepared.targets("train")
 
     def model_kwargs(self) -> dict:
         """Data-dependent constructor arguments of the model."""
-        data, task = self.data, self.task
-        kwargs = dict(
-            metadata=data.metadata(),
-            col_names={nt: data[nt].tf.col_names_dict for nt in data.node_types},
-            col_stats=self.col_stats,
-            time_types=[nt for nt in data.node_types if "time" in data[nt]],
-        )
-        if not task.kind.per_seed:
-            return dict(kwargs, src_table=task.entity_table, dst_table=task.target_table,
-                        num_dst_nodes=data[task.target_table].num_nodes)
-        kwargs = dict(kwargs, entity_table=task.entity_table, out_channels=task.kind.out_channels)
-        if self.seed_x is not None:
-            kwargs["seed_features"] = len(self.seed_feature_names)
-        return kwargs
+        return self.prepared.model_kwargs()
+
+    def base(self, split: str) -> Tensor | None:
+        """What the model's output starts from (:meth:`Prepared.base
+        <rdl.prepare.Prepared.base>`)."""
+        return self.prepared.base(split)
 
     # -- loaders ----------------------------------------------------------------------------
-    def _target(self, df) -> Tensor:
-        return self.task.kind.train_target(df[self.task.target_col].to_numpy())
-
     def link_lists(self, df) -> tuple[Tensor, Tensor]:
         """The target lists of a link task's table as a CSR ``(ptr, idx)`` over its rows."""
         lists = df[self.task.target_col]
@@ -353,7 +201,8 @@ class RelDataModule(pl.LightningDataModule):
                 return self._transforms(attach, self._token_set(split))
         else:
             feats = None if self.seed_x is None else self.seed_x[split]
-            attach = AttachTarget(task.entity_table, self._target(df), self.base(split), feats)
+            attach = AttachTarget(task.entity_table, self.prepared.targets(split),
+                                  self.base(split), feats)
             if self.token_budgets:
                 return self._transforms(attach, self._token_set(split))
             if buckets and self.buckets:
@@ -398,27 +247,6 @@ class RelDataModule(pl.LightningDataModule):
     def _token_set(self, split: str) -> TokenSet:
         pad_to = self.split_batch_size(split) if self.static_tokens else None
         return TokenSet(self.task.entity_table, self.token_budgets, pad_to)
-
-    def base(self, split: str) -> Tensor | None:
-        """What the model's output starts from (see
-        :class:`~rdl.training.module.NodeTaskModule`), or None: with the tree prior, each
-        seed's prior (where it has none: its last label for regression, the train rate's
-        logit for classification); else, for regression with label history, each seed's
-        last label whose window has closed by its time (NaN if none)."""
-        task = self.task
-        last = None
-        if self.label_history and task.kind.starts_from_last_label:
-            from rdl.baselines.history import visible_labels
-            last = visible_labels(task, self.tables[split], self.history, ks=())["last"][:, 0]
-        if self.prior is None:
-            return None if last is None else torch.from_numpy(last).float()
-        prior = self.prior[split]
-        if task.kind.starts_from_last_label:
-            fill = np.full(len(prior), np.nan) if last is None else last
-        else:
-            from rdl.training.tree_prior import fallback
-            fill = np.broadcast_to(fallback(task, self.tables["train"]), prior.shape)
-        return torch.from_numpy(np.where(np.isnan(prior), fill, prior)).float()
 
     def split_batch_size(self, split: str) -> int:
         """Seeds per batch of a split's loader (static token sets are padded to it)."""

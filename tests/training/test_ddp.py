@@ -24,7 +24,8 @@ from torch_geometric.sampler import NegativeSampling
 from rdl.graph import TemporalSampler
 from rdl.predict import predict
 from rdl.training.batches import DealtBatches, EpochShuffle, batches
-from rdl.training.datamodule import AttachTarget, KeepArgsLinkLoader
+from rdl.graph.transforms import AttachTarget
+from rdl.training.datamodule import KeepArgsLinkLoader
 from tests.conftest import task_overrides
 
 #: a parameter that needs a GPU (`pytest -m cuda`, benchmarks/gpu.sh)

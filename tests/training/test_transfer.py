@@ -70,7 +70,7 @@ def test_labels_follow_the_rows_of_a_sampler_on_another_device():
     """A sampler on the GPU returns its seeds' rows there (the CUDA DDP case of
     test_ddp): the labels, base and seed features are looked up on that device. The meta
     device stands in for CUDA here: a CPU table indexed with meta rows raises."""
-    from rdl.training.datamodule import AttachTarget
+    from rdl.graph.transforms import AttachTarget
 
     def attach(device):
         batch = HeteroData()

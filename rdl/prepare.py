@@ -1,0 +1,246 @@
+"""Preparation: a task and a database -> everything a run's loaders and baselines need.
+
+:func:`prepare` is a pipeline with no Lightning in it: the split tables (the task's SQL on
+the database cut where each split's labels end), the label history, the tree prior, the
+seed features, and the graph (a node type per table, the label history one of them). The
+result, :class:`Prepared`, is what ``rdl.train``, ``rdl.predict`` and every process of a
+multi-process run use; the loaders are built from it by
+:class:`~rdl.training.datamodule.RelDataModule`. The graph is cached on disk
+(:func:`~rdl.graph.build.make_graph`); with several processes on a machine the first
+computes the rest and leaves it in a file for the others (``shared_path``).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+
+from rdl.caching import atomic_file
+from rdl.data.database import Database, DataError
+from rdl.graph.build import make_graph
+from rdl.tasks import HISTORY, SPLITS, Task
+
+log = logging.getLogger(__name__)
+
+
+def check_task_tables(task: Task, db: Database) -> None:
+    """The task's entity (and, for a link task, target) table is a table of ``db`` with a
+    primary key: a typo would otherwise surface as a ``KeyError`` after the labels, the tree
+    prior and the graph were made."""
+    for setting, table in (("entity_table", task.entity_table), ("target_table", task.target_table)):
+        if table is None:
+            continue
+        if table not in db.tables:
+            raise DataError(f"task {task.name!r}: {setting} {table!r} is not a table of the "
+                            f"database; its tables: {sorted(db.tables)}")
+        if db[table].pkey is None:
+            raise DataError(f"task {task.name!r}: {setting} {table!r} has no primary key, so "
+                            "its rows cannot be predicted (seeds are rows of a keyed table)")
+
+
+def local_rank() -> int:
+    """This process's rank on its machine, as Lightning's and torchrun's launchers set it."""
+    return int(os.environ.get("LOCAL_RANK", 0))
+
+
+@dataclass
+class Prepared:
+    """What :func:`prepare` computes.
+
+    Attributes:
+        task: the task.
+        tables: split -> its labelled rows (``timestamp``, entity, label).
+        history: a node task's label history (:meth:`~rdl.tasks.Task.history`), or None.
+        tree_fit: with the tree prior, the LightGBM baseline it comes from.
+        prior: with the tree prior, per split each seed's raw prior (NaN: none).
+        seed_x: with seed features, per split each seed's vector; seed_feature_names
+            their names.
+        data: the graph (PyG ``HeteroData``, each node type's rows as a TensorFrame
+            ``tf``); col_stats: its columns' statistics.
+        label_history: whether the label history is part of the graph.
+    """
+
+    task: Task
+    tables: dict[str, pd.DataFrame]
+    history: pd.DataFrame | None = None
+    tree_fit: object = None
+    prior: dict[str, np.ndarray] | None = None
+    seed_x: dict[str, Tensor] | None = None
+    seed_feature_names: list[str] = field(default_factory=list)
+    data: object = None
+    col_stats: dict | None = None
+    label_history: bool = False
+
+    #: what the first process of a machine shares with the others (the graph they read
+    #: from the graph cache)
+    SHARED = ("tables", "history", "tree_fit", "prior", "seed_x", "seed_feature_names")
+
+    def targets(self, split: str) -> Tensor:
+        """The labels of a split as the model's ``y``."""
+        return self.task.kind.train_target(self.tables[split][self.task.target_col].to_numpy())
+
+    def base(self, split: str) -> Tensor | None:
+        """What the model's output starts from (see
+        :class:`~rdl.training.module.NodeTaskModule`), or None: with the tree prior, each
+        seed's prior (where it has none: its last label for regression, the train rate's
+        logit for classification); else, for regression with label history, each seed's
+        last label whose window has closed by its time (NaN if none)."""
+        task = self.task
+        last = None
+        if self.label_history and task.kind.starts_from_last_label:
+            from rdl.baselines.history import visible_labels
+            last = visible_labels(task, self.tables[split], self.history, ks=())["last"][:, 0]
+        if self.prior is None:
+            return None if last is None else torch.from_numpy(last).float()
+        prior = self.prior[split]
+        if task.kind.starts_from_last_label:
+            fill = np.full(len(prior), np.nan) if last is None else last
+        else:
+            from rdl.training.tree_prior import fallback
+            fill = np.broadcast_to(fallback(task, self.tables["train"]), prior.shape)
+        return torch.from_numpy(np.where(np.isnan(prior), fill, prior)).float()
+
+    def model_kwargs(self) -> dict:
+        """The model's constructor arguments that come from the data
+        (:mod:`rdl.nn.interface`)."""
+        data, task = self.data, self.task
+        kwargs = dict(
+            metadata=data.metadata(),
+            col_names={nt: data[nt].tf.col_names_dict for nt in data.node_types},
+            col_stats=self.col_stats,
+            time_types=[nt for nt in data.node_types if "time" in data[nt]],
+        )
+        if not task.kind.per_seed:
+            return dict(kwargs, src_table=task.entity_table, dst_table=task.target_table,
+                        num_dst_nodes=data[task.target_table].num_nodes)
+        kwargs = dict(kwargs, entity_table=task.entity_table, out_channels=task.kind.out_channels)
+        if self.seed_x is not None:
+            kwargs["seed_features"] = len(self.seed_feature_names)
+        return kwargs
+
+
+def prepare(task: Task, db: Database, *, strict: bool = False, label_history: bool = True,
+            seed_features: bool = True, tree_prior: bool = True, tree_blocks: int = 8,
+            stypes: dict | None = None, text_embedder=None, cache_dir: str | None = None,
+            seed: int = 0, now: bool = False, shared_path: str | None = None) -> Prepared:
+    """Everything a run of ``task`` on ``db`` needs before its loaders (see the module's
+    docstring; the settings are ``data.*``'s, :class:`RelDataModule
+    <rdl.training.datamodule.RelDataModule>` documents them). ``now``: also a split
+    ``now``, the seeds of a prediction at the database's last time, with the graph holding
+    every row. ``shared_path``: with several processes, the file through which the first
+    of a machine shares the tables, features and prior with the others."""
+    per_seed = task.kind.per_seed
+    label_history = label_history and per_seed
+    # The graph never holds a row from after the test time: nothing the model is
+    # evaluated on can leak into its inputs (the sampler filters by seed time too).
+    # Predictions "now" see the whole database (its last time is their seed time).
+    graph_db = db if now else db.upto(task.test_time)
+    # The database's own stypes (a schema's), each column overridable by data.stypes.
+    given = stypes or {}
+    stypes = {t: {**db.stypes.get(t, {}), **given.get(t, {})} for t in {*db.stypes, *given}}
+    out = _load_shared(task, shared_path)
+    if out is None:
+        out = _labels_and_features(task, db, graph_db, strict, tree_prior and per_seed,
+                                   tree_blocks, seed_features and per_seed, seed, now)
+        _save_shared(out, shared_path)
+    out.label_history = label_history
+    if label_history:
+        if HISTORY in db.tables:
+            raise DataError(f"the database has a table named {HISTORY!r}, the name of the "
+                            "task's label history; rename it or set data.label_history=false")
+        graph_db, stypes[HISTORY] = _with_history(task, graph_db, out.tables, out.history)
+        log.info("label history: %d earlier labels", len(graph_db[HISTORY]))
+    cache = None if cache_dir is None else os.path.join(cache_dir, "graphs")
+    stats = None
+    if now:
+        # Columns encoded as the model was trained: with the training graph's statistics
+        # (category indices, medians), not those of the whole database.
+        train_db = db.upto(task.test_time)
+        if label_history:
+            splits = {s: out.tables[s] for s in SPLITS}
+            train_db, _ = _with_history(task, train_db, splits, task.history(splits))
+        _, stats = make_graph(train_db, stypes, text_embedder, cache)
+    out.data, out.col_stats = make_graph(graph_db, stypes, text_embedder, cache, stats)
+    return out
+
+
+def _labels_and_features(task: Task, db: Database, graph_db: Database, strict: bool,
+                         tree_prior: bool, tree_blocks: int, seed_features: bool, seed: int,
+                         now: bool) -> Prepared:
+    """Split tables, label history, tree prior and seed features: the work that processes
+    share (``shared_path``)."""
+    tables = {s: task.split_table(s, db) for s in SPLITS}
+    if now:
+        tables["now"] = task.now_table(db, tables)
+    for split, df in tables.items():
+        log.info("%s table: %d rows", split, len(df))
+    out = Prepared(task, tables, task.history(tables) if task.kind.per_seed else None)
+    rest = None
+    if tree_prior:
+        rest = _fit_prior(out, graph_db, strict, tree_blocks, seed)
+    if seed_features:
+        from rdl.training.seed_features import seed_features as features
+        out.seed_x, out.seed_feature_names = features(task, graph_db, tables, out.history,
+                                                      strict, features=rest)
+        log.info("seed features: %d columns", len(out.seed_feature_names))
+    return out
+
+
+def _save_shared(out: Prepared, path: str | None) -> None:
+    """With ``path`` set (several processes), leaves what :func:`_labels_and_features`
+    computed there for the other processes of this machine."""
+    if path is None or local_rank() != 0:
+        return
+    with atomic_file(path) as tmp:  # never read half-written
+        torch.save({k: getattr(out, k) for k in Prepared.SHARED}, tmp)
+
+
+def _load_shared(task: Task, path: str | None, timeout: float = 3600.0) -> Prepared | None:
+    """A process other than its machine's first takes what that one prepared (it waits
+    for the file: launched by ``torchrun``, all processes start at once)."""
+    if path is None or local_rank() == 0:
+        return None
+    start = time.monotonic()
+    while not os.path.exists(path):
+        if time.monotonic() - start > timeout:
+            log.warning("%s did not appear in %.0f s: this process prepares the data "
+                        "itself", path, timeout)
+            return None
+        time.sleep(0.5)
+    out = Prepared(task, **torch.load(path, weights_only=False))
+    log.info("prepared data read from %s", path)
+    return out
+
+
+def _with_history(task: Task, db: Database, tables: dict, history) -> tuple[Database, dict]:
+    """``db`` with the task's label history as a table, and that table's stypes."""
+    table, stypes = task.history_table(tables, history)
+    return Database({**db.tables, HISTORY: table}), stypes
+
+
+def _fit_prior(out: Prepared, graph_db: Database, strict: bool, tree_blocks: int,
+               seed: int) -> dict[str, pd.DataFrame]:
+    """Fits the tree prior into ``out``; returns the splits' feature tables without the
+    entity's own columns and with the prior's columns (the seed features)."""
+    from rdl.baselines.features import entity_features, with_own
+    from rdl.baselines.trees import fit_lightgbm
+    from rdl.training.tree_prior import tree_prior
+
+    task, tables = out.task, out.tables
+    rest = {s: entity_features(task, graph_db, df, out.history, strict, own=False)
+            for s, df in tables.items()}
+    full = {s: with_own(task, graph_db, tables[s], rest[s]) for s in rest}
+    out.tree_fit = fit_lightgbm(task, graph_db, tables, out.history, strict, seed,
+                                features=full)
+    out.prior = tree_prior(out.tree_fit, tables, full, out.history, tree_blocks, seed)
+    for s, df in rest.items():
+        p = out.prior[s].reshape(len(df), -1)
+        cols = ["prior"] if p.shape[1] == 1 else [f"prior.class_{j}" for j in range(p.shape[1])]
+        rest[s] = df.assign(**{c: p[:, j] for j, c in enumerate(cols)})
+    return rest
