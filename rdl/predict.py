@@ -30,9 +30,9 @@ import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rdl.baselines.link import _pad
+from rdl.baselines.link import pad_lists
 from rdl.caching import atomic_file
-from rdl.baselines.scoring import _score, score
+from rdl.baselines.scoring import score, score_tensors
 from rdl.data.database import DataError
 from rdl.train import USER_ERRORS, build, read_checkpoint
 
@@ -106,8 +106,8 @@ def layout(task, dm, split: str, pred: torch.Tensor) -> tuple[pd.DataFrame, dict
         top = pred.numpy()
         original = _original(keys, task.target_table, top.reshape(-1)).reshape(top.shape)
         table[task.target_col] = list(original)
-        truth = _pad(df[task.target_col].map(list).tolist(), 1)
-        return table, _score(task, pred, truth) if labelled else {}
+        truth = pad_lists(df[task.target_col].map(list).tolist(), 1)
+        return table, score_tensors(task, pred, truth) if labelled else {}
     for col, values in task.kind.prediction_columns(task.target_col, pred).items():
         table[col] = values
     return table, score(task, pred.numpy(), df) if labelled else {}

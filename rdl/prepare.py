@@ -94,7 +94,7 @@ class Prepared:
         task = self.task
         last = None
         if self.label_history and task.kind.starts_from_last_label:
-            from rdl.baselines.history import visible_labels
+            from rdl.features.labels import visible_labels
             last = visible_labels(task, self.tables[split], self.history, ks=())["last"][:, 0]
         if self.prior is None:
             return None if last is None else torch.from_numpy(last).float()
@@ -102,7 +102,7 @@ class Prepared:
         if task.kind.starts_from_last_label:
             fill = np.full(len(prior), np.nan) if last is None else last
         else:
-            from rdl.training.tree_prior import fallback
+            from rdl.features.prior import fallback
             fill = np.broadcast_to(fallback(task, self.tables["train"]), prior.shape)
         return torch.from_numpy(np.where(np.isnan(prior), fill, prior)).float()
 
@@ -185,7 +185,7 @@ def _labels_and_features(task: Task, db: Database, graph_db: Database, strict: b
     if tree_prior:
         rest = _fit_prior(out, graph_db, strict, tree_blocks, seed)
     if seed_features:
-        from rdl.training.seed_features import seed_features as features
+        from rdl.features.seed import seed_features as features
         out.seed_x, out.seed_feature_names = features(task, graph_db, tables, out.history,
                                                       strict, features=rest)
         log.info("seed features: %d columns", len(out.seed_feature_names))
@@ -228,9 +228,9 @@ def _fit_prior(out: Prepared, graph_db: Database, strict: bool, tree_blocks: int
                seed: int) -> dict[str, pd.DataFrame]:
     """Fits the tree prior into ``out``; returns the splits' feature tables without the
     entity's own columns and with the prior's columns (the seed features)."""
-    from rdl.baselines.features import entity_features, with_own
+    from rdl.features.table import entity_features, with_own
     from rdl.baselines.trees import fit_lightgbm
-    from rdl.training.tree_prior import tree_prior
+    from rdl.features.prior import tree_prior
 
     task, tables = out.task, out.tables
     rest = {s: entity_features(task, graph_db, df, out.history, strict, own=False)

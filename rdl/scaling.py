@@ -6,7 +6,7 @@ by a few huge values and the bulk collapses to one point, while a robust scale s
 the bulk, and ``asinh`` (linear near 0, logarithmic beyond) keeps every magnitude apart.
 
 Used for a table's numerical columns (:class:`~rdl.nn.encoder.RobustLinearEncoder`) and
-the seed features (:mod:`rdl.training.seed_features`), both with the median and
+the seed features (:mod:`rdl.features.seed`), both with the median and
 :func:`iqr_scale`, and for regression targets
 (:class:`~rdl.tasks.kinds.Regression`: the median and the mean absolute
 deviation, the L1 loss's own). Each function takes torch tensors or numpy arrays and

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rdl.baselines.constant import constant_baselines
-from rdl.baselines.features import entity_features
+from rdl.features.table import entity_features
 from rdl.baselines.history import history_baselines
 from rdl.baselines.link import link_baselines
 from rdl.baselines.trees import TreeFit, fit_lightgbm

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rdl.baselines.scoring import score, train_prior
+from rdl.baselines.scoring import score
+from rdl.features.labels import train_prior
 from rdl.tasks import Task
 
 

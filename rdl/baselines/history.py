@@ -20,75 +20,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from rdl.baselines.scoring import score, train_prior
+from rdl.baselines.scoring import score
+from rdl.features.labels import train_prior, visible_labels
 from rdl.tasks import Task
 
 #: The window lengths (in labels) the label-mean baseline chooses from.
 KS = (2, 4, 8, 16)
-
-
-def label_matrix(task: Task, y) -> np.ndarray:
-    """Labels as an ``(n, c)`` float matrix: the label itself (``c = 1``), or one-hot
-    (multiclass, ``c = num_classes``): :meth:`~rdl.tasks.kinds.Kind.label_matrix`."""
-    return task.kind.label_matrix(y)
-
-
-def visible_labels(task: Task, df: pd.DataFrame, history: pd.DataFrame,
-                   ks=(4,)) -> dict[str, np.ndarray]:
-    """Statistics of the labels each row ``(entity, timestamp)`` of ``df`` may see.
-
-    Returns arrays aligned with the rows of ``df``: ``count`` (visible labels), ``since``
-    (seconds from the closing of the last one to the seed time; NaN if none), ``last``,
-    ``mean_all`` and ``mean_<k>`` for each ``k`` in ``ks`` (each ``(len(df), c)`` as in
-    :func:`label_matrix`; NaN rows where there is no visible label).
-    """
-    e, y = task.entity_col, task.target_col
-    h = history[[e, "available", y]].dropna(subset=[y])
-    h = h.assign(available=h["available"].astype("datetime64[ns]"))
-    h = h.sort_values([e, "available"], kind="stable").reset_index(drop=True)
-    labels = label_matrix(task, h[y])
-    n, c = labels.shape
-    ent = h[e].to_numpy(dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, ent[1:] != ent[:-1]]) if n else np.zeros(0, np.int64)
-    first = np.repeat(starts, np.diff(np.r_[starts, n]))  # the row of the entity's first label
-    # Running sums per entity: a sum reads only the entity's own labels up to its row,
-    # never another entity's or a later one (not even through rounding).
-    csum = pd.DataFrame(labels).groupby(ent, sort=False).cumsum().to_numpy()
-    i = np.arange(n)
-
-    def mean_of_last(k: float) -> np.ndarray:
-        """The mean of the labels in rows ``lo..i`` of the entity, the last ``k``."""
-        lo = first if math.isinf(k) else np.maximum(i + 1 - k, first)
-        before = np.where((lo > first)[:, None], csum[np.maximum(lo - 1, 0)], 0.0)
-        return (csum - before) / (i + 1 - lo)[:, None]
-
-    # For each seed, the entity's last label with available <= timestamp.
-    seeds = pd.DataFrame({"row": np.arange(len(df)), e: df[e].to_numpy(dtype=np.int64),
-                          "t": df["timestamp"].to_numpy().astype("datetime64[ns]")})
-    labelled = pd.DataFrame({e: ent, "available": h["available"].to_numpy(), "hrow": i})
-    hit = pd.merge_asof(seeds.sort_values("t", kind="stable"), labelled.sort_values("available"),
-                        left_on="t", right_on="available", by=e, direction="backward",
-                        allow_exact_matches=True)
-    hrow = np.full(len(df), -1, dtype=np.int64)
-    hrow[hit["row"].to_numpy()] = hit["hrow"].fillna(-1).to_numpy(dtype=np.int64)
-    has = hrow >= 0
-    j = hrow[has]
-
-    def at_seeds(values: np.ndarray) -> np.ndarray:
-        out = np.full((len(df), *values.shape[1:]), np.nan)
-        out[has] = values[j]
-        return out
-
-    t = seeds["t"].to_numpy()
-    since = np.full(len(df), np.nan)
-    since[has] = (t[has] - h["available"].to_numpy()[j]) / np.timedelta64(1, "s")
-    count = np.zeros(len(df))
-    count[has] = (i - first)[j] + 1
-    stats = {"count": count, "since": since, "last": at_seeds(labels),
-             "mean_all": at_seeds(mean_of_last(math.inf))}
-    for k in ks:
-        stats[f"mean_{k}"] = at_seeds(mean_of_last(k))
-    return stats
 
 
 def _predict(task: Task, values: np.ndarray, prior: np.ndarray) -> np.ndarray:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from rdl.baselines.scoring import _score
+from rdl.baselines.scoring import score_tensors
 from rdl.tasks import Task
 
 
-def _pad(lists, k: int) -> torch.Tensor:
+def pad_lists(lists, k: int) -> torch.Tensor:
     width = max([k, *map(len, lists)])
     return torch.tensor([list(x) + [-1] * (width - len(x)) for x in lists], dtype=torch.long)
 
@@ -35,11 +35,11 @@ def link_baselines(task: Task, tables: dict[str, pd.DataFrame], rows: dict | Non
         past = (seen.groupby([src, dst]).agg(n=("timestamp", "size"), last=("timestamp", "max"))
                 .reset_index().sort_values([src, "n", "last"], ascending=[True, False, False]))
         past = past.groupby(src)[dst].agg(lambda s: s.iloc[:k].tolist())
-        truth = _pad(df[dst].map(list).tolist(), 1)
+        truth = pad_lists(df[dst].map(list).tolist(), 1)
         preds = {
-            "popularity (last window)": _pad([popular] * len(df), k),
-            "past links": _pad([past.get(c, []) for c in df[src]], k),
+            "popularity (last window)": pad_lists([popular] * len(df), k),
+            "past links": pad_lists([past.get(c, []) for c in df[src]], k),
         }
         for name, pred in preds.items():
-            out[name][split] = _score(task, pred[:, :k], truth)
+            out[name][split] = score_tensors(task, pred[:, :k], truth)
     return out

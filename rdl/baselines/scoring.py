@@ -18,7 +18,7 @@ def _alone() -> bool:
 
 
 @torch.no_grad()
-def _score(task: Task, pred: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
+def score_tensors(task: Task, pred: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
     """Every metric of ``task`` on ``pred`` against ``target``: all of them here, not
     gathered from other processes (a multi-process run scores baselines in one)."""
     metrics = MetricCollection(dict(task.metrics)).clone()
@@ -40,15 +40,4 @@ def score(task: Task, pred, df: pd.DataFrame) -> dict[str, float]:
     pred = torch.as_tensor(np.asarray(pred, dtype=np.float32))
     if len(pred) != len(df):
         raise ValueError(f"task {task.name!r}: {len(pred)} predictions for {len(df)} rows")
-    return _score(task, pred, targets(task, df))
-
-
-def train_prior(task: Task, train: pd.DataFrame) -> np.ndarray:
-    """What a baseline predicts for an entity it knows nothing of: the train label mean
-    (regression), the train positive rate (binary), or the train class frequencies
-    (multiclass, whose argmax is the majority class)."""
-    y = np.asarray(train[task.target_col], dtype=np.float64)
-    y = y[~np.isnan(y)]
-    if len(y) == 0:
-        raise ValueError(f"task {task.name!r}: the train split has no labels")
-    return task.kind.prior(y)
+    return score_tensors(task, pred, targets(task, df))

@@ -1,4 +1,4 @@
-"""LightGBM on the leak-free feature table of :mod:`rdl.baselines.features`.
+"""LightGBM on the leak-free feature table of :mod:`rdl.features.table`.
 
 Gradient-boosted trees fitted on the train split (at most :data:`MAX_TRAIN_ROWS` rows, a
 seeded sample of them if there are more), early-stopped on the val split, and scored on
@@ -10,7 +10,7 @@ target (sales) needs, and where ``l1`` boosting from a constant converges slowly
 LightGBM's own training API is used (its scikit-learn wrappers would need scikit-learn).
 
 Each split's features are computed on the database as the model's graph holds it (rows up
-to the test time); the visibility rules of :func:`~rdl.baselines.features.entity_features`
+to the test time); the visibility rules of :func:`~rdl.features.table.entity_features`
 keep every seed from seeing anything after its own time.
 """
 from __future__ import annotations
@@ -24,9 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rdl.baselines.features import entity_features
+from rdl.features.table import entity_features
 from rdl.baselines.history import last_label, monitor
-from rdl.baselines.scoring import score, train_prior
+from rdl.baselines.scoring import score
+from rdl.features.labels import train_prior
 from rdl.data.database import Database
 from rdl.tasks import Task
 
@@ -89,7 +90,7 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                  features: dict[str, pd.DataFrame] | None = None) -> TreeFit:
     """LightGBM fitted on the train split (a seeded sample of ``max_train_rows`` if it has
     more), early-stopped on val. ``features``: the feature tables of the whole splits
-    (:func:`~rdl.baselines.features.entity_features`), if already computed."""
+    (:func:`~rdl.features.table.entity_features`), if already computed."""
     start = time.perf_counter()
     history = task.history(tables) if history is None else history
     view = db if "now" in tables else db.upto(task.test_time)  # "now": the whole database
@@ -100,10 +101,10 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     if len(frames["val"]) == 0:
         raise ValueError(f"task {task.name!r}: LightGBM needs val rows to stop early on")
     if features is None:
-        X = {s: _lightgbm_names(entity_features(task, view, df, history, strict))
+        X = {s: lightgbm_names(entity_features(task, view, df, history, strict))
              for s, df in frames.items()}
     else:
-        X = {s: _lightgbm_names(features[s].loc[df.index]) for s, df in frames.items()}
+        X = {s: lightgbm_names(features[s].loc[df.index]) for s, df in frames.items()}
     y = {s: df[task.target_col].to_numpy(dtype=np.float64) for s, df in frames.items()}
     base = {s: boost_base(task, df, history, tables["train"]) for s, df in frames.items()}
     featurised = time.perf_counter()
@@ -164,6 +165,6 @@ def threads() -> int:
     return 2 if (cores or 1) >= 8 else 1
 
 
-def _lightgbm_names(X: pd.DataFrame) -> pd.DataFrame:
+def lightgbm_names(X: pd.DataFrame) -> pd.DataFrame:
     """Feature names without the characters LightGBM refuses (JSON punctuation)."""
     return X.rename(columns=lambda c: re.sub(r'[\[\]{}":,]', "_", str(c)))

@@ -85,7 +85,7 @@ class NodeModel(NodePredictor, torch.nn.Module):
         head_layers: MLP layers of the head.
         seed_features: width ``F`` of each seed's feature vector (0: none); an MLP maps it
             to ``channels`` and adds it to the seed's encoding before message passing
-            (see :mod:`~rdl.training.seed_features`).
+            (see :mod:`~rdl.features.seed`).
         seed_layers: layers of that MLP.
         **kwargs: the :class:`RelGNN` arguments (``num_layers=0``: no message passing, the
             entity-features-only baseline).

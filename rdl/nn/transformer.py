@@ -74,7 +74,7 @@ class RelGraphTransformer(NodePredictor, torch.nn.Module):
         max_hop: hops beyond this share one hop encoding.
         head_layers: MLP layers of the head.
         seed_features: width of each seed's feature vector (0: none), added to the seed
-            token (see :mod:`~rdl.training.seed_features`).
+            token (see :mod:`~rdl.features.seed`).
         metadata: the graph's ``(node_types, edge_types)``, which the data module passes to
             every model; unused (tokens need no edges; ``budgets`` is checked against
             ``col_names``).

@@ -57,9 +57,9 @@ class RelDataModule(pl.LightningDataModule):
             window has closed (:meth:`~rdl.tasks.Task.history_table`). Ignored by link tasks.
         seed_features: node tasks: each seed's aggregated past (its label history, counts
             and sums of its child rows over recent windows; see
-            :mod:`~rdl.training.seed_features`) as a vector the model adds to the seed.
+            :mod:`~rdl.features.seed`) as a vector the model adds to the seed.
         tree_prior: node tasks: the model's output is a correction to LightGBM's
-            prediction, which is also a seed feature (:mod:`~rdl.training.tree_prior`,
+            prediction, which is also a seed feature (:mod:`~rdl.features.prior`,
             leak-free by forward chaining); ``tree_blocks`` train blocks for it.
         bidirectional: sampled edges carry messages both ways (see
             :class:`~rdl.graph.transforms.Bidirectional`); ID-GNN needs it.

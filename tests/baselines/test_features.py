@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rdl.baselines.features import entity_features, is_free_text
+from rdl.features.table import entity_features, is_free_text
 from rdl.data import Database, Table
 from .shop import VAL, W, make_task, shop_db, shop_tables
 

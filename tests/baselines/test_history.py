@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from rdl.baselines.constant import constant_baselines
-from rdl.baselines.history import KS, history_baselines, visible_labels
+from rdl.baselines.history import KS, history_baselines
+from rdl.features.labels import visible_labels
 from .shop import W, make_task, shop_tables
 
 

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from rdl.baselines.features import entity_features
+from rdl.features.table import entity_features
 from rdl.data import Database, Table
 from rdl.nn import NodeModel
 from rdl.training.module import NodeTaskModule
-from rdl.training.seed_features import seed_features
+from rdl.features.seed import seed_features
 from tests.training.test_label_history import datamodule, make_task, random_db
 
 SPLITS = ("train", "val", "test")

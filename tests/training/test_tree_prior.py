@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from rdl.baselines.features import entity_features
-from rdl.baselines.history import visible_labels
+from rdl.features.table import entity_features
+from rdl.features.labels import visible_labels
 from rdl.baselines.trees import fit_lightgbm, to_prediction
 from rdl.train import build
-from rdl.training.tree_prior import tree_prior
+from rdl.features.prior import tree_prior
 from tests.baselines.shop import make_task
 from tests.baselines.test_trees import problem
 

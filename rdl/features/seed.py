@@ -6,7 +6,7 @@ had in each of the last 1, 4 and 12 windows, their sums, the days since its last
 its own label history, is not in any one sampled row and is hard to count from a
 fixed-size sample of them. This module gives the model those aggregates directly: the
 label-history and child-table columns of the leak-free feature table
-(:func:`~rdl.baselines.features.entity_features`, the same one the LightGBM baseline is
+(:func:`~rdl.features.table.entity_features`, the same one the LightGBM baseline is
 fitted on; the entity's own columns are left out, its table encoder has them), so that
 the model starts from everything the trees see and adds what the graph holds. RelBench's
 strongest rel-hm entries combine the same kind of aggregates with a GNN.
@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from rdl.baselines.features import entity_features
+from rdl.features.table import entity_features
 from rdl.data.database import Database
 from rdl.scaling import iqr_scale, robust_asinh
 from rdl.tasks import Task

@@ -25,8 +25,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from rdl.baselines.scoring import train_prior
-from rdl.baselines.trees import (MAX_TRAIN_ROWS, TreeFit, _lightgbm_names, boost_base,
+from rdl.features.labels import train_prior
+from rdl.baselines.trees import (MAX_TRAIN_ROWS, TreeFit, lightgbm_names, boost_base,
                                  raw_scores, train_trees)
 from rdl.tasks import Task
 
@@ -44,7 +44,7 @@ def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str
     # the baseline's own predictions for every val and test row (and "now" row)
     out = {s: fit.raw(s) for s in fit.X if s != "train"}
     train = tables["train"]
-    X = _lightgbm_names(features["train"])
+    X = lightgbm_names(features["train"])
     y = train[task.target_col].to_numpy(dtype=np.float64)
     prior = np.full((len(train),) + out["val"].shape[1:], np.nan)
     seed_time = train["timestamp"].to_numpy().astype("datetime64[ns]")

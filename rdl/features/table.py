@@ -26,7 +26,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from rdl.baselines.history import visible_labels
+from rdl.features.labels import visible_labels
 from rdl.data.database import Database, DataError, Table
 from rdl.tasks import Task
 
