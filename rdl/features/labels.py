@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rdl.tasks import Task
+from rdl.visibility import includes_equal
 
 
 def label_matrix(task: Task, y) -> np.ndarray:
@@ -58,7 +59,7 @@ def visible_labels(task: Task, df: pd.DataFrame, history: pd.DataFrame,
     labelled = pd.DataFrame({e: ent, "available": h["available"].to_numpy(), "hrow": i})
     hit = pd.merge_asof(seeds.sort_values("t", kind="stable"), labelled.sort_values("available"),
                         left_on="t", right_on="available", by=e, direction="backward",
-                        allow_exact_matches=True)
+                        allow_exact_matches=includes_equal(strict=False))  # always
     hrow = np.full(len(df), -1, dtype=np.int64)
     hrow[hit["row"].to_numpy()] = hit["hrow"].fillna(-1).to_numpy(dtype=np.int64)
     has = hrow >= 0

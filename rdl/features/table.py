@@ -26,9 +26,10 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from rdl.features.labels import visible_labels
 from rdl.data.database import Database, DataError, Table
+from rdl.features.labels import visible_labels
 from rdl.tasks import Task
+from rdl.visibility import includes_equal, sql_comparison
 
 #: The child-table windows, in task windows before the seed time.
 WINDOWS = (1, 4, 12)
@@ -179,7 +180,7 @@ def child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray, seeds:
         terms.append(f"count(*) FILTER (WHERE {cond}) AS count_{n}")
         terms += [f"sum(c.x{k}) FILTER (WHERE {cond}) AS x{k}_{n}" for k in range(len(nums))]
     sql = (f"SELECT q.rid, {', '.join(terms)} FROM q JOIN child c ON c.e = q.e "
-           f"AND c.t > q.s - {max(WINDOWS) * w} AND c.t {'<' if strict else '<='} q.s "
+           f"AND c.t > q.s - {max(WINDOWS) * w} AND c.t {sql_comparison(strict)} q.s "
            "GROUP BY q.rid")
     # One thread: parallel float sums add in a varying order, and LightGBM's splits then
     # differ from run to run in the last digits.
@@ -205,7 +206,7 @@ def child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray, seeds:
         running[f"x{k}"] = child[f"x{k}"].fillna(0.0).groupby(child["e"], sort=False).cumsum()
     hit = pd.merge_asof(q.sort_values("s", kind="stable"), running.sort_values("t", kind="stable"),
                         left_on="s", right_on="t", by="e", direction="backward",
-                        allow_exact_matches=not strict)
+                        allow_exact_matches=includes_equal(strict))
     hit = hit.set_index("rid").reindex(np.arange(len(ids)))
     out[f"{prefix}.count_all"] = hit["count"].fillna(0).to_numpy(dtype=np.float64)
     for k, col in enumerate(nums):

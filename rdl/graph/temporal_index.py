@@ -23,6 +23,8 @@ from torch import Tensor
 from torch_geometric.data import HeteroData
 from torch_geometric.typing import EdgeType, NodeType
 
+from rdl.visibility import includes_equal
+
 
 class TemporalIndex:
     """Mixin of :class:`~rdl.graph.sampler.TemporalSampler`: builds and queries the index.
@@ -119,10 +121,10 @@ class TemporalIndex:
         if node_type in self._time_min:
             lo = self._time_min[node_type]
             st = seed_time.to(torch.long).clamp(lo - 1, lo + stride - 1)
-            q = st - lo + (0 if strict else 1)
+            q = st - lo + int(includes_equal(strict))
             return q.clamp_(0, stride - 1)
         uniq = self._uniq_time[node_type]
-        return torch.searchsorted(uniq, seed_time.to(uniq.dtype), right=not strict)
+        return torch.searchsorted(uniq, seed_time.to(uniq.dtype), right=includes_equal(strict))
 
 
 def _is_sorted(x: Tensor) -> bool:
