@@ -128,7 +128,7 @@ class Prepared:
 def prepare(task: Task, db: Database, *, strict: bool = False, label_history: bool = True,
             seed_features: bool = True, tree_prior: bool = True, tree_blocks: int = 8,
             stypes: dict | None = None, text_embedder=None, cache_dir: str | None = None,
-            seed: int = 0, now: bool = False, shared_path: str | None = None) -> Prepared:
+            random_seed: int = 0, now: bool = False, shared_path: str | None = None) -> Prepared:
     """Everything a run of ``task`` on ``db`` needs before its loaders (see the module's
     docstring; the settings are ``data.*``'s, :class:`RelDataModule
     <rdl.training.datamodule.RelDataModule>` documents them). ``now``: also a split
@@ -147,7 +147,7 @@ def prepare(task: Task, db: Database, *, strict: bool = False, label_history: bo
     out = _load_shared(task, shared_path)
     if out is None:
         out = _labels_and_features(task, db, graph_db, strict, tree_prior and per_seed,
-                                   tree_blocks, seed_features and per_seed, seed, now)
+                                   tree_blocks, seed_features and per_seed, random_seed, now)
         _save_shared(out, shared_path)
     out.label_history = label_history
     if label_history:
@@ -171,8 +171,8 @@ def prepare(task: Task, db: Database, *, strict: bool = False, label_history: bo
 
 
 def _labels_and_features(task: Task, db: Database, graph_db: Database, strict: bool,
-                         tree_prior: bool, tree_blocks: int, seed_features: bool, seed: int,
-                         now: bool) -> Prepared:
+                         tree_prior: bool, tree_blocks: int, seed_features: bool,
+                         random_seed: int, now: bool) -> Prepared:
     """Split tables, label history, tree prior and seed features: the work that processes
     share (``shared_path``)."""
     tables = {s: task.split_table(s, db) for s in SPLITS}
@@ -183,7 +183,7 @@ def _labels_and_features(task: Task, db: Database, graph_db: Database, strict: b
     out = Prepared(task, tables, task.history(tables) if task.kind.per_seed else None)
     rest = None
     if tree_prior:
-        rest = _fit_prior(out, graph_db, strict, tree_blocks, seed)
+        rest = _fit_prior(out, graph_db, strict, tree_blocks, random_seed)
     if seed_features:
         from rdl.features.seed import seed_features as features
         out.seed_x, out.seed_feature_names = features(task, graph_db, tables, out.history,
@@ -225,7 +225,7 @@ def _with_history(task: Task, db: Database, tables: dict, history) -> tuple[Data
 
 
 def _fit_prior(out: Prepared, graph_db: Database, strict: bool, tree_blocks: int,
-               seed: int) -> dict[str, pd.DataFrame]:
+               random_seed: int) -> dict[str, pd.DataFrame]:
     """Fits the tree prior into ``out``; returns the splits' feature tables without the
     entity's own columns and with the prior's columns (the seed features)."""
     from rdl.features.table import entity_features, with_own
@@ -236,9 +236,9 @@ def _fit_prior(out: Prepared, graph_db: Database, strict: bool, tree_blocks: int
     rest = {s: entity_features(task, graph_db, df, out.history, strict, own=False)
             for s, df in tables.items()}
     full = {s: with_own(task, graph_db, tables[s], rest[s]) for s in rest}
-    out.tree_fit = fit_lightgbm(task, graph_db, tables, out.history, strict, seed,
+    out.tree_fit = fit_lightgbm(task, graph_db, tables, out.history, strict, random_seed,
                                 features=full)
-    out.prior = tree_prior(out.tree_fit, tables, full, out.history, tree_blocks, seed)
+    out.prior = tree_prior(out.tree_fit, tables, full, out.history, tree_blocks, random_seed)
     for s, df in rest.items():
         p = out.prior[s].reshape(len(df), -1)
         cols = ["prior"] if p.shape[1] == 1 else [f"prior.class_{j}" for j in range(p.shape[1])]

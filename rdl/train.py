@@ -142,7 +142,7 @@ def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
     # Objects built from data go to partials: passed to instantiate, Hydra would turn them
     # into configs (dataclasses to dicts, tuples to lists).
     dm = instantiate(cfg.data, _partial_=True, _convert_="all")(task=task, num_neighbors=hops,
-                                                                seed=cfg.seed)
+                                                                random_seed=cfg.seed)
     dm.prepared_path = prepared_path
     dm.setup()
     model_cfg = OmegaConf.masked_copy(cfg.model, [k for k in cfg.model if k != "data_defaults"])

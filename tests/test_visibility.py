@@ -36,7 +36,7 @@ def test_the_sampler_gives_a_seed_exactly_its_visible_rows(strict):
     d["row"].time = torch.from_numpy(TIME)
     rows = torch.arange(N_ROWS)
     d["row", "f2p_entity", "entity"].edge_index = torch.stack([rows, torch.from_numpy(ENT)])
-    sampler = TemporalSampler(d, [-1], strict=strict, seed=0)
+    sampler = TemporalSampler(d, [-1], strict=strict, random_seed=0)
     loader = NodeLoader(d, node_sampler=sampler, batch_size=N_SEEDS,
                         input_nodes=("entity", torch.from_numpy(SEED_ENT)),
                         input_time=torch.from_numpy(SEED_TIME))

@@ -68,7 +68,7 @@ class LinkSampling:
                 raise ValueError(f"unknown node type {t!r} of input edge type {input_type}")
         neg = NegativeSampling.cast(neg_sampling)
         dev = self.device
-        self.seed_batch(inputs.input_id)
+        self.reseed_for(inputs.input_id)
         src = inputs.row.to(dev, torch.long)
         dst = inputs.col.to(dev, torch.long)
         num_pos = src.numel()

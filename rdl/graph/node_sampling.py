@@ -49,7 +49,7 @@ class NodeSampling:
         if input_type is None or input_type not in self.num_nodes:
             raise ValueError(f"unknown input node type {input_type!r}")
         dev = self.device
-        self.seed_batch(inputs.input_id)
+        self.reseed_for(inputs.input_id)
         seed_nodes = inputs.node.to(dev, torch.long)
         seed_time = inputs.time.to(dev) if inputs.time is not None else None
         out = self._sample({input_type: seed_nodes},

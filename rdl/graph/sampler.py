@@ -125,20 +125,22 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         strict: eligible iff ``time < seed_time`` instead of ``<=``.
         inclusive: node types eligible iff ``time <= seed_time`` even when strict.
         device: where the CSC index lives and sampling runs (CPU or CUDA).
-        seed: seed of the sampler's own :class:`torch.Generator`.
-        seed_per_batch: re-seed it for each batch from ``seed`` and the batch's input ids.
+        random_seed: the seed of the sampler's own :class:`torch.Generator` (a random
+            number's; the seeds of a batch are its input nodes).
+        rng_per_batch: re-seed that generator for each batch from ``random_seed`` and the
+            batch's input ids.
 
     ``sample_from_nodes`` serves ``NodeLoader``, ``sample_from_edges``
     ``LinkLoader`` (with ``neg_sampling`` None, binary or triplet); see the
     module docstrings (here and :mod:`rdl.graph.link_sampling`) for the exact
     semantics.
 
-    The sampler draws one random stream, from ``seed`` or, unseeded, from
+    The sampler draws one random stream, from ``random_seed`` or, without one, from
     torch's global RNG. In DataLoader worker processes the generator is
-    re-seeded once per worker from ``(seed, worker_info.seed)`` so that workers
-    draw different streams. With ``seed_per_batch`` (and a ``seed``), each
-    batch instead draws from a generator seeded by the seed and the batch's
-    input ids (:meth:`seed_batch`): a batch's sample then depends on nothing
+    re-seeded once per worker from ``(random_seed, worker_info.seed)`` so that workers
+    draw different streams. With ``rng_per_batch`` (and a ``random_seed``), each
+    batch instead draws from a generator seeded by it and the batch's
+    input ids (:meth:`reseed_for`): a batch's sample then depends on nothing
     else, not on the batches before it, the worker that samples it or the pass
     over the data. rdl's loaders use it: an evaluation pass repeats exactly,
     and a run resumed mid-epoch draws what the uninterrupted run drew.
@@ -159,8 +161,8 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         strict: bool = False,
         inclusive: tuple = (),
         device: Union[str, torch.device, None] = None,
-        seed: Optional[int] = None,
-        seed_per_batch: bool = False,
+        random_seed: Optional[int] = None,
+        rng_per_batch: bool = False,
     ):
         if not isinstance(data, HeteroData):
             raise TypeError("TemporalSampler expects a HeteroData graph")
@@ -171,7 +173,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         self.strict = bool(strict)
         self.inclusive = frozenset(inclusive)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
-        self.seed, self.seed_per_batch = seed, seed_per_batch
+        self.random_seed, self.rng_per_batch = random_seed, rng_per_batch
 
         self.node_types, self.edge_types = data.metadata()
         self.node_types = list(self.node_types)
@@ -208,7 +210,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         if info is not None:
             key = (os.getpid(), info.id, info.seed)
             if self._worker_key != key:
-                base = 0 if self.seed is None else int(self.seed)
+                base = 0 if self.random_seed is None else int(self.random_seed)
                 mixed = (base * 0x9E3779B97F4A7C15 + info.seed * 0xBF58476D1CE4E5B9 + 1) % (2**63)
                 gen = torch.Generator(device=self.device)
                 gen.manual_seed(mixed)
@@ -219,15 +221,16 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
             gen = torch.Generator(device=self.device)
             # Unseeded: draw the seed from torch's global RNG, so that
             # ``pl.seed_everything`` / ``torch.manual_seed`` make runs repeatable.
-            seed = self.seed if self.seed is not None else torch.randint(2**62, (1,)).item()
+            seed = (self.random_seed if self.random_seed is not None
+                    else torch.randint(2**62, (1,)).item())
             gen.manual_seed(int(seed))
             self._generator = gen
         return self._generator
 
-    def seed_batch(self, input_id: Optional[Tensor]) -> None:
-        """With :attr:`seed_per_batch`, seeds the generator from :attr:`seed` and a batch's
-        ``input_id`` (their values and order)."""
-        if (not self.seed_per_batch or self.seed is None or input_id is None
+    def reseed_for(self, input_id: Optional[Tensor]) -> None:
+        """With :attr:`rng_per_batch`, seeds the generator from :attr:`random_seed` and a
+        batch's ``input_id`` (their values and order)."""
+        if (not self.rng_per_batch or self.random_seed is None or input_id is None
                 or input_id.numel() == 0):
             return
         ids = input_id.detach().to("cpu", torch.int64).view(-1)
@@ -236,12 +239,12 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         pos = torch.arange(1, 2 * ids.numel(), 2, dtype=torch.int64)
         h = int(((ids + 0x632BE59BD9B4E019) * pos * -0x61C8864680B583EB).sum())
         self._get_generator().manual_seed(
-            (int(self.seed) * 0x9E3779B97F4A7C15 + h + ids.numel()) % (2**63))
+            (int(self.random_seed) * 0x9E3779B97F4A7C15 + h + ids.numel()) % (2**63))
 
-    def with_seed(self, seed: Optional[int]) -> "TemporalSampler":
+    def with_random_seed(self, random_seed: Optional[int]) -> "TemporalSampler":
         """A sampler that shares this one's index but draws from its own random stream."""
         other = copy.copy(self)
-        other.seed, other._generator, other._worker_key = seed, None, None
+        other.random_seed, other._generator, other._worker_key = random_seed, None, None
         return other
 
     @property

@@ -4,7 +4,7 @@ Training shuffles with :class:`EpochShuffle`, a permutation that depends only on
 the epoch (Lightning calls ``set_epoch`` at every epoch start, as it does for a
 ``DistributedSampler``), and :class:`SeedBatches` can skip the batches an interrupted epoch
 had already trained on. With the temporal sampler seeded per batch
-(``TemporalSampler(seed_per_batch=True)``), a run resumed mid-epoch then sees exactly the
+(``TemporalSampler(rng_per_batch=True)``), a run resumed mid-epoch then sees exactly the
 batches the uninterrupted run saw (:mod:`rdl.training.resume`). Written here because
 PyTorch's ``RandomSampler`` draws its order from a stream (the order of epoch ``e`` depends on
 every draw before it) and ``BatchSampler`` cannot start in the middle of an epoch.
@@ -27,7 +27,7 @@ from torch.utils.data import BatchSampler, Sampler, SequentialSampler
 
 
 class EpochShuffle(Sampler[int]):
-    """``range(n)`` in an order drawn from ``(seed, epoch)`` alone.
+    """``range(n)`` in an order drawn from ``(random_seed, epoch)`` alone.
 
     Each pass uses :attr:`epoch` and then advances it, so that a loop over passes without
     ``set_epoch`` (a notebook, a test) still gets a new order each time; ``set_epoch(e)``
@@ -37,17 +37,18 @@ class EpochShuffle(Sampler[int]):
     permutation padded by repetition to a multiple of ``world``.
     """
 
-    def __init__(self, n: int, seed: int = 0, rank: int = 0, world: int = 1):
+    def __init__(self, n: int, random_seed: int = 0, rank: int = 0, world: int = 1):
         if not 0 <= rank < world:
             raise ValueError(f"rank {rank} outside a world of {world} processes")
-        self.n, self.seed, self.epoch = n, int(seed), 0
+        self.n, self.random_seed, self.epoch = n, int(random_seed), 0
         self.rank, self.world = rank, world
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
 
     def __iter__(self) -> Iterator[int]:
-        gen = torch.Generator().manual_seed((self.seed * 1_000_003 + self.epoch) % (2**63))
+        gen = torch.Generator().manual_seed((self.random_seed * 1_000_003 + self.epoch)
+                                            % (2**63))
         self.epoch += 1
         perm = torch.randperm(self.n, generator=gen)
         if self.world > 1 and self.n:
@@ -128,12 +129,12 @@ class DealtBatches(Sampler[list[int]]):
 
 
 def batches(n: int, batch_size: int, shuffle: bool, merge_tail: bool = True,
-            seed: int = 0, rank: int = 0, world: int = 1) -> Sampler[list[int]]:
-    """Batches of ``range(n)``, shuffled per epoch from ``seed`` (:class:`EpochShuffle`) or in
+            random_seed: int = 0, rank: int = 0, world: int = 1) -> Sampler[list[int]]:
+    """Batches of ``range(n)``, shuffled per epoch from ``random_seed`` (:class:`EpochShuffle`) or in
     order; see :class:`SeedBatches` for ``merge_tail``. Process ``rank`` of ``world``: its
     share of a shuffled epoch, or its :class:`DealtBatches` of an ordered pass."""
     if shuffle:
-        return SeedBatches(EpochShuffle(n, seed, rank, world), batch_size, drop_last=False,
+        return SeedBatches(EpochShuffle(n, random_seed, rank, world), batch_size, drop_last=False,
                            merge_tail=merge_tail)
     ordered = SeedBatches(SequentialSampler(range(n)), batch_size, drop_last=False,
                           merge_tail=merge_tail)

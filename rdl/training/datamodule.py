@@ -89,7 +89,7 @@ class RelDataModule(pl.LightningDataModule):
                  triplets: bool = False, stypes: dict | None = None, text_embedder=None,
                  num_workers: int = 0, pin_memory: bool | None = None,
                  cache_dir: str | None = None, eval_batch_size: int | None = None,
-                 seed: int = 0, now: bool = False,
+                 random_seed: int = 0, now: bool = False,
                  buckets: BucketSettings | dict | None = None):
         super().__init__()
         check_stypes(db, stypes)  # now, not after the task tables and the tree prior
@@ -114,7 +114,7 @@ class RelDataModule(pl.LightningDataModule):
         self.stypes, self.text_embedder = stypes, text_embedder
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
-        self.seed = seed
+        self.random_seed = random_seed
         #: a split "now" of the seeds of a prediction at the database's last time
         #: (:meth:`~rdl.tasks.Task.now_table`; ``rdl.predict split=now``)
         self.now = now
@@ -140,7 +140,7 @@ class RelDataModule(pl.LightningDataModule):
             self.task, self.db, strict=self.strict, label_history=self.label_history,
             seed_features=self.use_seed_features, tree_prior=self.use_tree_prior,
             tree_blocks=self.tree_blocks, stypes=self.stypes, text_embedder=self.text_embedder,
-            cache_dir=self.cache_dir, seed=self.seed, now=self.now,
+            cache_dir=self.cache_dir, random_seed=self.random_seed, now=self.now,
             shared_path=self.prepared_path)
         # Loaders sample from the graph without its TensorFrames: ``InputRows`` gathers
         # each distinct row once per batch.
@@ -150,11 +150,11 @@ class RelDataModule(pl.LightningDataModule):
         for nt in self.tf_dict:
             del self.graph[nt].tf
         # One index for all loaders. Each batch's sample is seeded by the batch's seeds
-        # (seed_per_batch): evaluation repeats exactly, a resumed run draws what an
-        # uninterrupted one drew; evaluation uses another seed than training.
+        # (rng_per_batch): evaluation repeats exactly, a resumed run draws what an
+        # uninterrupted one drew; evaluation uses another random seed than training.
         self.sampler = TemporalSampler(data, self.num_neighbors, strategy=self.strategy,
                                        strict=self.strict, inclusive=(HISTORY,),
-                                       seed=self.seed, seed_per_batch=True)
+                                       random_seed=self.random_seed, rng_per_batch=True)
 
     # What was prepared (None before setup), as the loaders and ``rdl.train`` read it.
     tables = property(lambda self: self._prepared("tables"))
@@ -218,7 +218,7 @@ class RelDataModule(pl.LightningDataModule):
             task, df = self.task, self.tables[split]
             size = self.split_batch_size(split)
             order = batches(len(df), size, shuffle=split == "train", merge_tail=False,
-                            seed=self.seed)
+                            random_seed=self.random_seed)
             probe = self._node_loader(split, self.transform(split, buckets=False), order, 0)
             probes = [b for b, _ in zip(probe, range(self.buckets.probe))]
             observed = [sizes(b, task.entity_table) for b in probes]
@@ -293,7 +293,8 @@ class RelDataModule(pl.LightningDataModule):
             size = n // world
         # Static shapes pad the last, short batch instead of merging it into a larger one.
         static = self.static_tokens or self.buckets is not None
-        return batches(n, size, shuffle, merge_tail=not static, seed=self.seed, rank=rank,
+        return batches(n, size, shuffle, merge_tail=not static, random_seed=self.random_seed,
+                       rank=rank,
                        world=world)
 
     def _transforms(self, *more, after=()):
@@ -314,7 +315,8 @@ class RelDataModule(pl.LightningDataModule):
     def _node_loader(self, split: str, transform, batch_sampler, num_workers: int,
                      pin_memory: bool = False) -> NodeLoader:
         task, df = self.task, self.tables[split]
-        sampler = self.sampler if split == "train" else self.sampler.with_seed(self.seed + 1)
+        sampler = (self.sampler if split == "train"
+                   else self.sampler.with_random_seed(self.random_seed + 1))
         return NodeLoader(
             self.graph, node_sampler=sampler,
             input_nodes=(task.entity_table, torch.from_numpy(df[task.entity_col].to_numpy())),
@@ -355,7 +357,7 @@ class RelDataModule(pl.LightningDataModule):
         t = self.tables[split]["timestamp"].iloc[0]  # a split's one seed time (val, test, now)
         n = self.data[task.target_table].num_nodes
         return NodeLoader(
-            self.graph, node_sampler=self.sampler.with_seed(self.seed + 1),
+            self.graph, node_sampler=self.sampler.with_random_seed(self.random_seed + 1),
             input_nodes=(task.target_table, torch.arange(n)),
             input_time=to_seconds(pd.Series([t] * n)),
             transform=self._transforms(),

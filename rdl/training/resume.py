@@ -10,7 +10,7 @@ the uninterrupted one in two ways, which :class:`ResumeState` closes:
 - **position in the epoch**: Lightning counts the batches an interrupted epoch trained on,
   but a loader starts its epoch from the beginning. rdl's train loaders shuffle per epoch
   from ``(seed, epoch)`` alone and sample each batch from a generator seeded by its seeds
-  (:mod:`rdl.training.batches`, ``TemporalSampler(seed_per_batch=True)``), so the resumed
+  (:mod:`rdl.training.batches`, ``TemporalSampler(rng_per_batch=True)``), so the resumed
   epoch only has to leave out the batches already trained on (:meth:`SeedBatches.skip`).
 
 Exact with ``num_workers=0`` (the default): worker processes are forked before a resumed

@@ -332,7 +332,7 @@ def test_full_fanout_equals_bruteforce(device, strict, graph_seed, fan, hops, ti
     nn = {et: [fan] * hops for et in d.edge_types}
     seeds, times = make_seeds(d, rng, "user", int(rng.integers(1, 12)), time_mode)
     for strategy in ("uniform", "last", "mix"):
-        s = TemporalSampler(d, nn, strategy=strategy, strict=strict, device=device, seed=0)
+        s = TemporalSampler(d, nn, strategy=strategy, strict=strict, device=device, random_seed=0)
         if d["event"].num_nodes:
             check_time_mode(s, d, time_mode)
         out = run_sampler(s, "user", seeds, times)
@@ -381,7 +381,7 @@ def test_uniform_valid_sample(device, strict, graph_seed, hops, fans):
     nn_d = {et: nn for et in d.edge_types}
     seeds, times = make_seeds(d, rng, "user", int(rng.integers(1, 12)))
     for strategy in ("uniform", "mix"):
-        s = TemporalSampler(d, nn, strategy=strategy, strict=strict, device=device, seed=graph_seed)
+        s = TemporalSampler(d, nn, strategy=strategy, strict=strict, device=device, random_seed=graph_seed)
         out = run_sampler(s, "user", seeds, times)
         check_structure(out, d, "user", seeds, times, nn_d, strict, strategy, adj)
 
@@ -398,7 +398,7 @@ def test_timed_seed_type_uses_own_time(device, strategy):
         nn = {et: [-1, -1] for et in d.edge_types}
         seeds = list(range(d["event"].num_nodes))
         times = d["event"].time.tolist()
-        s = TemporalSampler(d, nn, strategy=strategy, device=device, seed=1)
+        s = TemporalSampler(d, nn, strategy=strategy, device=device, random_seed=1)
         out = run_sampler(s, "event", seeds, None)
         assert out.metadata[1] is None
         check_structure(out, d, "event", seeds, times, nn, False, strategy, adj)
@@ -469,7 +469,7 @@ def test_uniform_chi_square(device, n_elig, k):
     d = star_graph(n_elig + 3)
     draws = max(100 * math.comb(n_elig, k), 2000)
     seed_time = n_elig - 1  # rows 0..n_elig-1 eligible
-    s = TemporalSampler(d, [k], strategy="uniform", device=device, seed=123)
+    s = TemporalSampler(d, [k], strategy="uniform", device=device, random_seed=123)
     out = run_sampler(s, "customer", [0] * draws, [seed_time] * draws)
     e = out.edge[ET_TX].cpu()
     b = out.batch["customer"].cpu()[out.col[ET_TX].cpu()]
@@ -493,7 +493,7 @@ def test_uniform_large_segment_marginals(device):
     """c >> k: the offset-drawing path; every eligible row equally likely."""
     n, k, draws = 5000, 3, 4000
     d = star_graph(n + 50)
-    s = TemporalSampler(d, [k], strategy="uniform", device=device, seed=5)
+    s = TemporalSampler(d, [k], strategy="uniform", device=device, random_seed=5)
     out = run_sampler(s, "customer", [0] * draws, [n - 1] * draws)
     e = out.edge[ET_TX].cpu()
     assert e.numel() == k * draws and int(e.max()) < n
@@ -547,7 +547,7 @@ def test_last_ties_and_strict(device):
 def test_mix_takes_the_most_recent_half_and_a_uniform_rest(device):
     times = [1, 3, 5, 5, 5, 9, 2, 4]  # eligible at seed time 5: rows 0-4, 6, 7
     d = star_graph(len(times), times)
-    s = TemporalSampler(d, [4], strategy="mix", device=device, seed=0)
+    s = TemporalSampler(d, [4], strategy="mix", device=device, random_seed=0)
     counts = Counter()
     for _ in range(400):
         got = s.sample_from_nodes(NodeSamplerInput(
@@ -558,7 +558,7 @@ def test_mix_takes_the_most_recent_half_and_a_uniform_rest(device):
         counts.update(set(got) - {3, 4})
     assert set(counts) == {0, 1, 2, 6, 7}  # the other 2 drawn from the older eligible rows
     assert chi2_stat([counts[i] for i in (0, 1, 2, 6, 7)], 800 / 5) < chi2_critical(4)
-    short = TemporalSampler(d, [4], strategy="mix", device=device, seed=0)
+    short = TemporalSampler(d, [4], strategy="mix", device=device, random_seed=0)
     got = short.sample_from_nodes(NodeSamplerInput(
         input_id=torch.arange(1), node=torch.zeros(1, dtype=torch.long),
         time=torch.tensor([2]), input_type="customer")).edge[ET_TX].cpu().tolist()
@@ -597,7 +597,7 @@ def test_float_seed_time_on_integer_node_times(device, strict, huge):
 @pytest.mark.parametrize("device", DEVICES)
 def test_empty_types_keep_keys(device):
     d = star_graph(5)
-    s = TemporalSampler(d, [4, 4, 4], device=device, seed=0)
+    s = TemporalSampler(d, [4, 4, 4], device=device, random_seed=0)
     # Seeds older than every row, plus a customer with no rows: nothing sampled.
     out = run_sampler(s, "customer", [0, 1], [-5, 100])
     assert set(out.node) == {"customer", "article", "transactions"}
@@ -629,7 +629,7 @@ def test_seed_reproducible(device):
     seeds, times = make_seeds(d, np.random.default_rng(0), "user", 50)
 
     def run(seed):
-        s = TemporalSampler(d, [2, 2, 2], seed=seed, device=device)
+        s = TemporalSampler(d, [2, 2, 2], random_seed=seed, device=device)
         return [run_sampler(s, "user", seeds, times) for _ in range(3)]
 
     def flat(outs):
@@ -638,7 +638,7 @@ def test_seed_reproducible(device):
 
     assert flat(run(11)) == flat(run(11))
     # Pickled sampler continues the same random stream.
-    s = TemporalSampler(d, [2, 2, 2], seed=4, device=device)
+    s = TemporalSampler(d, [2, 2, 2], random_seed=4, device=device)
     run_sampler(s, "user", seeds, times)
     s2 = pickle.loads(pickle.dumps(s))
     assert flat([run_sampler(s, "user", seeds, times)]) == flat([run_sampler(s2, "user", seeds, times)])
@@ -711,7 +711,7 @@ def test_node_loader(num_workers, device, strategy):
     rng = np.random.default_rng(0)
     ids = torch.from_numpy(rng.integers(0, n, 40)).long()
     times = torch.from_numpy(rng.integers(-1, 10, 40)).long()
-    s = TemporalSampler(d, [3, 2], strategy=strategy, seed=0, device=device)
+    s = TemporalSampler(d, [3, 2], strategy=strategy, random_seed=0, device=device)
     kw = dict(num_workers=num_workers)
     if num_workers:
         kw["persistent_workers"] = True
@@ -735,7 +735,7 @@ def test_workers_draw_different_streams():
     d = star_graph(200)
     ids = torch.zeros(64, dtype=torch.long)
     times = torch.full((64,), 150, dtype=torch.long)
-    s = TemporalSampler(d, [5], seed=0)
+    s = TemporalSampler(d, [5], random_seed=0)
     loader = NodeLoader(d, node_sampler=s, input_nodes=("customer", ids), input_time=times,
                         batch_size=32, shuffle=False, num_workers=2, persistent_workers=True)
     with workers_closed(loader):
@@ -743,19 +743,19 @@ def test_workers_draw_different_streams():
     assert len(batches) == 2 and batches[0] != batches[1]
 
 
-def test_with_seed_shares_the_index_and_repeats():
+def test_with_random_seed_shares_the_index_and_repeats():
     d = random_graph(3)
     seeds, times = make_seeds(d, np.random.default_rng(0), "user", 50)
     base = TemporalSampler(d, [2, 2, 2])
-    a, b = base.with_seed(7), base.with_seed(7)
+    a, b = base.with_random_seed(7), base.with_random_seed(7)
     assert a._colptr is base._colptr  # no second index
     out_a, out_b = run_sampler(a, "user", seeds, times), run_sampler(b, "user", seeds, times)
     assert all(torch.equal(out_a.node[t], out_b.node[t]) for t in out_a.node)
 
 
-def test_seed_per_batch_makes_a_batch_sample_depend_on_its_seeds_alone():
+def test_rng_per_batch_makes_a_batch_sample_depend_on_its_seeds_alone():
     d = star_graph(200)
-    s = TemporalSampler(d, [5], seed=0, seed_per_batch=True)
+    s = TemporalSampler(d, [5], random_seed=0, rng_per_batch=True)
 
     def sample(ids):
         ids = torch.tensor(ids)
@@ -768,7 +768,7 @@ def test_seed_per_batch_makes_a_batch_sample_depend_on_its_seeds_alone():
     sample([7, 8])  # another batch in between changes nothing
     assert sample([0, 1, 2, 3]) == first
     assert sample([3, 2, 1, 0]) != first and sample([0, 1, 2, 4]) != first
-    assert TemporalSampler(d, [5], seed=1, seed_per_batch=True).sample_from_nodes(
+    assert TemporalSampler(d, [5], random_seed=1, rng_per_batch=True).sample_from_nodes(
         NodeSamplerInput(input_id=torch.tensor([0, 1, 2, 3]), node=torch.zeros(4, dtype=torch.long),
                          time=torch.full((4,), 150), input_type="customer")
     ).node["transactions"].tolist() != first
@@ -915,7 +915,7 @@ def test_link_output_matches_pyg_edge_sample(device, link_type, mode, labels):
         eli, time = random_links(d, link_type, rng, num_pos)
         label = torch.from_numpy(rng.integers(1, 4, num_pos)).long() if labels else None
         inputs = edge_input(link_type, eli, time, label, input_id=torch.arange(10, 10 + num_pos))
-        s = TemporalSampler(d, [2, 3], strategy="last", device=device, seed=graph_seed)
+        s = TemporalSampler(d, [2, 3], strategy="last", device=device, random_seed=graph_seed)
         ours = s.sample_from_edges(inputs, neg_sampling=neg)
         theirs = pyg_edge_sample(s, inputs, neg, ours)
         for field in ("node", "row", "col", "edge", "num_sampled_nodes", "num_sampled_edges"):
@@ -999,7 +999,7 @@ def test_link_last_equals_bruteforce(device, strict, graph_seed, hops, fans, lin
     eli, time = random_links(d, link_type, rng, num_pos, time_mode)
     if not timed:
         time = None
-    s = TemporalSampler(d, nn, strategy="last", strict=strict, device=device, seed=graph_seed)
+    s = TemporalSampler(d, nn, strategy="last", strict=strict, device=device, random_seed=graph_seed)
     out = s.sample_from_edges(edge_input(link_type, eli, time), neg_sampling=neg)
     assert decode_multiset(out, d) == link_reference(d, out, link_type, eli, time, neg, nn,
                                                      strict, adj)
@@ -1118,7 +1118,7 @@ def test_link_loader(num_workers, device, strict, mode):
         label = None
         if labeled and (neg is None or neg.is_binary()):
             label = torch.from_numpy(rng.integers(0, 3, 30)).long()
-        s = TemporalSampler(d, [3, 2], strategy=strategy, strict=strict, seed=0, device=device)
+        s = TemporalSampler(d, [3, 2], strategy=strategy, strict=strict, random_seed=0, device=device)
         loader = LinkLoader(d, link_sampler=s, edge_label_index=(link_type, eli),
                             edge_label=label, edge_label_time=time, neg_sampling=neg,
                             batch_size=8, shuffle=True, **kw)
@@ -1137,7 +1137,7 @@ def test_negatives_uniform(device, mode):
     """Untimed dst: negatives uniform over all dst nodes (chi-square)."""
     d = star_graph(12)
     lt = ("customer", "buys", "article")
-    s = TemporalSampler(d, [1], seed=3, device=device)
+    s = TemporalSampler(d, [1], random_seed=3, device=device)
     num_pos, amount = 50, 40
     eli = torch.zeros(2, num_pos, dtype=torch.long)
     out = s.sample_from_edges(edge_input(lt, eli, torch.full((num_pos,), 100)),
@@ -1158,7 +1158,7 @@ def test_negatives_timed_dst(device, strict):
     times = [5, 1, 3, 3, 9, 7, 3, 1]  # transaction times (node ids 0..7)
     d = star_graph(8, times)
     lt = ("customer", "made", "transactions")
-    s = TemporalSampler(d, [1], strict=strict, seed=1, device=device)
+    s = TemporalSampler(d, [1], strict=strict, random_seed=1, device=device)
     t_arr = torch.tensor(times)
     for seed_time in (0, 1, 3, 6, 100):
         num_pos, amount = 40, 50
@@ -1185,7 +1185,7 @@ def test_negatives_weighted(device, timed):
     d = star_graph(6, times)
     lt = ("customer", "made", "transactions")
     w = torch.tensor([1.0, 0.0, 2.0, 5.0, 10.0, 1.0])
-    s = TemporalSampler(d, [1], seed=2, device=device)
+    s = TemporalSampler(d, [1], random_seed=2, device=device)
     num_pos, amount = 100, 40
     neg = NegativeSampling("triplet", amount, dst_weight=w)
     time = torch.full((num_pos,), 3 if timed else 100)
@@ -1216,12 +1216,12 @@ def test_link_reproducible_and_errors(device):
     neg = NegativeSampling("binary", 2)
 
     def run(seed):
-        s = TemporalSampler(d, [2, 2], seed=seed, device=device)
+        s = TemporalSampler(d, [2, 2], random_seed=seed, device=device)
         outs = [s.sample_from_edges(edge_input(lt, eli, time), neg) for _ in range(2)]
         return [(t, o.node[t].tolist()) for o in outs for t in o.node]
 
     assert run(5) == run(5)
-    s = TemporalSampler(d, [2, 2], seed=0, device=device)
+    s = TemporalSampler(d, [2, 2], random_seed=0, device=device)
     with pytest.raises(ValueError):  # triplet with labels
         s.sample_from_edges(edge_input(lt, eli, time, label=torch.ones(20)),
                             NegativeSampling("triplet", 1))

@@ -65,7 +65,7 @@ def make_loader(kind: str, data: HeteroData, num_workers: int = 0, shuffle: bool
                 device: str = "cpu"):
     """The loaders as :class:`rdl.training.datamodule.RelDataModule` builds them."""
     src, dst, time = seeds()
-    sampler = TemporalSampler(data, [4, 2], seed=0, device=device)
+    sampler = TemporalSampler(data, [4, 2], random_seed=0, device=device)
     kw = dict(batch_size=BATCH, shuffle=shuffle, num_workers=num_workers,
               persistent_workers=num_workers > 0, filter_per_worker=num_workers > 0)
     if kind == "node":
@@ -167,7 +167,7 @@ def test_injection_without_recorded_arguments():
 def test_link_loader_built_outside_a_hook():
     data = tiny_graph()
     src, dst, time = seeds()
-    loader = KeepArgsLinkLoader(data, link_sampler=TemporalSampler(data, [4, 2], seed=0),
+    loader = KeepArgsLinkLoader(data, link_sampler=TemporalSampler(data, [4, 2], random_seed=0),
                                 edge_label_index=(LINK, torch.stack([src, dst])),
                                 edge_label_time=time, neg_sampling=NegativeSampling("binary", 1),
                                 batch_size=BATCH)
@@ -243,7 +243,7 @@ def test_trainer_ddp_gives_each_rank_its_share(tmp_path, kind, num_workers):
 def test_each_process_gets_its_share():
     """Training: equal shares of one permutation (padded by repetition, every process takes
     the same number of steps); evaluation: the batches of one process's pass, dealt out."""
-    shares = [list(EpochShuffle(11, seed=5, rank=r, world=3)) for r in range(3)]
+    shares = [list(EpochShuffle(11, random_seed=5, rank=r, world=3)) for r in range(3)]
     assert [len(s) for s in shares] == [4, 4, 4]
     assert set(sum(shares, [])) == set(range(11))  # 12 slots: one seed twice
     one = list(batches(79, 16, shuffle=False))

@@ -82,17 +82,17 @@ def test_resume_checks_the_checkpoint_before_any_work(tmp_path, tiny_cfg):
 
 
 def test_each_epoch_has_its_own_order_that_depends_on_seed_and_epoch_alone():
-    a, b = EpochShuffle(50, seed=3), EpochShuffle(50, seed=3)
+    a, b = EpochShuffle(50, random_seed=3), EpochShuffle(50, random_seed=3)
     orders = [list(a) for _ in range(3)]  # passes without set_epoch advance the epoch
     assert len({tuple(o) for o in orders}) == 3 and sorted(orders[0]) == list(range(50))
     b.set_epoch(2)
     assert list(b) == orders[2]
-    assert list(EpochShuffle(50, seed=4)) != orders[0]
+    assert list(EpochShuffle(50, random_seed=4)) != orders[0]
 
 
 @pytest.mark.parametrize("merge_tail", [True, False])
 def test_batches_skip_the_first_batches_of_one_pass(merge_tail):
-    sampler = batches(100, 16, shuffle=True, merge_tail=merge_tail, seed=0)
+    sampler = batches(100, 16, shuffle=True, merge_tail=merge_tail, random_seed=0)
     assert isinstance(sampler, SeedBatches)
     sampler.sampler.set_epoch(1)
     whole = list(sampler)

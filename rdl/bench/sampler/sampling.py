@@ -33,7 +33,7 @@ def measure_sampling(folder: str, setting: str, strategy: str, batch_size: int,
     num_tx = data["transactions"].num_nodes
     _sync(dev)
     t0 = time.perf_counter()
-    sampler = TemporalSampler(data, fanout, strategy=strategy, device=dev, seed=0)
+    sampler = TemporalSampler(data, fanout, strategy=strategy, device=dev, random_seed=0)
     _sync(dev)
     build_s = time.perf_counter() - t0
     rss_index = peak_rss_gib()
