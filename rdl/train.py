@@ -34,6 +34,7 @@ from rdl.training.datamodule import RelDataModule
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
 from rdl.training.process import configured
+from rdl.training.shapes import shapes_for
 
 log = logging.getLogger("rdl.train")
 #: the key of the composed config in a checkpoint's hyper-parameters
@@ -148,19 +149,19 @@ def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
     model_cfg = OmegaConf.masked_copy(cfg.model, [k for k in cfg.model if k != "data_defaults"])
     model = instantiate(model_cfg, _partial_=True, _convert_="all")(**dm.model_kwargs())
     compile_options = instantiate(cfg.compile, _convert_="all")
-    static = compile_options.enabled and compile_options.kwargs.get("dynamic") is False
-    if getattr(model, "takes_tokens", False):
-        dm.token_budgets = model.budgets
-        # Compiled with dynamic=False: every batch gets the same shapes (one graph per mode).
-        dm.static_tokens = static
-    elif static and dm.buckets is None:
+    dynamic = compile_options.kwargs.get("dynamic", True)
+    static = compile_options.enabled and dynamic is False
+    # How batches are shaped, for the loaders and the module alike (rdl/training/shapes.py):
+    # a token model's token sets, buckets, pads for a compiled model, else as sampled.
+    dm.shapes = shapes_for(model, compile_options.enabled, dynamic, dm.buckets)
+    if static and dm.buckets is None and not getattr(model, "takes_tokens", False):
         log.warning("compile.kwargs.dynamic=false without data.buckets: every batch shape "
                     "compiles a graph of its own (and after %d, Dynamo runs the model "
                     "eagerly); static-shape buckets pad batches to a few shapes: "
                     "experiment=buckets (docs/compile.md)", STATIC_GRAPHS)
     common = dict(optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
                   scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
-                  compile=compile_options)
+                  compile=compile_options, shapes=dm.shapes)
     if link:
         module = LinkTaskModule(model, task, num_dst_nodes=dm.model_kwargs()["num_dst_nodes"],
                                 **common)

@@ -7,7 +7,7 @@ from torch_geometric.utils import coalesce
 
 #: pad rows (and nodes) after every node type's own in a batch, and pad edges between them
 #: per edge type: no size that reaches the model is 0 or 1 (a compiled graph would bake it
-#: in; ``rdl/training/compile.py``). :class:`InputRows` adds the rows, ``pad_inputs`` the
+#: in; ``rdl/training/shapes.py``). :class:`InputRows` adds the rows, ``pad_inputs`` the
 #: nodes and edges.
 PAD = 2
 
@@ -49,7 +49,7 @@ class InputRows:
     them, so each is encoded once instead (in the default user-churn batch about 6,000
     article nodes are fewer than 1,000 distinct rows). The pad rows (the table's first row)
     keep node types from reaching the compiled model with 0 or 1 rows (see
-    :func:`rdl.training.compile.pad_inputs`). Runs in the loader, on the CPU, where
+    :func:`rdl.training.shapes.pad_inputs`). Runs in the loader, on the CPU, where
     ``unique`` and building a TensorFrame (which checks its offsets) cost no device sync.
     The loader's graph carries no ``tf``, so that rows are gathered once, here.
 

@@ -25,8 +25,16 @@ from typing import Callable, ClassVar
 import torch
 from torch import Tensor
 
-#: ``run(*extra)``: the model's forward over the batch's inputs, ``extra`` appended
-Run = Callable[..., object]
+class Run:
+    """The model's forward over one batch: ``run(*extra)``, ``extra`` appended to the
+    batch's inputs; ``run.spare(node_type)``: rows of that type the model may pass as
+    throwaway inputs (the batch's pad rows; none in a batch with none, an eager run's)."""
+
+    def __init__(self, forward: Callable[..., object], spare: Callable[[str], Tensor]):
+        self.forward, self.spare = forward, spare
+
+    def __call__(self, *extra):
+        return self.forward(*extra)
 
 
 def listwise_loss(scores: Tensor, pos: Tensor) -> Tensor:

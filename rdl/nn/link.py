@@ -19,7 +19,6 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import MLP
 
-from rdl.graph.transforms import PAD
 from rdl.nn.interface import LinkPredictor, Run
 from rdl.nn.model import NODE_NORM, RelGNN
 from rdl.nn.transformer import RelGraphTransformer
@@ -184,21 +183,18 @@ class TwoTower(LinkPredictor, torch.nn.Module):
     embeds_candidates = True
 
     def candidate_embeddings(self, run: Run, batch) -> Tensor:
-        # Only the candidates' embeddings are needed; two pad rows stand in as the seeds.
-        B, N = batch[self.dst_table].batch_size, batch[self.src_table].num_nodes
-        device = batch[self.dst_table].n_id.device
-        index = torch.arange(B, device=device)
-        pad = torch.arange(N, N + PAD, device=device)
-        return run(pad, index, batch[self.dst_table].n_id[:B])[1]
+        # Only the candidates' embeddings are needed; spare rows stand in as the seeds.
+        B = batch[self.dst_table].batch_size
+        index = torch.arange(B, device=batch[self.dst_table].n_id.device)
+        return run(run.spare(self.src_table), index, batch[self.dst_table].n_id[:B])[1]
 
     def link_scores(self, run: Run, batch, num_dst: int) -> Tensor:
         """The seeds' embeddings against :attr:`candidates` (every row's)."""
-        # Only seed embeddings are needed; two pad rows stand in as candidates, so that the
+        # Only seed embeddings are needed; spare rows stand in as candidates, so that the
         # compiled model sees the same shapes as in :meth:`candidate_embeddings`.
-        B, N = batch[self.src_table].batch_size, batch[self.dst_table].num_nodes
-        device = batch[self.dst_table].n_id.device
-        pad = torch.arange(N, N + PAD, device=device)
-        src, _ = run(torch.arange(B, device=device), pad, torch.zeros_like(pad))
+        B = batch[self.src_table].batch_size
+        spare = run.spare(self.dst_table)
+        src, _ = run(torch.arange(B, device=spare.device), spare, torch.zeros_like(spare))
         return src @ self.candidates.t()
 
     def link_loss(self, run: Run, batch, num_dst: int) -> tuple[Tensor, int]:

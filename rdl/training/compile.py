@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
-from torch import Tensor
 
-from rdl.graph.transforms import PAD  # noqa: F401 - the pad rows of every batch
 from rdl.nn.encoder import Dropout
 from rdl.training.cpu_patches import CpuPatches, prepare
 
@@ -26,8 +24,8 @@ from rdl.training.cpu_patches import CpuPatches, prepare
 # ("duck shaping") must not be assumed equal for ever, or a later batch recompiles.
 # Dynamo bakes a size of 0 or 1 into the graph as a constant (and Inductor cannot compile
 # this model with unbacked sizes), so a batch with an empty node type or a single node
-# would recompile; every node type therefore gets PAD extra rows and every edge type PAD
-# extra edges between them (``InputRows``, :func:`pad_inputs`), and loaders never make a
+# would recompile; every node type therefore gets ``PAD`` extra rows and every edge type ``PAD``
+# extra edges between them (``InputRows``, :func:`~rdl.training.shapes.pad_inputs`), and loaders never make a
 # batch of one seed, or a much smaller one than the rest (``rdl.training.batches``).
 log = logging.getLogger(__name__)
 SHAPE_SETTINGS = dict(use_duck_shape=False)
@@ -74,7 +72,8 @@ class CompileOptions:
 def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool = True,
                   **kwargs) -> Callable:
     """``torch.compile(model, dynamic=True, **kwargs)``, traced without duck shaping
-    (:data:`SHAPE_SETTINGS`). Call it with :func:`pad_inputs`.
+    (:data:`SHAPE_SETTINGS`). Call it with padded inputs
+    (:class:`~rdl.training.shapes.Padded`).
 
     Compiled at the first call, when the device is known. On the CPU, random ops call
     PyTorch's kernels instead of Inductor's generated random-number code, which was no
@@ -173,31 +172,3 @@ def stats() -> dict[str, int]:
         "graph_breaks": int(sum(counters["graph_break"].values())),
         "frames": int(counters["frames"]["total"]),
     }
-
-
-def pad_inputs(tf_dict: dict, edge_index_dict: dict, time_dict: dict, batch_dict: dict,
-               seed_time: Tensor, num_nodes: dict) -> tuple:
-    """The model's inputs completed for ``PAD`` pad nodes per node type, which follow the
-    ``num_nodes[t]`` nodes of the batch (their rows are in ``tf``: see
-    :class:`~rdl.graph.transforms.InputRows`): ``PAD`` edges between pad nodes for every
-    edge type, and a time and a seed for each pad node (the first seed's: as old as it).
-
-    Pad nodes send messages only to each other, so no real node's output changes; a
-    node-level output ``[N_t + PAD, ...]`` keeps its real nodes first.
-
-    These run at every step, ahead of the model, each op a kernel launch on a GPU: every
-    pad block is a view of one index tensor (``[0, M)`` twice: a block's rows start at
-    ``src`` and at ``M + dst``), so a step runs one op per padded tensor (its ``cat``)
-    and two more, not four per edge type and two per timed node type (30 kernels to 12
-    in the default user-churn batch).
-    """
-    m = max(num_nodes.values(), default=0) + PAD
-    ids = torch.arange(m, device=seed_time.device).repeat(2)
-    edge_index_dict = {
-        (src, rel, dst): torch.cat([ei, ids.as_strided(
-            (2, PAD), (m + num_nodes[dst] - num_nodes[src], 1), num_nodes[src])], dim=1)
-        for (src, rel, dst), ei in edge_index_dict.items()}
-    first_time, seed0 = seed_time[:1].expand(PAD), ids[:1].expand(PAD)
-    time_dict = {nt: torch.cat([t, first_time]) for nt, t in time_dict.items()}
-    batch_dict = {nt: torch.cat([b, seed0]) for nt, b in batch_dict.items()}
-    return tf_dict, edge_index_dict, time_dict, batch_dict, seed_time

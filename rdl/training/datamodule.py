@@ -16,7 +16,6 @@ import rdl
 from rdl.data.database import Database, DataError
 from rdl.graph.build import check_stypes, to_seconds
 from rdl.graph.sampler import TemporalSampler
-from rdl.graph.tokens import TokenSet
 from rdl.graph.transforms import (AttachLinkTarget, AttachTarget, Bidirectional, DropEdgeIds,
                                   InputRows)
 from rdl.prepare import Prepared, check_task_tables, prepare
@@ -24,7 +23,7 @@ from rdl.tasks import HISTORY, Task
 from rdl.training.batches import DealtBatches, batches
 from rdl.training.buckets import (BucketSettings, PadToBucket, describe, padding, plan,
                                   sizes, smallest)
-from rdl.training.compile import PAD
+from rdl.training.shapes import Padded, Shapes
 
 log = logging.getLogger(__name__)
 
@@ -118,13 +117,9 @@ class RelDataModule(pl.LightningDataModule):
         #: a split "now" of the seeds of a prediction at the database's last time
         #: (:meth:`~rdl.tasks.Task.now_table`; ``rdl.predict split=now``)
         self.now = now
-        #: node type -> tokens per seed, set by a token model (a graph transformer): node
-        #: loaders then add token sets (:class:`~rdl.graph.tokens.TokenSet`).
-        self.token_budgets: dict | None = None
-        #: with token sets: static shapes (a model compiled with ``dynamic=False``): every
-        #: batch padded to its loader's batch size and one encoded row per token slot, so
-        #: that every batch has the same shapes (:class:`~rdl.graph.tokens.TokenSet`).
-        self.static_tokens = False
+        #: how batches are shaped for the model (:mod:`rdl.training.shapes`; ``rdl.train``
+        #: sets the run's): pad rows and nodes for a compiled model by default
+        self.shapes: Shapes = Padded()
         #: with several processes (DDP): the file where the first process of a machine
         #: leaves the split tables, features and tree prior for the others, which would
         #: each compute them again (``rdl.train`` sets it)
@@ -191,24 +186,20 @@ class RelDataModule(pl.LightningDataModule):
         flat = lists.explode().dropna().to_numpy(dtype="int64")
         return ptr, torch.from_numpy(flat)
 
-    def transform(self, split: str, buckets: bool = True):
+    def transform(self, split: str, probe: bool = False):
+        """A split's loader transform: its labels, then the shapes' (``probe``: unpadded,
+        for the batches that place the buckets)."""
         task, df = self.task, self.tables[split]
         if not task.kind.per_seed:
             ptr, idx = self.link_lists(df)
             attach = AttachLinkTarget(task.entity_table, task.target_table, ptr, idx,
                                       self.data[task.target_table].num_nodes)
-            if self.token_budgets:
-                return self._transforms(attach, self._token_set(split))
         else:
             feats = None if self.seed_x is None else self.seed_x[split]
             attach = AttachTarget(task.entity_table, self.prepared.targets(split),
                                   self.base(split), feats)
-            if self.token_budgets:
-                return self._transforms(attach, self._token_set(split))
-            if buckets and self.buckets:
-                pad = PadToBucket(task.entity_table, self.bucket_plan(split), self.buckets)
-                return self._transforms(attach, after=(pad,))
-        return self._transforms(attach)
+        before, after = self.shapes.transforms(self, split, probe)
+        return self._transforms(attach, *before, after=after)
 
     def bucket_plan(self, split: str) -> list[dict]:
         """The static-shape bucket profiles of a split's batches, planned once from its
@@ -219,7 +210,7 @@ class RelDataModule(pl.LightningDataModule):
             size = self.split_batch_size(split)
             order = batches(len(df), size, shuffle=split == "train", merge_tail=False,
                             random_seed=self.random_seed)
-            probe = self._node_loader(split, self.transform(split, buckets=False), order, 0)
+            probe = self._node_loader(split, self.transform(split, probe=True), order, 0)
             probes = [b for b, _ in zip(probe, range(self.buckets.probe))]
             observed = [sizes(b, task.entity_table) for b in probes]
             profiles = plan(observed, self.buckets, seeds=size)
@@ -243,10 +234,6 @@ class RelDataModule(pl.LightningDataModule):
         pad = PadToBucket(self.task.entity_table, profiles, self.buckets)
         return [pad.pad(copy.deepcopy(b), j)
                 for j, b in enumerate(self._bucket_examples[split])]
-
-    def _token_set(self, split: str) -> TokenSet:
-        pad_to = self.split_batch_size(split) if self.static_tokens else None
-        return TokenSet(self.task.entity_table, self.token_budgets, pad_to)
 
     def split_batch_size(self, split: str) -> int:
         """Seeds per batch of a split's loader (static token sets are padded to it)."""
@@ -292,10 +279,8 @@ class RelDataModule(pl.LightningDataModule):
                             "otherwise)", split, n, size, world, n // world)
             size = n // world
         # Static shapes pad the last, short batch instead of merging it into a larger one.
-        static = self.static_tokens or self.buckets is not None
-        return batches(n, size, shuffle, merge_tail=not static, random_seed=self.random_seed,
-                       rank=rank,
-                       world=world)
+        return batches(n, size, shuffle, merge_tail=not self.shapes.static,
+                       random_seed=self.random_seed, rank=rank, world=world)
 
     def _transforms(self, *more, after=()):
         """The loader's transforms, in order. ``Compose.forward``, not the ``Compose``
@@ -303,8 +288,8 @@ class RelDataModule(pl.LightningDataModule):
         dataset's own graphs), and a loader's batch is a copy already (PyG's filter
         makes it): one copy of every store fewer at every batch."""
         both = [Bidirectional()] if self.bidirectional else []
-        return Compose([*both, *more, InputRows(self.tf_dict, PAD, per_token=self.static_tokens),
-                        DropEdgeIds(), *after]).forward
+        rows = InputRows(self.tf_dict, self.shapes.pad_rows, per_token=self.shapes.per_token)
+        return Compose([*both, *more, rows, DropEdgeIds(), *after]).forward
 
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         n, train = len(self.tables[split]), split == "train"

@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 from torchmetrics import MetricCollection
 
+from rdl.nn.interface import Run
 from rdl.training.module import TaskModule
 
 
@@ -33,9 +34,10 @@ class LinkTaskModule(TaskModule):
                             f"{type(model).__name__} is not a link model (model=idgnn, "
                             "contextgnn, context-transformer or two-tower)")
 
-    def run(self, batch):
-        """The model's forward over ``batch``, extra inputs appended: ``run(*extra)``."""
-        return lambda *extra: self(batch, *extra)
+    def run(self, batch) -> Run:
+        """The model's forward over ``batch`` (:class:`~rdl.nn.interface.Run`)."""
+        return Run(lambda *extra: self(batch, *extra),
+                   lambda node_type: self.shapes.spare(batch, node_type))
 
     def scores(self, batch) -> Tensor:
         """``[B, num_dst]`` logits of every ``dst`` row for each seed of the batch."""
@@ -52,7 +54,8 @@ class LinkTaskModule(TaskModule):
         for batch in self.trainer.datamodule.dst_loader(split):
             batch = batch.to(self.device)
             args, kwargs = self.inputs(batch, self.dst)
-            run = lambda *extra: self.forward_fn(*args, *extra, **kwargs)  # noqa: E731
+            run = Run(lambda *extra, a=args, k=kwargs: self.forward_fn(*a, *extra, **k),
+                      lambda node_type, b=batch: self.shapes.spare(b, node_type))
             out.append(self.model.candidate_embeddings(run, batch))
         self.model.candidates = torch.cat(out)
 

@@ -16,8 +16,8 @@ from torchmetrics import MetricCollection
 
 from rdl.tasks import Task
 from rdl.training.buckets import warm
-from rdl.training.compile import (CompileOptions, compile_model, compile_optimizer_step,
-                                  pad_inputs)
+from rdl.training.compile import CompileOptions, compile_model, compile_optimizer_step
+from rdl.training.shapes import Padded, Shapes
 
 
 class TaskModule(pl.LightningModule):
@@ -34,10 +34,14 @@ class TaskModule(pl.LightningModule):
             optimizer step; ``None`` keeps the LR constant.
         compile: :class:`~rdl.training.compile.CompileOptions` (or a dict of them, or a
             bool for ``enabled``): compile the model and the optimiser step.
+        shapes: how batches are shaped for the model (:mod:`rdl.training.shapes`; the
+            loaders must shape them so too: ``rdl.train`` gives both the run's); default
+            :class:`~rdl.training.shapes.Padded`, as the data module's.
     """
 
     def __init__(self, model: torch.nn.Module, task: Task, optimizer: Callable, lr: float = 0.005,
-                 scheduler: Callable | None = None, compile: CompileOptions | dict | bool = True):
+                 scheduler: Callable | None = None, compile: CompileOptions | dict | bool = True,
+                 shapes: Shapes | None = None):
         super().__init__()
         self.model, self.task = model, task
         self.optimizer_fn, self.scheduler_fn, self.lr = optimizer, scheduler, lr
@@ -48,6 +52,7 @@ class TaskModule(pl.LightningModule):
         self.val_metrics = metrics.clone(prefix="val/")
         self.test_metrics = metrics.clone(prefix="test/")
         self.compile_options = CompileOptions.of(compile)
+        self.shapes = shapes or Padded()
         forward = model
         if self.compile_options.enabled:
             forward = compile_model(model, self.compile_options.cpu_patches,
@@ -61,11 +66,10 @@ class TaskModule(pl.LightningModule):
     def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
         """The model's positional and keyword inputs from a sampled batch seeded at
         ``seed_table`` nodes: each node type's distinct rows and each node's row among them
-        (``row_dict``), with pad nodes (:func:`~rdl.training.compile.pad_inputs`), so that
-        no size is 0 or 1. A batch padded to a static-shape bucket (``batch.bucket``,
-        :mod:`rdl.training.buckets`) has its pad nodes and edges already. A token model
-        (``model.takes_tokens``) gets token sets."""
-        if getattr(self.model, "takes_tokens", False):
+        (``row_dict``), completed as the run's shapes say (:meth:`Shapes.complete
+        <rdl.training.shapes.Shapes.complete>`: pad nodes and edges for a compiled model).
+        A token model gets token sets."""
+        if self.shapes.tokens:
             return self.token_inputs(batch, seed_table), {}
         types = [nt for nt in batch.node_types if "tf" in batch[nt]]
         args = (
@@ -75,8 +79,7 @@ class TaskModule(pl.LightningModule):
             {nt: batch[nt].batch for nt in self.time_types},
             batch[seed_table or self.entity].seed_time,
         )
-        if not is_bucketed(batch):
-            args = pad_inputs(*args, {nt: batch[nt].num_nodes for nt in types})
+        args = self.shapes.complete(batch, args, {nt: batch[nt].num_nodes for nt in types})
         return args, {"row_dict": {nt: batch[nt].tf_index for nt in types}}
 
     def token_inputs(self, batch, seed_table: str | None = None) -> tuple:
@@ -98,11 +101,8 @@ class TaskModule(pl.LightningModule):
     def forward(self, batch, *extra):
         args, kwargs = self.inputs(batch)
         out = self.forward_fn(*args, *extra, **kwargs)
-        if getattr(self.model, "takes_tokens", False) or is_bucketed(batch):
-            # Token sets or buckets padded to a static batch size: the pad seeds' outputs
-            # are dropped (a slice by a size the host knows, no sync).
-            store = batch[self.entity]
-            n = store.batch_size if is_bucketed(batch) else store.seed_time.size(0)
+        n = self.shapes.keep(batch, self.entity)
+        if n is not None:   # pad seeds' outputs dropped (a size the host knows: no sync)
             out = tuple(o[:n] for o in out) if isinstance(out, tuple) else out[:n]
         return out
 
@@ -295,11 +295,6 @@ def _device_of(batch) -> torch.device | None:
             if isinstance(value, Tensor):
                 return value.device
     return None
-
-
-def is_bucketed(batch) -> bool:
-    """Whether a batch was padded to a static-shape bucket (:mod:`rdl.training.buckets`)."""
-    return getattr(batch, "bucket", None) is not None
 
 
 def pad_seeds(x: Tensor, rows: int) -> Tensor:

@@ -3,7 +3,7 @@ same output for them as updating every type."""
 import pytest
 import torch
 
-from rdl.nn.gnn import HeteroGraphSAGE
+from rdl.nn.model import HeteroGraphSAGE
 
 EDGES = [("tx", "f2p_c", "c"), ("c", "rev_f2p_c", "tx"), ("tx", "f2p_a", "a"),
          ("a", "rev_f2p_a", "tx"), ("a", "f2p_g", "g")]

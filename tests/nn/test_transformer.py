@@ -8,6 +8,7 @@ from rdl.tasks import Task
 from rdl.training.datamodule import RelDataModule
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
+from rdl.training.shapes import Tokens
 from tests.training.test_label_history import make_task, random_db
 
 
@@ -21,8 +22,9 @@ def setup():
                                          "label_history": 3},
                                 channels=16, encoder_layers=1, heads=2, num_centroids=4,
                                 **dm.model_kwargs()).eval()
-    dm.token_budgets = model.budgets
-    module = NodeTaskModule(model, dm.task, optimizer=torch.optim.Adam, compile=False)
+    dm.shapes = Tokens(model.budgets)
+    module = NodeTaskModule(model, dm.task, optimizer=torch.optim.Adam, compile=False,
+                            shapes=dm.shapes)
     batch = next(iter(dm.loader("val", shuffle=False)))
     args, kwargs = module.inputs(batch)
     # Only the tokens' rows are encoded (and 2 pad rows), not every sampled node's.
@@ -81,7 +83,7 @@ def test_bad_budgets_and_sizes_fail_clearly(setup):
 
 
 def test_static_token_batches_give_the_dynamic_outputs(setup):
-    """``data.static_tokens`` (compiled with dynamic=False): every batch, the short last
+    """Static token sets (compiled with dynamic=False): every batch, the short last
     one too, has the same shapes (pad seeds, one row per token), and the real seeds'
     outputs are those of the distinct-row, unpadded batch."""
     model, B = setup[0], 4
@@ -91,8 +93,9 @@ def test_static_token_batches_give_the_dynamic_outputs(setup):
         dm = RelDataModule(random_db(), task, batch_size=B, num_neighbors=[6, 3],
                            cache_dir=False, tree_prior=False)
         dm.setup()
-        dm.token_budgets, dm.static_tokens = model.budgets, static
-        module = NodeTaskModule(model, task, optimizer=torch.optim.Adam, compile=False).eval()
+        dm.shapes = Tokens(model.budgets, static)
+        module = NodeTaskModule(model, task, optimizer=torch.optim.Adam, compile=False,
+                                shapes=dm.shapes).eval()
         outs[static], shapes[static] = [], set()
         for batch in dm.loader("val", shuffle=False):
             args, kwargs = module.inputs(batch)
@@ -124,9 +127,9 @@ def test_context_transformer_scores_its_candidate_tokens_pairwise_and_the_rest_b
     torch.manual_seed(0)
     model = ContextGT(budgets={"customer": 1, "transactions": 4, "article": 8}, channels=16,
                       encoder_layers=1, heads=2, num_centroids=4, **dm.model_kwargs()).eval()
-    dm.token_budgets = model.budgets
+    dm.shapes = Tokens(model.budgets)
     module = LinkTaskModule(model, task, optimizer=torch.optim.Adam, compile=False,
-                            num_dst_nodes=dm.model_kwargs()["num_dst_nodes"])
+                            num_dst_nodes=dm.model_kwargs()["num_dst_nodes"], shapes=dm.shapes)
     batch = next(iter(dm.loader("val", shuffle=False)))
     store = batch["article"]
     with torch.no_grad():

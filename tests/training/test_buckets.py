@@ -36,7 +36,7 @@ def test_padding_to_a_bucket_changes_no_real_output(tiny_cfg, task, overrides):
     profiles = dm.bucket_plan("train")
     pad = PadToBucket(dm.task.entity_table, profiles, dm.buckets)
     # Short batches too (fewer seeds than the bucket: pad seeds shift the other customers).
-    plain = dm._node_loader("train", dm.transform("train", buckets=False),
+    plain = dm._node_loader("train", dm.transform("train", probe=True),
                             [list(range(64)), list(range(100, 137)), list(range(300, 305))], 0)
     entity = dm.task.entity_table
     for batch in plain:

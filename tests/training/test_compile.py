@@ -14,8 +14,10 @@ from torch_geometric.loader import NodeLoader
 from rdl.graph.build import to_seconds
 from rdl.train import build
 from rdl.training import schedules
-from rdl.training.compile import PAD, compile_optimizer_step, pad_inputs
+from rdl.graph.transforms import PAD
+from rdl.training.compile import compile_optimizer_step
 from rdl.training.batches import SeedBatches
+from rdl.training.shapes import Exact, Padded, pad_inputs
 
 # user-churn/sage and contextgnn compile with fullgraph=True in the no-recompile test. Slow
 # (a compile each, CI's budget): item-sales only changes user-churn's head, ID-GNN shares
@@ -108,7 +110,7 @@ def odd_batches(dm) -> list:
 def test_no_recompiles_over_varying_batches(tiny_cfg, task, model, dynamic):
     _, dm, module = setup(tiny_cfg, task, model, "+compile.kwargs.fullgraph=true",
                           f"compile.kwargs.dynamic={str(dynamic).lower()}")
-    assert dm.static_tokens == (not dynamic)
+    assert dm.shapes.static == (not dynamic) and module.shapes is dm.shapes
     opt = torch.optim.Adam(module.model.parameters(), lr=torch.tensor(1e-3), fused=True)
     module.train()
     loader, sizes, steps = dm.train_dataloader(), set(), 0
@@ -132,8 +134,13 @@ def test_no_recompiles_over_varying_batches(tiny_cfg, task, model, dynamic):
     assert not counters["graph_break"], dict(counters["graph_break"])
 
 
-def test_distinct_rows_and_padding_change_no_output(tiny_cfg):
+@pytest.mark.parametrize("shapes", [Exact(), Padded()], ids=["exact", "padded"])
+def test_distinct_rows_and_padding_change_no_output(tiny_cfg, shapes):
+    """An eager run's batches have no pads (Exact); a compiled one's (Padded) have pad rows,
+    nodes and edges that change no real output."""
     _, dm, module = setup(tiny_cfg, "user-churn", "sage", "compile.enabled=false")
+    assert isinstance(dm.shapes, Exact) and module.shapes is dm.shapes
+    dm.shapes = module.shapes = shapes
     model = module.model.eval()
     batch = next(iter(dm.val_dataloader()))
     args, kwargs = module.inputs(batch)
@@ -142,11 +149,13 @@ def test_distinct_rows_and_padding_change_no_output(tiny_cfg):
              batch.collect("edge_index"),
              {nt: batch[nt].time for nt in model.time_types},
              {nt: batch[nt].batch for nt in model.time_types}, batch["customer"].seed_time)
-    article = batch["article"]
+    article, pads = batch["article"], shapes.pad_rows
     assert args[0]["article"].num_rows < article.num_nodes, "articles repeat across seeds"
-    assert args[0]["article"].num_rows == article.n_id.unique().numel() + 2
-    assert kwargs["row_dict"]["article"].numel() == article.num_nodes + 2
-    assert all(ei.size(1) >= 2 for ei in args[1].values())
+    assert args[0]["article"].num_rows == article.n_id.unique().numel() + pads
+    assert kwargs["row_dict"]["article"].numel() == article.num_nodes + pads
+    edges = {et: plain[1][et].size(1) for et in plain[1]}
+    assert {et: ei.size(1) for et, ei in args[1].items()} == (
+        edges if pads == 0 else {et: n + pads for et, n in edges.items()})
     with torch.no_grad():
         torch.testing.assert_close(model(*args, **kwargs), model(*plain, seed_x=kwargs["seed_x"]))
 

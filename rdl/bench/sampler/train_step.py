@@ -15,7 +15,8 @@ def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = N
     from torch_geometric.sampler import NodeSamplerInput
 
     from rdl.graph.build import to_seconds
-    from rdl.training.compile import compile_model, pad_inputs
+    from rdl.training.compile import compile_model
+    from rdl.training.shapes import pad_inputs
 
     if threads:
         torch.set_num_threads(threads)
