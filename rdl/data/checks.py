@@ -7,10 +7,28 @@ find the rows in the file. Row numbers are 0-based data rows (the header not cou
 """
 from __future__ import annotations
 
+import logging
+import re
+
 import numpy as np
 import pandas as pd
 
 from rdl.data.database import DataError
+
+log = logging.getLogger(__name__)
+
+#: the largest magnitude a feature may have: PyTorch Frame's tensors are float32
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: the times pandas holds at nanosecond resolution, which rdl's times use
+TIME_MIN, TIME_MAX = pd.Timestamp.min.ceil("D"), pd.Timestamp.max.floor("D")
+#: the text forms of times read, tried in order (pandas parses them); day-first and
+#: month-first forms are both tried and must not both fit a column
+TIME_FORMATS = ("ISO8601", "%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%m/%d/%Y", "%d/%m/%Y",
+                "%m/%d/%Y %H:%M:%S", "%d/%m/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M",
+                "%d.%m.%Y", "%d.%m.%Y %H:%M:%S")
+_LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
+                              r"(Z|[+-]\d{2}(:?\d{2})?)?$")
+_OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 
 
 def where(table: str, column: str, file=None) -> str:
@@ -20,6 +38,13 @@ def where(table: str, column: str, file=None) -> str:
 
 def _rows(n: int) -> str:
     return f"{n} row" if n == 1 else f"{n} rows"
+
+
+def rows(bad, n: int = 3) -> str:
+    """``rows 3, 7, 9, ...``: the first rows (0-based data rows) where ``bad`` is true."""
+    at = np.flatnonzero(np.asarray(bad, dtype=bool))
+    return ("row " if len(at) == 1 else "rows ") + ", ".join(map(str, at[:n])) + (
+        ", ..." if len(at) > n else "")
 
 
 def show(value) -> str:
@@ -44,8 +69,118 @@ def check_key(keys: pd.Series, where: str) -> None:
                         f"{_rows(len(keys))} (first: row {first}); every row needs a key")
     dup = keys.duplicated(keep=False).to_numpy()
     if dup.any():
+        shared = keys[dup]
+        examples = ", ".join(f"{show(v)} ({rows(keys.to_numpy() == v, 2)})"
+                             for v in shared.drop_duplicates().iloc[:3])
         raise DataError(f"{where}: primary key duplicated: {_rows(int(dup.sum()))} share "
-                        f"{keys[dup].nunique()} values, e.g. {show(keys[dup].iloc[0])}")
+                        f"{shared.nunique()} values, e.g. {examples}. A primary key names one "
+                        "row: if the table's key is made of several columns (a composite "
+                        "key), add one column joining them and declare it as pkey, or declare "
+                        "no pkey (a table of facts)")
+
+
+def check_finite(values: pd.Series, where: str) -> None:
+    """Numbers a model can take: no infinity (``inf``, or a value too large for float64
+    that a file wrote, ``1e400``) and none beyond float32, which PyTorch Frame's tensors
+    use (it would make them infinite). Left in, one such value makes a column's mean and
+    scale infinite and a model's outputs NaN, and training goes on without a word.
+
+    Raises:
+        DataError: naming ``where``, how many values, a few rows and what to do.
+    """
+    if not pd.api.types.is_float_dtype(values):
+        return
+    v = values.to_numpy(dtype="float64", na_value=np.nan)
+    bad = np.isinf(v) | (np.abs(np.nan_to_num(v)) > FLOAT32_MAX)
+    if bad.any():
+        first = v[bad][0]
+        raise DataError(f"{where}: {int(bad.sum())} of {len(v)} values are infinite or beyond "
+                        f"float32 (±3.4e38), e.g. {first!r} ({rows(bad)}); write them empty "
+                        "(missing) or as finite numbers, or drop the column from the schema's "
+                        "stypes (column: null)")
+
+
+def looks_like_times(values: pd.Series, n: int = 100) -> bool:
+    """Whether the first ``n`` present values of a text column are all ISO 8601 times."""
+    if not (pd.api.types.is_string_dtype(values) or values.dtype == object):
+        return False
+    head = values.dropna().iloc[:n]
+    return len(head) > 0 and bool(head.astype(str).str.match(_LOOKS_LIKE_TIME).all())
+
+
+def parse_times(raw: pd.Series, where: str, required: bool = True) -> pd.Series:
+    """``raw`` (times of any unit or zone, dates, or text as :data:`TIME_FORMATS`) as
+    ``datetime64[ns]`` in UTC without a zone; text without an offset is taken as UTC.
+
+    Raises:
+        DataError: values that are numbers (epoch or Excel serial numbers: their unit is
+            anyone's guess), text that is no time (or could be day- or month-first), times
+            outside :data:`TIME_MIN` .. :data:`TIME_MAX`, or (``required``) missing ones;
+            naming ``where``, how many rows, a few of them and what to do.
+    """
+    s = raw
+    if pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s)
+                                         and not pd.api.types.is_datetime64_any_dtype(s)):
+        present = s.notna().to_numpy()
+        if present.any():
+            raise DataError(f"{where}: {int(present.sum())} of {len(s)} values are numbers, "
+                            f"not times, e.g. {show(s[present].iloc[0])} ({rows(present)}): "
+                            "epoch seconds? Excel serial days? Their unit is anyone's guess: "
+                            "write them as ISO 8601 times (2024-01-31 or 2024-01-31 12:00:00)")
+        s = pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns]")
+    elif not pd.api.types.is_datetime64_any_dtype(s):
+        s = _parse_text(s, where)
+    if getattr(s.dt, "tz", None) is not None:
+        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+    outside = ((s < TIME_MIN) | (s > TIME_MAX)).to_numpy(dtype=bool)
+    if outside.any():
+        raise DataError(f"{where}: {int(outside.sum())} of {len(s)} times are outside the "
+                        f"years {TIME_MIN.year + 1} to {TIME_MAX.year - 1} that rdl's times hold, "
+                        f"e.g. {s[outside].iloc[0]} ({rows(outside)}); a placeholder such as "
+                        "9999-12-31 for 'never' or 0001-01-01 for 'unknown'? Write those empty "
+                        + ("and drop the rows that have no time" if required
+                           else "(missing)"))
+    missing = s.isna().to_numpy()
+    if required and missing.any():
+        raise DataError(f"{where}: time missing in {int(missing.sum())} of {_rows(len(s))} "
+                        f"({rows(missing)}); a timed table needs a time on every row")
+    return s.astype("datetime64[ns]")
+
+
+def _parse_text(raw: pd.Series, where: str) -> pd.Series:
+    """Text (or dates) as times in UTC: the first of :data:`TIME_FORMATS` that reads every
+    value; else the one that reads most, and the rest are reported."""
+    text = raw.dropna().astype(str).str.strip()
+    best, fits = None, []
+    for fmt in TIME_FORMATS:
+        parsed = pd.to_datetime(text, format=fmt, errors="coerce", utc=True)
+        if best is None or parsed.notna().sum() > best.notna().sum():
+            best = parsed
+        if parsed.notna().all():
+            fits.append((fmt, parsed))
+            if fmt == "ISO8601":
+                break
+    orders = {fmt[:5] for fmt, _ in fits}
+    if {"%m/%d", "%d/%m"} <= orders:
+        raise DataError(f"{where}: times such as {text.iloc[0]!r} read both as month/day/year "
+                        "and as day/month/year; write them as ISO 8601 (2024-01-31)")
+    if fits:
+        best = fits[0][1]
+    bad = best.isna()
+    if bad.any():
+        at = raw.index.get_indexer(text.index[bad])
+        mask = np.zeros(len(raw), dtype=bool)
+        mask[at] = True
+        raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} times do not parse as dates "
+                        f"(such as 2024-01-31 or 2024-01-31 12:00:00), e.g. {text[bad].iloc[0]!r} "
+                        f"({rows(mask)}); correct them or write them empty")
+    if fits and fits[0][0] == "ISO8601":
+        offset = text.str.contains(_OFFSET)
+        if offset.any() and not offset.all():
+            log.warning("%s: %d of %d times have no UTC offset (e.g. %r) and others do: those "
+                        "without are taken as UTC", where, int((~offset).sum()), len(text),
+                        text[~offset].iloc[0])
+    return best.reindex(raw.index)
 
 
 def _bad(parsed: pd.Series, raw: pd.Series) -> pd.Series:

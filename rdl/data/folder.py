@@ -21,19 +21,21 @@ file, the table, the column and how many rows. Nothing is ever written.
 """
 from __future__ import annotations
 
+import difflib
 import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import torch_frame
 import yaml
 
+from rdl.data import files
 from rdl.data.database import Database, DataError, Table
-from rdl.data.checks import check_key, parse_numbers, show
+from rdl.data.checks import (check_finite, check_key, looks_like_times, parse_numbers,
+                             parse_times, show)
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +43,6 @@ TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes"}
 SCHEMA_KEYS = {"tables", "dangling"}
 DANGLING = ("null", "drop", "fail")
 STYPES = {s.value for s in torch_frame.stype} | {"drop"}
-TIME_DTYPE = "datetime64[ns]"
 
 
 class TableSchema:
@@ -88,7 +89,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
     dangling = str(schema.get("dangling") or "null")
     tables = {}
     for name, spec in tables_spec.items():
-        spec = spec or {}
+        spec, name = spec or {}, str(name)
         at = f"{where}: table {name!r}"
         if not isinstance(spec, dict):
             raise DataError(f"{at}: expected a mapping of {sorted(TABLE_KEYS)}, got {spec!r}")
@@ -96,6 +97,13 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         for key in ("fkeys", "stypes"):
             if not isinstance(spec.get(key) or {}, dict):
                 raise DataError(f"{at}: {key} must be a mapping (column: ...), got {spec[key]!r}")
+        for key in ("pkey", "time"):
+            if isinstance(spec.get(key), (list, dict)):
+                raise DataError(
+                    f"{at}: {key} {spec[key]!r}: one column, not several" + (
+                        " (a composite key): add one column to the file joining them "
+                        "(e.g. order_id and line as '1042-3') and declare it as pkey, or "
+                        "declare no pkey (a table of facts)" if key == "pkey" else ""))
         file = folder / spec["file"] if spec.get("file") else _default_file(folder, name)
         stypes = {str(c): (None if s in (None, "drop") else str(s))
                   for c, s in (spec.get("stypes") or {}).items()}
@@ -103,9 +111,10 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             if st is not None and st not in STYPES:
                 raise DataError(f"{at}: column {col!r} has unknown stype {st!r}; one of "
                                 f"{sorted(STYPES)} or null")
-        tables[name] = TableSchema(str(name), file, spec.get("pkey"),
+        pkey, time = (None if spec.get(k) is None else str(spec[k]) for k in ("pkey", "time"))
+        tables[name] = TableSchema(name, file, pkey,
                                    {str(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
-                                   spec.get("time"), stypes)
+                                   time, stypes)
     for t in tables.values():
         if t.pkey is not None and t.pkey in t.fkeys:
             raise DataError(f"{where}: table {t.name!r}: column {t.pkey!r} is both its primary "
@@ -124,12 +133,6 @@ def _no_unknown(spec: dict, known: set, where: str) -> None:
     unknown = sorted(map(str, set(spec) - known))
     if unknown:
         raise DataError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(known)}")
-
-
-def _is_csv(path: Path) -> bool:
-    """``x.csv``, or compressed: ``x.csv.gz`` (pyarrow reads it by its name)."""
-    s = path.suffixes
-    return s[-1:] == [".csv"] or (s[-2:-1] == [".csv"] and s[-1] in (".gz", ".bz2", ".zst", ".lz4"))
 
 
 def _default_file(folder: Path, name: str) -> Path:
@@ -167,14 +170,11 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         if not t.file.exists():
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""
             raise DataError(f"{t.file}{also}: missing (the data file of table {t.name!r})")
-    for t in tables.values():
-        columns = _columns(t)
-        for col in t.required():
-            if col not in columns:
-                role = ("primary key" if col == t.pkey else "foreign key" if col in t.fkeys
-                        else "time column" if col == t.time else "column with an stype")
-                raise DataError(f"{t.where()}: {role} {col!r} missing; the file has {columns}")
-    frames = {name: _read(t) for name, t in tables.items()}
+    headers = {name: files.header(t.file, t.where()) if files.is_csv(t.file) else None
+               for name, t in tables.items()}
+    for name, t in tables.items():
+        _check_columns(t, headers[name])
+    frames = {name: _read(t, headers[name]) for name, t in tables.items()}
     frames, ids = _map_foreign_keys(tables, frames, policy)
     db = Database({name: Table(frames[name], t.pkey, dict(t.fkeys), t.time)
                    for name, t in tables.items()},
@@ -186,40 +186,82 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
 
 
 # -- reading one table ------------------------------------------------------------------------
-def _columns(t: TableSchema) -> list[str]:
-    """The column names of a table's file, from its header or parquet schema only."""
-    if _is_csv(t.file):
-        try:  # the first block only
-            return list(pacsv.open_csv(t.file).schema.names)
+def _role(t: TableSchema, col: str) -> str:
+    return ("primary key" if col == t.pkey else "foreign key" if col in t.fkeys
+            else "time column" if col == t.time else "column with an stype")
+
+
+def _check_columns(t: TableSchema, header: files.Header | None) -> None:
+    """Every column the schema names is in the file's header (or parquet schema), once."""
+    if header is None:
+        try:
+            columns = list(pq.read_schema(t.file).names)
         except (pa.ArrowInvalid, OSError) as e:
-            raise DataError(f"{t.where()}: not a readable CSV file: {e}") from None
-    try:
-        return list(pq.read_schema(t.file).names)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(f"{t.where()}: not a readable parquet file: {e}") from None
+            raise DataError(f"{t.where()}: not a readable parquet file: {e}") from None
+    else:
+        columns = header.names
+    for col in t.required():
+        same = [w for w in (header.written if header else columns)
+                if w.strip().casefold() == col.casefold()]
+        if len(same) > 1:
+            raise DataError(f"{t.where(col)}: the header names the {_role(t, col)} {len(same)} "
+                            f"times ({same}): which is it? Rename the others in the file")
+        if col not in columns:
+            near = difflib.get_close_matches(col, columns, n=1, cutoff=0.6) or [
+                c for c in columns if c.casefold() == col.casefold()]
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise DataError(f"{t.where()}: {_role(t, col)} {col!r} missing{hint}; the file has "
+                            f"{columns}")
 
 
-def _read(t: TableSchema) -> pd.DataFrame:
+def _read(t: TableSchema, header: files.Header | None) -> pd.DataFrame:
     """A table's rows with parsed times and numbers and a checked primary key."""
-    df = _read_csv(t) if _is_csv(t.file) else pq.read_table(t.file).to_pandas()
+    if header is not None:
+        df = files.read_csv(t.file, t.where(), header)
+        as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
+        times = {c for c in df.columns if c not in t.stypes and looks_like_times(df[c])}
+        df = files.numbers(df, t.where, keep={t.time, *as_text, *times})
+    else:
+        df = files.read_parquet(t.file, t.where())
     if len(df) == 0:
         raise DataError(f"{t.where()}: the table is empty (0 rows)")
     for col in df.columns:
-        s = df[col]
-        if isinstance(s.dtype, pd.DatetimeTZDtype):  # one clock for every time: UTC
-            df[col] = s.dt.tz_convert("UTC").dt.tz_localize(None)
+        s, st = df[col], t.stypes.get(col, "")
+        if st is None and col not in (t.pkey, t.time, *t.fkeys):
+            continue  # dropped: the model never sees it
+        if col == t.time:
+            df[col] = parse_times(s, t.where(col), required=True)
+        elif st == "timestamp" or pd.api.types.is_datetime64_any_dtype(s) or (
+                st == "" and looks_like_times(s)):
+            df[col] = parse_times(s, t.where(col), required=False)
         elif s.dtype == object and _all_bool(s):
             # booleans with missing values (parquet's nullable bool): as 0/1 and NaN, which
             # PyTorch Frame reads (its inference takes the Python objects for embeddings)
             df[col] = s.astype("float64")
-    if t.time is not None:
-        df[t.time] = _parse_times(df[t.time], t)
-    for col, st in t.stypes.items():
-        if st == "numerical" and not pd.api.types.is_numeric_dtype(df[col]):
-            df[col] = parse_numbers(df[col], t.where(col))
+        elif st == "numerical" and not pd.api.types.is_numeric_dtype(s):
+            df[col] = parse_numbers(s, t.where(col))
+        if st in ("", "numerical"):
+            check_finite(df[col], t.where(col))
     if t.pkey is not None:
         check_key(df[t.pkey], t.where(t.pkey))
+    _warn_undeclared_time(t, df)
     return df
+
+
+def _warn_undeclared_time(t: TableSchema, df: pd.DataFrame) -> None:
+    """A table of facts (it has foreign keys) without a declared time but with a column of
+    times is most likely timed: used as static, every seed would see its future rows."""
+    if t.time is not None or not t.fkeys:
+        return
+    cols = [c for c in df.columns if c not in t.stypes
+            and pd.api.types.is_datetime64_any_dtype(df[c])]
+    if cols:
+        log.warning("%s: column(s) %s hold times, but the schema declares no time for the "
+                    "table, so it is used as static: every seed would see all its rows, its "
+                    "future ones included (a leak of the future into training). Declare the "
+                    "rows' time in the schema (table %r: time: %s); if the table really is "
+                    "static, declare the column's stype (stypes: {%s: timestamp})",
+                    t.where(), cols, t.name, cols[0], cols[0])
 
 
 def _all_bool(s: pd.Series) -> bool:
@@ -227,51 +269,6 @@ def _all_bool(s: pd.Series) -> bool:
     v = s.dropna()
     return len(v) > 0 and isinstance(v.iloc[0], (bool, np.bool_)) and v.map(type).isin(
         (bool, np.bool_)).all()
-
-
-def _read_csv(t: TableSchema) -> pd.DataFrame:
-    """A CSV file, every column read as text first (pyarrow's type inference reports a bad
-    value by column number only), then numbers where every value is one."""
-    columns = _columns(t)
-    opts = pacsv.ConvertOptions(column_types={c: pa.string() for c in columns},
-                                null_values=[""], strings_can_be_null=True)
-    try:
-        df = pacsv.read_csv(t.file, convert_options=opts).to_pandas()
-    except pa.ArrowInvalid as e:
-        raise DataError(f"{t.where()}: not a readable CSV file: {e}") from None
-    for col in df.columns:
-        if col == t.time or t.stypes.get(col, "numerical") != "numerical":
-            continue  # declared otherwise: kept as text
-        values = df[col].dropna()
-        if values.str.match(r"-?0\d").any():
-            continue  # zero-padded codes ("0042") stay text, as the file wrote them
-        num = pd.to_numeric(values, errors="coerce")
-        if len(values) and num.notna().all():
-            full = pd.to_numeric(df[col])
-            integral = full.notna().all() and (full % 1 == 0).all()
-            df[col] = full.astype("int64") if integral else full.astype("float64")
-    return df
-
-
-def _parse_times(s: pd.Series, t: TableSchema) -> pd.Series:
-    if not pd.api.types.is_datetime64_any_dtype(s):
-        if pd.api.types.is_numeric_dtype(s):  # epoch numbers: their unit is anyone's guess
-            parsed = pd.Series(pd.NaT, index=s.index, dtype=TIME_DTYPE)
-        else:  # ISO 8601; offsets (+01:00, Z) converted to UTC
-            parsed = pd.to_datetime(s.astype("string"), errors="coerce", format="ISO8601",
-                                    utc=True)
-        bad = parsed.isna() & s.notna()
-        if bad.any():
-            raise DataError(f"{t.where(t.time)}: {int(bad.sum())} of {len(s)} times do not parse "
-                            f"as dates (such as 2024-01-31 or 2024-01-31 12:00:00), e.g. "
-                            f"{show(s[bad].iloc[0])}")
-        s = parsed
-    if getattr(s.dt, "tz", None) is not None:
-        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
-    if s.isna().any():
-        raise DataError(f"{t.where(t.time)}: time missing in {int(s.isna().sum())} of {len(s)} "
-                        "rows (a timed table needs a time on every row)")
-    return s.astype(TIME_DTYPE)
 
 
 # -- foreign keys -------------------------------------------------------------------------------
@@ -287,6 +284,33 @@ def _comparable(values: pd.Series, other: pd.Series) -> tuple[np.ndarray, np.nda
     if pd.api.types.is_numeric_dtype(a) != pd.api.types.is_numeric_dtype(b):
         a, b = a.astype("string"), b.astype("string")
     return a.to_numpy(dtype=object, na_value=None), b.to_numpy(dtype=object, na_value=None)
+
+
+def _kind(s: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(s):
+        return "booleans"
+    if pd.api.types.is_numeric_dtype(s):
+        v = s.dropna()
+        return "whole numbers" if len(v) and (v % 1 == 0).all() else "numbers"
+    if pd.api.types.is_datetime64_any_dtype(s):
+        return "times"
+    return "text"
+
+
+def _matches_nothing(t: TableSchema, col: str, values: pd.Series, ref: TableSchema,
+                     keys: pd.DataFrame) -> None:
+    """A foreign key none of whose values is a key of the table it references: a wrong
+    table or column, or keys written differently on each side (``42`` and ``"C-42"``)."""
+    mine, theirs = values.dropna(), keys[ref.pkey]
+    kinds = (_kind(mine), _kind(theirs))
+    why = (f"the types differ: {kinds[0]} here, {kinds[1]} there" if kinds[0] != kinds[1]
+           else f"both are {kinds[0]}, written differently?")
+    sample = lambda v: ", ".join(show(x) for x in v.drop_duplicates().iloc[:3])  # noqa: E731
+    raise DataError(f"{t.where(col)}: none of its {len(mine)} values matches a key of table "
+                    f"{ref.name!r} ({ref.where(ref.pkey)}); {why}. This column holds e.g. "
+                    f"{sample(mine)}; {ref.name}.{ref.pkey} holds e.g. {sample(theirs)}. Check "
+                    "that the schema's fkeys name the right table, and write both sides' keys "
+                    "alike (same type, no prefix or padding)")
 
 
 def _map_foreign_keys(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
@@ -306,6 +330,8 @@ def _map_foreign_keys(tables: dict[str, TableSchema], frames: dict[str, pd.DataF
                 n = int(dangling.sum())
                 if n == 0:
                     continue
+                if n == int(df[col].notna().sum()):
+                    _matches_nothing(t, col, df[col], tables[ref], frames[ref])
                 what = (f"{t.where(col)}: {n} of {len(df)} rows have a foreign key matching no "
                         f"{ref!r} row, e.g. {values[dangling][0]!r}")
                 if policy == "fail":

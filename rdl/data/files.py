@@ -1,0 +1,287 @@
+"""One table's file as a pandas frame: CSV as warehouses export it, or parquet.
+
+CSV files are read by pyarrow as RFC 4180 says: any size, values quoted with ``"``, line
+breaks inside quoted values, ``""`` for a quote; compressed ones (``.csv.gz``) by their
+name. What exports add to that is taken care of here, each in one place:
+
+* the encoding: UTF-8 (a byte-order mark or not), UTF-16 or UTF-32 with a byte-order
+  mark; a file that is not valid UTF-8 is read as Windows-1252 (cp1252), else latin-1,
+  and a warning says which;
+* the delimiter: ``,``, or ``;``, tab or ``|`` when the header holds no comma but one of
+  those;
+* the header: names stripped of spaces, an empty name becomes ``unnamed_<position>``
+  (dropped when the column is empty too: a trailing delimiter), a repeated one (also when
+  only its case differs: SQL does not tell them apart) ``<name>_2``, ``<name>_3``, ...;
+* missing values: an empty field or one of :data:`NULLS`;
+* rows with more or fewer fields than the header: one :class:`DataError` with their count
+  and a few of them (a delimiter at the end of every data row is dropped instead).
+
+Every column of a CSV file is read as text (pyarrow's type inference reports a bad value
+by column number only); :func:`numbers` then makes numbers of the columns that hold only
+numbers. Nothing is ever written.
+"""
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from rdl.data.database import DataError
+
+log = logging.getLogger(__name__)
+
+#: how exports write a missing value: empty, SQL's NULL, MySQL's and PostgreSQL's ``\N``,
+#: pandas' ``NaN`` and ``<NA>``, Excel's ``#N/A``; not words that may be values (``NA``: a
+#: country's code; ``None``, ``n/a``: a category's name)
+NULLS = ["", "NULL", "null", "Null", "\\N", "NaN", "nan", "<NA>", "#N/A"]
+#: a delimiter other than a comma is taken when the header has no comma but one of these
+DELIMITERS = (";", "\t", "|")
+#: integers beyond this lose digits as float64: such ids stay text (as the file wrote them)
+EXACT_FLOAT = 2 ** 53
+COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
+_BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF8, "utf8"),  # pyarrow skips a UTF-8 byte-order mark itself
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")]
+_GROUPED = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$")   # 1,234,567.89
+_PADDED = re.compile(r"^-?0\d")                               # 0042: a code, not a number
+
+
+def is_csv(path: Path) -> bool:
+    """``x.csv``, or compressed: ``x.csv.gz`` (pyarrow reads it by its name)."""
+    s = path.suffixes
+    return s[-1:] == [".csv"] or (s[-2:-1] == [".csv"] and s[-1] in COMPRESSED)
+
+
+@dataclass
+class Header:
+    """A CSV file's header and how to read the rows below it."""
+
+    names: list[str]                 # the columns as rdl names them
+    written: list[str]               # as the file wrote them
+    encoding: str = "utf8"
+    delimiter: str = ","
+    renamed: dict[str, str] = field(default_factory=dict)   # written (position) -> name
+
+
+def header(path: Path, where: str) -> Header:
+    """The header of CSV file ``path`` (its first row only).
+
+    Raises:
+        DataError: the file is empty (not even a header) or not readable as CSV.
+    """
+    return _header(path, where, _bom_encoding(path))
+
+
+def _header(path: Path, where: str, encoding: str) -> Header:
+    opts = pacsv.ReadOptions(encoding=encoding)
+    try:
+        written = pacsv.open_csv(path, read_options=opts).schema.names
+        delimiter = ","
+        if len(written) == 1:
+            found = [d for d in DELIMITERS if d in written[0]]
+            if found:
+                delimiter = max(found, key=written[0].count)
+                written = pacsv.open_csv(path, read_options=opts,
+                                         parse_options=_parse(delimiter)).schema.names
+    except pa.ArrowInvalid as e:
+        if "Empty CSV file" in str(e):
+            raise DataError(f"{where}: the file is empty (0 bytes, not even a header row); "
+                            "export the table again") from None
+        if "UTF8" in str(e) and encoding == "utf8":
+            return _header(path, where, _fallback(path))
+        raise DataError(f"{where}: not a readable CSV file: {e}") from None
+    except (OSError, UnicodeError) as e:
+        raise DataError(f"{where}: not a readable CSV file: {e}") from None
+    names, renamed, seen = [], {}, set()
+    for i, w in enumerate(written, 1):
+        name = w.strip() or f"unnamed_{i}"
+        base, k = name, 1
+        while name.casefold() in seen:
+            k += 1
+            name = f"{base}_{k}"
+        seen.add(name.casefold())
+        names.append(name)
+        if name != w:
+            renamed[f"{w!r} (column {i})"] = name
+    if delimiter != ",":
+        log.info("%s: fields delimited by %r", where, delimiter)
+    return Header(names, list(written), encoding, delimiter, renamed)
+
+
+def _bom_encoding(path: Path) -> str:
+    with pa.input_stream(str(path), compression="detect") as f:
+        head = f.read(4)
+    return next((enc for bom, enc in _BOMS if head.startswith(bom)), "utf8")
+
+
+def _fallback(path: Path) -> str:
+    """cp1252 if it decodes the whole file (5 of its bytes mean nothing), else latin-1."""
+    with pa.input_stream(str(path), compression="detect") as f:
+        data = f.read()
+    try:
+        data.decode("utf-8")
+        return "utf8"
+    except UnicodeDecodeError as e:
+        first = e.start
+    try:
+        data.decode("cp1252")
+        encoding = "cp1252"
+    except UnicodeDecodeError:
+        encoding = "latin-1"
+    line = data.count(b"\n", 0, first) + 1
+    log.warning("%s: not UTF-8 (byte %d, line %d, is not): read as %s; if letters look "
+                "wrong, save the file as UTF-8", path, first, line, encoding)
+    return encoding
+
+
+def _parse(delimiter: str, handler=None) -> pacsv.ParseOptions:
+    return pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
+                              invalid_row_handler=handler)
+
+
+def _as_text(names: list[str]) -> pacsv.ConvertOptions:
+    return pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                null_values=NULLS, strings_can_be_null=True)
+
+
+def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
+    """Every row of CSV file ``path``, every column as text (missing: ``None``).
+
+    Raises:
+        DataError: rows whose number of fields differs from the header's (how many, a few
+            of them and what to do), or a file pyarrow cannot parse.
+    """
+    h = h or header(path, where)
+    names = list(h.names)
+    bad = _BadRows(h.delimiter)
+
+    def read(threads: bool, cols: list[str]) -> pa.Table:
+        bad.__init__(h.delimiter)
+        opts = pacsv.ReadOptions(encoding=h.encoding, column_names=cols, skip_rows=1,
+                                 use_threads=threads)
+        return pacsv.read_csv(path, read_options=opts, parse_options=_parse(h.delimiter, bad),
+                              convert_options=_as_text(cols))
+    try:
+        try:
+            table = read(True, names)
+        except pa.ArrowInvalid as e:
+            if "UTF8" not in str(e) or h.encoding != "utf8":
+                raise
+            h.encoding = _fallback(path)   # past the first block: bytes that are not UTF-8
+            table = read(True, names)
+        if bad.count and table.num_rows == 0 and bad.trailing:
+            # a delimiter ends every data row but not the header: an empty last column
+            table = read(True, names + ["__trailing__"]).drop_columns(["__trailing__"])
+        elif bad.count:
+            read(False, names)  # again, on one thread: pyarrow then numbers the rows
+    except (pa.ArrowInvalid, UnicodeError) as e:
+        raise DataError(f"{where}: not a readable CSV file: {e}") from None
+    if bad.count:
+        shown = "; ".join(f"row {r.number}: {r.text[:80]!r} ({r.actual_columns} fields)"
+                          for r in bad.first)
+        raise DataError(f"{where}: {bad.count} rows do not have the header's {len(names)} "
+                        f"fields, e.g. {shown} (rows counted from the header, row 1). Quote "
+                        "values that hold the delimiter or a line break (\"a, b\"), or remove "
+                        "the extra fields")
+    df = table.to_pandas()
+    # an unnamed column holding nothing: a delimiter at the end of every line
+    empty = [n for n, w in zip(names, h.written) if not w.strip() and df[n].isna().all()]
+    if h.renamed:
+        kept = {w: n for w, n in h.renamed.items() if n not in empty}
+        if kept:
+            log.warning("%s: header names renamed: %s", where,
+                        ", ".join(f"{w} -> {n!r}" for w, n in kept.items()))
+    return df.drop(columns=empty)
+
+
+class _BadRows:
+    """pyarrow's handler of rows with the wrong number of fields: skips them, counts them,
+    keeps the first few and whether each just ends with an extra delimiter."""
+
+    def __init__(self, delimiter: str):
+        self.delimiter, self.count, self.first, self.trailing = delimiter, 0, [], True
+
+    def __call__(self, row) -> str:
+        self.count += 1
+        if len(self.first) < 3:
+            self.first.append(row)
+        self.trailing &= (row.actual_columns == row.expected_columns + 1
+                          and row.text.endswith(self.delimiter))
+        return "skip"
+
+
+def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFrame:
+    """``df`` (text columns) with numbers for the columns, but those in ``keep``, whose
+    every value is one: ``int64`` where all are whole and present, else ``float64``.
+    Zero-padded codes (``0042``) and whole numbers that float64 cannot hold exactly (ids
+    of many digits) stay text, as the file wrote them; ``1,234,567`` is a number.
+    ``where(col)``: how messages name a column."""
+    for col in df.columns:
+        if col in keep:
+            continue
+        values = df[col].dropna()
+        if not len(values) or values.str.match(_PADDED).any():
+            continue
+        num = pd.to_numeric(values, errors="coerce")
+        if num.isna().any():
+            grouped = values.str.match(_GROUPED)
+            if not grouped.any() or not (grouped | num.notna()).all():
+                _mixed(values, num, where(col))
+                continue
+            num = pd.to_numeric(values.str.replace(",", "", regex=False))
+            log.info("%s: numbers with thousands separators (e.g. %r)", where(col),
+                     values[grouped].iloc[0])
+        f = num.astype("float64")
+        whole = bool(np.isfinite(f).all()) and bool((f % 1 == 0).all())
+        complete = len(values) == len(df)
+        if whole and complete and bool(num.between(-2 ** 63, 2 ** 63 - 1).all()):
+            df[col] = num.astype("int64").reindex(df.index)
+        elif whole and not pd.api.types.is_float_dtype(num) and bool((f.abs() > EXACT_FLOAT).any()):
+            continue  # ids of more digits than float64 (or int64) holds: kept as text
+        else:
+            df[col] = f.reindex(df.index)
+    return df
+
+
+def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:
+    """Warns of a column of numbers with a few values that are not (read as text)."""
+    text = num.isna()
+    if text.mean() < 0.5:
+        log.warning("%s: %d of %d values are not numbers (e.g. %r): the column is read as "
+                    "text (categories); write them empty if they mean missing, or declare "
+                    "the column's stype", where, int(text.sum()), len(values),
+                    values[text].iloc[0])
+
+
+def read_parquet(path: Path, where: str) -> pd.DataFrame:
+    """A parquet file's rows; times keep their unit (so years like 9999 are kept, and
+    checked where used); decimals become float64, or text when whole and long (ids).
+
+    Raises:
+        DataError: the file is not readable as parquet.
+    """
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{where}: not a readable parquet file: {e}") from None
+    for i, f in enumerate(table.schema):
+        if pa.types.is_decimal(f.type):
+            col = table.column(i)
+            to = pa.string() if f.type.scale == 0 and f.type.precision > 15 else pa.float64()
+            table = table.set_column(i, f.name, col.cast(to))
+        elif pa.types.is_date(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(pa.timestamp("s")))
+    if len(set(table.column_names)) != table.num_columns:
+        names = table.column_names
+        raise DataError(f"{where}: column names repeated: "
+                        f"{sorted({n for n in names if names.count(n) > 1})}; write the "
+                        "file with one name per column")
+    return table.to_pandas(coerce_temporal_nanoseconds=False)
