@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,14 @@ def fingerprint(db: Database, *parts: Any) -> str:
     return h.hexdigest()[:16]
 
 
+def _file(table: str) -> str:
+    """The cache file of a table's frame: ``<table>.pt``, or, for a name that is no plain
+    file name (``a/b``, ``..``, empty), one made from its hash."""
+    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", table) and table != "..":
+        return f"{table}.pt"
+    return f"table-{hashlib.sha1(table.encode()).hexdigest()[:16]}.pt"
+
+
 def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
                text_embedder=None, cache_dir: str | os.PathLike | None = None,
                given_stats: dict[str, dict] | None = None,
@@ -152,12 +161,12 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             if not cols:  # a table of keys only: one constant feature keeps the encoder simple
                 df, cols = pd.DataFrame({"__const__": np.ones(len(df))}), {"__const__": torch_frame.numerical}
             if cached is not None:
-                tf, stats = torch_frame.load(str(cached / f"{name}.pt"))
+                tf, stats = torch_frame.load(str(cached / _file(name)))
             else:
                 tf, stats = _materialize(name, df, cols, text_embedder,
                                          None if given_stats is None else given_stats[name])
                 if tmp is not None:
-                    torch_frame.save(tf, stats, str(tmp / f"{name}.pt"))
+                    torch_frame.save(tf, stats, str(tmp / _file(name)))
             data[name].tf = tf
             data[name].num_nodes = len(tab)
             col_stats[name] = stats

@@ -5,6 +5,8 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import HeteroConv, SAGEConv
 
+from rdl.nn.names import TypeDict
+
 
 class HeteroGraphSAGE(torch.nn.Module):
     """Heterogeneous GraphSAGE: per layer, a SAGEConv per edge type, summed per destination
@@ -35,7 +37,7 @@ class HeteroGraphSAGE(torch.nn.Module):
                                      bias=first[et[2]] == et) for et in edge_types}, aggr="sum")
             for _ in range(num_layers))
         self.norms = torch.nn.ModuleList(
-            torch.nn.ModuleDict({nt: torch.nn.LayerNorm(channels) for nt in node_types})
+            TypeDict({nt: torch.nn.LayerNorm(channels) for nt in node_types})
             for _ in range(num_layers))
 
     def reset_parameters(self):
