@@ -93,9 +93,8 @@ def check_finite(values: pd.Series, where: str) -> None:
     v = values.to_numpy(dtype="float64", na_value=np.nan)
     bad = np.isinf(v) | (np.abs(np.nan_to_num(v)) > FLOAT32_MAX)
     if bad.any():
-        first = v[bad][0]
         raise DataError(f"{where}: {int(bad.sum())} of {len(v)} values are infinite or beyond "
-                        f"float32 (±3.4e38), e.g. {first!r} ({rows(bad)}); write them empty "
+                        f"float32 (±3.4e38), e.g. {show(v[bad][0])} ({rows(bad)}); write them empty "
                         "(missing) or as finite numbers, or drop the column from the schema's "
                         "stypes (column: null)")
 
@@ -121,12 +120,7 @@ def parse_times(raw: pd.Series, where: str, required: bool = True) -> pd.Series:
     s = raw
     if pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s)
                                          and not pd.api.types.is_datetime64_any_dtype(s)):
-        present = s.notna().to_numpy()
-        if present.any():
-            raise DataError(f"{where}: {int(present.sum())} of {len(s)} values are numbers, "
-                            f"not times, e.g. {show(s[present].iloc[0])} ({rows(present)}): "
-                            "epoch seconds? Excel serial days? Their unit is anyone's guess: "
-                            "write them as ISO 8601 times (2024-01-31 or 2024-01-31 12:00:00)")
+        _not_numbers(s, s.notna().to_numpy(), where)
         s = pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns]")
     elif not pd.api.types.is_datetime64_any_dtype(s):
         s = _parse_text(s, where)
@@ -145,6 +139,15 @@ def parse_times(raw: pd.Series, where: str, required: bool = True) -> pd.Series:
         raise DataError(f"{where}: time missing in {int(missing.sum())} of {_rows(len(s))} "
                         f"({rows(missing)}); a timed table needs a time on every row")
     return s.astype("datetime64[ns]")
+
+
+def _not_numbers(values: pd.Series, numbers, where: str) -> None:
+    """Raises if any of ``numbers`` (a mask of ``values``) is set: times written as numbers."""
+    if numbers.any():
+        raise DataError(f"{where}: {int(numbers.sum())} of {len(values)} values are numbers, "
+                        f"not times, e.g. {show(values[numbers].iloc[0])} ({rows(numbers)}): "
+                        "epoch seconds? Excel serial days? Their unit is anyone's guess: "
+                        "write them as ISO 8601 times (2024-01-31 or 2024-01-31 12:00:00)")
 
 
 def _parse_text(raw: pd.Series, where: str) -> pd.Series:
@@ -168,9 +171,10 @@ def _parse_text(raw: pd.Series, where: str) -> pd.Series:
         best = fits[0][1]
     bad = best.isna()
     if bad.any():
-        at = raw.index.get_indexer(text.index[bad])
         mask = np.zeros(len(raw), dtype=bool)
-        mask[at] = True
+        mask[raw.index.get_indexer(text.index[bad])] = True
+        if pd.to_numeric(text[bad], errors="coerce").notna().all():
+            _not_numbers(pd.to_numeric(raw.where(mask), errors="coerce"), mask, where)
         raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} times do not parse as dates "
                         f"(such as 2024-01-31 or 2024-01-31 12:00:00), e.g. {text[bad].iloc[0]!r} "
                         f"({rows(mask)}); correct them or write them empty")

@@ -82,15 +82,17 @@ def header(path: Path, where: str) -> Header:
 
 def _header(path: Path, where: str, encoding: str) -> Header:
     opts = pacsv.ReadOptions(encoding=encoding)
+    skip = lambda row: "skip"  # noqa: E731  (rows: read_csv reports them)
     try:
-        written = pacsv.open_csv(path, read_options=opts).schema.names
+        written = pacsv.open_csv(path, read_options=opts,
+                                 parse_options=_parse(",", skip)).schema.names
         delimiter = ","
         if len(written) == 1:
             found = [d for d in DELIMITERS if d in written[0]]
             if found:
                 delimiter = max(found, key=written[0].count)
                 written = pacsv.open_csv(path, read_options=opts,
-                                         parse_options=_parse(delimiter)).schema.names
+                                         parse_options=_parse(delimiter, skip)).schema.names
     except pa.ArrowInvalid as e:
         if "Empty CSV file" in str(e):
             raise DataError(f"{where}: the file is empty (0 bytes, not even a header row); "
@@ -187,8 +189,8 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
     if bad.count:
         shown = "; ".join(f"row {r.number}: {r.text[:80]!r} ({r.actual_columns} fields)"
                           for r in bad.first)
-        raise DataError(f"{where}: {bad.count} rows do not have the header's {len(names)} "
-                        f"fields, e.g. {shown} (rows counted from the header, row 1). Quote "
+        n = f"{bad.count} rows do not" if bad.count > 1 else "1 row does not"
+        raise DataError(f"{where}: {n} have the header's {len(names)} fields, e.g. {shown} (rows counted from the header, row 1). Quote "
                         "values that hold the delimiter or a line break (\"a, b\"), or remove "
                         "the extra fields")
     df = table.to_pandas()
@@ -244,7 +246,8 @@ def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFra
         complete = len(values) == len(df)
         if whole and complete and bool(num.between(-2 ** 63, 2 ** 63 - 1).all()):
             df[col] = num.astype("int64").reindex(df.index)
-        elif whole and not pd.api.types.is_float_dtype(num) and bool((f.abs() > EXACT_FLOAT).any()):
+        elif whole and bool((f.abs() > EXACT_FLOAT).any()) and bool(
+                values.str.fullmatch(r"[-+]?\d+").all()):
             continue  # ids of more digits than float64 (or int64) holds: kept as text
         else:
             df[col] = f.reindex(df.index)

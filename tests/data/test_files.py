@@ -1,0 +1,281 @@
+"""Real exports through load_folder (issue 30): each kind of file a warehouse writes either
+loads as it means or stops with one DataError naming the file, table, column and rows, and
+what to do; nothing is written (``fails`` checks the folder)."""
+from __future__ import annotations
+
+import codecs
+import gzip
+import logging
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rdl.data.folder import load_folder
+from tests.data.test_folder import SCHEMA, fails, write
+
+
+def users_csv(folder, text: str, encoding: str = "utf-8") -> None:
+    """Replaces users.csv with ``text`` (columns user_id, age, signup)."""
+    (folder / "users.csv").write_bytes(text.encode(encoding))
+
+
+USERS = "user_id,age,signup\n10,30,2024-01-01\n11,,2024-01-02\n12,41,2024-01-03\n"
+
+
+# -- loads as it means -------------------------------------------------------------------------
+def test_a_csv_over_1mb_with_line_breaks_in_quoted_values_loads(tmp_path):
+    """RFC 4180: a quoted value may hold line breaks (and "" for a quote); pyarrow split
+    such a file's blocks at a line break inside a value once it passed 1 MB."""
+    write(tmp_path)
+    n = 40_000
+    bio = '"line one, with a comma\nline two with ""quotes""\r\nline three"'
+    rows = [f"{10 + i},{20 + i % 50},2024-01-01,{bio}" for i in range(n)]
+    users_csv(tmp_path, "user_id,age,signup,bio\n" + "\n".join(rows) + "\n")
+    assert (tmp_path / "users.csv").stat().st_size > 2_000_000
+    users = load_folder(tmp_path)["users"].df
+    assert len(users) == n
+    assert users["bio"].iloc[-1] == ('line one, with a comma\nline two with "quotes"\r\n'
+                                     "line three")
+
+
+def test_repeated_header_names_are_renamed(tmp_path, caplog):
+    write(tmp_path)
+    users_csv(tmp_path, "user_id,age,signup,score,Score, score\n10,30,2024-01-01,1,2,3\n"
+                        "11,31,2024-01-02,4,5,6\n")
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        df = load_folder(tmp_path)["users"].df
+    assert list(df.columns) == ["user_id", "age", "signup", "score", "Score_2", "score_3"]
+    assert df["score_3"].tolist() == [3, 6]
+    assert "users.csv" in caplog.text and "'Score' (column 5) -> 'Score_2'" in caplog.text
+    # a column the schema names, repeated: which one is the key cannot be guessed
+    users_csv(tmp_path, "user_id,age,signup,User_ID\n10,30,2024-01-01,1\n")
+    fails(tmp_path, "users.csv (table 'users', column 'user_id')",
+          "names the primary key 2 times (['user_id', 'User_ID'])", "Rename the others")
+
+
+def test_ids_longer_than_19_digits_stay_text(tmp_path):
+    big = ["123456789012345678901234", "123456789012345678901235", "9007199254740993"]
+    write(tmp_path, users=lambda df: df.assign(user_id=big),
+          posts=lambda df: df.assign(author_id=big))
+    # a foreign key column with a missing value and ids float64 cannot hold exactly
+    (tmp_path / "votes.csv").write_text("user_id,post_id,created\n" + "".join(
+        f"{u},{p},2024-01-0{d}\n" for u, p, d in [(big[2], 101, 6), ("", 101, 7),
+                                                   (big[0], 102, 7)]))
+    (tmp_path / "votes.parquet").unlink()
+    db = load_folder(tmp_path)
+    assert list(db.keys["users"]) == big
+    votes = db["votes"].df
+    assert [db.keys["users"][int(i)] if pd.notna(i) else None
+            for i in votes["user_id"]] == [big[2], None, big[0]]
+    assert db["posts"].df["author_id"].notna().all()
+
+
+@pytest.mark.parametrize("encoding,name", [
+    ("utf-8-sig", None), ("utf-16", None), ("utf-32", None), ("cp1252", "cp1252"),
+    ("latin-1", "latin-1")])
+def test_encodings(tmp_path, caplog, encoding, name):
+    """BOMs are read, not taken for a column's name; a file that is not UTF-8 is read as
+    cp1252 (latin-1 where cp1252 has no letter for a byte) and a warning says so."""
+    write(tmp_path)
+    text = "Zoë €" if encoding != "latin-1" else "Zoë \x81"   # \x81: no cp1252 letter
+    rows = "".join(f"{10 + i},{30 + i % 9},2024-01-01,x\n" for i in range(50_000))
+    users_csv(tmp_path, f"user_id,age,signup,name\n{rows}1000000,30,2024-01-02,{text}\n", encoding)
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        df = load_folder(tmp_path)["users"].df
+    assert list(df.columns) == ["user_id", "age", "signup", "name"]
+    assert df["name"].iloc[-1] == text and df["user_id"].dtype == "int64"
+    if name:
+        assert f"users.csv: not UTF-8" in caplog.text and f"read as {name}" in caplog.text
+        assert "line 50002" in caplog.text
+    else:
+        assert "UTF-8" not in caplog.text
+
+
+def test_other_delimiters_and_a_trailing_delimiter(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, USERS.replace(",", ";"))
+    assert load_folder(tmp_path)["users"].df["age"].tolist()[::2] == [30, 41]
+    users_csv(tmp_path, USERS.replace("\n", "\t\n").replace(",", "\t"))   # header too
+    assert list(load_folder(tmp_path)["users"].df.columns) == ["user_id", "age", "signup"]
+    users_csv(tmp_path, USERS.replace("\n1", ",\n1").replace("3\n", "3,\n"))  # rows only
+    assert list(load_folder(tmp_path)["users"].df.columns) == ["user_id", "age", "signup"]
+
+
+def test_null_spellings_are_missing(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, "user_id,age,signup,city\n10,NULL,2024-01-01,\\N\n11,\\N,2024-01-02,"
+                        "NaN\n12,41,2024-01-03,NA\n13,#N/A,2024-01-04,\n")
+    df = load_folder(tmp_path)["users"].df
+    assert df["age"].isna().tolist() == [True, True, False, True]
+    assert df["age"].dtype == "float64"
+    assert df["city"].isna().tolist() == [True, True, False, True]   # NA: Namibia
+
+
+def test_thousands_separators(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, 'user_id,age,signup,income\n10,30,2024-01-01,"1,234,567.5"\n'
+                        '11,31,2024-01-02,"12,000"\n12,32,2024-01-03,950\n')
+    assert load_folder(tmp_path)["users"].df["income"].tolist() == [1234567.5, 12000, 950]
+
+
+def test_a_mostly_numeric_column_warns(tmp_path, caplog):
+    write(tmp_path)
+    users_csv(tmp_path, "user_id,age,signup,size\n" + "".join(
+        f"{i},30,2024-01-01,{'unknown' if i == 13 else i}\n" for i in range(10, 20)))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        df = load_folder(tmp_path)["users"].df
+    assert df["size"].iloc[3] == "unknown"
+    assert "table 'users', column 'size'): 1 of 10 values are not numbers (e.g. 'unknown')" \
+        in caplog.text
+
+
+def test_day_first_month_first_and_zoned_times(tmp_path, caplog):
+    write(tmp_path, users=lambda df: df.assign(signup=["01/31/2024", "02/01/2024", "12/13/2024"]))
+    assert load_folder(tmp_path)["users"].df["signup"].dt.month.tolist() == [1, 2, 12]
+    write(tmp_path, users=lambda df: df.assign(signup=["31/01/2024", "02/01/2024", "13/12/2024"]))
+    assert load_folder(tmp_path)["users"].df["signup"].dt.month.tolist() == [1, 1, 12]
+    write(tmp_path, users=lambda df: df.assign(signup=["01/02/2024", "02/01/2024", "03/01/2024"]))
+    fails(tmp_path, "users.csv (table 'users', column 'signup')", "times such as '01/02/2024' "
+          "read both as month/day/year and as day/month/year", "ISO 8601")
+    write(tmp_path, users=lambda df: df.assign(signup=["2024-01-01T05:00:00+01:00",
+                                                       "2024-01-02 00:00", "2024-01-03T00:00Z"]))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.checks"):
+        signup = load_folder(tmp_path)["users"].df["signup"]
+    assert signup.tolist() == [pd.Timestamp("2024-01-01 04:00"), pd.Timestamp("2024-01-02"),
+                               pd.Timestamp("2024-01-03")]
+    assert "column 'signup'): 1 of 3 times have no UTC offset" in caplog.text
+
+
+def test_a_misspelt_column_is_suggested(tmp_path):
+    write(tmp_path, users=lambda df: df.rename(columns={"signup": "Sign_Up"}))
+    fails(tmp_path, "users.csv (table 'users')", "time column 'signup' missing (did you mean "
+          "'Sign_Up'?)")
+
+
+# -- stops before any heavy work ---------------------------------------------------------------
+def test_empty_file(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, "")
+    fails(tmp_path, "users.csv (table 'users')", "the file is empty (0 bytes")
+    users_csv(tmp_path, "user_id,age,signup\n")
+    fails(tmp_path, "users.csv (table 'users')", "the table is empty (0 rows)")
+
+
+def test_ragged_rows(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, USERS + "13,50\n14,51,2024-01-04,x,y\n15,52,2024-01-05\n")
+    message = fails(tmp_path, "users.csv (table 'users')",
+                    "2 rows do not have the header's 3 fields",
+                    "row 5: '13,50' (2 fields); row 6: '14,51,2024-01-04,x,y' (5 fields)",
+                    "Quote values that hold the delimiter")
+    assert "Expected" not in message   # pyarrow's words
+
+
+@pytest.mark.parametrize("value,shown", [("inf", "inf"), ("-Infinity", "-inf"),
+                                         ("1e400", "inf"), ("1e39", "1e+39")])
+def test_infinities_and_overflows_in_a_csv(tmp_path, value, shown):
+    write(tmp_path)
+    users_csv(tmp_path, USERS.replace(",41,", f",{value},"))
+    fails(tmp_path, "users.csv (table 'users', column 'age')",
+          f"1 of 3 values are infinite or beyond float32 (±3.4e38), e.g. {shown} (row 2)",
+          "write them empty")
+
+
+def test_infinities_in_parquet(tmp_path):
+    write(tmp_path, posts=lambda df: df.assign(score=[1.0, np.inf, -np.inf]))
+    fails(tmp_path, "posts.parquet (table 'posts', column 'score')",
+          "2 of 3 values are infinite", "rows 1, 2")
+    # declared a category, or dropped, it is no number: nothing to check
+    write(tmp_path, SCHEMA.replace("tag_id: tags}", "tag_id: tags}\n    stypes: {score: null}"),
+          posts=lambda df: df.assign(score=[1.0, np.inf, -np.inf]))
+    assert len(load_folder(tmp_path)["posts"]) == 3
+
+
+def test_composite_primary_key(tmp_path):
+    write(tmp_path, SCHEMA.replace("pkey: post_id", "pkey: [post_id, tag_id]"))
+    fails(tmp_path, "schema.yaml: table 'posts': pkey ['post_id', 'tag_id']: one column",
+          "a composite key", "add one column")
+    write(tmp_path, posts=lambda df: pd.concat([df, df.iloc[[0, 1]]], ignore_index=True))
+    fails(tmp_path, "posts.parquet (table 'posts', column 'post_id')",
+          "primary key duplicated: 4 rows share 2 values, e.g. 100 (rows 0, 3), 101 (rows 1, 4)",
+          "composite key")
+
+
+def test_out_of_range_times(tmp_path):
+    write(tmp_path, users=lambda df: df.assign(signup=["2024-01-01", "9999-12-31", "1500-01-01"]))
+    fails(tmp_path, "users.csv (table 'users', column 'signup')",
+          "2 of 3 times are outside the years 1678 to 2261", "rows 1, 2", "9999-12-31")
+    # a parquet column of times, "valid until 9999-12-31": missing, or dropped
+    valid_to = pa.array([pd.Timestamp("2025-01-01").to_pydatetime(),
+                         pd.Timestamp("9999-12-31").to_pydatetime(), None], pa.timestamp("us"))
+    write(tmp_path)
+    table = pq.read_table(tmp_path / "posts.parquet").append_column("valid_to", valid_to)
+    pq.write_table(table, tmp_path / "posts.parquet")
+    fails(tmp_path, "posts.parquet (table 'posts', column 'valid_to')", "1 of 3 times",
+          "(row 1)", "Write those empty (missing)")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace(
+        "tag_id: tags}", "tag_id: tags}\n    stypes: {valid_to: null}"))
+    assert "valid_to" in load_folder(tmp_path)["posts"].df.columns
+
+
+def test_text_in_a_timestamp_column(tmp_path):
+    write(tmp_path, SCHEMA.replace("age: numerical", "age: numerical, last_seen: timestamp"),
+          users=lambda df: df.assign(last_seen=["2024-02-01", "never", None]))
+    fails(tmp_path, "users.csv (table 'users', column 'last_seen')",
+          "1 of 3 times do not parse as dates", "e.g. 'never' (row 1)")
+    # undeclared, a column whose first values are times is one: text deep in it stops here
+    n = 500
+    users = pd.DataFrame({"user_id": range(n), "signup": "2024-01-01", "age": 30,
+                          "last_seen": ["2024-02-01"] * (n - 1) + ["unknown"]})
+    write(tmp_path, users=lambda df: users, posts=lambda df: df.assign(author_id=[0, 1, 2]),
+          votes=lambda df: df.assign(user_id=[0, 1, 2, 0]))
+    fails(tmp_path, "column 'last_seen'", "1 of 500 times do not parse", "(row 499)")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("age: numerical",
+                                                         "age: numerical, last_seen: categorical"))
+    assert load_folder(tmp_path)["users"].df["last_seen"].iloc[-1] == "unknown"
+
+
+def test_times_written_as_numbers(tmp_path):
+    write(tmp_path, users=lambda df: df.assign(signup=[45292, 45293, 45294]))
+    fails(tmp_path, "users.csv (table 'users', column 'signup')", "3 of 3 values are numbers, "
+          "not times, e.g. 45292 (rows 0, 1, 2)", "Excel serial days")
+
+
+def test_a_foreign_key_matching_nothing(tmp_path):
+    """Keys written differently on each side (a type mismatch) match no row: all of them
+    set missing would train a model without the table's links."""
+    write(tmp_path, posts=lambda df: df.assign(author_id=["u10", "u11", "u12"]))
+    fails(tmp_path, "posts.parquet (table 'posts', column 'author_id'): none of its 3 values "
+          "matches a key of table 'users' (", "users.csv (table 'users', column 'user_id')",
+          "the types differ: text here, whole numbers there",
+          "This column holds e.g. 'u10', 'u11', 'u12'; users.user_id holds e.g. 10, 11, 12")
+    write(tmp_path, posts=lambda df: df.assign(author_id=[1, 2, 3]))
+    fails(tmp_path, "column 'author_id'): none of its 3 values", "both are whole numbers")
+
+
+def test_an_undeclared_time_column_warns_of_the_leak(tmp_path, caplog):
+    write(tmp_path, SCHEMA.replace("votes: {time: created,", "votes: {"))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.folder"):
+        db = load_folder(tmp_path)
+    assert db["votes"].time_col is None
+    assert ("votes.parquet (table 'votes'): column(s) ['created'] hold times, but the schema "
+            "declares no time") in caplog.text
+    assert "every seed would see all its rows, its future ones included" in caplog.text
+    assert "table 'votes': time: created" in caplog.text
+    caplog.clear()
+    write(tmp_path, SCHEMA.replace("votes: {time: created,", "votes: {stypes: {created: "
+                                   "timestamp},"))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.folder"):
+        load_folder(tmp_path)
+    assert "hold times" not in caplog.text
+
+
+def test_gzip_utf16_csv(tmp_path):
+    """Compression and encoding together: decompressed first, then decoded."""
+    write(tmp_path, SCHEMA.replace("file: tag_list.csv", "file: tag_list.csv.gz"))
+    (tmp_path / "tag_list.csv.gz").write_bytes(gzip.compress(
+        codecs.BOM_UTF16_LE + "tag_id,name\na,Zoë\nb,rust\n".encode("utf-16-le")))
+    assert load_folder(tmp_path)["tags"].df["name"].tolist() == ["Zoë", "rust"]
