@@ -264,6 +264,23 @@ def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:
                     values[text].iloc[0])
 
 
+def parquet_columns(path: Path, where: str) -> list[str]:
+    """The column names of a parquet file, from its footer only.
+
+    Raises:
+        DataError: the file is not readable as parquet, or names a column twice.
+    """
+    try:
+        names = list(pq.read_schema(path).names)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{where}: not a readable parquet file: {e}") from None
+    if len(set(names)) != len(names):
+        raise DataError(f"{where}: column names repeated: "
+                        f"{sorted({n for n in names if names.count(n) > 1})}; write the "
+                        "file with one name per column")
+    return names
+
+
 def read_parquet(path: Path, where: str) -> pd.DataFrame:
     """A parquet file's rows; times keep their unit (so years like 9999 are kept, and
     checked where used); decimals become float64, or text when whole and long (ids).
@@ -282,9 +299,4 @@ def read_parquet(path: Path, where: str) -> pd.DataFrame:
             table = table.set_column(i, f.name, col.cast(to))
         elif pa.types.is_date(f.type):
             table = table.set_column(i, f.name, table.column(i).cast(pa.timestamp("s")))
-    if len(set(table.column_names)) != table.num_columns:
-        names = table.column_names
-        raise DataError(f"{where}: column names repeated: "
-                        f"{sorted({n for n in names if names.count(n) > 1})}; write the "
-                        "file with one name per column")
     return table.to_pandas(coerce_temporal_nanoseconds=False)

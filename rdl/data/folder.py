@@ -27,8 +27,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import torch_frame
 import yaml
 
@@ -193,13 +191,7 @@ def _role(t: TableSchema, col: str) -> str:
 
 def _check_columns(t: TableSchema, header: files.Header | None) -> None:
     """Every column the schema names is in the file's header (or parquet schema), once."""
-    if header is None:
-        try:
-            columns = list(pq.read_schema(t.file).names)
-        except (pa.ArrowInvalid, OSError) as e:
-            raise DataError(f"{t.where()}: not a readable parquet file: {e}") from None
-    else:
-        columns = header.names
+    columns = header.names if header else files.parquet_columns(t.file, t.where())
     for col in t.required():
         same = [w for w in (header.written if header else columns)
                 if w.strip().casefold() == col.casefold()]

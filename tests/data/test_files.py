@@ -54,6 +54,14 @@ def test_repeated_header_names_are_renamed(tmp_path, caplog):
     users_csv(tmp_path, "user_id,age,signup,User_ID\n10,30,2024-01-01,1\n")
     fails(tmp_path, "users.csv (table 'users', column 'user_id')",
           "names the primary key 2 times (['user_id', 'User_ID'])", "Rename the others")
+    # parquet can hold repeated names too
+    write(tmp_path)
+    pq.write_table(pa.table([pa.array([1, 2, 3]), pa.array([4, 5, 6])], names=["x", "x"])
+                   .append_column("post_id", pa.array([100, 101, 102])),
+                   tmp_path / "posts.parquet")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace(
+        "    time: created\n    fkeys: {author_id: users, parent_id: posts, tag_id: tags}\n", ""))
+    fails(tmp_path, "posts.parquet (table 'posts')", "column names repeated: ['x']")
 
 
 def test_ids_longer_than_19_digits_stay_text(tmp_path):
@@ -71,6 +79,15 @@ def test_ids_longer_than_19_digits_stay_text(tmp_path):
     assert [db.keys["users"][int(i)] if pd.notna(i) else None
             for i in votes["user_id"]] == [big[2], None, big[0]]
     assert db["posts"].df["author_id"].notna().all()
+    # parquet: a decimal of 38 digits (how warehouses type a NUMBER(38) id) is text too
+    write(tmp_path)
+    ids = pa.array([10**30, 10**30 + 1, 10**30 + 2], pa.decimal128(38, 0))
+    table = pq.read_table(tmp_path / "posts.parquet")
+    pq.write_table(table.set_column(0, "post_id", ids), tmp_path / "posts.parquet")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace(
+        "  votes: {time: created, fkeys: {user_id: users, post_id: posts}}\n", "").replace(
+        "parent_id: posts, ", ""))
+    assert list(load_folder(tmp_path).keys["posts"])[:1] == [str(10**30 + 1)]
 
 
 @pytest.mark.parametrize("encoding,name", [
