@@ -25,6 +25,7 @@ from torch_frame.utils import infer_series_stype
 from torch_geometric.data import HeteroData
 
 from rdl import caching
+from rdl.data import checks
 from rdl.data.database import Database, DataError, Table
 
 GRAPH_VERSION = 1  # bump when the layout of the materialised graph changes
@@ -98,6 +99,14 @@ def check_stypes(db: Database, stypes: dict | None) -> None:
             if stype not in (None, "drop") and stype not in {s.value for s in torch_frame.stype}:
                 raise DataError(f"data.stypes.{name}.{col}: unknown stype {stype!r}; one of "
                                 f"{[s.value for s in torch_frame.stype]}")
+            # values the stype cannot read: now, not when the graph is built (after LightGBM)
+            values, where = db[name].df[col], f"data.stypes.{name}.{col}: table {name!r}"
+            if stype == "timestamp" and not pd.api.types.is_datetime64_any_dtype(values):
+                checks.parse_times(values, f"{where}, column {col!r}", required=False)
+            elif stype == "numerical":
+                if not pd.api.types.is_numeric_dtype(values):
+                    values = checks.parse_numbers(values, f"{where}, column {col!r}")
+                checks.check_finite(values, f"{where}, column {col!r}")
 
 
 def fingerprint(db: Database, *parts: Any) -> str:

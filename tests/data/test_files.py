@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from rdl.data.database import DataError
 from rdl.data.folder import load_folder
 from tests.data.test_folder import SCHEMA, fails, write
 
@@ -252,7 +253,17 @@ def test_text_in_a_timestamp_column(tmp_path):
     fails(tmp_path, "column 'last_seen'", "1 of 500 times do not parse", "(row 499)")
     (tmp_path / "schema.yaml").write_text(SCHEMA.replace("age: numerical",
                                                          "age: numerical, last_seen: categorical"))
-    assert load_folder(tmp_path)["users"].df["last_seen"].iloc[-1] == "unknown"
+    db = load_folder(tmp_path)
+    assert db["users"].df["last_seen"].iloc[-1] == "unknown"
+    # declared on the command line (data.stypes): checked before the task tables and trees
+    from rdl.graph.build import check_stypes
+    with pytest.raises(DataError, match=r"data.stypes.users.last_seen: table 'users', column "
+                                        r"'last_seen': 1 of 500 times do not parse as dates .*"
+                                        r"e.g. 'unknown' \(row 499\)"):
+        check_stypes(db, {"users": {"last_seen": "timestamp"}})
+    with pytest.raises(DataError, match="data.stypes.users.last_seen: .* 500 of 500 values are "
+                                        "not numbers"):
+        check_stypes(db, {"users": {"last_seen": "numerical"}})
 
 
 def test_times_written_as_numbers(tmp_path):
