@@ -15,9 +15,12 @@ itself), its time column (none: a static table) and, optionally, column stypes::
         stypes: {length: numerical}
     dangling: null        # foreign keys matching no row: null (RelBench), drop or fail
 
-Everything is checked before the data is used, cheap checks (schema, files, columns) before
-any file is read in full; each problem is one :class:`~rdl.data.DataError` naming the
-file, the table, the column and how many rows. Nothing is ever written.
+Files are read by :mod:`rdl.data.files` (encodings, delimiters, header names, missing
+values, numbers) and their values checked by :mod:`rdl.data.checks` (keys, times, finite
+numbers). Everything is checked before the data is used, cheap checks (schema, files,
+columns) before any file is read in full; each problem is one :class:`~rdl.data.DataError`
+naming the file, the table, the column, the rows and what to do. A table of facts with a
+column of times but no declared time is logged as a leak. Nothing is ever written.
 """
 from __future__ import annotations
 
@@ -198,6 +201,11 @@ def _check_columns(t: TableSchema, header: files.Header | None) -> None:
         if len(same) > 1:
             raise DataError(f"{t.where(col)}: the header names the {_role(t, col)} {len(same)} "
                             f"times ({same}): which is it? Rename the others in the file")
+        parts = [c.strip() for c in col.split(",")]
+        if col not in columns and len(parts) > 1 and set(parts) <= set(columns):
+            raise DataError(f"{t.where()}: {_role(t, col)} {col!r}: one column, not several (a "
+                            f"composite key): add one column to the file joining {parts} and "
+                            "declare it as pkey, or declare no pkey (a table of facts)")
         if col not in columns:
             near = difflib.get_close_matches(col, columns, n=1, cutoff=0.6) or [
                 c for c in columns if c.casefold() == col.casefold()]

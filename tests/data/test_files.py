@@ -216,6 +216,9 @@ def test_composite_primary_key(tmp_path):
     write(tmp_path, SCHEMA.replace("pkey: post_id", "pkey: [post_id, tag_id]"))
     fails(tmp_path, "schema.yaml: table 'posts': pkey ['post_id', 'tag_id']: one column",
           "a composite key", "add one column")
+    write(tmp_path, SCHEMA.replace("pkey: post_id", "pkey: post_id, tag_id"))
+    fails(tmp_path, "posts.parquet (table 'posts'): primary key 'post_id, tag_id': one column",
+          "joining ['post_id', 'tag_id']")
     write(tmp_path, posts=lambda df: pd.concat([df, df.iloc[[0, 1]]], ignore_index=True))
     fails(tmp_path, "posts.parquet (table 'posts', column 'post_id')",
           "primary key duplicated: 4 rows share 2 values, e.g. 100 (rows 0, 3), 101 (rows 1, 4)",
@@ -246,11 +249,18 @@ def test_text_in_a_timestamp_column(tmp_path):
           "1 of 3 times do not parse as dates", "e.g. 'never' (row 1)")
     # undeclared, a column whose first values are times is one: text deep in it stops here
     n = 500
-    users = pd.DataFrame({"user_id": range(n), "signup": "2024-01-01", "age": 30,
-                          "last_seen": ["2024-02-01"] * (n - 1) + ["unknown"]})
-    write(tmp_path, users=lambda df: users, posts=lambda df: df.assign(author_id=[0, 1, 2]),
-          votes=lambda df: df.assign(user_id=[0, 1, 2, 0]))
-    fails(tmp_path, "column 'last_seen'", "1 of 500 times do not parse", "(row 499)")
+
+    def last_seen(values):
+        users = pd.DataFrame({"user_id": range(n), "signup": "2024-01-01", "age": 30,
+                              "last_seen": values})
+        write(tmp_path, users=lambda df: users, posts=lambda df: df.assign(author_id=[0, 1, 2]),
+              votes=lambda df: df.assign(user_id=[0, 1, 2, 0]))
+    for written in ("2024-02-01", "Feb 1, 2024", "2024/02/01 10:00:00"):  # forms of times
+        last_seen([written] * (n - 1) + ["unknown"])
+        fails(tmp_path, "column 'last_seen'", "1 of 500 times do not parse", "(row 499)")
+    last_seen([f"2024020{i % 9 + 1}" for i in range(n)])     # digits only: numbers
+    assert load_folder(tmp_path)["users"].df["last_seen"].dtype == "int64"
+    last_seen(["2024-02-01"] * (n - 1) + ["unknown"])
     (tmp_path / "schema.yaml").write_text(SCHEMA.replace("age: numerical",
                                                          "age: numerical, last_seen: categorical"))
     db = load_folder(tmp_path)
