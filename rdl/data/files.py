@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from rdl.data.database import DataError
@@ -58,6 +59,49 @@ def is_csv(path: Path) -> bool:
     """``x.csv``, or compressed: ``x.csv.gz`` (pyarrow reads it by its name)."""
     s = path.suffixes
     return s[-1:] == [".csv"] or (s[-2:-1] == [".csv"] and s[-1] in COMPRESSED)
+
+
+def parts(path: Path) -> list[Path]:
+    """The data files of a table: ``path`` itself, or, for a folder (Spark, Snowflake,
+    BigQuery and Redshift export a table as parts: ``part-00000.parquet``, ...,
+    ``date=2024-01-01/`` sub-folders too) or a name with a wildcard (``orders_*.csv.gz``),
+    its CSV and parquet files in name order, hidden files and markers (``_SUCCESS``,
+    ``.part-00000.crc``) left out. Empty if there is none."""
+    if any(c in path.name for c in "*?["):
+        found = sorted(path.parent.glob(path.name))
+    elif path.is_dir():
+        found = sorted(p for p in path.rglob("*") if not any(
+            s.startswith((".", "_")) for s in p.relative_to(path).parts))
+    else:
+        return [path] if path.is_file() else []
+    return [p for p in found if p.is_file() and (is_csv(p) or p.suffix == ".parquet")]
+
+
+def csv_parts(found: list[Path], where: str) -> bool:
+    """Whether a table's parts are CSV files (else parquet ones).
+
+    Raises:
+        DataError: some are CSV and some parquet.
+    """
+    csv = [is_csv(p) for p in found]
+    if any(csv) and not all(csv):
+        raise DataError(f"{where}: holds both CSV and parquet files ({found[csv.index(True)].name}"
+                        f", {found[csv.index(False)].name}); keep one kind per table")
+    return all(csv)
+
+
+def headers(found: list[Path], table: str) -> list[Header]:
+    """The header of each CSV part of ``table`` (:func:`header`).
+
+    Raises:
+        DataError: a part's columns are not the first part's.
+    """
+    out = [header(p, f"{p} (table {table!r})") for p in found]
+    for p, h in zip(found[1:], out[1:]):
+        if h.names != out[0].names:
+            raise DataError(f"{p} (table {table!r}): columns {h.names} differ from those of "
+                            f"{found[0].name}, {out[0].names}; export the parts with one header")
+    return out
 
 
 @dataclass
@@ -264,14 +308,15 @@ def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:
                     values[text].iloc[0])
 
 
-def parquet_columns(path: Path, where: str) -> list[str]:
-    """The column names of a parquet file, from its footer only.
+def parquet_columns(found: list[Path], where: str, base: Path | None = None) -> list[str]:
+    """The column names of a table's parquet files (its first part's), from their footers
+    only, with the columns of ``key=value`` sub-folders (hive partitions).
 
     Raises:
-        DataError: the file is not readable as parquet, or names a column twice.
+        DataError: a file is not readable as parquet, or names a column twice.
     """
     try:
-        names = list(pq.read_schema(path).names)
+        names = [*pq.read_schema(found[0]).names, *_partitions(found[0], base)]
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     if len(set(names)) != len(names):
@@ -281,15 +326,28 @@ def parquet_columns(path: Path, where: str) -> list[str]:
     return names
 
 
-def read_parquet(path: Path, where: str) -> pd.DataFrame:
-    """A parquet file's rows; times keep their unit (so years like 9999 are kept, and
-    checked where used); decimals become float64, or text when whole and long (ids).
+def _partitions(part: Path, base: Path | None) -> list[str]:
+    """The hive partition columns of ``part`` below folder ``base``
+    (``date=2024-01-01/part-0.parquet``)."""
+    if base is None:
+        return []
+    return [d.split("=", 1)[0] for d in part.relative_to(base).parts[:-1] if "=" in d]
+
+
+def read_parquet(found: list[Path], where: str, base: Path | None = None) -> pd.DataFrame:
+    """A table's parquet files' rows (hive partitions as columns); times keep their unit
+    (so years like 9999 are kept, and checked where used); decimals become float64, or
+    text when whole and long (ids).
 
     Raises:
-        DataError: the file is not readable as parquet.
+        DataError: a file is not readable as parquet.
     """
     try:
-        table = pq.read_table(path)
+        if base is None:
+            table = pa.concat_tables([pq.read_table(p) for p in found], promote_options="default")
+        else:   # a folder: its key=value sub-folders are columns too
+            table = ds.dataset([str(p) for p in found], format="parquet", partitioning="hive",
+                               partition_base_dir=str(base)).to_table()
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     for i, f in enumerate(table.schema):

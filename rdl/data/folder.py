@@ -1,7 +1,7 @@
 """Any relational database in: a folder of parquet or CSV files described by a YAML schema.
 
 :func:`load_folder` reads one file per table (``<table>.parquet`` or ``<table>.csv``, or the
-file the schema names) and returns rdl's :class:`~rdl.data.Database`, re-indexed, with
+file the schema names; or a folder of its parts, ``<table>/``, or a wildcard's files) and returns rdl's :class:`~rdl.data.Database`, re-indexed, with
 ``keys`` mapping each row position back to the file's own id. The schema names, per table,
 its primary key, its foreign keys (``{column: referenced_table}``; a table may reference
 itself), its time column (none: a static table) and, optionally, column stypes::
@@ -53,6 +53,12 @@ class TableSchema:
                  time: str | None, stypes: dict[str, str | None]):
         self.name, self.file, self.pkey, self.fkeys = name, file, pkey, fkeys
         self.time, self.stypes = time, stypes
+        self.parts: list[Path] = []   # its data files (files.parts)
+
+    @property
+    def base(self) -> Path | None:
+        """The folder of a table written as parts (hive partitions below it), else None."""
+        return self.file if self.file.is_dir() else None
 
     def where(self, col: str | None = None) -> str:
         """``file (table 't', column 'c')``: how errors name a place."""
@@ -140,6 +146,8 @@ def _default_file(folder: Path, name: str) -> Path:
     for ext in (".parquet", ".csv"):
         if (folder / f"{name}{ext}").exists():
             return folder / f"{name}{ext}"
+    if name and (folder / name).is_dir():   # the table's parts
+        return folder / name
     return folder / f"{name}.parquet"  # missing: the error names it (and .csv)
 
 
@@ -168,11 +176,13 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         raise DataError(f"dangling {policy!r}: expected one of {list(DANGLING)}")
     # Cheap checks first: every file there, every named column in it.
     for t in tables.values():
-        if not t.file.exists():
+        t.parts = files.parts(t.file)
+        if not t.parts:
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""
-            raise DataError(f"{t.file}{also}: missing (the data file of table {t.name!r})")
-    headers = {name: files.header(t.file, t.where()) if files.is_csv(t.file) else None
-               for name, t in tables.items()}
+            what = "no CSV or parquet file in it" if t.file.is_dir() else "missing"
+            raise DataError(f"{t.file}{also}: {what} (the data file of table {t.name!r})")
+    headers = {name: files.headers(t.parts, name) if files.csv_parts(t.parts, t.where())
+               else None for name, t in tables.items()}
     for name, t in tables.items():
         _check_columns(t, headers[name])
     frames = {name: _read(t, headers[name]) for name, t in tables.items()}
@@ -192,9 +202,10 @@ def _role(t: TableSchema, col: str) -> str:
             else "time column" if col == t.time else "column with an stype")
 
 
-def _check_columns(t: TableSchema, header: files.Header | None) -> None:
+def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
     """Every column the schema names is in the file's header (or parquet schema), once."""
-    columns = header.names if header else files.parquet_columns(t.file, t.where())
+    header = parts[0] if parts else None
+    columns = header.names if header else files.parquet_columns(t.parts, t.where(), t.base)
     for col in t.required():
         same = [w for w in (header.written if header else columns)
                 if w.strip().casefold() == col.casefold()]
@@ -214,15 +225,16 @@ def _check_columns(t: TableSchema, header: files.Header | None) -> None:
                             f"{columns}")
 
 
-def _read(t: TableSchema, header: files.Header | None) -> pd.DataFrame:
+def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:
     """A table's rows with parsed times and numbers and a checked primary key."""
-    if header is not None:
-        df = files.read_csv(t.file, t.where(), header)
+    if headers is not None:
+        df = pd.concat([files.read_csv(p, f"{p} (table {t.name!r})", h)
+                        for p, h in zip(t.parts, headers)], ignore_index=True)
         as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
         times = {c for c in df.columns if c not in t.stypes and looks_like_times(df[c])}
         df = files.numbers(df, t.where, keep={t.time, *as_text, *times})
     else:
-        df = files.read_parquet(t.file, t.where())
+        df = files.read_parquet(t.parts, t.where(), t.base)
     if len(df) == 0:
         raise DataError(f"{t.where()}: the table is empty (0 rows)")
     for col in df.columns:

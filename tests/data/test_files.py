@@ -317,3 +317,40 @@ def test_gzip_utf16_csv(tmp_path):
     (tmp_path / "tag_list.csv.gz").write_bytes(gzip.compress(
         codecs.BOM_UTF16_LE + "tag_id,name\na,Zoë\nb,rust\n".encode("utf-16-le")))
     assert load_folder(tmp_path)["tags"].df["name"].tolist() == ["Zoë", "rust"]
+
+
+def test_a_table_written_as_parts(tmp_path):
+    """Spark, Snowflake, BigQuery and Redshift export a table as a folder of part files
+    (with markers beside them), or as numbered files a wildcard names."""
+    write(tmp_path)
+    users = (tmp_path / "users.csv").read_text().splitlines()
+    (tmp_path / "users.csv").unlink()
+    (tmp_path / "users").mkdir()
+    for i, row in enumerate(users[1:]):
+        (tmp_path / "users" / f"part-{i:05d}.csv.gz").write_bytes(
+            gzip.compress(f"{users[0]}\n{row}\n".encode()))
+    (tmp_path / "users" / "_SUCCESS").write_text("")
+    (tmp_path / "users" / ".part-00000.csv.gz.crc").write_text("x")
+    # votes as parquet parts in hive partitions: the day is a column of the folder names
+    votes = pq.read_table(tmp_path / "votes.parquet").to_pandas()
+    (tmp_path / "votes.parquet").unlink()
+    for day, rows in votes.groupby(votes["created"].dt.day):
+        (tmp_path / "votes" / f"day={day}").mkdir(parents=True)
+        rows.drop(columns="created").assign(created=rows["created"]).to_parquet(
+            tmp_path / "votes" / f"day={day}" / "part-0.parquet", index=False)
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("file: tag_list.csv",
+                                                         "file: 'tag_list*.csv'"))
+    db = load_folder(tmp_path)
+    assert list(db.keys["users"]) == [10, 11, 12]
+    assert sorted(db["votes"].df["day"]) == [6, 7, 7, 8] and len(db["votes"]) == 4
+    # the parts must agree on their columns
+    (tmp_path / "users" / "part-00009.csv.gz").write_bytes(gzip.compress(
+        b"user_id,signup\n13,2024-01-04\n"))
+    fails(tmp_path, "part-00009.csv.gz (table 'users'): columns ['user_id', 'signup'] differ "
+          "from those of part-00000.csv.gz")
+    (tmp_path / "users" / "part-00009.csv.gz").unlink()
+    (tmp_path / "users" / "part-00009.parquet").write_bytes(b"")
+    fails(tmp_path, "users (table 'users'): holds both CSV and parquet files")
+    for p in (tmp_path / "users").iterdir():
+        p.unlink()
+    fails(tmp_path, "users: no CSV or parquet file in it (the data file of table 'users')")
