@@ -95,9 +95,9 @@ def check_finite(values: pd.Series, where: str) -> None:
     bad = np.isinf(v) | (np.abs(np.nan_to_num(v)) > FLOAT32_MAX)
     if bad.any():
         raise DataError(f"{where}: {int(bad.sum())} of {len(v)} values are infinite or beyond "
-                        f"float32 (±3.4e38), e.g. {show(v[bad][0])} ({rows(bad)}); write them empty "
-                        "(missing) or as finite numbers, or drop the column from the schema's "
-                        "stypes (column: null)")
+                        f"float32 (±3.4e38), e.g. {show(v[bad][0])} ({rows(bad)}); write them "
+                        "empty (missing) or as finite numbers, or drop the column from the "
+                        "schema's stypes (column: null)")
 
 
 def looks_like_times(values: pd.Series, n: int = 1000) -> bool:

@@ -110,9 +110,9 @@ class Header:
 
     names: list[str]                 # the columns as rdl names them
     written: list[str]               # as the file wrote them
+    renamed: dict[str, str] = field(default_factory=dict)   # written (position) -> name
     encoding: str = "utf8"
     delimiter: str = ","
-    renamed: dict[str, str] = field(default_factory=dict)   # written (position) -> name
 
 
 def header(path: Path, where: str) -> Header:
@@ -146,9 +146,20 @@ def _header(path: Path, where: str, encoding: str) -> Header:
         raise DataError(f"{where}: not a readable CSV file: {e}") from None
     except (OSError, UnicodeError) as e:
         raise DataError(f"{where}: not a readable CSV file: {e}") from None
+    if delimiter != ",":
+        log.info("%s: fields delimited by %r", where, delimiter)
+    return Header(*unique_names(written), encoding, delimiter)
+
+
+def unique_names(written: list[str], strip: bool = True) -> tuple[list[str], list[str], dict]:
+    """Column names a table can have, for the names a file wrote: stripped of spaces (with
+    ``strip``), ``unnamed_<position>`` for an empty one, ``<name>_2``, ``<name>_3`` for one
+    repeated, also when only its case differs (SQL, DuckDB's too, does not tell ``Age``
+    from ``age``: it would read the first for the second). Returns ``(names, written,
+    renamed)``, as :class:`Header` holds them."""
     names, renamed, seen = [], {}, set()
     for i, w in enumerate(written, 1):
-        name = w.strip() or f"unnamed_{i}"
+        name = (w.strip() if strip else w) or f"unnamed_{i}"
         base, k = name, 1
         while name.casefold() in seen:
             k += 1
@@ -157,9 +168,15 @@ def _header(path: Path, where: str, encoding: str) -> Header:
         names.append(name)
         if name != w:
             renamed[f"{w!r} (column {i})"] = name
-    if delimiter != ",":
-        log.info("%s: fields delimited by %r", where, delimiter)
-    return Header(names, list(written), encoding, delimiter, renamed)
+    return names, list(written), renamed
+
+
+def warn_renamed(where: str, renamed: dict, dropped=()) -> None:
+    """The warning that lists the columns :func:`unique_names` renamed."""
+    kept = {w: n for w, n in renamed.items() if n not in dropped}
+    if kept:
+        log.warning("%s: header names renamed: %s", where,
+                    ", ".join(f"{w} -> {n!r}" for w, n in kept.items()))
 
 
 def _bom_encoding(path: Path) -> str:
@@ -234,17 +251,14 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
         shown = "; ".join(f"row {r.number}: {r.text[:80]!r} ({r.actual_columns} fields)"
                           for r in bad.first)
         n = f"{bad.count} rows do not" if bad.count > 1 else "1 row does not"
-        raise DataError(f"{where}: {n} have the header's {len(names)} fields, e.g. {shown} (rows counted from the header, row 1). Quote "
-                        "values that hold the delimiter or a line break (\"a, b\"), or remove "
-                        "the extra fields")
+        raise DataError(f"{where}: {n} have the header's {len(names)} fields, e.g. "
+                        f"{shown} (rows counted from the header, row 1). Quote values that "
+                        "hold the delimiter or a line break (\"a, b\"), or remove the extra "
+                        "fields")
     df = table.to_pandas()
     # an unnamed column holding nothing: a delimiter at the end of every line
     empty = [n for n, w in zip(names, h.written) if not w.strip() and df[n].isna().all()]
-    if h.renamed:
-        kept = {w: n for w, n in h.renamed.items() if n not in empty}
-        if kept:
-            log.warning("%s: header names renamed: %s", where,
-                        ", ".join(f"{w} -> {n!r}" for w, n in kept.items()))
+    warn_renamed(where, h.renamed, empty)
     return df.drop(columns=empty)
 
 
@@ -308,22 +322,23 @@ def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:
                     values[text].iloc[0])
 
 
-def parquet_columns(found: list[Path], where: str, base: Path | None = None) -> list[str]:
-    """The column names of a table's parquet files (its first part's), from their footers
-    only, with the columns of ``key=value`` sub-folders (hive partitions).
+def parquet_header(found: list[Path], where: str, base: Path | None = None) -> Header:
+    """The columns of a table's parquet files (its first part's), from their footers only,
+    with the columns of ``key=value`` sub-folders (hive partitions), named as
+    :func:`unique_names` says.
 
     Raises:
         DataError: a file is not readable as parquet, or names a column twice.
     """
     try:
-        names = [*pq.read_schema(found[0]).names, *_partitions(found[0], base)]
+        written = [*pq.read_schema(found[0]).names, *_partitions(found[0], base)]
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
-    if len(set(names)) != len(names):
+    if len(set(written)) != len(written):
         raise DataError(f"{where}: column names repeated: "
-                        f"{sorted({n for n in names if names.count(n) > 1})}; write the "
+                        f"{sorted({n for n in written if written.count(n) > 1})}; write the "
                         "file with one name per column")
-    return names
+    return Header(*unique_names(written, strip=False))
 
 
 def _partitions(part: Path, base: Path | None) -> list[str]:
@@ -357,4 +372,6 @@ def read_parquet(found: list[Path], where: str, base: Path | None = None) -> pd.
             table = table.set_column(i, f.name, col.cast(to))
         elif pa.types.is_date(f.type):
             table = table.set_column(i, f.name, table.column(i).cast(pa.timestamp("s")))
-    return table.to_pandas(coerce_temporal_nanoseconds=False)
+    names, _, renamed = unique_names(table.column_names, strip=False)
+    warn_renamed(where, renamed)
+    return table.rename_columns(names).to_pandas(coerce_temporal_nanoseconds=False)

@@ -1,9 +1,9 @@
 """Any relational database in: a folder of parquet or CSV files described by a YAML schema.
 
 :func:`load_folder` reads one file per table (``<table>.parquet`` or ``<table>.csv``, or the
-file the schema names; or a folder of its parts, ``<table>/``, or a wildcard's files) and returns rdl's :class:`~rdl.data.Database`, re-indexed, with
-``keys`` mapping each row position back to the file's own id. The schema names, per table,
-its primary key, its foreign keys (``{column: referenced_table}``; a table may reference
+file the schema names; or a folder of its parts, ``<table>/``, or a wildcard's files) and
+returns rdl's :class:`~rdl.data.Database`, re-indexed, with ``keys`` mapping each row
+position back to the file's own id. The schema names, per table, its primary key, its foreign keys (``{column: referenced_table}``; a table may reference
 itself), its time column (none: a static table) and, optionally, column stypes::
 
     tables:
@@ -204,11 +204,10 @@ def _role(t: TableSchema, col: str) -> str:
 
 def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
     """Every column the schema names is in the file's header (or parquet schema), once."""
-    header = parts[0] if parts else None
-    columns = header.names if header else files.parquet_columns(t.parts, t.where(), t.base)
+    header = parts[0] if parts else files.parquet_header(t.parts, t.where(), t.base)
+    columns = header.names
     for col in t.required():
-        same = [w for w in (header.written if header else columns)
-                if w.strip().casefold() == col.casefold()]
+        same = [w for w in header.written if w.strip().casefold() == col.casefold()]
         if len(same) > 1:
             raise DataError(f"{t.where(col)}: the header names the {_role(t, col)} {len(same)} "
                             f"times ({same}): which is it? Rename the others in the file")

@@ -55,6 +55,13 @@ def test_repeated_header_names_are_renamed(tmp_path, caplog):
     users_csv(tmp_path, "user_id,age,signup,User_ID\n10,30,2024-01-01,1\n")
     fails(tmp_path, "users.csv (table 'users', column 'user_id')",
           "names the primary key 2 times (['user_id', 'User_ID'])", "Rename the others")
+    # parquet: names that differ in case only are renamed too (DuckDB, where tasks' SQL
+    # runs, would read 'Score' for 'score')
+    write(tmp_path, posts=lambda df: df.assign(Score=[1, 2, 3], score=[4, 5, 6]))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        assert load_folder(tmp_path)["posts"].df["score_2"].tolist()[0] in (4, 5, 6)
+    assert ("posts.parquet (table 'posts'): header names renamed: 'score' (column 7) -> "
+            "'score_2'") in caplog.text
     # parquet can hold repeated names too
     write(tmp_path)
     pq.write_table(pa.table([pa.array([1, 2, 3]), pa.array([4, 5, 6])], names=["x", "x"])
