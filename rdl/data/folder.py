@@ -3,8 +3,9 @@
 :func:`load_folder` reads one file per table (``<table>.parquet`` or ``<table>.csv``, or the
 file the schema names; or a folder of its parts, ``<table>/``, or a wildcard's files) and
 returns rdl's :class:`~rdl.data.Database`, re-indexed, with ``keys`` mapping each row
-position back to the file's own id. The schema names, per table, its primary key, its foreign keys (``{column: referenced_table}``; a table may reference
-itself), its time column (none: a static table) and, optionally, column stypes::
+position back to the file's own id. The schema names, per table, its primary key, its
+foreign keys (``{column: referenced_table}``; a table may reference itself), its time column
+(none: a static table) and, optionally, column stypes::
 
     tables:
       users: {pkey: user_id, time: signup}
