@@ -256,6 +256,16 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
                         "hold the delimiter or a line break (\"a, b\"), or remove the extra "
                         "fields")
     df = table.to_pandas()
+    # the header again, in the rows: parts of an export joined with their headers (cat)
+    again = np.logical_and.reduce([df[n].eq(w.strip()).to_numpy(dtype=bool, na_value=False)
+                                   for n, w in zip(names, h.written)])
+    if again.any():
+        at = np.flatnonzero(again)
+        log.warning("%s: %s the header (rows %s, counted from the header, row 1: files "
+                    "joined with their headers?): left out", where,
+                    f"{len(at)} rows repeat" if len(at) > 1 else "1 row repeats",
+                    ", ".join(str(i + 2) for i in at[:3]))
+        df = df[~again].reset_index(drop=True)
     # an unnamed column holding nothing: a delimiter at the end of every line
     empty = [n for n, w in zip(names, h.written) if not w.strip() and df[n].isna().all()]
     warn_renamed(where, h.renamed, empty)

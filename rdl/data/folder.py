@@ -227,11 +227,13 @@ def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
 
 def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:
     """A table's rows with parsed times and numbers and a checked primary key."""
+    keys = {c for c in (t.pkey, *t.fkeys) if c is not None}   # ids, as written
     if headers is not None:
         df = pd.concat([files.read_csv(p, f"{p} (table {t.name!r})", h)
                         for p, h in zip(t.parts, headers)], ignore_index=True)
         as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
-        times = {c for c in df.columns if c not in t.stypes and looks_like_times(df[c])}
+        times = {c for c in df.columns if c not in t.stypes and c not in keys
+                 and looks_like_times(df[c])}
         df = files.numbers(df, t.where, keep={t.time, *as_text, *times})
     else:
         df = files.read_parquet(t.parts, t.where(), t.base)
@@ -239,7 +241,12 @@ def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:
         raise DataError(f"{t.where()}: the table is empty (0 rows)")
     for col in df.columns:
         s, st = df[col], t.stypes.get(col, "")
-        if st is None and col not in (t.pkey, t.time, *t.fkeys):
+        if col in keys and col != t.time:
+            if pd.api.types.is_string_dtype(s) or s.dtype == object:
+                # CHAR(n) columns come padded with spaces: "C-10  " is key "C-10"
+                df[col] = s.where(s.isna(), s.astype(str).str.strip())
+            continue
+        if st is None and col != t.time:
             continue  # dropped: the model never sees it
         if col == t.time:
             df[col] = parse_times(s, t.where(col), required=True)
@@ -265,7 +272,7 @@ def _warn_undeclared_time(t: TableSchema, df: pd.DataFrame) -> None:
     times is most likely timed: used as static, every seed would see its future rows."""
     if t.time is not None or not t.fkeys:
         return
-    cols = [c for c in df.columns if c not in t.stypes
+    cols = [c for c in df.columns if c not in t.stypes and c not in (t.pkey, *t.fkeys)
             and pd.api.types.is_datetime64_any_dtype(df[c])]
     if cols:
         log.warning("%s: column(s) %s hold times, but the schema declares no time for the "

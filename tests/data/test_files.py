@@ -361,3 +361,17 @@ def test_a_table_written_as_parts(tmp_path):
     for p in (tmp_path / "users").iterdir():
         p.unlink()
     fails(tmp_path, "users: no CSV or parquet file in it (the data file of table 'users')")
+
+
+def test_padded_keys_and_a_header_repeated_in_the_rows(tmp_path, caplog):
+    """CHAR(n) columns are exported padded with spaces; parts joined with ``cat`` repeat
+    their header."""
+    write(tmp_path, tags=lambda df: df.assign(tag_id=["a  ", " b"]))
+    users_csv(tmp_path, USERS + USERS.replace("10,", "13,").replace("11,", "14,")
+              .replace("12,", "15,"))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        db = load_folder(tmp_path)
+    assert list(db.keys["tags"]) == ["a", "b"] and db["posts"].df["tag_id"].notna().all()
+    assert sorted(db.keys["users"]) == [10, 11, 12, 13, 14, 15]
+    assert db["users"].df["age"].dtype == "float64"
+    assert "users.csv (table 'users'): 1 row repeats the header (rows 5," in caplog.text
