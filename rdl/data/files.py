@@ -48,6 +48,7 @@ DELIMITERS = (";", "\t", "|")
 #: integers beyond this lose digits as float64: such ids stay text (as the file wrote them)
 EXACT_FLOAT = 2 ** 53
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
+TEXT = (".csv", ".tsv", ".txt")
 _BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF8, "utf8"),  # pyarrow skips a UTF-8 byte-order mark itself
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")]
@@ -56,9 +57,14 @@ _PADDED = re.compile(r"^-?0\d")                               # 0042: a code, no
 
 
 def is_csv(path: Path) -> bool:
-    """``x.csv``, or compressed: ``x.csv.gz`` (pyarrow reads it by its name)."""
-    s = path.suffixes
-    return s[-1:] == [".csv"] or (s[-2:-1] == [".csv"] and s[-1] in COMPRESSED)
+    """``x.csv`` (``.tsv``, ``.txt``, any case), or compressed: ``x.csv.gz`` (pyarrow reads
+    it by its name)."""
+    s = [x.lower() for x in path.suffixes]
+    return bool(s) and (s[-1] in TEXT or (len(s) > 1 and s[-2] in TEXT and s[-1] in COMPRESSED))
+
+
+def is_parquet(path: Path) -> bool:
+    return path.suffix.lower() in (".parquet", ".pq")
 
 
 def parts(path: Path) -> list[Path]:
@@ -74,7 +80,7 @@ def parts(path: Path) -> list[Path]:
             s.startswith((".", "_")) for s in p.relative_to(path).parts))
     else:
         return [path] if path.is_file() else []
-    return [p for p in found if p.is_file() and (is_csv(p) or p.suffix == ".parquet")]
+    return [p for p in found if p.is_file() and (is_csv(p) or is_parquet(p))]
 
 
 def csv_parts(found: list[Path], where: str) -> bool:
@@ -84,6 +90,11 @@ def csv_parts(found: list[Path], where: str) -> bool:
         DataError: some are CSV and some parquet.
     """
     csv = [is_csv(p) for p in found]
+    other = [p for p in found if not (is_csv(p) or is_parquet(p))]
+    if other:
+        raise DataError(f"{where}: {other[0].name} is neither a CSV nor a parquet file (by its "
+                        "name: .csv, .tsv, .txt, maybe compressed, or .parquet); export the "
+                        "table as one of those")
     if any(csv) and not all(csv):
         raise DataError(f"{where}: holds both CSV and parquet files ({found[csv.index(True)].name}"
                         f", {found[csv.index(False)].name}); keep one kind per table")

@@ -147,6 +147,11 @@ def _default_file(folder: Path, name: str) -> Path:
     for ext in (".parquet", ".csv"):
         if (folder / f"{name}{ext}").exists():
             return folder / f"{name}{ext}"
+    # exported on Windows: USERS.CSV
+    same = [p for p in folder.iterdir() if p.name.casefold() in
+            (f"{name}.parquet".casefold(), f"{name}.csv".casefold())] if folder.is_dir() else []
+    if len(same) == 1:
+        return same[0]
     if name and (folder / name).is_dir():   # the table's parts
         return folder / name
     return folder / f"{name}.parquet"  # missing: the error names it (and .csv)
@@ -180,7 +185,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         t.parts = files.parts(t.file)
         if not t.parts:
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""
-            what = "no CSV or parquet file in it" if t.file.is_dir() else "missing"
+            what = "no CSV or parquet file in it" if t.file.is_dir() else "missing" + _near(t.file)
             raise DataError(f"{t.file}{also}: {what} (the data file of table {t.name!r})")
     headers = {name: files.headers(t.parts, name) if files.csv_parts(t.parts, t.where())
                else None for name, t in tables.items()}
@@ -195,6 +200,16 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     db.stypes = {name: dict(t.stypes) for name, t in tables.items() if t.stypes}
     log.info("%s: %s", folder, ", ".join(f"{n} {len(t)} rows" for n, t in db))
     return db
+
+
+def _near(file: Path) -> str:
+    """`` (did you mean 'x.csv'?)``: a data file beside ``file`` named nearly like it."""
+    if not file.parent.is_dir():
+        return ""
+    stems = {p.name.split(".")[0]: p.name for p in file.parent.iterdir()
+             if p != file and (files.is_csv(p) or files.is_parquet(p) or p.is_dir())}
+    near = difflib.get_close_matches(file.name.split(".")[0], stems, n=1, cutoff=0.75)
+    return f" (did you mean {stems[near[0]]!r}?)" if near else ""
 
 
 # -- reading one table ------------------------------------------------------------------------

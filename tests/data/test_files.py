@@ -375,3 +375,20 @@ def test_padded_keys_and_a_header_repeated_in_the_rows(tmp_path, caplog):
     assert sorted(db.keys["users"]) == [10, 11, 12, 13, 14, 15]
     assert db["users"].df["age"].dtype == "float64"
     assert "users.csv (table 'users'): 1 row repeats the header (rows 5," in caplog.text
+
+
+def test_file_names_as_exports_write_them(tmp_path):
+    write(tmp_path)
+    (tmp_path / "users.csv").rename(tmp_path / "USERS.CSV")          # Windows
+    assert len(load_folder(tmp_path)["users"]) == 3
+    (tmp_path / "USERS.CSV").rename(tmp_path / "user.csv")
+    fails(tmp_path, "users.parquet or users.csv: missing (did you mean 'user.csv'?)")
+    (tmp_path / "user.csv").write_text(USERS.replace(",", "\t"))
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("users: {", "users: {file: user.csv, "))
+    assert len(load_folder(tmp_path)["users"]) == 3                   # tabs, named .csv
+    (tmp_path / "user.csv").rename(tmp_path / "user.tsv")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("users: {", "users: {file: user.tsv, "))
+    assert len(load_folder(tmp_path)["users"]) == 3
+    (tmp_path / "user.xlsx").write_bytes(b"PK")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("users: {", "users: {file: user.xlsx, "))
+    fails(tmp_path, "user.xlsx (table 'users'): user.xlsx is neither a CSV nor a parquet file")
