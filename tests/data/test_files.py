@@ -113,7 +113,7 @@ def test_encodings(tmp_path, caplog, encoding, name):
     assert list(df.columns) == ["user_id", "age", "signup", "name"]
     assert df["name"].iloc[-1] == text and df["user_id"].dtype == "int64"
     if name:
-        assert f"users.csv: not UTF-8" in caplog.text and f"read as {name}" in caplog.text
+        assert "users.csv: not UTF-8" in caplog.text and f"read as {name}" in caplog.text
         assert "line 50002" in caplog.text
     else:
         assert "UTF-8" not in caplog.text
