@@ -29,6 +29,10 @@ TIME_FORMATS = ("ISO8601", "%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%m/%d/%Y", "%d/%m/%
                 "%d.%m.%Y", "%d.%m.%Y %H:%M:%S")
 _LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
                               r"(Z|[+-]\d{2}(:?\d{2})?)?$")
+#: integers beyond this lose digits as float64: such ids stay text (as the file wrote them)
+EXACT_FLOAT = 2 ** 53
+_GROUPED = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$")   # 1,234,567.89
+_PADDED = re.compile(r"^-?0\d")                               # 0042: a code, not a number
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 
 
@@ -245,6 +249,50 @@ def parse_numbers(raw: pd.Series, where: str, integer: bool = False) -> pd.Serie
         return parsed.astype("float64")
     _fail(raw, parsed.notna() & (parsed % 1 != 0), where, "whole numbers")
     return parsed.astype("Int64" if parsed.isna().any() else "int64")
+
+
+def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFrame:
+    """``df`` (text columns) with numbers for the columns, but those in ``keep``, whose
+    every value is one: ``int64`` where all are whole and present, else ``float64``.
+    Zero-padded codes (``0042``) and whole numbers that float64 cannot hold exactly (ids
+    of many digits) stay text, as the file wrote them; ``1,234,567`` is a number.
+    ``where(col)``: how messages name a column."""
+    for col in df.columns:
+        if col in keep:
+            continue
+        values = df[col].dropna()
+        if not len(values) or values.str.match(_PADDED).any():
+            continue
+        num = pd.to_numeric(values, errors="coerce")
+        if num.isna().any():
+            grouped = values.str.match(_GROUPED)
+            if not grouped.any() or not (grouped | num.notna()).all():
+                _mixed(values, num, where(col))
+                continue
+            num = pd.to_numeric(values.str.replace(",", "", regex=False))
+            log.info("%s: numbers with thousands separators (e.g. %r)", where(col),
+                     values[grouped].iloc[0])
+        f = num.astype("float64")
+        whole = bool(np.isfinite(f).all()) and bool((f % 1 == 0).all())
+        complete = len(values) == len(df)
+        if whole and complete and bool(num.between(-2 ** 63, 2 ** 63 - 1).all()):
+            df[col] = num.astype("int64").reindex(df.index)
+        elif whole and bool((f.abs() > EXACT_FLOAT).any()) and bool(
+                values.str.fullmatch(r"[-+]?\d+").all()):
+            continue  # ids of more digits than float64 (or int64) holds: kept as text
+        else:
+            df[col] = f.reindex(df.index)
+    return df
+
+
+def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:
+    """Warns of a column of numbers with a few values that are not (read as text)."""
+    text = num.isna()
+    if text.mean() < 0.5:
+        log.warning("%s: %d of %d values are not numbers (e.g. %r): the column is read as "
+                    "text (categories); write them empty if they mean missing, or declare "
+                    "the column's stype", where, int(text.sum()), len(values),
+                    values[text].iloc[0])
 
 
 def check_not_empty(df: pd.DataFrame, where: str) -> None:

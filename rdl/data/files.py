@@ -17,14 +17,13 @@ name. What exports add to that is taken care of here, each in one place:
   and a few of them (a delimiter at the end of every data row is dropped instead).
 
 Every column of a CSV file is read as text (pyarrow's type inference reports a bad value
-by column number only); :func:`numbers` then makes numbers of the columns that hold only
-numbers. Nothing is ever written.
+by column number only); :func:`rdl.data.checks.numbers` then makes numbers of the columns
+that hold only numbers. Nothing is ever written.
 """
 from __future__ import annotations
 
 import codecs
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,15 +44,11 @@ log = logging.getLogger(__name__)
 NULLS = ["", "NULL", "null", "Null", "\\N", "NaN", "nan", "<NA>", "#N/A"]
 #: a delimiter other than a comma is taken when the header has no comma but one of these
 DELIMITERS = (";", "\t", "|")
-#: integers beyond this lose digits as float64: such ids stay text (as the file wrote them)
-EXACT_FLOAT = 2 ** 53
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
 TEXT = (".csv", ".tsv", ".txt")
 _BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF8, "utf8"),  # pyarrow skips a UTF-8 byte-order mark itself
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")]
-_GROUPED = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$")   # 1,234,567.89
-_PADDED = re.compile(r"^-?0\d")                               # 0042: a code, not a number
 
 
 def is_csv(path: Path) -> bool:
@@ -159,6 +154,8 @@ def _header(path: Path, where: str, encoding: str) -> Header:
         raise DataError(f"{where}: not a readable CSV file: {e}") from None
     if delimiter != ",":
         log.info("%s: fields delimited by %r", where, delimiter)
+    if encoding not in ("utf8", "cp1252", "latin-1"):   # those two have their warning
+        log.info("%s: read as %s (its byte-order mark says so)", where, encoding)
     return Header(*unique_names(written), encoding, delimiter)
 
 
@@ -268,8 +265,11 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
                         "fields")
     df = table.to_pandas()
     # the header again, in the rows: parts of an export joined with their headers (cat)
-    again = np.logical_and.reduce([df[n].eq(w.strip()).to_numpy(dtype=bool, na_value=False)
-                                   for n, w in zip(names, h.written)])
+    again = np.ones(len(df), dtype=bool)
+    for n, w in zip(names, h.written):   # the first column rules out nearly every row
+        again &= df[n].eq(w.strip()).to_numpy(dtype=bool, na_value=False)
+        if not again.any():
+            break
     if again.any():
         at = np.flatnonzero(again)
         log.warning("%s: %s the header (rows %s, counted from the header, row 1: files "
@@ -297,50 +297,6 @@ class _BadRows:
         self.trailing &= (row.actual_columns == row.expected_columns + 1
                           and row.text.endswith(self.delimiter))
         return "skip"
-
-
-def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFrame:
-    """``df`` (text columns) with numbers for the columns, but those in ``keep``, whose
-    every value is one: ``int64`` where all are whole and present, else ``float64``.
-    Zero-padded codes (``0042``) and whole numbers that float64 cannot hold exactly (ids
-    of many digits) stay text, as the file wrote them; ``1,234,567`` is a number.
-    ``where(col)``: how messages name a column."""
-    for col in df.columns:
-        if col in keep:
-            continue
-        values = df[col].dropna()
-        if not len(values) or values.str.match(_PADDED).any():
-            continue
-        num = pd.to_numeric(values, errors="coerce")
-        if num.isna().any():
-            grouped = values.str.match(_GROUPED)
-            if not grouped.any() or not (grouped | num.notna()).all():
-                _mixed(values, num, where(col))
-                continue
-            num = pd.to_numeric(values.str.replace(",", "", regex=False))
-            log.info("%s: numbers with thousands separators (e.g. %r)", where(col),
-                     values[grouped].iloc[0])
-        f = num.astype("float64")
-        whole = bool(np.isfinite(f).all()) and bool((f % 1 == 0).all())
-        complete = len(values) == len(df)
-        if whole and complete and bool(num.between(-2 ** 63, 2 ** 63 - 1).all()):
-            df[col] = num.astype("int64").reindex(df.index)
-        elif whole and bool((f.abs() > EXACT_FLOAT).any()) and bool(
-                values.str.fullmatch(r"[-+]?\d+").all()):
-            continue  # ids of more digits than float64 (or int64) holds: kept as text
-        else:
-            df[col] = f.reindex(df.index)
-    return df
-
-
-def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:
-    """Warns of a column of numbers with a few values that are not (read as text)."""
-    text = num.isna()
-    if text.mean() < 0.5:
-        log.warning("%s: %d of %d values are not numbers (e.g. %r): the column is read as "
-                    "text (categories); write them empty if they mean missing, or declare "
-                    "the column's stype", where, int(text.sum()), len(values),
-                    values[text].iloc[0])
 
 
 def parquet_header(found: list[Path], where: str, base: Path | None = None) -> Header:

@@ -37,8 +37,8 @@ import yaml
 from rdl.data import files
 from rdl.data.keys import map_foreign_keys
 from rdl.data.database import Database, DataError, Table
-from rdl.data.checks import (check_finite, check_key, looks_like_times, parse_numbers,
-                             parse_times)
+from rdl.data.checks import (check_finite, check_key, looks_like_times, numbers,
+                             parse_numbers, parse_times)
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +250,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:
         as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
         times = {c for c in df.columns if c not in t.stypes and c not in keys
                  and looks_like_times(df[c])}
-        df = files.numbers(df, t.where, keep={t.time, *as_text, *times})
+        df = numbers(df, t.where, keep={t.time, *as_text, *times})
     else:
         df = files.read_parquet(t.parts, t.where(), t.base)
     if len(df) == 0:

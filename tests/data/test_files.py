@@ -150,7 +150,7 @@ def test_a_mostly_numeric_column_warns(tmp_path, caplog):
     write(tmp_path)
     users_csv(tmp_path, "user_id,age,signup,size\n" + "".join(
         f"{i},30,2024-01-01,{'unknown' if i == 13 else i}\n" for i in range(10, 20)))
-    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+    with caplog.at_level(logging.WARNING, logger="rdl.data.checks"):
         df = load_folder(tmp_path)["users"].df
     assert df["size"].iloc[3] == "unknown"
     assert "table 'users', column 'size'): 1 of 10 values are not numbers (e.g. 'unknown')" \

@@ -28,3 +28,10 @@ def test_any_table_name_gets_a_module_of_its_own():
     again.load_state_dict(d.state_dict())
     assert float(again["dim.tags"].weight) == 1.0
     assert "x" not in d and 3 not in d
+
+
+def test_a_refused_name_traces_as_one_graph():
+    d = TypeDict({"dim.tags": torch.nn.Linear(2, 2), "type": torch.nn.Linear(2, 2)})
+    f = torch.compile(lambda x: {n: d[n](x[n]) for n in x}, fullgraph=True, backend="eager")
+    x = {"dim.tags": torch.ones(3, 2), "type": torch.zeros(3, 2)}
+    torch.testing.assert_close(f(x)["dim.tags"], d["dim.tags"](x["dim.tags"]))
