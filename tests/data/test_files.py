@@ -392,3 +392,21 @@ def test_file_names_as_exports_write_them(tmp_path):
     (tmp_path / "user.xlsx").write_bytes(b"PK")
     (tmp_path / "schema.yaml").write_text(SCHEMA.replace("users: {", "users: {file: user.xlsx, "))
     fails(tmp_path, "user.xlsx (table 'users'): user.xlsx is neither a CSV nor a parquet file")
+
+
+def test_table_names_sql_cannot_tell_apart(tmp_path, tiny_cfg):
+    """DuckDB, where a task's SQL runs, does not tell Users from users; and a table named
+    timestamps would be replaced by the task's seed times."""
+    from hydra.utils import instantiate
+
+    from rdl.data.database import Database
+    from rdl.prepare import check_task_tables
+    task = instantiate(tiny_cfg("task=forum-user-active").task, _convert_="all")
+    write(tmp_path)
+    db = load_folder(tmp_path)
+    check_task_tables(task, db)
+    with pytest.raises(DataError, match="table 'users' has the name of table 'Users'"):
+        check_task_tables(task, Database({"Users": db["tags"], **db.tables}))
+    with pytest.raises(DataError, match="table 'Timestamps' has the name of the task's seed "
+                                        "times"):
+        check_task_tables(task, Database({**db.tables, "Timestamps": db["tags"]}))
