@@ -119,6 +119,7 @@ class Header:
     renamed: dict[str, str] = field(default_factory=dict)   # written (position) -> name
     encoding: str = "utf8"
     delimiter: str = ","
+    escape: str | bool = False   # MySQL's exports write \" for a quote in a value
 
 
 def header(path: Path, where: str) -> Header:
@@ -213,8 +214,8 @@ def _fallback(path: Path) -> str:
     return encoding
 
 
-def _parse(delimiter: str, handler=None) -> pacsv.ParseOptions:
-    return pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
+def _parse(delimiter: str, handler=None, escape: str | bool = False) -> pacsv.ParseOptions:
+    return pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True, escape_char=escape,
                               invalid_row_handler=handler)
 
 
@@ -238,7 +239,8 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
         bad.__init__(h.delimiter)
         opts = pacsv.ReadOptions(encoding=h.encoding, column_names=cols, skip_rows=1,
                                  use_threads=threads)
-        return pacsv.read_csv(path, read_options=opts, parse_options=_parse(h.delimiter, bad),
+        return pacsv.read_csv(path, read_options=opts,
+                              parse_options=_parse(h.delimiter, bad, h.escape),
                               convert_options=_as_text(cols))
     try:
         try:
@@ -248,6 +250,14 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
                 raise
             h.encoding = _fallback(path)   # past the first block: bytes that are not UTF-8
             table = read(True, names)
+        if bad.count and any('\\"' in r.text for r in bad.first):
+            h.escape = "\\"   # quotes written \" (MySQL), not "" (RFC 4180): tried once
+            table = read(True, names)
+            if bad.count:
+                h.escape = False
+                table = read(True, names)
+            else:
+                log.info("%s: quotes in values escaped with a backslash (\\\")", where)
         if bad.count and table.num_rows == 0 and bad.trailing:
             # a delimiter ends every data row but not the header: an empty last column
             table = read(True, names + ["__trailing__"]).drop_columns(["__trailing__"])

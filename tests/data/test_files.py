@@ -129,6 +129,14 @@ def test_other_delimiters_and_a_trailing_delimiter(tmp_path):
     assert list(load_folder(tmp_path)["users"].df.columns) == ["user_id", "age", "signup"]
 
 
+def test_quotes_escaped_with_a_backslash(tmp_path):
+    """MySQL's exports write a quote in a value as \\" (RFC 4180: "")."""
+    write(tmp_path)
+    users_csv(tmp_path, 'user_id,age,signup,bio\n10,30,2024-01-01,"say \\"hi\\", ok"\n'
+                        '11,31,2024-01-02,plain\n')
+    assert load_folder(tmp_path)["users"].df["bio"].tolist() == ['say "hi", ok', "plain"]
+
+
 def test_null_spellings_are_missing(tmp_path):
     write(tmp_path)
     users_csv(tmp_path, "user_id,age,signup,city\n10,NULL,2024-01-01,\\N\n11,\\N,2024-01-02,"
