@@ -39,9 +39,10 @@ from rdl.data.database import DataError
 log = logging.getLogger(__name__)
 
 #: how exports write a missing value: empty, SQL's NULL, MySQL's and PostgreSQL's ``\N``,
-#: pandas' ``NaN`` and ``<NA>``, Excel's ``#N/A``; not words that may be values (``NA``: a
-#: country's code; ``None``, ``n/a``: a category's name)
-NULLS = ["", "NULL", "null", "Null", "\\N", "NaN", "nan", "<NA>", "#N/A"]
+#: pandas' ``NaN`` and ``<NA>``, Excel's ``#N/A``, MySQL's zero dates; not words that may
+#: be values (``NA``: a country's code; ``None``, ``n/a``: a category's name)
+NULLS = ["", "NULL", "null", "Null", "\\N", "NaN", "nan", "<NA>", "#N/A", "0000-00-00",
+         "0000-00-00 00:00:00"]
 #: a delimiter other than a comma is taken when the header has no comma but one of these
 DELIMITERS = (";", "\t", "|")
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
