@@ -26,7 +26,7 @@ TIME_MIN, TIME_MAX = pd.Timestamp.min.ceil("D"), pd.Timestamp.max.floor("D")
 #: month-first forms are both tried and must not both fit a column
 TIME_FORMATS = ("ISO8601", "%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%m/%d/%Y", "%d/%m/%Y",
                 "%m/%d/%Y %H:%M:%S", "%d/%m/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M",
-                "%d.%m.%Y", "%d.%m.%Y %H:%M:%S")
+                "%m/%d/%y", "%d/%m/%y", "%d.%m.%Y", "%d.%m.%Y %H:%M:%S")
 _LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
                               r"(Z|[+-]\d{2}(:?\d{2})?)?$")
 #: integers beyond this lose digits as float64: such ids stay text (as the file wrote them)
@@ -132,8 +132,7 @@ def parse_times(raw: pd.Series, where: str, required: bool = True) -> pd.Series:
     s = raw
     if pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s)
                                          and not pd.api.types.is_datetime64_any_dtype(s)):
-        _not_numbers(s, s.notna().to_numpy(), where)
-        s = pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns]")
+        s = _date_keys(s, where)
     elif not pd.api.types.is_datetime64_any_dtype(s):
         s = _parse_text(s, where)
     if getattr(s.dt, "tz", None) is not None:
@@ -151,6 +150,21 @@ def parse_times(raw: pd.Series, where: str, required: bool = True) -> pd.Series:
         raise DataError(f"{where}: time missing in {int(missing.sum())} of {_rows(len(s))} "
                         f"({rows(missing)}); a timed table needs a time on every row")
     return s.astype("datetime64[ns]")
+
+
+def _date_keys(s: pd.Series, where: str) -> pd.Series:
+    """Numbers in a time column: a warehouse's date keys (20240131) where every one is a
+    date written yyyymmdd; else (epoch seconds? Excel serial days?) an error."""
+    v = s.dropna()
+    if len(v) and (v % 1 == 0).all() and v.between(1000_01_01, 9999_12_31).all():
+        parsed = pd.to_datetime(v.astype("int64").astype(str), format="%Y%m%d",
+                                errors="coerce")
+        if parsed.notna().all():
+            log.info("%s: numbers read as dates written yyyymmdd (e.g. %s)", where,
+                     show(v.iloc[0]))
+            return parsed.reindex(s.index)
+    _not_numbers(s, s.notna().to_numpy(), where)
+    return pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns]")
 
 
 def _not_numbers(values: pd.Series, numbers, where: str) -> None:
@@ -194,6 +208,8 @@ def _parse_text(raw: pd.Series, where: str) -> pd.Series:
     if bad.any():
         mask = np.zeros(len(raw), dtype=bool)
         mask[raw.index.get_indexer(text.index[bad])] = True
+        if pd.to_numeric(text, errors="coerce").notna().all():   # numbers, all of them
+            return _date_keys(pd.to_numeric(raw, errors="coerce"), where)
         if pd.to_numeric(text[bad], errors="coerce").notna().all():
             _not_numbers(pd.to_numeric(raw.where(mask), errors="coerce"), mask, where)
         raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} times do not parse as dates "

@@ -298,6 +298,15 @@ def test_times_written_as_numbers(tmp_path):
     write(tmp_path, users=lambda df: df.assign(signup=[45292, 45293, 45294]))
     fails(tmp_path, "users.csv (table 'users', column 'signup')", "3 of 3 values are numbers, "
           "not times, e.g. 45292 (rows 0, 1, 2)", "Excel serial days")
+    # a warehouse's date keys: yyyymmdd, every one a date
+    write(tmp_path, users=lambda df: df.assign(signup=[20240101, 20240102, 20240103]))
+    assert load_folder(tmp_path)["users"].df["signup"].dt.day.tolist() == [1, 2, 3]
+    write(tmp_path, users=lambda df: df.assign(signup=[20240101, 20241350, 20240103]))
+    fails(tmp_path, "column 'signup'", "3 of 3 values are numbers, not times")
+    write(tmp_path, users=lambda df: df.assign(signup=["1/5/24", "12/31/24", "2/1/24"]))
+    signup = load_folder(tmp_path)["users"].df["signup"]   # sorted by time
+    assert signup.tolist() == [pd.Timestamp(t) for t in ("2024-01-05", "2024-02-01",
+                                                          "2024-12-31")]
 
 
 def test_a_foreign_key_matching_nothing(tmp_path):
