@@ -237,8 +237,17 @@ def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
             near = difflib.get_close_matches(col, columns, n=1, cutoff=0.6) or [
                 c for c in columns if c.casefold() == col.casefold()]
             hint = f" (did you mean {near[0]!r}?)" if near else ""
+            if _no_header(header.written):
+                hint += " (the file's first row looks like data: add a header row of names)"
             raise DataError(f"{t.where()}: {_role(t, col)} {col!r} missing{hint}; the file has "
                             f"{columns}")
+
+
+def _no_header(written: list[str]) -> bool:
+    """Whether a file's header is a row of data: some names are numbers or times."""
+    names = pd.Series(written, dtype=object)
+    return bool(pd.to_numeric(names, errors="coerce").notna().any()
+                or names.str.match(r"^\d{4}-\d\d-\d\d").any())
 
 
 def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:

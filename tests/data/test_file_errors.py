@@ -25,6 +25,13 @@ def test_empty_file(tmp_path):
     fails(tmp_path, "users.csv (table 'users')", "the table is empty (0 rows)")
 
 
+def test_a_file_without_a_header(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, USERS.split("\n", 1)[1])
+    fails(tmp_path, "users.csv (table 'users'): primary key 'user_id' missing",
+          "the file's first row looks like data: add a header row of names")
+
+
 def test_ragged_rows(tmp_path):
     write(tmp_path)
     users_csv(tmp_path, USERS + "13,50\n14,51,2024-01-04,x,y\n15,52,2024-01-05\n")
