@@ -24,7 +24,7 @@ from torch import Tensor
 from rdl.caching import atomic_file
 from rdl.data.database import Database, DataError
 from rdl.graph.build import make_graph
-from rdl.tasks import HISTORY, SPLITS, Task
+from rdl.tasks import HISTORY, SPLITS, TIMESTAMPS, Task
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,17 @@ log = logging.getLogger(__name__)
 def check_task_tables(task: Task, db: Database) -> None:
     """The task's entity (and, for a link task, target) table is a table of ``db`` with a
     primary key: a typo would otherwise surface as a ``KeyError`` after the labels, the tree
-    prior and the graph were made."""
+    prior and the graph were made. Table names SQL tells apart, none the task's SQL's seed
+    times (DuckDB does not tell ``Users`` from ``users``, and the seed times would replace
+    a table named ``timestamps`` without a word)."""
+    seen = {}
+    for name in db.tables:
+        other = seen.setdefault(name.casefold(), name)
+        if other != name or name.casefold() == TIMESTAMPS:
+            clash = f"table {other!r}" if other != name else "the task's seed times"
+            raise DataError(f"task {task.name!r}: table {name!r} has the name of {clash} in "
+                            "the task's SQL, which does not tell capitals apart: rename it in "
+                            "the schema")
     for setting, table in (("entity_table", task.entity_table), ("target_table", task.target_table)):
         if table is None:
             continue

@@ -1,10 +1,11 @@
 """Any relational database in: a folder of parquet or CSV files described by a YAML schema.
 
 :func:`load_folder` reads one file per table (``<table>.parquet`` or ``<table>.csv``, or the
-file the schema names) and returns rdl's :class:`~rdl.data.Database`, re-indexed, with
-``keys`` mapping each row position back to the file's own id. The schema names, per table,
-its primary key, its foreign keys (``{column: referenced_table}``; a table may reference
-itself), its time column (none: a static table) and, optionally, column stypes::
+file the schema names; or a folder of its parts, ``<table>/``, or a wildcard's files) and
+returns rdl's :class:`~rdl.data.Database`, re-indexed, with ``keys`` mapping each row
+position back to the file's own id. The schema names, per table, its primary key, its
+foreign keys (``{column: referenced_table}``; a table may reference itself), its time column
+(none: a static table) and, optionally, column stypes::
 
     tables:
       users: {pkey: user_id, time: signup}
@@ -15,25 +16,29 @@ itself), its time column (none: a static table) and, optionally, column stypes::
         stypes: {length: numerical}
     dangling: null        # foreign keys matching no row: null (RelBench), drop or fail
 
-Everything is checked before the data is used, cheap checks (schema, files, columns) before
-any file is read in full; each problem is one :class:`~rdl.data.DataError` naming the
-file, the table, the column and how many rows. Nothing is ever written.
+Files are read by :mod:`rdl.data.files` (encodings, delimiters, header names, missing
+values, numbers) and their values checked by :mod:`rdl.data.checks` (keys, times, finite
+numbers). Everything is checked before the data is used, cheap checks (schema, files,
+columns) before any file is read in full; each problem is one :class:`~rdl.data.DataError`
+naming the file, the table, the column, the rows and what to do. A table of facts with a
+column of times but no declared time is logged as a leak. Nothing is ever written.
 """
 from __future__ import annotations
 
+import difflib
 import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 import torch_frame
 import yaml
 
+from rdl.data import files
+from rdl.data.keys import map_foreign_keys
 from rdl.data.database import Database, DataError, Table
-from rdl.data.checks import check_key, parse_numbers, show
+from rdl.data.checks import (check_finite, check_key, looks_like_times, numbers,
+                             parse_numbers, parse_times)
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +46,6 @@ TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes"}
 SCHEMA_KEYS = {"tables", "dangling"}
 DANGLING = ("null", "drop", "fail")
 STYPES = {s.value for s in torch_frame.stype} | {"drop"}
-TIME_DTYPE = "datetime64[ns]"
 
 
 class TableSchema:
@@ -51,6 +55,12 @@ class TableSchema:
                  time: str | None, stypes: dict[str, str | None]):
         self.name, self.file, self.pkey, self.fkeys = name, file, pkey, fkeys
         self.time, self.stypes = time, stypes
+        self.parts: list[Path] = []   # its data files (files.parts)
+
+    @property
+    def base(self) -> Path | None:
+        """The folder of a table written as parts (hive partitions below it), else None."""
+        return self.file if self.file.is_dir() else None
 
     def where(self, col: str | None = None) -> str:
         """``file (table 't', column 'c')``: how errors name a place."""
@@ -88,7 +98,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
     dangling = str(schema.get("dangling") or "null")
     tables = {}
     for name, spec in tables_spec.items():
-        spec = spec or {}
+        spec, name = spec or {}, str(name)
         at = f"{where}: table {name!r}"
         if not isinstance(spec, dict):
             raise DataError(f"{at}: expected a mapping of {sorted(TABLE_KEYS)}, got {spec!r}")
@@ -96,6 +106,13 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         for key in ("fkeys", "stypes"):
             if not isinstance(spec.get(key) or {}, dict):
                 raise DataError(f"{at}: {key} must be a mapping (column: ...), got {spec[key]!r}")
+        for key in ("pkey", "time"):
+            if isinstance(spec.get(key), (list, dict)):
+                raise DataError(
+                    f"{at}: {key} {spec[key]!r}: one column, not several" + (
+                        " (a composite key): add one column to the file joining them "
+                        "(e.g. order_id and line as '1042-3') and declare it as pkey, or "
+                        "declare no pkey (a table of facts)" if key == "pkey" else ""))
         file = folder / spec["file"] if spec.get("file") else _default_file(folder, name)
         stypes = {str(c): (None if s in (None, "drop") else str(s))
                   for c, s in (spec.get("stypes") or {}).items()}
@@ -103,9 +120,10 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             if st is not None and st not in STYPES:
                 raise DataError(f"{at}: column {col!r} has unknown stype {st!r}; one of "
                                 f"{sorted(STYPES)} or null")
-        tables[name] = TableSchema(str(name), file, spec.get("pkey"),
+        pkey, time = (None if spec.get(k) is None else str(spec[k]) for k in ("pkey", "time"))
+        tables[name] = TableSchema(name, file, pkey,
                                    {str(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
-                                   spec.get("time"), stypes)
+                                   time, stypes)
     for t in tables.values():
         if t.pkey is not None and t.pkey in t.fkeys:
             raise DataError(f"{where}: table {t.name!r}: column {t.pkey!r} is both its primary "
@@ -126,16 +144,17 @@ def _no_unknown(spec: dict, known: set, where: str) -> None:
         raise DataError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(known)}")
 
 
-def _is_csv(path: Path) -> bool:
-    """``x.csv``, or compressed: ``x.csv.gz`` (pyarrow reads it by its name)."""
-    s = path.suffixes
-    return s[-1:] == [".csv"] or (s[-2:-1] == [".csv"] and s[-1] in (".gz", ".bz2", ".zst", ".lz4"))
-
-
 def _default_file(folder: Path, name: str) -> Path:
     for ext in (".parquet", ".csv"):
         if (folder / f"{name}{ext}").exists():
             return folder / f"{name}{ext}"
+    # exported on Windows: USERS.CSV
+    same = [p for p in folder.iterdir() if p.name.casefold() in
+            (f"{name}.parquet".casefold(), f"{name}.csv".casefold())] if folder.is_dir() else []
+    if len(same) == 1:
+        return same[0]
+    if name and (folder / name).is_dir():   # the table's parts
+        return folder / name
     return folder / f"{name}.parquet"  # missing: the error names it (and .csv)
 
 
@@ -164,18 +183,17 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         raise DataError(f"dangling {policy!r}: expected one of {list(DANGLING)}")
     # Cheap checks first: every file there, every named column in it.
     for t in tables.values():
-        if not t.file.exists():
+        t.parts = files.parts(t.file)
+        if not t.parts:
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""
-            raise DataError(f"{t.file}{also}: missing (the data file of table {t.name!r})")
-    for t in tables.values():
-        columns = _columns(t)
-        for col in t.required():
-            if col not in columns:
-                role = ("primary key" if col == t.pkey else "foreign key" if col in t.fkeys
-                        else "time column" if col == t.time else "column with an stype")
-                raise DataError(f"{t.where()}: {role} {col!r} missing; the file has {columns}")
-    frames = {name: _read(t) for name, t in tables.items()}
-    frames, ids = _map_foreign_keys(tables, frames, policy)
+            what = "no CSV or parquet file in it" if t.file.is_dir() else "missing" + _near(t.file)
+            raise DataError(f"{t.file}{also}: {what} (the data file of table {t.name!r})")
+    headers = {name: files.headers(t.parts, name) if files.csv_parts(t.parts, t.where())
+               else None for name, t in tables.items()}
+    for name, t in tables.items():
+        _check_columns(t, headers[name])
+    frames = {name: _read(t, headers[name]) for name, t in tables.items()}
+    frames, ids = map_foreign_keys(tables, frames, policy)
     db = Database({name: Table(frames[name], t.pkey, dict(t.fkeys), t.time)
                    for name, t in tables.items()},
                   keys={name: pd.Index(v) for name, v in ids.items()})
@@ -185,41 +203,109 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     return db
 
 
+def _near(file: Path) -> str:
+    """`` (did you mean 'x.csv'?)``: a data file beside ``file`` named nearly like it."""
+    if not file.parent.is_dir():
+        return ""
+    stems = {p.name.split(".")[0]: p.name for p in file.parent.iterdir()
+             if p != file and (files.is_csv(p) or files.is_parquet(p) or p.is_dir())}
+    near = difflib.get_close_matches(file.name.split(".")[0], stems, n=1, cutoff=0.75)
+    return f" (did you mean {stems[near[0]]!r}?)" if near else ""
+
+
 # -- reading one table ------------------------------------------------------------------------
-def _columns(t: TableSchema) -> list[str]:
-    """The column names of a table's file, from its header or parquet schema only."""
-    if _is_csv(t.file):
-        try:  # the first block only
-            return list(pacsv.open_csv(t.file).schema.names)
-        except (pa.ArrowInvalid, OSError) as e:
-            raise DataError(f"{t.where()}: not a readable CSV file: {e}") from None
-    try:
-        return list(pq.read_schema(t.file).names)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(f"{t.where()}: not a readable parquet file: {e}") from None
+def _role(t: TableSchema, col: str) -> str:
+    return ("primary key" if col == t.pkey else "foreign key" if col in t.fkeys
+            else "time column" if col == t.time else "column with an stype")
 
 
-def _read(t: TableSchema) -> pd.DataFrame:
+def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
+    """Every column the schema names is in the file's header (or parquet schema), once."""
+    header = parts[0] if parts else files.parquet_header(t.parts, t.where(), t.base)
+    columns = header.names
+    for col in t.required():
+        same = [w for w in header.written if w.strip().casefold() == col.casefold()]
+        if len(same) > 1:
+            raise DataError(f"{t.where(col)}: the header names the {_role(t, col)} {len(same)} "
+                            f"times ({same}): which is it? Rename the others in the file")
+        parts = [c.strip() for c in col.split(",")]
+        if col not in columns and len(parts) > 1 and set(parts) <= set(columns):
+            raise DataError(f"{t.where()}: {_role(t, col)} {col!r}: one column, not several (a "
+                            f"composite key): add one column to the file joining {parts} and "
+                            "declare it as pkey, or declare no pkey (a table of facts)")
+        if col not in columns:
+            near = difflib.get_close_matches(col, columns, n=1, cutoff=0.6) or [
+                c for c in columns if c.casefold() == col.casefold()]
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            if _no_header(header.written):
+                hint += " (the file's first row looks like data: add a header row of names)"
+            raise DataError(f"{t.where()}: {_role(t, col)} {col!r} missing{hint}; the file has "
+                            f"{columns}")
+
+
+def _no_header(written: list[str]) -> bool:
+    """Whether a file's header is a row of data: some names are numbers or times."""
+    names = pd.Series(written, dtype=object)
+    return bool(pd.to_numeric(names, errors="coerce").notna().any()
+                or names.str.match(r"^\d{4}-\d\d-\d\d").any())
+
+
+def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:
     """A table's rows with parsed times and numbers and a checked primary key."""
-    df = _read_csv(t) if _is_csv(t.file) else pq.read_table(t.file).to_pandas()
+    keys = {c for c in (t.pkey, *t.fkeys) if c is not None}   # ids, as written
+    if headers is not None:
+        df = pd.concat([files.read_csv(p, f"{p} (table {t.name!r})", h)
+                        for p, h in zip(t.parts, headers)], ignore_index=True)
+        as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
+        times = {c for c in df.columns if c not in t.stypes and c not in keys
+                 and looks_like_times(df[c])}
+        df = numbers(df, t.where, keep={t.time, *as_text, *times})
+    else:
+        df = files.read_parquet(t.parts, t.where(), t.base)
     if len(df) == 0:
         raise DataError(f"{t.where()}: the table is empty (0 rows)")
     for col in df.columns:
-        s = df[col]
-        if isinstance(s.dtype, pd.DatetimeTZDtype):  # one clock for every time: UTC
-            df[col] = s.dt.tz_convert("UTC").dt.tz_localize(None)
+        s, st = df[col], t.stypes.get(col, "")
+        if col in keys and col != t.time:
+            if pd.api.types.is_string_dtype(s) or s.dtype == object:
+                # CHAR(n) columns come padded with spaces: "C-10  " is key "C-10"
+                df[col] = s.where(s.isna(), s.astype(str).str.strip())
+            continue
+        if st is None and col != t.time:
+            continue  # dropped: the model never sees it
+        if col == t.time:
+            df[col] = parse_times(s, t.where(col), required=True)
+        elif st == "timestamp" or pd.api.types.is_datetime64_any_dtype(s) or (
+                st == "" and looks_like_times(s)):
+            df[col] = parse_times(s, t.where(col), required=False)
         elif s.dtype == object and _all_bool(s):
             # booleans with missing values (parquet's nullable bool): as 0/1 and NaN, which
             # PyTorch Frame reads (its inference takes the Python objects for embeddings)
             df[col] = s.astype("float64")
-    if t.time is not None:
-        df[t.time] = _parse_times(df[t.time], t)
-    for col, st in t.stypes.items():
-        if st == "numerical" and not pd.api.types.is_numeric_dtype(df[col]):
-            df[col] = parse_numbers(df[col], t.where(col))
+        elif st == "numerical" and not pd.api.types.is_numeric_dtype(s):
+            df[col] = parse_numbers(s, t.where(col))
+        if st in ("", "numerical"):
+            check_finite(df[col], t.where(col))
     if t.pkey is not None:
         check_key(df[t.pkey], t.where(t.pkey))
+    _warn_undeclared_time(t, df)
     return df
+
+
+def _warn_undeclared_time(t: TableSchema, df: pd.DataFrame) -> None:
+    """A table of facts (it has foreign keys) without a declared time but with a column of
+    times is most likely timed: used as static, every seed would see its future rows."""
+    if t.time is not None or not t.fkeys:
+        return
+    cols = [c for c in df.columns if c not in t.stypes and c not in (t.pkey, *t.fkeys)
+            and pd.api.types.is_datetime64_any_dtype(df[c])]
+    if cols:
+        log.warning("%s: column(s) %s hold times, but the schema declares no time for the "
+                    "table, so it is used as static: every seed would see all its rows, its "
+                    "future ones included (a leak of the future into training). Declare the "
+                    "rows' time in the schema (table %r: time: %s); if the table really is "
+                    "static, declare the column's stype (stypes: {%s: timestamp})",
+                    t.where(), cols, t.name, cols[0], cols[0])
 
 
 def _all_bool(s: pd.Series) -> bool:
@@ -227,109 +313,3 @@ def _all_bool(s: pd.Series) -> bool:
     v = s.dropna()
     return len(v) > 0 and isinstance(v.iloc[0], (bool, np.bool_)) and v.map(type).isin(
         (bool, np.bool_)).all()
-
-
-def _read_csv(t: TableSchema) -> pd.DataFrame:
-    """A CSV file, every column read as text first (pyarrow's type inference reports a bad
-    value by column number only), then numbers where every value is one."""
-    columns = _columns(t)
-    opts = pacsv.ConvertOptions(column_types={c: pa.string() for c in columns},
-                                null_values=[""], strings_can_be_null=True)
-    try:
-        df = pacsv.read_csv(t.file, convert_options=opts).to_pandas()
-    except pa.ArrowInvalid as e:
-        raise DataError(f"{t.where()}: not a readable CSV file: {e}") from None
-    for col in df.columns:
-        if col == t.time or t.stypes.get(col, "numerical") != "numerical":
-            continue  # declared otherwise: kept as text
-        values = df[col].dropna()
-        if values.str.match(r"-?0\d").any():
-            continue  # zero-padded codes ("0042") stay text, as the file wrote them
-        num = pd.to_numeric(values, errors="coerce")
-        if len(values) and num.notna().all():
-            full = pd.to_numeric(df[col])
-            integral = full.notna().all() and (full % 1 == 0).all()
-            df[col] = full.astype("int64") if integral else full.astype("float64")
-    return df
-
-
-def _parse_times(s: pd.Series, t: TableSchema) -> pd.Series:
-    if not pd.api.types.is_datetime64_any_dtype(s):
-        if pd.api.types.is_numeric_dtype(s):  # epoch numbers: their unit is anyone's guess
-            parsed = pd.Series(pd.NaT, index=s.index, dtype=TIME_DTYPE)
-        else:  # ISO 8601; offsets (+01:00, Z) converted to UTC
-            parsed = pd.to_datetime(s.astype("string"), errors="coerce", format="ISO8601",
-                                    utc=True)
-        bad = parsed.isna() & s.notna()
-        if bad.any():
-            raise DataError(f"{t.where(t.time)}: {int(bad.sum())} of {len(s)} times do not parse "
-                            f"as dates (such as 2024-01-31 or 2024-01-31 12:00:00), e.g. "
-                            f"{show(s[bad].iloc[0])}")
-        s = parsed
-    if getattr(s.dt, "tz", None) is not None:
-        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
-    if s.isna().any():
-        raise DataError(f"{t.where(t.time)}: time missing in {int(s.isna().sum())} of {len(s)} "
-                        "rows (a timed table needs a time on every row)")
-    return s.astype(TIME_DTYPE)
-
-
-# -- foreign keys -------------------------------------------------------------------------------
-def _comparable(values: pd.Series, other: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Key values of two columns in one form: numbers as integers where they all are, and
-    text where either side is text (a CSV's ``"0042"`` is not the number 42)."""
-    def norm(s):
-        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
-            v = s.dropna()
-            return s.astype("Int64") if (v % 1 == 0).all() else s.astype("float64")
-        return s
-    a, b = norm(values), norm(other)
-    if pd.api.types.is_numeric_dtype(a) != pd.api.types.is_numeric_dtype(b):
-        a, b = a.astype("string"), b.astype("string")
-    return a.to_numpy(dtype=object, na_value=None), b.to_numpy(dtype=object, na_value=None)
-
-
-def _map_foreign_keys(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
-                      policy: str) -> tuple[dict[str, pd.DataFrame], dict[str, np.ndarray]]:
-    """Frames with primary keys as positions ``0..N-1`` and foreign keys as the positions
-    they match (``Int64``, dangling ones handled by ``policy``), and each table's original
-    primary-key values."""
-    while True:
-        positions, dropped = {}, False
-        for name, t in tables.items():
-            df = frames[name]
-            for col, ref in t.fkeys.items():
-                values, keys = _comparable(df[col], frames[ref][tables[ref].pkey])
-                pos = pd.Index(keys).get_indexer(values)
-                dangling = df[col].notna().to_numpy() & (pos < 0)
-                positions[name, col] = pos
-                n = int(dangling.sum())
-                if n == 0:
-                    continue
-                what = (f"{t.where(col)}: {n} of {len(df)} rows have a foreign key matching no "
-                        f"{ref!r} row, e.g. {values[dangling][0]!r}")
-                if policy == "fail":
-                    raise DataError(what + " (dangling: fail)")
-                if policy == "null":
-                    log.warning("%s: set to missing (dangling: null)", what)
-                    continue
-                log.warning("%s: dropped (dangling: drop)", what)
-                df = frames[name] = df[~dangling].reset_index(drop=True)
-                dropped = True
-                if len(df) == 0:
-                    raise DataError(f"{t.where()}: no row left after dropping those with "
-                                    "dangling foreign keys")
-        if not dropped:  # a dropped row may be what another row pointed at: map again
-            break
-    out, ids = {}, {}
-    for name, t in tables.items():
-        df = frames[name].copy()
-        for col in t.fkeys:
-            pos = positions[name, col]
-            df[col] = pd.array(np.where(pos < 0, 0, pos), dtype="Int64")
-            df.loc[pos < 0, col] = pd.NA
-        if t.pkey is not None:
-            ids[name] = df[t.pkey].to_numpy()
-            df[t.pkey] = np.arange(len(df))
-        out[name] = df
-    return out, ids

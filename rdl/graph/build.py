@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from torch_frame.utils import infer_series_stype
 from torch_geometric.data import HeteroData
 
 from rdl import caching
+from rdl.data import checks
 from rdl.data.database import Database, DataError, Table
 
 GRAPH_VERSION = 1  # bump when the layout of the materialised graph changes
@@ -97,6 +99,14 @@ def check_stypes(db: Database, stypes: dict | None) -> None:
             if stype not in (None, "drop") and stype not in {s.value for s in torch_frame.stype}:
                 raise DataError(f"data.stypes.{name}.{col}: unknown stype {stype!r}; one of "
                                 f"{[s.value for s in torch_frame.stype]}")
+            # values the stype cannot read: now, not when the graph is built (after LightGBM)
+            values, where = db[name].df[col], f"data.stypes.{name}.{col}: table {name!r}"
+            if stype == "timestamp" and not pd.api.types.is_datetime64_any_dtype(values):
+                checks.parse_times(values, f"{where}, column {col!r}", required=False)
+            elif stype == "numerical":
+                if not pd.api.types.is_numeric_dtype(values):
+                    values = checks.parse_numbers(values, f"{where}, column {col!r}")
+                checks.check_finite(values, f"{where}, column {col!r}")
 
 
 def fingerprint(db: Database, *parts: Any) -> str:
@@ -106,6 +116,14 @@ def fingerprint(db: Database, *parts: Any) -> str:
         h.update(repr((name, tab.meta(), list(tab.df.columns), list(map(str, tab.df.dtypes)))).encode())
         h.update(pd.util.hash_pandas_object(tab.df, index=False).to_numpy().tobytes())
     return h.hexdigest()[:16]
+
+
+def _file(table: str) -> str:
+    """The cache file of a table's frame: ``<table>.pt``, or, for a name that is no plain
+    file name (``a/b``, ``..``, empty), one made from its hash."""
+    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", table) and table != "..":
+        return f"{table}.pt"
+    return f"table-{hashlib.sha1(table.encode()).hexdigest()[:16]}.pt"
 
 
 def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
@@ -152,12 +170,12 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             if not cols:  # a table of keys only: one constant feature keeps the encoder simple
                 df, cols = pd.DataFrame({"__const__": np.ones(len(df))}), {"__const__": torch_frame.numerical}
             if cached is not None:
-                tf, stats = torch_frame.load(str(cached / f"{name}.pt"))
+                tf, stats = torch_frame.load(str(cached / _file(name)))
             else:
                 tf, stats = _materialize(name, df, cols, text_embedder,
                                          None if given_stats is None else given_stats[name])
                 if tmp is not None:
-                    torch_frame.save(tf, stats, str(tmp / f"{name}.pt"))
+                    torch_frame.save(tf, stats, str(tmp / _file(name)))
             data[name].tf = tf
             data[name].num_nodes = len(tab)
             col_stats[name] = stats

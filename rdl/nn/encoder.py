@@ -9,6 +9,7 @@ from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
 
+from rdl.nn.names import TypeDict
 from rdl.scaling import iqr_scale, robust_asinh
 
 
@@ -159,7 +160,7 @@ class HeteroEncoder(torch.nn.Module):
 
     def __init__(self, channels: int, col_names: dict, col_stats: dict, num_layers: int = 4):
         super().__init__()
-        self.encoders = torch.nn.ModuleDict({
+        self.encoders = TypeDict({
             nt: table_encoder(channels, names, col_stats[nt], num_layers)
             for nt, names in col_names.items()
         })
@@ -192,7 +193,7 @@ class RelativeTimeEncoder(torch.nn.Module):
         super().__init__()
         self.pe = PositionalEncoding(channels)
         # No bias: the encoding is added to the row encoder's output, which has one.
-        self.lins = torch.nn.ModuleDict({nt: torch.nn.Linear(channels, channels, bias=False)
+        self.lins = TypeDict({nt: torch.nn.Linear(channels, channels, bias=False)
                                          for nt in node_types})
 
     def reset_parameters(self):

@@ -19,6 +19,7 @@ from torch_geometric.nn import MLP, PositionalEncoding
 from rdl.nn.encoder import HeteroEncoder
 from rdl.nn.interface import NodePredictor
 from rdl.nn.model import NODE_NORM
+from rdl.nn.names import TypeDict
 
 
 class TokenAttention(torch.nn.Module):
@@ -112,7 +113,7 @@ class RelGraphTransformer(NodePredictor, torch.nn.Module):
         self.type_emb = torch.nn.Embedding(len(self.types), channels)
         self.hop_emb = torch.nn.Embedding(max_hop + 1, channels)
         self.pe = PositionalEncoding(channels)
-        self.time_lin = torch.nn.ModuleDict({t: torch.nn.Linear(channels, channels, bias=False)
+        self.time_lin = TypeDict({t: torch.nn.Linear(channels, channels, bias=False)
                                              for t in self.time_types})
         self.deg_lin = torch.nn.Linear(1, channels, bias=False)
         self.layers = torch.nn.ModuleList(TokenAttention(channels, heads, ff_mult, dropout)

@@ -28,6 +28,8 @@ from rdl.tasks.kinds import Kind, kind_of
 
 #: The node type of a node task's label history in the graph (see :meth:`Task.history_table`).
 HISTORY = "label_history"
+#: The table of seed times a task's SQL reads (:meth:`Task.make_table`), beside the database's.
+TIMESTAMPS = "timestamps"
 SPLITS = ("train", "val", "test")
 
 
@@ -134,7 +136,8 @@ class Task:
         try:
             for name, table in db:
                 con.register(name, table.df)
-            con.register("timestamps", pd.DataFrame({"timestamp": pd.to_datetime(list(timestamps))}))
+            con.register(TIMESTAMPS,
+                         pd.DataFrame({"timestamp": pd.to_datetime(list(timestamps))}))
             window = dt.timedelta(seconds=self.delta.total_seconds())
             try:
                 df = con.execute(self.sql_path.read_text(), {"window": window}).df()

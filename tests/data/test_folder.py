@@ -276,5 +276,5 @@ def test_a_csv_row_with_too_many_fields(tmp_path):
     write(tmp_path)
     with open(tmp_path / "users.csv", "a") as f:
         f.write("13,50,2024-01-04,extra\n")
-    fails(tmp_path, "users.csv (table 'users')", "not a readable CSV file",
-          "Expected 3 columns, got 4")
+    fails(tmp_path, "users.csv (table 'users')", "1 row does not have the header's 3 fields, "
+          "e.g. row 5: '13,50,2024-01-04,extra' (4 fields)")

@@ -117,3 +117,21 @@ def test_given_stats_encode_later_rows_as_the_model_was_trained():
     assert torch.equal(b[:5], a) and int(b[5, 0]) == -1  # "phone": unseen, missing
     own, _ = make_graph(full, stypes)  # with its own statistics "phone" is a category
     assert int(own["tx"].tf.feat_dict[cat][5, 0]) >= 0
+
+
+def test_any_table_name_is_cached(tmp_path):
+    """Table names that are no file names ('a/b', '..') get cache files of their own."""
+    d = db()
+    names = {"customer": "dim/customer", "article": "..", "transactions": "fact tx"}
+    renamed = Database({names[n]: Table(t.df, t.pkey, {c: names[r] for c, r in t.fkeys.items()},
+                                        t.time_col) for n, t in d})
+    stypes = {"dim/customer": {"club": "categorical"}, "..": {"prod_name": "categorical"}}
+    built, _ = make_graph(renamed, stypes, cache_dir=tmp_path)
+    (entry,) = tmp_path.glob("graph-*")
+    assert len(list(entry.glob("table-*.pt"))) == 3
+    cached, _ = make_graph(renamed, stypes, cache_dir=tmp_path)
+    for name in names.values():
+        a, b = cached[name].tf, built[name].tf
+        assert a.col_names_dict == b.col_names_dict and a.num_rows == b.num_rows
+        for st in a.feat_dict:
+            torch.testing.assert_close(a.feat_dict[st], b.feat_dict[st], equal_nan=True)

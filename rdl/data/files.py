@@ -1,0 +1,365 @@
+"""One table's file as a pandas frame: CSV as warehouses export it, or parquet.
+
+CSV files are read by pyarrow as RFC 4180 says: any size, values quoted with ``"``, line
+breaks inside quoted values, ``""`` for a quote; compressed ones (``.csv.gz``) by their
+name. What exports add to that is taken care of here, each in one place:
+
+* the encoding: UTF-8 (a byte-order mark or not), UTF-16 or UTF-32 with a byte-order
+  mark; a file that is not valid UTF-8 is read as Windows-1252 (cp1252), else latin-1,
+  and a warning says which;
+* the delimiter: ``,``, or ``;``, tab or ``|`` when the header holds no comma but one of
+  those;
+* the header: names stripped of spaces, an empty name becomes ``unnamed_<position>``
+  (dropped when the column is empty too: a trailing delimiter), a repeated one (also when
+  only its case differs: SQL does not tell them apart) ``<name>_2``, ``<name>_3``, ...;
+* missing values: an empty field or one of :data:`NULLS`;
+* rows with more or fewer fields than the header: one :class:`DataError` with their count
+  and a few of them (a delimiter at the end of every data row is dropped instead).
+
+Every column of a CSV file is read as text (pyarrow's type inference reports a bad value
+by column number only); :func:`rdl.data.checks.numbers` then makes numbers of the columns
+that hold only numbers. Nothing is ever written.
+"""
+from __future__ import annotations
+
+import codecs
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from rdl.data.database import DataError
+
+log = logging.getLogger(__name__)
+
+#: how exports write a missing value: empty, SQL's NULL, MySQL's and PostgreSQL's ``\N``,
+#: pandas' ``NaN`` and ``<NA>``, Excel's ``#N/A``, MySQL's zero dates; not words that may
+#: be values (``NA``: a country's code; ``None``, ``n/a``: a category's name)
+NULLS = ["", "NULL", "null", "Null", "\\N", "NaN", "nan", "<NA>", "#N/A", "0000-00-00",
+         "0000-00-00 00:00:00"]
+#: a delimiter other than a comma is taken when the header has no comma but one of these
+DELIMITERS = (";", "\t", "|")
+COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
+TEXT = (".csv", ".tsv", ".txt")
+_BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF8, "utf8"),  # pyarrow skips a UTF-8 byte-order mark itself
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")]
+
+
+def is_csv(path: Path) -> bool:
+    """``x.csv`` (``.tsv``, ``.txt``, any case), or compressed: ``x.csv.gz`` (pyarrow reads
+    it by its name)."""
+    s = [x.lower() for x in path.suffixes]
+    return bool(s) and (s[-1] in TEXT or (len(s) > 1 and s[-2] in TEXT and s[-1] in COMPRESSED))
+
+
+def is_parquet(path: Path) -> bool:
+    return path.suffix.lower() in (".parquet", ".pq")
+
+
+def parts(path: Path) -> list[Path]:
+    """The data files of a table: ``path`` itself, or, for a folder (Spark, Snowflake,
+    BigQuery and Redshift export a table as parts: ``part-00000.parquet``, ...,
+    ``date=2024-01-01/`` sub-folders too) or a name with a wildcard (``orders_*.csv.gz``),
+    its CSV and parquet files in name order, hidden files and markers (``_SUCCESS``,
+    ``.part-00000.crc``) left out. Empty if there is none."""
+    if any(c in path.name for c in "*?["):
+        found = sorted(path.parent.glob(path.name))
+    elif path.is_dir():
+        found = sorted(p for p in path.rglob("*") if not any(
+            s.startswith((".", "_")) for s in p.relative_to(path).parts))
+    else:
+        return [path] if path.is_file() else []
+    return [p for p in found if p.is_file() and (is_csv(p) or is_parquet(p))]
+
+
+def csv_parts(found: list[Path], where: str) -> bool:
+    """Whether a table's parts are CSV files (else parquet ones).
+
+    Raises:
+        DataError: some are CSV and some parquet.
+    """
+    csv = [is_csv(p) for p in found]
+    other = [p for p in found if not (is_csv(p) or is_parquet(p))]
+    if other:
+        raise DataError(f"{where}: {other[0].name} is neither a CSV nor a parquet file (by its "
+                        "name: .csv, .tsv, .txt, maybe compressed, or .parquet); export the "
+                        "table as one of those")
+    if any(csv) and not all(csv):
+        raise DataError(f"{where}: holds both CSV and parquet files ({found[csv.index(True)].name}"
+                        f", {found[csv.index(False)].name}); keep one kind per table")
+    return all(csv)
+
+
+def headers(found: list[Path], table: str) -> list[Header]:
+    """The header of each CSV part of ``table`` (:func:`header`).
+
+    Raises:
+        DataError: a part's columns are not the first part's.
+    """
+    out = [header(p, f"{p} (table {table!r})") for p in found]
+    for p, h in zip(found[1:], out[1:]):
+        if h.names != out[0].names:
+            raise DataError(f"{p} (table {table!r}): columns {h.names} differ from those of "
+                            f"{found[0].name}, {out[0].names}; export the parts with one header")
+    return out
+
+
+@dataclass
+class Header:
+    """A CSV file's header and how to read the rows below it."""
+
+    names: list[str]                 # the columns as rdl names them
+    written: list[str]               # as the file wrote them
+    renamed: dict[str, str] = field(default_factory=dict)   # written (position) -> name
+    encoding: str = "utf8"
+    delimiter: str = ","
+    escape: str | bool = False   # MySQL's exports write \" for a quote in a value
+
+
+def header(path: Path, where: str) -> Header:
+    """The header of CSV file ``path`` (its first row only).
+
+    Raises:
+        DataError: the file is empty (not even a header) or not readable as CSV.
+    """
+    return _header(path, where, _bom_encoding(path))
+
+
+def _header(path: Path, where: str, encoding: str) -> Header:
+    opts = pacsv.ReadOptions(encoding=encoding)
+    skip = lambda row: "skip"  # noqa: E731  (rows: read_csv reports them)
+    try:
+        written = pacsv.open_csv(path, read_options=opts,
+                                 parse_options=_parse(",", skip)).schema.names
+        delimiter = ","
+        if len(written) == 1:
+            found = [d for d in DELIMITERS if d in written[0]]
+            if found:
+                delimiter = max(found, key=written[0].count)
+                written = pacsv.open_csv(path, read_options=opts,
+                                         parse_options=_parse(delimiter, skip)).schema.names
+    except pa.ArrowInvalid as e:
+        if "Empty CSV file" in str(e):
+            raise DataError(f"{where}: the file is empty (0 bytes, not even a header row); "
+                            "export the table again") from None
+        if "UTF8" in str(e) and encoding == "utf8":
+            return _header(path, where, _fallback(path))
+        raise DataError(f"{where}: not a readable CSV file: {e}") from None
+    except (OSError, UnicodeError) as e:
+        raise DataError(f"{where}: not a readable CSV file: {e}") from None
+    if delimiter != ",":
+        log.info("%s: fields delimited by %r", where, delimiter)
+    if encoding not in ("utf8", "cp1252", "latin-1"):   # those two have their warning
+        log.info("%s: read as %s (its byte-order mark says so)", where, encoding)
+    return Header(*unique_names(written), encoding, delimiter)
+
+
+def unique_names(written: list[str], strip: bool = True) -> tuple[list[str], list[str], dict]:
+    """Column names a table can have, for the names a file wrote: stripped of spaces (with
+    ``strip``), ``unnamed_<position>`` for an empty one, ``<name>_2``, ``<name>_3`` for one
+    repeated, also when only its case differs (SQL, DuckDB's too, does not tell ``Age``
+    from ``age``: it would read the first for the second). Returns ``(names, written,
+    renamed)``, as :class:`Header` holds them."""
+    names, renamed, seen = [], {}, set()
+    for i, w in enumerate(written, 1):
+        name = (w.strip() if strip else w) or f"unnamed_{i}"
+        base, k = name, 1
+        while name.casefold() in seen:
+            k += 1
+            name = f"{base}_{k}"
+        seen.add(name.casefold())
+        names.append(name)
+        if name != w:
+            renamed[f"{w!r} (column {i})"] = name
+    return names, list(written), renamed
+
+
+def warn_renamed(where: str, renamed: dict, dropped=()) -> None:
+    """The warning that lists the columns :func:`unique_names` renamed."""
+    kept = {w: n for w, n in renamed.items() if n not in dropped}
+    if kept:
+        log.warning("%s: header names renamed: %s", where,
+                    ", ".join(f"{w} -> {n!r}" for w, n in kept.items()))
+
+
+def _bom_encoding(path: Path) -> str:
+    with pa.input_stream(str(path), compression="detect") as f:
+        head = f.read(4)
+    return next((enc for bom, enc in _BOMS if head.startswith(bom)), "utf8")
+
+
+def _fallback(path: Path) -> str:
+    """cp1252 if it decodes the whole file (5 of its bytes mean nothing), else latin-1."""
+    with pa.input_stream(str(path), compression="detect") as f:
+        data = f.read()
+    try:
+        data.decode("utf-8")
+        return "utf8"
+    except UnicodeDecodeError as e:
+        first = e.start
+    try:
+        data.decode("cp1252")
+        encoding = "cp1252"
+    except UnicodeDecodeError:
+        encoding = "latin-1"
+    line = data.count(b"\n", 0, first) + 1
+    log.warning("%s: not UTF-8 (byte %d, line %d, is not): read as %s; if letters look "
+                "wrong, save the file as UTF-8", path, first, line, encoding)
+    return encoding
+
+
+def _parse(delimiter: str, handler=None, escape: str | bool = False) -> pacsv.ParseOptions:
+    return pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True, escape_char=escape,
+                              invalid_row_handler=handler)
+
+
+def _as_text(names: list[str]) -> pacsv.ConvertOptions:
+    return pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                null_values=NULLS, strings_can_be_null=True)
+
+
+def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
+    """Every row of CSV file ``path``, every column as text (missing: ``None``).
+
+    Raises:
+        DataError: rows whose number of fields differs from the header's (how many, a few
+            of them and what to do), or a file pyarrow cannot parse.
+    """
+    h = h or header(path, where)
+    names = list(h.names)
+    bad = _BadRows(h.delimiter)
+
+    def read(threads: bool, cols: list[str]) -> pa.Table:
+        bad.__init__(h.delimiter)
+        opts = pacsv.ReadOptions(encoding=h.encoding, column_names=cols, skip_rows=1,
+                                 use_threads=threads)
+        return pacsv.read_csv(path, read_options=opts,
+                              parse_options=_parse(h.delimiter, bad, h.escape),
+                              convert_options=_as_text(cols))
+    try:
+        try:
+            table = read(True, names)
+        except pa.ArrowInvalid as e:
+            if "UTF8" not in str(e) or h.encoding != "utf8":
+                raise
+            h.encoding = _fallback(path)   # past the first block: bytes that are not UTF-8
+            table = read(True, names)
+        if bad.count and any('\\"' in r.text for r in bad.first):
+            h.escape = "\\"   # quotes written \" (MySQL), not "" (RFC 4180): tried once
+            table = read(True, names)
+            if bad.count:
+                h.escape = False
+                table = read(True, names)
+            else:
+                log.info("%s: quotes in values escaped with a backslash (\\\")", where)
+        if bad.count and table.num_rows == 0 and bad.trailing:
+            # a delimiter ends every data row but not the header: an empty last column
+            table = read(True, names + ["__trailing__"]).drop_columns(["__trailing__"])
+        elif bad.count:
+            read(False, names)  # again, on one thread: pyarrow then numbers the rows
+    except (pa.ArrowInvalid, UnicodeError) as e:
+        raise DataError(f"{where}: not a readable CSV file: {e}") from None
+    if bad.count:
+        shown = "; ".join(f"row {r.number}: {r.text[:80]!r} ({r.actual_columns} fields)"
+                          for r in bad.first)
+        n = f"{bad.count} rows do not" if bad.count > 1 else "1 row does not"
+        raise DataError(f"{where}: {n} have the header's {len(names)} fields, e.g. "
+                        f"{shown} (rows counted from the header, row 1). Quote values that "
+                        "hold the delimiter or a line break (\"a, b\"), or remove the extra "
+                        "fields")
+    df = table.to_pandas()
+    # the header again, in the rows: parts of an export joined with their headers (cat)
+    again = np.ones(len(df), dtype=bool)
+    for n, w in zip(names, h.written):   # the first column rules out nearly every row
+        again &= df[n].eq(w.strip()).to_numpy(dtype=bool, na_value=False)
+        if not again.any():
+            break
+    if again.any():
+        at = np.flatnonzero(again)
+        log.warning("%s: %s the header (rows %s, counted from the header, row 1: files "
+                    "joined with their headers?): left out", where,
+                    f"{len(at)} rows repeat" if len(at) > 1 else "1 row repeats",
+                    ", ".join(str(i + 2) for i in at[:3]))
+        df = df[~again].reset_index(drop=True)
+    # an unnamed column holding nothing: a delimiter at the end of every line
+    empty = [n for n, w in zip(names, h.written) if not w.strip() and df[n].isna().all()]
+    warn_renamed(where, h.renamed, empty)
+    return df.drop(columns=empty)
+
+
+class _BadRows:
+    """pyarrow's handler of rows with the wrong number of fields: skips them, counts them,
+    keeps the first few and whether each just ends with an extra delimiter."""
+
+    def __init__(self, delimiter: str):
+        self.delimiter, self.count, self.first, self.trailing = delimiter, 0, [], True
+
+    def __call__(self, row) -> str:
+        self.count += 1
+        if len(self.first) < 3:
+            self.first.append(row)
+        self.trailing &= (row.actual_columns == row.expected_columns + 1
+                          and row.text.endswith(self.delimiter))
+        return "skip"
+
+
+def parquet_header(found: list[Path], where: str, base: Path | None = None) -> Header:
+    """The columns of a table's parquet files (its first part's), from their footers only,
+    with the columns of ``key=value`` sub-folders (hive partitions), named as
+    :func:`unique_names` says.
+
+    Raises:
+        DataError: a file is not readable as parquet, or names a column twice.
+    """
+    try:
+        written = [*pq.read_schema(found[0]).names, *_partitions(found[0], base)]
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{where}: not a readable parquet file: {e}") from None
+    if len(set(written)) != len(written):
+        raise DataError(f"{where}: column names repeated: "
+                        f"{sorted({n for n in written if written.count(n) > 1})}; write the "
+                        "file with one name per column")
+    return Header(*unique_names(written, strip=False))
+
+
+def _partitions(part: Path, base: Path | None) -> list[str]:
+    """The hive partition columns of ``part`` below folder ``base``
+    (``date=2024-01-01/part-0.parquet``)."""
+    if base is None:
+        return []
+    return [d.split("=", 1)[0] for d in part.relative_to(base).parts[:-1] if "=" in d]
+
+
+def read_parquet(found: list[Path], where: str, base: Path | None = None) -> pd.DataFrame:
+    """A table's parquet files' rows (hive partitions as columns); times keep their unit
+    (so years like 9999 are kept, and checked where used); decimals become float64, or
+    text when whole and long (ids).
+
+    Raises:
+        DataError: a file is not readable as parquet.
+    """
+    try:
+        if base is None:
+            table = pa.concat_tables([pq.read_table(p) for p in found], promote_options="default")
+        else:   # a folder: its key=value sub-folders are columns too
+            table = ds.dataset([str(p) for p in found], format="parquet", partitioning="hive",
+                               partition_base_dir=str(base)).to_table()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{where}: not a readable parquet file: {e}") from None
+    for i, f in enumerate(table.schema):
+        if pa.types.is_decimal(f.type):
+            col = table.column(i)
+            to = pa.string() if f.type.scale == 0 and f.type.precision > 15 else pa.float64()
+            table = table.set_column(i, f.name, col.cast(to))
+        elif pa.types.is_date(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(pa.timestamp("s")))
+    names, _, renamed = unique_names(table.column_names, strip=False)
+    warn_renamed(where, renamed)
+    return table.rename_columns(names).to_pandas(coerce_temporal_nanoseconds=False)

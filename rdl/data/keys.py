@@ -1,0 +1,105 @@
+"""Foreign keys of a folder's tables as row positions (:func:`map_foreign_keys`), and the
+one error for a foreign key that matches nothing at all (types that differ)."""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from rdl.data.checks import show
+from rdl.data.database import DataError
+
+if TYPE_CHECKING:
+    from rdl.data.folder import TableSchema
+
+log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one place
+
+def _comparable(values: pd.Series, other: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Key values of two columns in one form: numbers as integers where they all are, and
+    text where either side is text (a CSV's ``"0042"`` is not the number 42)."""
+    def norm(s):
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            v = s.dropna()
+            return s.astype("Int64") if (v % 1 == 0).all() else s.astype("float64")
+        return s
+    a, b = norm(values), norm(other)
+    if pd.api.types.is_numeric_dtype(a) != pd.api.types.is_numeric_dtype(b):
+        a, b = a.astype("string"), b.astype("string")
+    return a.to_numpy(dtype=object, na_value=None), b.to_numpy(dtype=object, na_value=None)
+
+
+def _kind(s: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(s):
+        return "booleans"
+    if pd.api.types.is_numeric_dtype(s):
+        v = s.dropna()
+        return "whole numbers" if len(v) and (v % 1 == 0).all() else "numbers"
+    if pd.api.types.is_datetime64_any_dtype(s):
+        return "times"
+    return "text"
+
+
+def _matches_nothing(t: TableSchema, col: str, values: pd.Series, ref: TableSchema,
+                     keys: pd.DataFrame) -> None:
+    """A foreign key none of whose values is a key of the table it references: a wrong
+    table or column, or keys written differently on each side (``42`` and ``"C-42"``)."""
+    mine, theirs = values.dropna(), keys[ref.pkey]
+    kinds = (_kind(mine), _kind(theirs))
+    why = (f"the types differ: {kinds[0]} here, {kinds[1]} there" if kinds[0] != kinds[1]
+           else f"both are {kinds[0]}, written differently?")
+    sample = lambda v: ", ".join(show(x) for x in v.drop_duplicates().iloc[:3])  # noqa: E731
+    raise DataError(f"{t.where(col)}: none of its {len(mine)} values matches a key of table "
+                    f"{ref.name!r} ({ref.where(ref.pkey)}); {why}. This column holds e.g. "
+                    f"{sample(mine)}; {ref.name}.{ref.pkey} holds e.g. {sample(theirs)}. Check "
+                    "that the schema's fkeys name the right table, and write both sides' keys "
+                    "alike (same type, no prefix or padding)")
+
+
+def map_foreign_keys(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
+                      policy: str) -> tuple[dict[str, pd.DataFrame], dict[str, np.ndarray]]:
+    """Frames with primary keys as positions ``0..N-1`` and foreign keys as the positions
+    they match (``Int64``, dangling ones handled by ``policy``), and each table's original
+    primary-key values."""
+    while True:
+        positions, dropped = {}, False
+        for name, t in tables.items():
+            df = frames[name]
+            for col, ref in t.fkeys.items():
+                values, keys = _comparable(df[col], frames[ref][tables[ref].pkey])
+                pos = pd.Index(keys).get_indexer(values)
+                dangling = df[col].notna().to_numpy() & (pos < 0)
+                positions[name, col] = pos
+                n = int(dangling.sum())
+                if n == 0:
+                    continue
+                if n == int(df[col].notna().sum()):
+                    _matches_nothing(t, col, df[col], tables[ref], frames[ref])
+                what = (f"{t.where(col)}: {n} of {len(df)} rows have a foreign key matching no "
+                        f"{ref!r} row, e.g. {values[dangling][0]!r}")
+                if policy == "fail":
+                    raise DataError(what + " (dangling: fail)")
+                if policy == "null":
+                    log.warning("%s: set to missing (dangling: null)", what)
+                    continue
+                log.warning("%s: dropped (dangling: drop)", what)
+                df = frames[name] = df[~dangling].reset_index(drop=True)
+                dropped = True
+                if len(df) == 0:
+                    raise DataError(f"{t.where()}: no row left after dropping those with "
+                                    "dangling foreign keys")
+        if not dropped:  # a dropped row may be what another row pointed at: map again
+            break
+    out, ids = {}, {}
+    for name, t in tables.items():
+        df = frames[name].copy()
+        for col in t.fkeys:
+            pos = positions[name, col]
+            df[col] = pd.array(np.where(pos < 0, 0, pos), dtype="Int64")
+            df.loc[pos < 0, col] = pd.NA
+        if t.pkey is not None:
+            ids[name] = df[t.pkey].to_numpy()
+            df[t.pkey] = np.arange(len(df))
+        out[name] = df
+    return out, ids

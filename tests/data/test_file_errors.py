@@ -1,0 +1,170 @@
+"""Real exports through load_folder (issue 30) that stop before any heavy work (graph,
+LightGBM, training): one DataError naming the file, table, column, the rows and what to
+do; nothing is written (``fails`` checks the folder)."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rdl.data.database import DataError
+from rdl.data.folder import load_folder
+from tests.data.test_files import USERS, users_csv
+from tests.data.test_folder import SCHEMA, fails, write
+
+
+def test_empty_file(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, "")
+    fails(tmp_path, "users.csv (table 'users')", "the file is empty (0 bytes")
+    users_csv(tmp_path, "user_id,age,signup\n")
+    fails(tmp_path, "users.csv (table 'users')", "the table is empty (0 rows)")
+
+
+def test_a_file_without_a_header(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, USERS.split("\n", 1)[1])
+    fails(tmp_path, "users.csv (table 'users'): primary key 'user_id' missing",
+          "the file's first row looks like data: add a header row of names")
+
+
+def test_ragged_rows(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, USERS + "13,50\n14,51,2024-01-04,x,y\n15,52,2024-01-05\n")
+    message = fails(tmp_path, "users.csv (table 'users')",
+                    "2 rows do not have the header's 3 fields",
+                    "row 5: '13,50' (2 fields); row 6: '14,51,2024-01-04,x,y' (5 fields)",
+                    "Quote values that hold the delimiter")
+    assert "Expected" not in message   # pyarrow's words
+
+
+@pytest.mark.parametrize("value,shown", [("inf", "inf"), ("-Infinity", "-inf"),
+                                         ("1e400", "inf"), ("1e39", "1e+39")])
+def test_infinities_and_overflows_in_a_csv(tmp_path, value, shown):
+    write(tmp_path)
+    users_csv(tmp_path, USERS.replace(",41,", f",{value},"))
+    fails(tmp_path, "users.csv (table 'users', column 'age')",
+          f"1 of 3 values are infinite or beyond float32 (±3.4e38), e.g. {shown} (row 2)",
+          "write them empty")
+
+
+def test_infinities_in_parquet(tmp_path):
+    write(tmp_path, posts=lambda df: df.assign(score=[1.0, np.inf, -np.inf]))
+    fails(tmp_path, "posts.parquet (table 'posts', column 'score')",
+          "2 of 3 values are infinite", "rows 1, 2")
+    # declared a category, or dropped, it is no number: nothing to check
+    write(tmp_path, SCHEMA.replace("tag_id: tags}", "tag_id: tags}\n    stypes: {score: null}"),
+          posts=lambda df: df.assign(score=[1.0, np.inf, -np.inf]))
+    assert len(load_folder(tmp_path)["posts"]) == 3
+
+
+def test_composite_primary_key(tmp_path):
+    write(tmp_path, SCHEMA.replace("pkey: post_id", "pkey: [post_id, tag_id]"))
+    fails(tmp_path, "schema.yaml: table 'posts': pkey ['post_id', 'tag_id']: one column",
+          "a composite key", "add one column")
+    write(tmp_path, SCHEMA.replace("pkey: post_id", "pkey: post_id, tag_id"))
+    fails(tmp_path, "posts.parquet (table 'posts'): primary key 'post_id, tag_id': one column",
+          "joining ['post_id', 'tag_id']")
+    write(tmp_path, posts=lambda df: pd.concat([df, df.iloc[[0, 1]]], ignore_index=True))
+    fails(tmp_path, "posts.parquet (table 'posts', column 'post_id')",
+          "primary key duplicated: 4 rows share 2 values, e.g. 100 (rows 0, 3), 101 (rows 1, 4)",
+          "composite key")
+
+
+def test_out_of_range_times(tmp_path):
+    write(tmp_path, users=lambda df: df.assign(signup=["2024-01-01", "9999-12-31", "1500-01-01"]))
+    fails(tmp_path, "users.csv (table 'users', column 'signup')",
+          "2 of 3 times are outside the years 1678 to 2261", "rows 1, 2", "9999-12-31")
+    # a parquet column of times, "valid until 9999-12-31": missing, or dropped
+    valid_to = pa.array([pd.Timestamp("2025-01-01").to_pydatetime(),
+                         pd.Timestamp("9999-12-31").to_pydatetime(), None], pa.timestamp("us"))
+    write(tmp_path)
+    table = pq.read_table(tmp_path / "posts.parquet").append_column("valid_to", valid_to)
+    pq.write_table(table, tmp_path / "posts.parquet")
+    fails(tmp_path, "posts.parquet (table 'posts', column 'valid_to')", "1 of 3 times",
+          "(row 1)", "Write those empty (missing)")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace(
+        "tag_id: tags}", "tag_id: tags}\n    stypes: {valid_to: null}"))
+    assert "valid_to" in load_folder(tmp_path)["posts"].df.columns
+
+
+def test_text_in_a_timestamp_column(tmp_path):
+    write(tmp_path, SCHEMA.replace("age: numerical", "age: numerical, last_seen: timestamp"),
+          users=lambda df: df.assign(last_seen=["2024-02-01", "never", None]))
+    fails(tmp_path, "users.csv (table 'users', column 'last_seen')",
+          "1 of 3 times do not parse as dates", "e.g. 'never' (row 1)")
+    # undeclared, a column whose first values are times is one: text deep in it stops here
+    n = 500
+
+    def last_seen(values):
+        users = pd.DataFrame({"user_id": range(n), "signup": "2024-01-01", "age": 30,
+                              "last_seen": values})
+        write(tmp_path, users=lambda df: users, posts=lambda df: df.assign(author_id=[0, 1, 2]),
+              votes=lambda df: df.assign(user_id=[0, 1, 2, 0]))
+    for written in ("2024-02-01", "Feb 1, 2024", "2024/02/01 10:00:00"):  # forms of times
+        last_seen([written] * (n - 1) + ["unknown"])
+        fails(tmp_path, "column 'last_seen'", "1 of 500 times do not parse", "(row 499)")
+    last_seen([f"2024020{i % 9 + 1}" for i in range(n)])     # digits only: numbers
+    assert load_folder(tmp_path)["users"].df["last_seen"].dtype == "int64"
+    last_seen(["2024-02-01"] * (n - 1) + ["unknown"])
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("age: numerical",
+                                                         "age: numerical, last_seen: categorical"))
+    db = load_folder(tmp_path)
+    assert db["users"].df["last_seen"].iloc[-1] == "unknown"
+    # declared on the command line (data.stypes): checked before the task tables and trees
+    from rdl.graph.build import check_stypes
+    with pytest.raises(DataError, match=r"data.stypes.users.last_seen: table 'users', column "
+                                        r"'last_seen': 1 of 500 times do not parse as dates .*"
+                                        r"e.g. 'unknown' \(row 499\)"):
+        check_stypes(db, {"users": {"last_seen": "timestamp"}})
+    with pytest.raises(DataError, match="data.stypes.users.last_seen: .* 500 of 500 values are "
+                                        "not numbers"):
+        check_stypes(db, {"users": {"last_seen": "numerical"}})
+
+
+def test_times_written_as_numbers(tmp_path):
+    write(tmp_path, users=lambda df: df.assign(signup=[45292, 45293, 45294]))
+    fails(tmp_path, "users.csv (table 'users', column 'signup')", "3 of 3 values are numbers, "
+          "not times, e.g. 45292 (rows 0, 1, 2)", "Excel serial days")
+    # a warehouse's date keys: yyyymmdd, every one a date
+    write(tmp_path, users=lambda df: df.assign(signup=[20240101, 20240102, 20240103]))
+    assert load_folder(tmp_path)["users"].df["signup"].dt.day.tolist() == [1, 2, 3]
+    write(tmp_path, users=lambda df: df.assign(signup=[20240101, 20241350, 20240103]))
+    fails(tmp_path, "column 'signup'", "3 of 3 values are numbers, not times")
+    write(tmp_path, users=lambda df: df.assign(signup=["1/5/24", "12/31/24", "2/1/24"]))
+    signup = load_folder(tmp_path)["users"].df["signup"]   # sorted by time
+    assert signup.tolist() == [pd.Timestamp(t) for t in ("2024-01-05", "2024-02-01",
+                                                          "2024-12-31")]
+
+
+def test_a_foreign_key_matching_nothing(tmp_path):
+    """Keys written differently on each side (a type mismatch) match no row: all of them
+    set missing would train a model without the table's links."""
+    write(tmp_path, posts=lambda df: df.assign(author_id=["u10", "u11", "u12"]))
+    fails(tmp_path, "posts.parquet (table 'posts', column 'author_id'): none of its 3 values "
+          "matches a key of table 'users' (", "users.csv (table 'users', column 'user_id')",
+          "the types differ: text here, whole numbers there",
+          "This column holds e.g. 'u10', 'u11', 'u12'; users.user_id holds e.g. 10, 11, 12")
+    write(tmp_path, posts=lambda df: df.assign(author_id=[1, 2, 3]))
+    fails(tmp_path, "column 'author_id'): none of its 3 values", "both are whole numbers")
+
+
+def test_an_undeclared_time_column_warns_of_the_leak(tmp_path, caplog):
+    write(tmp_path, SCHEMA.replace("votes: {time: created,", "votes: {"))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.folder"):
+        db = load_folder(tmp_path)
+    assert db["votes"].time_col is None
+    assert ("votes.parquet (table 'votes'): column(s) ['created'] hold times, but the schema "
+            "declares no time") in caplog.text
+    assert "every seed would see all its rows, its future ones included" in caplog.text
+    assert "table 'votes': time: created" in caplog.text
+    caplog.clear()
+    write(tmp_path, SCHEMA.replace("votes: {time: created,", "votes: {stypes: {created: "
+                                   "timestamp},"))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.folder"):
+        load_folder(tmp_path)
+    assert "hold times" not in caplog.text

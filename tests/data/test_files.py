@@ -1,0 +1,285 @@
+"""Real exports through load_folder (issue 30): each kind of file a warehouse writes either
+loads as it means (here) or stops with one DataError naming the file, table, column and
+rows, and what to do (tests/data/test_file_errors.py); nothing is written (``fails``
+checks the folder)."""
+from __future__ import annotations
+
+import codecs
+import gzip
+import logging
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rdl.data.database import DataError
+from rdl.data.folder import load_folder
+from tests.data.test_folder import SCHEMA, fails, write
+
+
+def users_csv(folder, text: str, encoding: str = "utf-8") -> None:
+    """Replaces users.csv with ``text`` (columns user_id, age, signup)."""
+    (folder / "users.csv").write_bytes(text.encode(encoding))
+
+
+USERS = "user_id,age,signup\n10,30,2024-01-01\n11,,2024-01-02\n12,41,2024-01-03\n"
+
+
+# -- loads as it means -------------------------------------------------------------------------
+def test_a_csv_over_1mb_with_line_breaks_in_quoted_values_loads(tmp_path):
+    """RFC 4180: a quoted value may hold line breaks (and "" for a quote); pyarrow split
+    such a file's blocks at a line break inside a value once it passed 1 MB."""
+    write(tmp_path)
+    n = 40_000
+    bio = '"line one, with a comma\nline two with ""quotes""\r\nline three"'
+    rows = [f"{10 + i},{20 + i % 50},2024-01-01,{bio}" for i in range(n)]
+    users_csv(tmp_path, "user_id,age,signup,bio\n" + "\n".join(rows) + "\n")
+    assert (tmp_path / "users.csv").stat().st_size > 2_000_000
+    users = load_folder(tmp_path)["users"].df
+    assert len(users) == n
+    assert users["bio"].iloc[-1] == ('line one, with a comma\nline two with "quotes"\r\n'
+                                     "line three")
+
+
+def test_repeated_header_names_are_renamed(tmp_path, caplog):
+    write(tmp_path)
+    users_csv(tmp_path, "user_id,age,signup,score,Score, score\n10,30,2024-01-01,1,2,3\n"
+                        "11,31,2024-01-02,4,5,6\n")
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        df = load_folder(tmp_path)["users"].df
+    assert list(df.columns) == ["user_id", "age", "signup", "score", "Score_2", "score_3"]
+    assert df["score_3"].tolist() == [3, 6]
+    assert "users.csv" in caplog.text and "'Score' (column 5) -> 'Score_2'" in caplog.text
+    # a column the schema names, repeated: which one is the key cannot be guessed
+    users_csv(tmp_path, "user_id,age,signup,User_ID\n10,30,2024-01-01,1\n")
+    fails(tmp_path, "users.csv (table 'users', column 'user_id')",
+          "names the primary key 2 times (['user_id', 'User_ID'])", "Rename the others")
+    # parquet: names that differ in case only are renamed too (DuckDB, where tasks' SQL
+    # runs, would read 'Score' for 'score')
+    write(tmp_path, posts=lambda df: df.assign(Score=[1, 2, 3], score=[4, 5, 6]))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        assert load_folder(tmp_path)["posts"].df["score_2"].tolist()[0] in (4, 5, 6)
+    assert ("posts.parquet (table 'posts'): header names renamed: 'score' (column 7) -> "
+            "'score_2'") in caplog.text
+    # parquet can hold repeated names too
+    write(tmp_path)
+    pq.write_table(pa.table([pa.array([1, 2, 3]), pa.array([4, 5, 6])], names=["x", "x"])
+                   .append_column("post_id", pa.array([100, 101, 102])),
+                   tmp_path / "posts.parquet")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace(
+        "    time: created\n    fkeys: {author_id: users, parent_id: posts, tag_id: tags}\n", ""))
+    fails(tmp_path, "posts.parquet (table 'posts')", "column names repeated: ['x']")
+
+
+def test_ids_longer_than_19_digits_stay_text(tmp_path):
+    big = ["123456789012345678901234", "123456789012345678901235", "9007199254740993"]
+    write(tmp_path, users=lambda df: df.assign(user_id=big),
+          posts=lambda df: df.assign(author_id=big))
+    # a foreign key column with a missing value and ids float64 cannot hold exactly
+    (tmp_path / "votes.csv").write_text("user_id,post_id,created\n" + "".join(
+        f"{u},{p},2024-01-0{d}\n" for u, p, d in [(big[2], 101, 6), ("", 101, 7),
+                                                   (big[0], 102, 7)]))
+    (tmp_path / "votes.parquet").unlink()
+    db = load_folder(tmp_path)
+    assert list(db.keys["users"]) == big
+    votes = db["votes"].df
+    assert [db.keys["users"][int(i)] if pd.notna(i) else None
+            for i in votes["user_id"]] == [big[2], None, big[0]]
+    assert db["posts"].df["author_id"].notna().all()
+    # parquet: a decimal of 38 digits (how warehouses type a NUMBER(38) id) is text too
+    write(tmp_path)
+    ids = pa.array([10**30, 10**30 + 1, 10**30 + 2], pa.decimal128(38, 0))
+    table = pq.read_table(tmp_path / "posts.parquet")
+    pq.write_table(table.set_column(0, "post_id", ids), tmp_path / "posts.parquet")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace(
+        "  votes: {time: created, fkeys: {user_id: users, post_id: posts}}\n", "").replace(
+        "parent_id: posts, ", ""))
+    assert list(load_folder(tmp_path).keys["posts"])[:1] == [str(10**30 + 1)]
+
+
+@pytest.mark.parametrize("encoding,name", [
+    ("utf-8-sig", None), ("utf-16", None), ("utf-32", None), ("cp1252", "cp1252"),
+    ("latin-1", "latin-1")])
+def test_encodings(tmp_path, caplog, encoding, name):
+    """BOMs are read, not taken for a column's name; a file that is not UTF-8 is read as
+    cp1252 (latin-1 where cp1252 has no letter for a byte) and a warning says so."""
+    write(tmp_path)
+    text = "Zoë €" if encoding != "latin-1" else "Zoë \x81"   # \x81: no cp1252 letter
+    rows = "".join(f"{10 + i},{30 + i % 9},2024-01-01,x\n" for i in range(50_000))
+    users_csv(tmp_path, f"user_id,age,signup,name\n{rows}1000000,30,2024-01-02,{text}\n", encoding)
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        df = load_folder(tmp_path)["users"].df
+    assert list(df.columns) == ["user_id", "age", "signup", "name"]
+    assert df["name"].iloc[-1] == text and df["user_id"].dtype == "int64"
+    if name:
+        assert "users.csv: not UTF-8" in caplog.text and f"read as {name}" in caplog.text
+        assert "line 50002" in caplog.text
+    else:
+        assert "UTF-8" not in caplog.text
+
+
+def test_other_delimiters_and_a_trailing_delimiter(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, USERS.replace(",", ";"))
+    assert load_folder(tmp_path)["users"].df["age"].tolist()[::2] == [30, 41]
+    users_csv(tmp_path, USERS.replace("\n", "\t\n").replace(",", "\t"))   # header too
+    assert list(load_folder(tmp_path)["users"].df.columns) == ["user_id", "age", "signup"]
+    users_csv(tmp_path, USERS.replace("\n1", ",\n1").replace("3\n", "3,\n"))  # rows only
+    assert list(load_folder(tmp_path)["users"].df.columns) == ["user_id", "age", "signup"]
+
+
+def test_quotes_escaped_with_a_backslash(tmp_path):
+    """MySQL's exports write a quote in a value as \\" (RFC 4180: "")."""
+    write(tmp_path)
+    users_csv(tmp_path, 'user_id,age,signup,bio\n10,30,2024-01-01,"say \\"hi\\", ok"\n'
+                        '11,31,2024-01-02,plain\n')
+    assert load_folder(tmp_path)["users"].df["bio"].tolist() == ['say "hi", ok', "plain"]
+
+
+def test_null_spellings_are_missing(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, "user_id,age,signup,city,left\n10,NULL,2024-01-01,\\N,0000-00-00\n"
+                        "11,\\N,2024-01-02,NaN,2024-02-01\n12,41,2024-01-03,NA,\n"
+                        "13,#N/A,2024-01-04,,0000-00-00 00:00:00\n")
+    df = load_folder(tmp_path)["users"].df
+    assert df["age"].isna().tolist() == [True, True, False, True]
+    assert df["age"].dtype == "float64"
+    assert df["city"].isna().tolist() == [True, True, False, True]   # NA: Namibia
+    assert df["left"].isna().tolist() == [True, False, True, True]   # MySQL's zero dates
+    assert df["left"].dtype == "datetime64[ns]"
+
+
+def test_thousands_separators(tmp_path):
+    write(tmp_path)
+    users_csv(tmp_path, 'user_id,age,signup,income\n10,30,2024-01-01,"1,234,567.5"\n'
+                        '11,31,2024-01-02,"12,000"\n12,32,2024-01-03,950\n')
+    assert load_folder(tmp_path)["users"].df["income"].tolist() == [1234567.5, 12000, 950]
+
+
+def test_a_mostly_numeric_column_warns(tmp_path, caplog):
+    write(tmp_path)
+    users_csv(tmp_path, "user_id,age,signup,size\n" + "".join(
+        f"{i},30,2024-01-01,{'unknown' if i == 13 else i}\n" for i in range(10, 20)))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.checks"):
+        df = load_folder(tmp_path)["users"].df
+    assert df["size"].iloc[3] == "unknown"
+    assert "table 'users', column 'size'): 1 of 10 values are not numbers (e.g. 'unknown')" \
+        in caplog.text
+
+
+def test_day_first_month_first_and_zoned_times(tmp_path, caplog):
+    write(tmp_path, users=lambda df: df.assign(signup=["01/31/2024", "02/01/2024", "12/13/2024"]))
+    assert load_folder(tmp_path)["users"].df["signup"].dt.month.tolist() == [1, 2, 12]
+    write(tmp_path, users=lambda df: df.assign(signup=["31/01/2024", "02/01/2024", "13/12/2024"]))
+    assert load_folder(tmp_path)["users"].df["signup"].dt.month.tolist() == [1, 1, 12]
+    write(tmp_path, users=lambda df: df.assign(signup=["01/02/2024", "02/01/2024", "03/01/2024"]))
+    fails(tmp_path, "users.csv (table 'users', column 'signup')", "times such as '01/02/2024' "
+          "read both as month/day/year and as day/month/year", "ISO 8601")
+    write(tmp_path, users=lambda df: df.assign(signup=["2024-01-01T05:00:00+01:00",
+                                                       "2024-01-02 00:00", "2024-01-03T00:00Z"]))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.checks"):
+        signup = load_folder(tmp_path)["users"].df["signup"]
+    assert signup.tolist() == [pd.Timestamp("2024-01-01 04:00"), pd.Timestamp("2024-01-02"),
+                               pd.Timestamp("2024-01-03")]
+    assert "column 'signup'): 1 of 3 times have no UTC offset" in caplog.text
+
+
+def test_a_misspelt_column_is_suggested(tmp_path):
+    write(tmp_path, users=lambda df: df.rename(columns={"signup": "Sign_Up"}))
+    fails(tmp_path, "users.csv (table 'users')", "time column 'signup' missing (did you mean "
+          "'Sign_Up'?)")
+
+
+def test_gzip_utf16_csv(tmp_path):
+    """Compression and encoding together: decompressed first, then decoded."""
+    write(tmp_path, SCHEMA.replace("file: tag_list.csv", "file: tag_list.csv.gz"))
+    (tmp_path / "tag_list.csv.gz").write_bytes(gzip.compress(
+        codecs.BOM_UTF16_LE + "tag_id,name\na,Zoë\nb,rust\n".encode("utf-16-le")))
+    assert load_folder(tmp_path)["tags"].df["name"].tolist() == ["Zoë", "rust"]
+
+
+def test_a_table_written_as_parts(tmp_path):
+    """Spark, Snowflake, BigQuery and Redshift export a table as a folder of part files
+    (with markers beside them), or as numbered files a wildcard names."""
+    write(tmp_path)
+    users = (tmp_path / "users.csv").read_text().splitlines()
+    (tmp_path / "users.csv").unlink()
+    (tmp_path / "users").mkdir()
+    for i, row in enumerate(users[1:]):
+        (tmp_path / "users" / f"part-{i:05d}.csv.gz").write_bytes(
+            gzip.compress(f"{users[0]}\n{row}\n".encode()))
+    (tmp_path / "users" / "_SUCCESS").write_text("")
+    (tmp_path / "users" / ".part-00000.csv.gz.crc").write_text("x")
+    # votes as parquet parts in hive partitions: the day is a column of the folder names
+    votes = pq.read_table(tmp_path / "votes.parquet").to_pandas()
+    (tmp_path / "votes.parquet").unlink()
+    for day, rows in votes.groupby(votes["created"].dt.day):
+        (tmp_path / "votes" / f"day={day}").mkdir(parents=True)
+        rows.drop(columns="created").assign(created=rows["created"]).to_parquet(
+            tmp_path / "votes" / f"day={day}" / "part-0.parquet", index=False)
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("file: tag_list.csv",
+                                                         "file: 'tag_list*.csv'"))
+    db = load_folder(tmp_path)
+    assert list(db.keys["users"]) == [10, 11, 12]
+    assert sorted(db["votes"].df["day"]) == [6, 7, 7, 8] and len(db["votes"]) == 4
+    # the parts must agree on their columns
+    (tmp_path / "users" / "part-00009.csv.gz").write_bytes(gzip.compress(
+        b"user_id,signup\n13,2024-01-04\n"))
+    fails(tmp_path, "part-00009.csv.gz (table 'users'): columns ['user_id', 'signup'] differ "
+          "from those of part-00000.csv.gz")
+    (tmp_path / "users" / "part-00009.csv.gz").unlink()
+    (tmp_path / "users" / "part-00009.parquet").write_bytes(b"")
+    fails(tmp_path, "users (table 'users'): holds both CSV and parquet files")
+    for p in (tmp_path / "users").iterdir():
+        p.unlink()
+    fails(tmp_path, "users: no CSV or parquet file in it (the data file of table 'users')")
+
+
+def test_padded_keys_and_a_header_repeated_in_the_rows(tmp_path, caplog):
+    """CHAR(n) columns are exported padded with spaces; parts joined with ``cat`` repeat
+    their header."""
+    write(tmp_path, tags=lambda df: df.assign(tag_id=["a  ", " b"]))
+    users_csv(tmp_path, USERS + USERS.replace("10,", "13,").replace("11,", "14,")
+              .replace("12,", "15,"))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        db = load_folder(tmp_path)
+    assert list(db.keys["tags"]) == ["a", "b"] and db["posts"].df["tag_id"].notna().all()
+    assert sorted(db.keys["users"]) == [10, 11, 12, 13, 14, 15]
+    assert db["users"].df["age"].dtype == "float64"
+    assert "users.csv (table 'users'): 1 row repeats the header (rows 5," in caplog.text
+
+
+def test_file_names_as_exports_write_them(tmp_path):
+    write(tmp_path)
+    (tmp_path / "users.csv").rename(tmp_path / "USERS.CSV")          # Windows
+    assert len(load_folder(tmp_path)["users"]) == 3
+    (tmp_path / "USERS.CSV").rename(tmp_path / "user.csv")
+    fails(tmp_path, "users.parquet or users.csv: missing (did you mean 'user.csv'?)")
+    (tmp_path / "user.csv").write_text(USERS.replace(",", "\t"))
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("users: {", "users: {file: user.csv, "))
+    assert len(load_folder(tmp_path)["users"]) == 3                   # tabs, named .csv
+    (tmp_path / "user.csv").rename(tmp_path / "user.tsv")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("users: {", "users: {file: user.tsv, "))
+    assert len(load_folder(tmp_path)["users"]) == 3
+    (tmp_path / "user.xlsx").write_bytes(b"PK")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("users: {", "users: {file: user.xlsx, "))
+    fails(tmp_path, "user.xlsx (table 'users'): user.xlsx is neither a CSV nor a parquet file")
+
+
+def test_table_names_sql_cannot_tell_apart(tmp_path, tiny_cfg):
+    """DuckDB, where a task's SQL runs, does not tell Users from users; and a table named
+    timestamps would be replaced by the task's seed times."""
+    from hydra.utils import instantiate
+
+    from rdl.data.database import Database
+    from rdl.prepare import check_task_tables
+    task = instantiate(tiny_cfg("task=forum-user-active").task, _convert_="all")
+    write(tmp_path)
+    db = load_folder(tmp_path)
+    check_task_tables(task, db)
+    with pytest.raises(DataError, match="table 'users' has the name of table 'Users'"):
+        check_task_tables(task, Database({"Users": db["tags"], **db.tables}))
+    with pytest.raises(DataError, match="table 'Timestamps' has the name of the task's seed "
+                                        "times"):
+        check_task_tables(task, Database({**db.tables, "Timestamps": db["tags"]}))
