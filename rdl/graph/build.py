@@ -24,6 +24,7 @@ from torch_frame.utils import infer_series_stype
 from torch_geometric.data import HeteroData
 
 from rdl import caching
+from rdl.graph.columns import hashable, with_lists
 from rdl.data.database import Database, DataError, Table
 
 GRAPH_VERSION = 1  # bump when the layout of the materialised graph changes
@@ -44,6 +45,7 @@ def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
     df = table.df[table.feature_cols]
     if len(df) > sample:
         df = df.sample(sample, random_state=seed)
+    df = with_lists(df)  # list cells: multicategorical
     stypes = {}
     for col in df.columns:
         st = infer_series_stype(df[col])
@@ -72,7 +74,8 @@ def _materialize(name: str, df: pd.DataFrame, cols: dict, text_embedder, given):
             raise DataError(f"table {name!r} has text_embedded columns but no text embedder "
                             "is configured (data.text_embedder)")
         text_cfg = TextEmbedderConfig(text_embedder=text_embedder, batch_size=None)
-    dataset = Dataset(df[list(cols)], col_to_stype=cols, col_to_text_embedder_cfg=text_cfg)
+    dataset = Dataset(with_lists(df[list(cols)]), col_to_stype=cols,
+                      col_to_text_embedder_cfg=text_cfg)
     return dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
 
 
@@ -99,12 +102,23 @@ def check_stypes(db: Database, stypes: dict | None) -> None:
                                 f"{[s.value for s in torch_frame.stype]}")
 
 
-def fingerprint(db: Database, *parts: Any) -> str:
-    """A hash of every row of every table, plus ``parts`` (stypes, embedder, ...)."""
+def fingerprint(db: Database, *parts: Any, columns: dict[str, list[str]] | None = None) -> str:
+    """A hash of every row of every table, plus ``parts`` (stypes, embedder, ...).
+
+    ``columns``: per table, the feature columns the graph uses; the hash then covers
+    exactly those, the keys and the time column (a column the graph drops changes nothing
+    in it). Cells of any type hash, lists and arrays too (:func:`~rdl.graph.columns.hashable`).
+    """
     h = hashlib.sha1(repr((GRAPH_VERSION, parts)).encode())
     for name, tab in sorted(db.tables.items()):
-        h.update(repr((name, tab.meta(), list(tab.df.columns), list(map(str, tab.df.dtypes)))).encode())
-        h.update(pd.util.hash_pandas_object(tab.df, index=False).to_numpy().tobytes())
+        keep = list(tab.df.columns)
+        if columns is not None:
+            used = {tab.pkey, tab.time_col, *tab.fkeys, *columns.get(name, ())}
+            keep = [c for c in keep if c in used]
+        df = tab.df[keep]
+        h.update(repr((name, tab.meta(), keep, list(map(str, df.dtypes)))).encode())
+        df = df.assign(**{c: hashable(df[c]) for c in keep})
+        h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
     return h.hexdigest()[:16]
 
 
@@ -135,7 +149,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
         if given_stats is not None:  # (only then: the keys of existing caches stay valid)
             parts.append(repr(sorted(given_stats.items())))
         root = Path(cache_dir)
-        entry = root / f"graph-{fingerprint(db, *parts)}"
+        entry = root / f"graph-{fingerprint(db, *parts, columns=col_to_stype)}"
         if caching.complete(entry):
             cached = entry
         elif caching.writable(root):
