@@ -24,10 +24,10 @@ from torch_frame.utils import infer_series_stype
 from torch_geometric.data import HeteroData
 
 from rdl import caching
-from rdl.graph.columns import hashable, with_lists
+from rdl.graph.columns import hashable, multi_hot, with_lists
 from rdl.data.database import Database, DataError, Table
 
-GRAPH_VERSION = 1  # bump when the layout of the materialised graph changes
+GRAPH_VERSION = 2  # bump when the layout of the materialised graph changes
 
 
 def to_seconds(ser: pd.Series) -> torch.Tensor:
@@ -74,8 +74,12 @@ def _materialize(name: str, df: pd.DataFrame, cols: dict, text_embedder, given):
             raise DataError(f"table {name!r} has text_embedded columns but no text embedder "
                             "is configured (data.text_embedder)")
         text_cfg = TextEmbedderConfig(text_embedder=text_embedder, batch_size=None)
-    dataset = Dataset(with_lists(df[list(cols)]), col_to_stype=cols,
-                      col_to_text_embedder_cfg=text_cfg)
+    df = with_lists(df[list(cols)])
+    multi = [c for c, s in cols.items() if s == torch_frame.multicategorical]
+    if multi:  # as multi-hot embeddings (rdl.graph.columns.multi_hot: they compile)
+        df = df.assign(**{c: multi_hot(df[c]) for c in multi})
+        cols = {c: torch_frame.embedding if c in multi else s for c, s in cols.items()}
+    dataset = Dataset(df, col_to_stype=cols, col_to_text_embedder_cfg=text_cfg)
     return dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
 
 
