@@ -71,6 +71,8 @@ def multi_hot(s: pd.Series, max_categories: int = MAX_CATEGORIES) -> pd.Series:
 
 
 def _text(v) -> str | None:
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v.item()
     if isinstance(v, LIST_TYPES):
         return json.dumps([x.item() if isinstance(x, np.generic) else x for x in v], default=str)
     return None if v is None else repr(v)
