@@ -160,3 +160,48 @@ def write_v3(v1: Path, root: Path, target: Path) -> Path:
     proc = run_relbench3(target, V3_SCRIPT, str(v1), str(root))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root
+
+
+def write_rel_hm(db, root: Path) -> Path:
+    """rdl's synthetic H&M database written by RelBench 1.1.0 as RelBench caches rel-hm
+    (``<root>/db/<table>.parquet``); returns ``root``."""
+    from relbench.base import Database, Table
+    Database({n: Table(t.df, dict(t.fkeys), t.pkey, t.time_col) for n, t in db}).save(root / "db")
+    return root
+
+
+def rel_hm_tasks(root: Path) -> dict:
+    """RelBench 1.1.0's rel-hm task classes on the database in ``root`` (rel-hm's times)."""
+    import pandas as pd
+    from relbench.base import Database, Dataset
+    from relbench.tasks import hm
+
+    class RelHM(Dataset):
+        val_timestamp, test_timestamp = pd.Timestamp("2020-09-07"), pd.Timestamp("2020-09-14")
+
+        def make_db(self):
+            return Database.load(root / "db")
+
+    ds = RelHM()
+    return {"user-churn": hm.UserChurnTask(ds), "item-sales": hm.ItemSalesTask(ds),
+            "user-item-purchase": hm.UserItemPurchaseTask(ds)}
+
+
+def assert_same(mine, theirs, entity_col: str, target_col: str, time_col: str = "timestamp",
+                per_seed: bool = True) -> None:
+    """rdl's split table ``mine`` equals RelBench's ``theirs`` row for row: seed time,
+    entity, label (link: the same set of ids)."""
+    import numpy as np
+    import pandas as pd
+    theirs = theirs.rename(columns={time_col: "timestamp"})
+    theirs = theirs.sort_values(["timestamp", entity_col], kind="stable").reset_index(drop=True)
+    assert len(mine) == len(theirs) > 0
+    assert (mine["timestamp"].to_numpy() == pd.to_datetime(theirs["timestamp"]).astype(
+        "datetime64[s]").to_numpy()).all()
+    assert (mine[entity_col].to_numpy() == theirs[entity_col].astype("int64")).all()
+    if per_seed:
+        np.testing.assert_allclose(mine[target_col].astype(float),
+                                   theirs[target_col].astype(float))
+    else:
+        for a, b in zip(mine[target_col], theirs[target_col]):
+            assert sorted(a) == sorted(b)

@@ -10,6 +10,7 @@ from rdl.data.relbench import load_relbench
 from rdl.tasks import SPLITS
 from rdl.tasks.relbench import relbench_task
 from relbench_fake import NUM_EVAL, TASKS_V1, V3_TASKS
+from relbench_fake import assert_same as same
 
 KINDS = {"user-churn": "binary_classification", "user-ltv": "regression",
          "user-reviews": "multiclass_classification", "user-item-purchase": "link_prediction",
@@ -22,20 +23,8 @@ def task_of(root, folder, **kw):
     return relbench_task(root / "tasks" / folder, **kw)
 
 
-def assert_same(mine: pd.DataFrame, theirs: pd.DataFrame, task) -> None:
-    """Row for row: seed time, entity, label (link: the same set of ids)."""
-    theirs = theirs.rename(columns={task.time_col: "timestamp"})
-    theirs = theirs.sort_values(["timestamp", task.entity_col], kind="stable").reset_index(drop=True)
-    assert len(mine) == len(theirs) > 0
-    assert (mine["timestamp"].to_numpy() == pd.to_datetime(theirs["timestamp"]).astype(
-        "datetime64[s]").to_numpy()).all()
-    assert (mine[task.entity_col].to_numpy() == theirs[task.entity_col].astype("int64")).all()
-    if task.kind.per_seed:
-        np.testing.assert_allclose(mine[task.target_col].astype(float),
-                                   theirs[task.target_col].astype(float))
-    else:
-        for a, b in zip(mine[task.target_col], theirs[task.target_col]):
-            assert sorted(a) == sorted(b)
+def assert_same(mine, theirs, task) -> None:
+    same(mine, theirs, task.entity_col, task.target_col, task.time_col, task.kind.per_seed)
 
 
 @pytest.mark.parametrize("name", V3_TASKS)
