@@ -74,6 +74,44 @@ def check_scores(name, ours, theirs, root):
         assert theirs["nmae"] * train[target].std(ddof=1) == pytest.approx(ours["mae"], rel=1e-5)
 
 
+def test_relbench_accepts_rdls_files_and_scores_as_rdl(relbench_v3, relbench3, tmp_path):
+    """rdl.predict's file (its layout and writer) for any predictions of a node or a link
+    task: RelBench 3's evaluator reads it and gives the metric rdl's scoring gives."""
+    import types
+
+    import numpy as np
+    import torch
+
+    from rdl.baselines.scoring import score
+    from rdl.data.relbench import load_relbench
+    from rdl.predict import layout, write
+    from rdl.tasks.relbench import relbench_task
+    db = load_relbench(relbench_v3)
+    gen = torch.Generator().manual_seed(0)
+    files, ours = {}, {}
+    for name in ("user-churn", "user-ltv", "user-item-purchase", "review-rating"):
+        task = relbench_task(relbench_v3 / "tasks" / name)
+        test = task.split_table("test", task.database(db))
+        if task.kind.per_seed:
+            pred = torch.rand(len(test), generator=gen) * (1 if name == "user-churn" else 5)
+        else:
+            pred = torch.stack([torch.randperm(len(db["product"]), generator=gen)[:task.eval_k]
+                                for _ in range(len(test))])
+        table, ours[name] = layout(task, types.SimpleNamespace(tables={"test": test}, db=db),
+                                   "test", pred)
+        files[name] = tmp_path / f"{name}.csv"
+        write(table, files[name], "csv")
+        if task.kind.per_seed:
+            assert ours[name] == pytest.approx(score(task, pred.numpy(), test))
+        else:  # a JSON list per cell
+            cell = pd.read_csv(files[name])["product_id"].iloc[0]
+            assert json.loads(cell) == [int(x) for x in np.asarray(table["product_id"].iloc[0])]
+    theirs = relbench_scores(relbench3, relbench_v3, files)
+    for name in files:
+        check_scores(name, ours[name], theirs[name], relbench_v3)
+
+
+@pytest.mark.slow
 def test_v3_churn_and_relbench_scores_rdls_file(relbench_v3, relbench3, run_train, rdl_cache,
                                                  tmp_path):
     """The 3.x command trains a node task from its manifest; RelBench's evaluator accepts
