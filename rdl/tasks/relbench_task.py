@@ -171,4 +171,4 @@ class RelBenchTask(Task):
         if self.kind.per_seed and (self.labels is not None or self.autocomplete):
             raise DataError(f"task {self.name!r}: split=now needs the task's SQL (a RelBench "
                             "3.x forecast task) to select the entities at the data's end")
-        return super().now_table(self.database(db), tables)
+        return super().now_table(self.inputs(self.database(db)), tables)
