@@ -18,8 +18,6 @@ KINDS = {"user-churn": "binary_classification", "user-ltv": "regression",
 
 
 def task_of(root, folder, **kw):
-    if folder == "user-reviews":
-        kw.setdefault("num_classes", 3)
     return relbench_task(root / "tasks" / folder, **kw)
 
 
@@ -101,8 +99,8 @@ def test_settings_read_and_overridden(relbench_v3, relbench_v1):
     assert back.test_time == task_of(relbench_v3, "user-churn").test_time - 2 * back.delta
     with pytest.raises(ValueError, match="backtest=1 needs the task's SQL"):
         task_of(relbench_v1, "user-churn", backtest=1)
-    with pytest.raises(DataError, match="needs task.num_classes="):
-        relbench_task(relbench_v3 / "tasks" / "user-reviews")
+    # a multiclass task's classes, counted in RelBench's label files beside its manifest
+    assert relbench_task(relbench_v3 / "tasks" / "user-reviews").kind.num_classes == 3
     with pytest.raises(DataError, match="not a RelBench task folder"):
         relbench_task(relbench_v3 / "db")
 

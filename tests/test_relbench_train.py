@@ -14,8 +14,8 @@ from relbench_fake import assert_same, rel_hm_tasks, run_relbench3, write_rel_hm
 TINY_RUN = ("model.channels=16", "model.encoder_layers=1", "data.batch_size=64",
             "data.num_neighbors=[16,8]", "trainer.max_epochs=1", "trainer.limit_train_batches=3",
             "trainer.limit_val_batches=2", "compile.enabled=false")
-#: what a task needs besides its folder: a link model; a class count
-EXTRA = {"user-item-purchase": ("model=contextgnn",), "user-reviews": ("task.num_classes=3",)}
+#: what a task needs besides its folder: a link task, a link model
+EXTRA = {"user-item-purchase": ("model=contextgnn",)}
 
 
 def train(run_train, run_dir, root, task):

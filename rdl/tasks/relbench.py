@@ -67,7 +67,7 @@ def relbench_task(path, name: str | None = None, kind: str | None = None,
     spec.update({k: v for k, v in given.items() if v is not None})
     spec.setdefault("name", folder.name)
     if spec["kind"] == "multiclass_classification" and not spec.get("num_classes"):
-        raise DataError(f"task {spec['name']!r}: a multiclass task needs task.num_classes=")
+        spec["num_classes"] = _classes(folder, spec)
     if spec["kind"] != "link_prediction":
         spec.pop("target_table", None)
         spec.pop("eval_k", None)
@@ -78,6 +78,18 @@ def relbench_task(path, name: str | None = None, kind: str | None = None,
     return RelBenchTask(**spec, metrics=metrics, monitor=monitor or watch,
                         monitor_mode=monitor_mode or mode, backtest=backtest,
                         data_defaults=data_defaults or {})
+
+
+def _classes(folder: Path, spec: dict) -> int:
+    """A multiclass task's number of classes: one more than the largest label RelBench's
+    label files beside its manifest hold (classes are ``0..C-1``)."""
+    files = [folder / f"{s}.parquet" for s in SPLIT_FILES]
+    if not all(f.is_file() for f in files):
+        raise DataError(f"task {spec['name']!r}: a multiclass task needs task.num_classes= "
+                        f"({folder} has no label files to count its classes in)")
+    top = max(pq.read_table(f, columns=[spec["target_col"]]).column(0).to_pandas().max()
+              for f in files)
+    return int(top) + 1
 
 
 def _from_manifest(folder: Path, dataset: Path) -> dict:
