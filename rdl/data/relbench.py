@@ -86,8 +86,9 @@ class TableSpec:
         return f"{self.file} (table {self.name!r}" + (f", column {col!r})" if col else ")")
 
 
-def _specs(dataset: Path, db_dir: Path) -> dict[str, TableSpec]:
-    """Each table's spec, from the manifest (3.x) or the parquet metadata (1.x/2.x)."""
+def table_specs(dataset: Path, db_dir: Path) -> dict[str, TableSpec]:
+    """Each table's spec, from the manifest (3.x) or the parquet metadata (1.x/2.x); the
+    schemas only are read."""
     m = manifest(dataset)
     if m is not None:
         specs = {}
@@ -155,7 +156,7 @@ def load_relbench(path) -> Database:
         raise DataError("no folder given: data=relbench needs data.db.path=/the/dataset "
                         "(RelBench's ~/.cache/relbench/<dataset>, or a folder with manifest.yaml)")
     dataset, db_dir = dataset_folder(path)
-    specs = _specs(dataset, db_dir)
+    specs = table_specs(dataset, db_dir)
     _check(specs)
     tables = {name: _read(t) for name, t in specs.items()}
     for t in specs.values():

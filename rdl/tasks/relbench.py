@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from rdl.data.database import DataError
-from rdl.data.relbench import MANIFEST, META_KEYS, dataset_times
+from rdl.data.relbench import MANIFEST, META_KEYS, dataset_folder, dataset_times, table_specs
 from rdl.graph.columns import LIST_TYPES
 from rdl.tasks.kinds import KINDS, relbench_kind
 from rdl.tasks.relbench_task import AUTO_KEY, RelBenchTask
@@ -135,9 +135,8 @@ def _from_manifest(folder: Path, dataset: Path) -> dict:
 def _autocomplete(dataset: Path, table: str, val: str, test: str) -> dict:
     """An autocomplete task's entity key and time column, from its table's metadata, and
     the end of its rows (the graph holds the test rows: each is a seed at its own time)."""
-    from rdl.data.relbench import _specs, dataset_folder
     ds, db_dir = dataset_folder(dataset)
-    specs = _specs(ds, db_dir)
+    specs = table_specs(ds, db_dir)
     if table not in specs:
         raise DataError(f"{dataset}: no table {table!r} for the autocomplete task")
     t = specs[table]
@@ -212,10 +211,9 @@ def _from_files(folder: Path, dataset: Path) -> dict:
 def _autocomplete_of_files(dataset: Path, table: str, target: str, time_col: str) -> dict:
     """An autocomplete task's settings if ``target`` is a column of its entity table and the
     label times are that table's times, else {}."""
-    from rdl.data.relbench import _specs, dataset_folder
     try:
         ds, db_dir = dataset_folder(dataset)
-        specs = _specs(ds, db_dir)
+        specs = table_specs(ds, db_dir)
     except DataError:
         return {}
     t = specs.get(table)

@@ -106,7 +106,12 @@ class RelBenchTask(Task):
         elif self.autocomplete:
             df = self._column_labels(split, db)
         else:
-            df = self.make_table(self.inputs(db if split == "test" else db.upto(self.test_time)),
+            # each split labelled on the database cut where its labels end, as every rdl
+            # task (RelBench cuts train at the test time too: the same labels, unless a
+            # query reads past its window, which a train label then cannot carry into a
+            # later seed's label history)
+            cut = {"train": self.val_time, "val": self.test_time}.get(split)
+            df = self.make_table(self.inputs(db if cut is None else db.upto(cut)),
                                  self.timestamps(split, db))
             # RelBench: entities that do not exist by the test time are dropped
             n = len(db.upto(self.test_time)[self.entity_table])
