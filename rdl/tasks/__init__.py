@@ -135,6 +135,8 @@ class Task:
                              "number >= 1")
         self.sql_path = None
         if self.sql is None:
+            if self.query is None and type(self) is Task:
+                raise ValueError(f"task {self.name!r}: no labels: give sql (a file) or query")
             return  # labels from self.query, or from a subclass (rdl.tasks.relbench)
         path = Path(self.sql).expanduser()
         self.sql_path = path if path.is_absolute() or path.exists() else TASKS_DIR / path
