@@ -117,3 +117,20 @@ def test_label_files_of_another_database_are_refused(relbench_v1, tmp_path):
     with pytest.raises(DataError, match=r"train\.parquet: \d+ of \d+ rows have a customer_id "
                                         r"that is no row of table 'customer'"):
         task.split_table("train", small)
+
+
+def test_no_val_seed_sees_an_earlier_val_seeds_label(relbench_v3):
+    """With several val seed times, val labels join the label history at the test time:
+    val is scored as test is (no test seed sees a test label); train labels at their
+    window's close."""
+    db = load_relbench(relbench_v3)
+    task = task_of(relbench_v3, "user-churn")
+    tables = {s: task.split_table(s, db) for s in SPLITS}
+    history = task.history(tables)
+    val_times = set(tables["val"]["timestamp"])
+    from_val = history["timestamp"].isin(val_times)
+    assert from_val.sum() == len(tables["val"]) and len(val_times) == NUM_EVAL
+    assert (history.loc[from_val, "available"] >= task.test_time).all()
+    assert (history.loc[~from_val, "available"] == history.loc[~from_val, "timestamp"]
+            + task.delta).all()
+    assert (history.loc[~from_val, "available"] <= task.val_time).all()

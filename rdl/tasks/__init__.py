@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from rdl import TASKS_DIR
@@ -255,7 +256,10 @@ class Task:
         ``available = timestamp + window`` at which its window has closed. A seed at time
         ``s`` may see a label only if ``available <= s`` (in strict mode too: the label's
         rows all lie in ``(timestamp, available]``). Test labels are never history: their
-        windows close after every seed time.
+        windows close after every seed time. A val label is available no earlier than the
+        test time: with several val seed times (``num_eval_timestamps``) a later val seed
+        sees no earlier val seed's label, as no test seed sees a test label (with one, its
+        window closes by the test time anyway).
         """
         cols = ["timestamp", self.entity_col, self.target_col]
         # With a "now" table (predictions at the database's end) the test labels have
@@ -264,6 +268,10 @@ class Task:
         splits = ["train", "val", *(["test"] if "now" in tables else [])]
         df = pd.concat([tables[s][cols] for s in splits], ignore_index=True)
         df["available"] = df["timestamp"] + self.delta
+        val = np.zeros(len(df), dtype=bool)
+        start = len(tables["train"])
+        val[start:start + len(tables["val"])] = True
+        df.loc[val, "available"] = df.loc[val, "available"].clip(lower=self.test_time)
         return df.sort_values(["available", self.entity_col], kind="stable").reset_index(drop=True)
 
     def history_table(self, tables: dict[str, pd.DataFrame],
