@@ -47,6 +47,8 @@ class Kind:
     relbench: ClassVar[tuple] = ()
     #: the metric that selects the model, and whether higher is better
     monitor: ClassVar[tuple] = ("", "max")
+    #: the kind needs its number of classes (``num_classes``)
+    counts_classes: ClassVar[bool] = False
 
     def __init__(self, task_name: str, num_classes: int | None = None,
                  target_table: str | None = None):
@@ -224,6 +226,7 @@ class MulticlassClassification(Kind):
     name = "multiclass_classification"
     relbench = ("multiclass_classification",)
     monitor = ("accuracy", "max")
+    counts_classes = True
     history_stype = "categorical"
 
     def default_metrics(self, eval_k=12):

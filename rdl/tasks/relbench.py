@@ -66,13 +66,16 @@ def relbench_task(path, name: str | None = None, kind: str | None = None,
                  remove_columns=remove_columns)
     spec.update({k: v for k, v in given.items() if v is not None})
     spec.setdefault("name", folder.name)
-    if spec["kind"] == "multiclass_classification" and not spec.get("num_classes"):
+    cls = KINDS.get(spec["kind"])
+    if cls is None:
+        raise DataError(f"task {spec['name']!r}: kind {spec['kind']!r} is not one of {tuple(KINDS)}")
+    if cls.counts_classes and not spec.get("num_classes"):
         spec["num_classes"] = _classes(folder, spec)
-    if spec["kind"] != "link_prediction":
+    if cls.per_seed:  # a node task: no other end of a link
         spec.pop("target_table", None)
         spec.pop("eval_k", None)
-    task_kind = KINDS[spec["kind"]](spec["name"], num_classes=spec.get("num_classes"),
-                                    target_table=spec.get("target_table"))
+    task_kind = cls(spec["name"], num_classes=spec.get("num_classes"),
+                    target_table=spec.get("target_table"))
     metrics = metrics or task_kind.default_metrics(spec.get("eval_k") or 12)
     watch, mode = task_kind.monitor
     return RelBenchTask(**spec, metrics=metrics, monitor=monitor or watch,
@@ -108,10 +111,11 @@ def _from_manifest(folder: Path, dataset: Path) -> dict:
                         "dataset's (or give task.val_timestamp= and task.test_timestamp=)")
     val, test = (str(t) for t in times)
     kind = relbench_kind(m["task_type"], name)
+    link = not KINDS[kind].per_seed
     spec = dict(kind=kind, window=m.get("timedelta") or "1s", val_timestamp=val,
                 test_timestamp=test, num_eval_timestamps=int(m.get("num_eval_timestamps") or 1),
                 remove_columns=[list(p) for p in m.get("remove_columns") or []])
-    if kind == "link_prediction":
+    if link:
         spec.update(entity_table=m["src_entity_table"], entity_col=m["src_entity_col"],
                     target_table=m["dst_entity_table"], target_col=m["dst_entity_col"],
                     eval_k=int(m.get("eval_k") or 12))
