@@ -29,6 +29,7 @@ import statistics
 import sys
 from pathlib import Path
 
+import pandas as pd
 from omegaconf import OmegaConf
 
 from rdl.caching import write_atomic
@@ -48,13 +49,19 @@ def read_runs(folder: Path) -> list[dict]:
         cfg = OmegaConf.load(config)
         overrides = run / ".hydra" / "overrides.yaml"
         label = list(OmegaConf.load(overrides)) if overrides.exists() else []
-        task = cfg.task
-        val, test = split_times(task.val_timestamp, task.test_timestamp,
-                                task.get("window", "7d"), int(cfg.get("backtest", 0)))
-        runs.append({"run": run, "label": label, "task": task.name,
-                     "monitor": task.monitor, "higher": task.get("monitor_mode", "max") == "max",
-                     "val": val.date(), "test": test.date(),
-                     "metrics": json.loads(path.read_text())})
+        task, metrics = cfg.task, json.loads(path.read_text())
+        ran = run / "task.json"  # the task as run (a RelBench task's times are its folder's)
+        if ran.exists():
+            split = json.loads(ran.read_text())
+            val, test = pd.Timestamp(split["val"]), pd.Timestamp(split["test"])
+            monitor, mode = split["monitor"], split["monitor_mode"]
+        else:
+            val, test = split_times(task.val_timestamp, task.test_timestamp,
+                                    task.get("window", "7d"), int(cfg.get("backtest", 0)))
+            monitor, mode = task.monitor, task.get("monitor_mode", "max")
+        runs.append({"run": run, "label": label, "task": metrics.get("task") or task.name,
+                     "monitor": monitor, "higher": mode == "max",
+                     "val": val.date(), "test": test.date(), "metrics": metrics})
     if not runs:
         raise FileNotFoundError(f"{folder}: no metrics.json under it (run python -m rdl.train "
                                 "-m ... backtest=0,2,4 first, and pass its sweep folder)")

@@ -2,9 +2,11 @@
 
 Rebuilds the run from the config saved in the checkpoint (no training config is needed),
 scores every seed of a split and writes one file in RelBench's layout: the seed time, the
-entity's id (its key in the source files where the loader kept it) and the prediction.
+entity's id (its key in the source files where the loader kept it) and the prediction, under
+the task's own column names (a RelBench task's: its files are RelBench's evaluator's input).
 Node tasks: the positive-class probability, the value, or the class with its class
-probabilities; link tasks: the top ``eval_k`` target ids, best first. The split's metrics
+probabilities; link tasks: the top ``eval_k`` target ids, best first (in a CSV file a JSON
+list, ``[41, 34, 76]``, as RelBench's evaluator reads it). The split's metrics
 are printed beside (they equal the training run's for the same checkpoint).
 
 ``split=now`` scores the seeds at the database's last time, which has no labels yet (the
@@ -18,6 +20,7 @@ to read the same database from another folder.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -34,6 +37,7 @@ from rdl.baselines.link import pad_lists
 from rdl.caching import atomic_file
 from rdl.baselines.scoring import score, score_tensors
 from rdl.data.database import DataError
+from rdl.graph.columns import is_list_column
 from rdl.train import USER_ERRORS, build, read_checkpoint
 
 log = logging.getLogger("rdl.predict")
@@ -99,7 +103,9 @@ def layout(task, dm, split: str, pred: torch.Tensor) -> tuple[pd.DataFrame, dict
     df = dm.tables[split]
     keys = getattr(dm.db, "keys", {})
     ent = df[task.entity_col].to_numpy()
-    table = pd.DataFrame({"timestamp": df["timestamp"].to_numpy(),
+    # the seed time under the task's own name (a RelBench autocomplete task's is its
+    # table's time column): RelBench's evaluator joins on it
+    table = pd.DataFrame({task.time_col: df["timestamp"].to_numpy(),
                           task.entity_col: _original(keys, task.entity_table, ent)})
     labelled = split != "now"  # "now" has no labels yet: nothing to score
     if not task.kind.per_seed:   # the top k target rows, as the files' keys
@@ -119,14 +125,21 @@ def _original(keys: dict, table: str, rows: np.ndarray) -> np.ndarray:
     return rows if index is None else index.to_numpy()[rows]
 
 
+def _plain(x):
+    """A numpy scalar as the Python number JSON writes."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
 def write(table: pd.DataFrame, out: Path, fmt: str) -> None:
     """``table`` to ``out``, through a temporary file beside it (never half-written)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(out) as tmp:
         if fmt == "parquet":
             table.to_parquet(tmp, index=False)
-        else:
-            table.to_csv(tmp, index=False)
+        else:  # a list of ids as a JSON list, as RelBench's evaluator reads a cell
+            lists = [c for c in table.columns if is_list_column(table[c])]
+            table.assign(**{c: table[c].map(lambda v: json.dumps([_plain(x) for x in v]))
+                            for c in lists}).to_csv(tmp, index=False)
 
 
 @hydra.main(config_path="conf", config_name="predict", version_base="1.3")

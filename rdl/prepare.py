@@ -150,7 +150,9 @@ def prepare(task: Task, db: Database, *, strict: bool = False, label_history: bo
     # The graph never holds a row from after the test time: nothing the model is
     # evaluated on can leak into its inputs (the sampler filters by seed time too).
     # Predictions "now" see the whole database (its last time is their seed time).
-    graph_db = db if now else db.upto(task.test_time)
+    # The graph, the features and the baselines see the database without the columns the
+    # task hides (RelBench's remove_columns, an autocomplete task's label).
+    graph_db = task.inputs(db if now else db.upto(task.test_time))
     # The database's own stypes (a schema's), each column overridable by data.stypes.
     given = stypes or {}
     stypes = {t: {**db.stypes.get(t, {}), **given.get(t, {})} for t in {*db.stypes, *given}}
@@ -171,7 +173,7 @@ def prepare(task: Task, db: Database, *, strict: bool = False, label_history: bo
     if now:
         # Columns encoded as the model was trained: with the training graph's statistics
         # (category indices, medians), not those of the whole database.
-        train_db = db.upto(task.test_time)
+        train_db = task.inputs(db.upto(task.test_time))
         if label_history:
             splits = {s: out.tables[s] for s in SPLITS}
             train_db, _ = _with_history(task, train_db, splits, task.history(splits))

@@ -175,6 +175,15 @@ def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
     return task, dm, module
 
 
+def with_task_settings(cfg: DictConfig, task) -> None:
+    """Fills the task settings the config leaves null with the task's own (a RelBench
+    task's name and monitored metric come from its folder): the callbacks and sweepers
+    read them from the config."""
+    for key in ("name", "monitor", "monitor_mode"):
+        if key in cfg.task and cfg.task[key] is None:
+            cfg.task[key] = getattr(task, key)
+
+
 def _several_processes(cfg: DictConfig) -> bool:
     """Whether the trainer may start several processes (``auto`` or ``-1`` devices may)."""
     t = cfg.get("trainer") or {}
@@ -212,6 +221,7 @@ def train(cfg: DictConfig) -> dict:
     out = Path(HydraConfig.get().runtime.output_dir)
     prepared = str(out / f".prepared-{_data_key(cfg)}.pt") if _several_processes(cfg) else None
     task, dm, module = build(cfg, prepared)
+    with_task_settings(cfg, task)
     # The composed config travels in every checkpoint: `rdl.predict` rebuilds the run from it.
     module.save_hyperparameters({CONFIG_KEY: OmegaConf.to_container(cfg, resolve=False)})
     link = not task.kind.per_seed
@@ -254,6 +264,10 @@ def train(cfg: DictConfig) -> dict:
                                                 history=dm.history, trees=dm.tree_fit,
                                                 rows=rows))
     report(task.name, results, out, percent=task.kind.percent)
+    # the task as run (a RelBench task's times and metric are its folder's): rdl.backtest
+    write_atomic(out / "task.json", json.dumps(
+        {"name": task.name, "val": str(task.val_time), "test": str(task.test_time),
+         "monitor": task.monitor, "monitor_mode": task.monitor_mode}, indent=2))
     if module.compile_options.enabled:
         # This job's own: the jobs of a multirun share a process and Dynamo's counters.
         c = {k: v - compiled_before[k] for k, v in compile_stats().items()}

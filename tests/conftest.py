@@ -56,3 +56,32 @@ def run_train(rdl_cache):
         cmd = [*python, f"hydra.run.dir={run_dir}", *settings, *overrides]
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     return run
+
+
+# -- RelBench's fake database and tasks, written by RelBench's own code (tests/relbench_fake.py)
+@pytest.fixture(scope="session")
+def relbench_v1(tmp_path_factory) -> Path:
+    """RelBench 1.1.0's fake dataset and tasks in its 1.x/2.x layout (the ``relbench`` test
+    extra)."""
+    pytest.importorskip("relbench.datasets.fake", reason="the relbench test extra")
+    from relbench_fake import write_v1
+    return write_v1(tmp_path_factory.mktemp("rel-fake-v1"))
+
+
+@pytest.fixture(scope="session")
+def relbench3(tmp_path_factory) -> Path:
+    """RelBench 3.0.2 in a folder of its own (``pip install --no-deps --target``), for
+    subprocesses: it cannot share an environment with 1.1.0."""
+    from relbench_fake import relbench3
+    target = relbench3(tmp_path_factory.mktemp("relbench-3"))
+    if target is None:
+        pytest.skip("pip could not install relbench==3.0.2 (no package index reachable?)")
+    return target
+
+
+@pytest.fixture(scope="session")
+def relbench_v3(relbench_v1, relbench3, tmp_path_factory) -> Path:
+    """The same fake dataset in RelBench 3's layout (manifests), with its labels as RelBench
+    3 makes them."""
+    from relbench_fake import write_v3
+    return write_v3(relbench_v1, tmp_path_factory.mktemp("rel-fake-v3"), relbench3)

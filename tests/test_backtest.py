@@ -94,3 +94,24 @@ def test_backtest_setting_reaches_the_task_and_its_splits(tiny_cfg):
 def read_task(cfg):
     from hydra.utils import instantiate
     return instantiate(cfg.task, _convert_="all")
+
+
+def test_a_relbench_task_s_times_come_from_the_run(tmp_path):
+    """A RelBench task's config leaves its times and metric null (they are its folder's):
+    the run's task.json, written by rdl.train, says what it used."""
+    for job, back in enumerate((0, 1)):
+        fake_run(tmp_path, job, [f"backtest={back}"], back, (0.6, 0.7), (0.55, 0.65),
+                 task="user-churn", mode="max", metric="auroc")
+        run = tmp_path / str(job)
+        config = yaml.safe_load((run / ".hydra" / "config.yaml").read_text())
+        config["task"].update(val_timestamp=None, test_timestamp=None, window=None,
+                              monitor=None, monitor_mode=None)
+        (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+        val = pd.Timestamp("1972-08-16 09:36") - back * pd.Timedelta(days=30)
+        (run / "task.json").write_text(json.dumps({
+            "name": "user-churn", "val": str(val), "test": str(val + pd.Timedelta(days=120)),
+            "monitor": "auroc", "monitor_mode": "max"}))
+    runs = read_runs(tmp_path)
+    assert [str(r["val"]) for r in runs] == ["1972-08-16", "1972-07-17"]
+    assert all(r["monitor"] == "auroc" and r["higher"] for r in runs)
+    assert "1972-07-17" in table(runs)

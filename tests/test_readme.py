@@ -11,7 +11,10 @@ comments dropped, ``&&`` chains split). Each is checked by what it is:
   into that folder first, after a tiny generated forum's files in ``forum/`` (the
   ``data=folder`` example's). ``$HOME`` is a scratch folder holding a tiny fake RelBench rel-hm
   database where RelBench puts it (``$HOME/.cache/relbench/rel-hm/db``, the path the README
-  shows); a ``data=hm-kaggle`` command gets the path of tiny fake Kaggle files appended.
+  shows) and RelBench's fake dataset with its tasks, written by RelBench (tests/relbench_fake.py)
+  where RelBench 1.x caches rel-amazon, and in RelBench 3's layout in the project folder
+  (``rel-amazon``; without the relbench test extra, or pip for RelBench 3, those commands are
+  only composed); a ``data=hm-kaggle`` command gets the path of tiny fake Kaggle files appended.
   A command that needs more GPUs than there are is only composed, its Trainer built on the
   CPU, and then skipped.
 * ``python -m rdl.bench <name> ...``: its ``--help`` exits 0 and lists every option used.
@@ -226,6 +229,19 @@ def gpus_missing(argv: list[str], root: Path) -> str | None:
     return None if have >= want else f"needs {want} CUDA device(s), {have} here"
 
 
+def write_relbench(db, folder: Path) -> None:
+    """``db`` as RelBench's ``Table.save`` writes it: parquet with its keys in the metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    folder.mkdir(parents=True)
+    for name, tab in db:
+        table = pa.Table.from_pandas(tab.df, preserve_index=False)
+        meta = {"fkey_col_to_pkey_table": tab.fkeys, "pkey_col": tab.pkey,
+                "time_col": tab.time_col}
+        pq.write_table(table.replace_schema_metadata({**table.schema.metadata, **{
+            k: json.dumps(v).encode() for k, v in meta.items()}}), folder / f"{name}.parquet")
+
+
 class Project:
     """A user's scratch folder (with the README's files), a fake ``$HOME`` holding RelBench's
     rel-hm files, a Kaggle folder, one rdl cache, and the runs of the selected commands."""
@@ -247,15 +263,15 @@ class Project:
         self.kaggle = write_kaggle(synthetic_hm.generate(seed=0, scale=scale), root / "kaggle")
         # Also fills the cache before the runs start, so that none of them writes it.
         db = synthetic_hm_db(seed=0, scale=scale, cache_dir=root / "cache")
-        relbench = self.home / ".cache" / "relbench" / "rel-hm" / "db"
-        relbench.mkdir(parents=True)
-        for name, table in db:
-            table.df.to_parquet(relbench / f"{name}.parquet", index=False)
+        write_relbench(db, self.home / ".cache" / "relbench" / "rel-hm" / "db")
+        relbench_missing = self.relbench_datasets()
         self.env = {**os.environ, "HOME": str(self.home), "RDL_CACHE": str(root / "cache"),
                     "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                     "HYDRA_FULL_ERROR": "1", "OMP_NUM_THREADS": "1"}
         self.skipped = {c: why for c in commands
                         if (why := gpus_missing(shlex.split(c), root)) is not None}
+        self.skipped.update({c: relbench_missing for c in commands
+                             if relbench_missing and "data=relbench" in c})
         todo = [c for c in commands if c not in self.skipped]
         self.pool = ThreadPoolExecutor(WORKERS)
         # The finished run the README's resume and predict commands name: started first.
@@ -264,6 +280,20 @@ class Project:
             self.base = self.pool.submit(self.run, -1, "python -m rdl.train")
         # (The graph cache is written file by file through a rename: runs may race on it.)
         self.runs = {c: self.pool.submit(self.run, i, c) for i, c in enumerate(todo)}
+
+    def relbench_datasets(self) -> str | None:
+        """RelBench's fake dataset where the README's RelBench commands look (1.x layout in
+        RelBench's cache, 3.x in the project folder); why not, if it cannot be written."""
+        try:
+            from relbench_fake import relbench3, write_v1, write_v3
+            v1 = write_v1(self.home / ".cache" / "relbench" / "rel-amazon")
+        except ImportError:
+            return "needs the relbench test extra"
+        target = relbench3(self.root / "relbench-3")
+        if target is None:
+            return "needs relbench==3.0.2 from pip"
+        write_v3(v1, self.cwd / "rel-amazon", target)
+        return None
 
     def command_line(self, i: int, command: str) -> tuple[str, Path]:
         out = self.finished if i < 0 else self.root / "runs" / str(i)
@@ -283,7 +313,7 @@ class Project:
         if argv[:3] == PREDICT:
             return f"{command} hydra.run.dir={out}", out
         extra = tiny_overrides()
-        if "data=folder" in argv:  # your own files: their size is theirs (no scale)
+        if "data=folder" in argv or "data=relbench" in argv:  # files: their size is theirs
             extra = [o for o in extra if not o.startswith("data.db.scale=")]
         extra.append(f"hydra.{'sweep' if multirun(argv) else 'run'}.dir={out}")
         if "data=hm-kaggle" in argv:

@@ -7,7 +7,8 @@ and the loader the Hydra configs name.
   (RelBench trims at 2019-09-07) and re-indexes the keys to ``0..N-1``.
 * :func:`synthetic_hm_db` generates (:mod:`rdl.data.synthetic_hm`) and caches a database.
 * :func:`load_hm` dispatches on a source name (used by the Hydra configs): synthetic, the
-  Kaggle CSV files (:mod:`rdl.data.kaggle`) or RelBench's files (:mod:`rdl.data.relbench`).
+  Kaggle CSV files (:mod:`rdl.data.kaggle`) or RelBench's files (:mod:`rdl.data.relbench`,
+  which reads any RelBench database).
 
 ``t_dat`` is ``datetime64[ns]`` in every frame and database made here.
 """
@@ -143,7 +144,8 @@ def load_hm(source: str = "synthetic", path=None, seed: int = 0, scale: float = 
 
     * ``"synthetic"``: :func:`synthetic_hm_db` (``seed``, ``scale``, ``cache_dir``);
     * ``"kaggle"``: the Kaggle CSV files in ``path`` (:func:`~rdl.data.kaggle.kaggle_hm_db`);
-    * ``"relbench"``: RelBench's rel-hm db folder ``path`` (:func:`~rdl.data.relbench.read_relbench`).
+    * ``"relbench"``: RelBench's rel-hm folder ``path``, either layout, read as any RelBench
+      database is (:func:`~rdl.data.relbench.load_relbench`), with the H&M stypes.
     """
     if source == "synthetic":
         return synthetic_hm_db(seed=seed, scale=scale, cache_dir=cache_dir)
@@ -158,5 +160,5 @@ def load_hm(source: str = "synthetic", path=None, seed: int = 0, scale: float = 
     if source == "kaggle":
         from rdl.data.kaggle import kaggle_hm_db
         return kaggle_hm_db(path, cache_dir)
-    from rdl.data.relbench import read_relbench
-    return read_relbench(path)
+    from rdl.data.relbench import load_relbench
+    return load_relbench(path)

@@ -1,73 +1,216 @@
-"""RelBench's cached rel-hm database files (``customer``, ``article``, ``transactions``
-``.parquet``), read as a :class:`~rdl.data.Database`."""
+"""Any RelBench database on disk, read as a :class:`~rdl.data.Database` with no schema to write.
+
+RelBench keeps a database in one of two layouts, both read here (``data=relbench
+data.db.path=DIR``):
+
+* **1.x / 2.x** (``~/.cache/relbench/<dataset>/db/<table>.parquet``): each table's keys and
+  time column are in its parquet schema's metadata (``pkey_col``,
+  ``fkey_col_to_pkey_table``, ``time_col``, JSON), as RelBench's ``Table.save`` writes them.
+* **3.x** (``<dataset>/manifest.yaml`` beside ``db/<table>.parquet``): the manifest's
+  ``tables:`` hold each table's ``pkey``, ``time_col`` and ``fkeys``; it also holds the
+  dataset's ``val_timestamp`` and ``test_timestamp`` (:func:`dataset_times`).
+
+``DIR`` may be the dataset folder (holding ``db/``) or the ``db/`` folder itself. RelBench has
+already re-indexed the keys (primary keys ``0..N-1`` in row order, foreign keys those
+positions): rdl keeps them as they are, so row positions are RelBench's ids and predictions
+report them. Foreign keys past the end of their table become missing, as RelBench's
+``validate_and_correct_db`` makes them. Every problem is one :class:`DataError` naming the
+file, the table and the column, found from the schemas before any table is read in full.
+"""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 from rdl.data.database import Database, DataError, Table
-from rdl.data.hm import as_dates
 
-#: RelBench's rel-hm keys, used when a parquet file lacks RelBench's metadata
-RELBENCH_KEYS = {
-    "customer": {"pkey_col": "customer_id", "fkey_col_to_pkey_table": {}, "time_col": None},
-    "article": {"pkey_col": "article_id", "fkey_col_to_pkey_table": {}, "time_col": None},
-    "transactions": {"pkey_col": None, "time_col": "t_dat",
-                     "fkey_col_to_pkey_table": {"customer_id": "customer", "article_id": "article"}},
-}
+log = logging.getLogger(__name__)
+
+MANIFEST = "manifest.yaml"
+#: the parquet schema metadata RelBench 1.x/2.x writes per table
+META_KEYS = ("pkey_col", "fkey_col_to_pkey_table", "time_col")
+TIME_DTYPE = "datetime64[ns]"
 
 
-def read_relbench(folder) -> Database:
-    """Read RelBench's cached rel-hm database (``customer``, ``article``, ``transactions``
-    ``.parquet``; RelBench's ``~/.cache/relbench/rel-hm/db``; the folder holding ``db/`` works too).
+def dataset_folder(path) -> tuple[Path, Path]:
+    """``(dataset folder, db folder)`` of a RelBench path (either folder may be given)."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise DataError(f"{path}: no such folder (data.db.path: a RelBench dataset folder, "
+                        "holding db/ or manifest.yaml, or its db/ folder)")
+    if (path / "db").is_dir():
+        return path, path / "db"
+    return path.parent, path
 
-    RelBench has already trimmed and re-indexed it. Keys come from the metadata RelBench's
-    ``Table.save`` puts in each file's parquet schema (``pkey_col``,
-    ``fkey_col_to_pkey_table``, ``time_col``, JSON), else from the known rel-hm keys.
-    """
-    folder = Path(folder)
-    if not (folder / "transactions.parquet").exists() and (folder / "db").is_dir():
-        folder = folder / "db"
-    if not folder.is_dir():
-        raise DataError(f"{folder}: no such folder (expected RelBench's rel-hm db folder)")
-    tables = {}
-    for name in RELBENCH_KEYS:
-        path = folder / f"{name}.parquet"
-        if not path.exists():
-            raise DataError(f"{path}: missing (RelBench's rel-hm db has customer.parquet, "
-                            "article.parquet and transactions.parquet)")
+
+def manifest(dataset: Path) -> dict | None:
+    """The 3.x dataset manifest of ``dataset`` (None: a 1.x/2.x folder)."""
+    file = dataset / MANIFEST
+    if not file.is_file():
+        return None
+    try:
+        m = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as e:
+        raise DataError(f"{file}: not valid YAML: {e}") from None
+    if not isinstance(m, dict) or not isinstance(m.get("tables"), dict):
+        raise DataError(f"{file}: expected RelBench's dataset manifest with 'tables:' "
+                        "(table -> pkey, time_col, fkeys)")
+    return m
+
+
+def dataset_times(path) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    """The dataset's ``(val_timestamp, test_timestamp)`` where its folder says (a 3.x
+    manifest), else None."""
+    dataset, _ = dataset_folder(path)
+    m = manifest(dataset)
+    if m is None or "val_timestamp" not in m:
+        return None
+    return pd.Timestamp(m["val_timestamp"]), pd.Timestamp(m["test_timestamp"])
+
+
+class TableSpec:
+    """Where one table's rows are and what its keys are."""
+
+    def __init__(self, name: str, file: Path, pkey: str | None, fkeys: dict[str, str],
+                 time_col: str | None):
+        self.name, self.file, self.pkey, self.fkeys, self.time_col = name, file, pkey, fkeys, time_col
+
+    def where(self, col: str | None = None) -> str:
+        return f"{self.file} (table {self.name!r}" + (f", column {col!r})" if col else ")")
+
+
+def table_specs(dataset: Path, db_dir: Path) -> dict[str, TableSpec]:
+    """Each table's spec, from the manifest (3.x) or the parquet metadata (1.x/2.x); the
+    schemas only are read."""
+    m = manifest(dataset)
+    if m is not None:
+        specs = {}
+        for name, t in m["tables"].items():
+            t = t or {}
+            specs[name] = TableSpec(name, db_dir / f"{name}.parquet", t.get("pkey"),
+                                    dict(t.get("fkeys") or {}), t.get("time_col"))
+        return specs
+    files = sorted(db_dir.glob("*.parquet"))
+    if not files:
+        raise DataError(f"{db_dir}: no parquet files and no {MANIFEST} beside it: not a "
+                        "RelBench database folder")
+    specs = {}
+    for f in files:
+        raw = _schema(f, f.stem).metadata or {}
+        missing = [k for k in META_KEYS if k.encode() not in raw]
+        if missing:
+            raise DataError(f"{f}: its parquet schema lacks RelBench's metadata {missing} (and "
+                            f"there is no {dataset / MANIFEST}); write it with RelBench's "
+                            "Table.save, or read the folder with data=folder and a schema.yaml")
         try:
-            table = pq.read_table(path)
-        except (pa.ArrowInvalid, OSError) as e:
-            raise DataError(f"{path}: not a readable parquet file: {e}") from None
-        meta = _relbench_meta(table.schema.metadata or {}, name, path)
-        df = table.to_pandas()
-        for col in [meta["pkey_col"], meta["time_col"], *meta["fkey_col_to_pkey_table"]]:
-            if col is not None and col not in df.columns:
-                raise DataError(f"{path}: missing column {col!r}")
-        if meta["time_col"]:
-            df[meta["time_col"]] = as_dates(df[meta["time_col"]], f"{path}: column {meta['time_col']!r}")
-        for col in meta["fkey_col_to_pkey_table"]:
-            df[col] = df[col].astype("Int64")
-        tables[name] = Table(df, meta["pkey_col"], dict(meta["fkey_col_to_pkey_table"]), meta["time_col"])
+            meta = {k: json.loads(raw[k.encode()].decode()) for k in META_KEYS}
+        except ValueError as e:
+            raise DataError(f"{f}: bad RelBench metadata in the parquet schema: {e}") from None
+        specs[f.stem] = TableSpec(f.stem, f, meta["pkey_col"],
+                                  dict(meta["fkey_col_to_pkey_table"] or {}), meta["time_col"])
+    return specs
+
+
+def _schema(file: Path, name: str) -> pa.Schema:
+    try:
+        return pq.read_schema(file)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{file} (table {name!r}): not a readable parquet file: {e}") from None
+
+
+def _check(specs: dict[str, TableSpec]) -> None:
+    """Files, columns and references, from the schemas only (cheap)."""
+    for t in specs.values():
+        if not t.file.exists():
+            raise DataError(f"{t.file}: missing (the file of table {t.name!r})")
+    for t in specs.values():
+        cols = _schema(t.file, t.name).names
+        for col, role in [(t.pkey, "primary key"), (t.time_col, "time column"),
+                          *((c, "foreign key") for c in t.fkeys)]:
+            if col is not None and col not in cols:
+                raise DataError(f"{t.where()}: {role} {col!r} missing; the file has {cols}")
+        for col, ref in t.fkeys.items():
+            if ref not in specs:
+                raise DataError(f"{t.where(col)}: foreign key references unknown table "
+                                f"{ref!r} (tables: {sorted(specs)})")
+            if specs[ref].pkey is None:
+                raise DataError(f"{t.where(col)}: foreign key references table {ref!r}, "
+                                "which has no primary key")
+
+
+def load_relbench(path) -> Database:
+    """The RelBench database in ``path`` (see the module's docstring).
+
+    Raises:
+        DataError: not a RelBench folder, a file or column missing, a primary key that is
+            not ``0..N-1``, times that do not parse or are missing.
+    """
+    if path is None or str(path) in ("", "???"):
+        raise DataError("no folder given: data=relbench needs data.db.path=/the/dataset "
+                        "(RelBench's ~/.cache/relbench/<dataset>, or a folder with manifest.yaml)")
+    dataset, db_dir = dataset_folder(path)
+    specs = table_specs(dataset, db_dir)
+    _check(specs)
+    tables = {name: _read(t) for name, t in specs.items()}
+    for t in specs.values():
+        df = tables[t.name].df
+        for col, ref in t.fkeys.items():
+            n = len(tables[ref])
+            past = (df[col] >= n).fillna(False).to_numpy(dtype=bool) | (df[col] < 0).fillna(
+                False).to_numpy(dtype=bool)
+            if past.any():  # RelBench's validate_and_correct_db: dangling -> missing
+                log.warning("%s: %d foreign keys match no %r row: set to missing",
+                            t.where(col), int(past.sum()), ref)
+                df[col] = df[col].mask(past)
     db = Database(tables)
-    for name, tab in db:
-        if tab.pkey and not (tab.df[tab.pkey].to_numpy() == np.arange(len(tab))).all():
-            raise DataError(f"{folder / (name + '.parquet')}: primary key {tab.pkey!r} is not "
-                            "0..N-1 (not a re-indexed RelBench database?)")
     db.validate()
+    log.info("%s: %s", dataset, ", ".join(f"{n} {len(t)} rows" for n, t in db))
     return db
 
 
-def _relbench_meta(raw: dict, name: str, path: Path) -> dict:
-    keys = ("pkey_col", "fkey_col_to_pkey_table", "time_col")
-    if not all(k.encode() in raw for k in keys):
-        return RELBENCH_KEYS[name]
+def _read(t: TableSpec) -> Table:
     try:
-        return {k: json.loads(raw[k.encode()].decode()) for k in keys}
-    except ValueError as e:
-        raise DataError(f"{path}: bad RelBench metadata in the parquet schema: {e}") from None
+        df = pq.read_table(t.file).to_pandas()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{t.where()}: not a readable parquet file: {e}") from None
+    if t.pkey is not None:
+        key = df[t.pkey]
+        if key.isna().any() or not np.array_equal(key.to_numpy(dtype="float64", na_value=np.nan),
+                                                  np.arange(len(df))):
+            raise DataError(f"{t.where(t.pkey)}: primary key is not 0..N-1 in row order (as "
+                            "RelBench writes it); re-index the folder with RelBench, or read it "
+                            "with data=folder and a schema.yaml")
+        df[t.pkey] = np.arange(len(df))
+    for col in t.fkeys:
+        try:
+            df[col] = df[col].astype("Int64")
+        except (TypeError, ValueError) as e:
+            raise DataError(f"{t.where(col)}: foreign key is not integer row positions as "
+                            f"RelBench writes them ({df[col].dtype}): {e}") from None
+    if t.time_col is not None:
+        df[t.time_col] = _times(df[t.time_col], t)
+    return Table(df, t.pkey, dict(t.fkeys), t.time_col)
+
+
+def _times(s: pd.Series, t: TableSpec) -> pd.Series:
+    if not pd.api.types.is_datetime64_any_dtype(s):
+        parsed = pd.to_datetime(s.astype("string"), errors="coerce", format="ISO8601", utc=True)
+        bad = parsed.isna() & s.notna()
+        if bad.any():
+            raise DataError(f"{t.where(t.time_col)}: {int(bad.sum())} of {len(s)} times do not "
+                            f"parse as dates, e.g. {s[bad].iloc[0]!r}")
+        s = parsed
+    if getattr(s.dt, "tz", None) is not None:
+        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+    if s.isna().any():
+        raise DataError(f"{t.where(t.time_col)}: time missing in {int(s.isna().sum())} of "
+                        f"{len(s)} rows (first: row {int(s.isna().to_numpy().argmax())}); a "
+                        "timed table needs a time on every row")
+    return s.astype(TIME_DTYPE)

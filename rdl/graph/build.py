@@ -27,8 +27,9 @@ from torch_geometric.data import HeteroData
 from rdl import caching
 from rdl.data import checks
 from rdl.data.database import Database, DataError, Table
+from rdl.graph.columns import hashable, multi_hot, with_lists
 
-GRAPH_VERSION = 1  # bump when the layout of the materialised graph changes
+GRAPH_VERSION = 2  # bump when the layout of the materialised graph changes
 
 
 def to_seconds(ser: pd.Series) -> torch.Tensor:
@@ -46,6 +47,7 @@ def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
     df = table.df[table.feature_cols]
     if len(df) > sample:
         df = df.sample(sample, random_state=seed)
+    df = with_lists(df)  # list cells: multicategorical
     stypes = {}
     for col in df.columns:
         st = infer_series_stype(df[col])
@@ -74,7 +76,12 @@ def _materialize(name: str, df: pd.DataFrame, cols: dict, text_embedder, given):
             raise DataError(f"table {name!r} has text_embedded columns but no text embedder "
                             "is configured (data.text_embedder)")
         text_cfg = TextEmbedderConfig(text_embedder=text_embedder, batch_size=None)
-    dataset = Dataset(df[list(cols)], col_to_stype=cols, col_to_text_embedder_cfg=text_cfg)
+    df = with_lists(df[list(cols)])
+    multi = [c for c, s in cols.items() if s == torch_frame.multicategorical]
+    if multi:  # as multi-hot embeddings (rdl.graph.columns.multi_hot: they compile)
+        df = df.assign(**{c: multi_hot(df[c]) for c in multi})
+        cols = {c: torch_frame.embedding if c in multi else s for c, s in cols.items()}
+    dataset = Dataset(df, col_to_stype=cols, col_to_text_embedder_cfg=text_cfg)
     return dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
 
 
@@ -109,12 +116,23 @@ def check_stypes(db: Database, stypes: dict | None) -> None:
                 checks.check_finite(values, f"{where}, column {col!r}")
 
 
-def fingerprint(db: Database, *parts: Any) -> str:
-    """A hash of every row of every table, plus ``parts`` (stypes, embedder, ...)."""
+def fingerprint(db: Database, *parts: Any, columns: dict[str, list[str]] | None = None) -> str:
+    """A hash of every row of every table, plus ``parts`` (stypes, embedder, ...).
+
+    ``columns``: per table, the feature columns the graph uses; the hash then covers
+    exactly those, the keys and the time column (a column the graph drops changes nothing
+    in it). Cells of any type hash, lists and arrays too (:func:`~rdl.graph.columns.hashable`).
+    """
     h = hashlib.sha1(repr((GRAPH_VERSION, parts)).encode())
     for name, tab in sorted(db.tables.items()):
-        h.update(repr((name, tab.meta(), list(tab.df.columns), list(map(str, tab.df.dtypes)))).encode())
-        h.update(pd.util.hash_pandas_object(tab.df, index=False).to_numpy().tobytes())
+        keep = list(tab.df.columns)
+        if columns is not None:
+            used = {tab.pkey, tab.time_col, *tab.fkeys, *columns.get(name, ())}
+            keep = [c for c in keep if c in used]
+        df = tab.df[keep]
+        h.update(repr((name, tab.meta(), keep, list(map(str, df.dtypes)))).encode())
+        df = df.assign(**{c: hashable(df[c]) for c in keep})
+        h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
     return h.hexdigest()[:16]
 
 
@@ -153,7 +171,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
         if given_stats is not None:  # (only then: the keys of existing caches stay valid)
             parts.append(repr(sorted(given_stats.items())))
         root = Path(cache_dir)
-        entry = root / f"graph-{fingerprint(db, *parts)}"
+        entry = root / f"graph-{fingerprint(db, *parts, columns=col_to_stype)}"
         if caching.complete(entry):
             cached = entry
         elif caching.writable(root):

@@ -10,6 +10,7 @@ from torch_geometric.nn import MLP, HeteroConv, SAGEConv
 
 from rdl.nn.encoder import HeteroEncoder, RelativeTimeEncoder
 from rdl.nn.interface import NodePredictor
+from rdl.nn.names import TypeDict
 
 #: Layer norm of each node on its own in PyG's ``MLP``: its default mode, ``"graph"``,
 #: normalises over the whole batch, and one seed's prediction would depend on the others.
@@ -45,7 +46,7 @@ class HeteroGraphSAGE(torch.nn.Module):
                                      bias=first[et[2]] == et) for et in edge_types}, aggr="sum")
             for _ in range(num_layers))
         self.norms = torch.nn.ModuleList(
-            torch.nn.ModuleDict({nt: torch.nn.LayerNorm(channels) for nt in node_types})
+            TypeDict({nt: torch.nn.LayerNorm(channels) for nt in node_types})
             for _ in range(num_layers))
 
     def reset_parameters(self):

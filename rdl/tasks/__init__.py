@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from rdl import TASKS_DIR
@@ -68,6 +69,14 @@ class Task:
         metrics: metric name -> torchmetrics ``Metric`` (built by Hydra from the YAML).
         monitor, monitor_mode: the validation metric that selects the model, and whether
             higher (``max``) or lower (``min``) is better.
+        num_eval_timestamps: seed times of the val and of the test split, one window
+            apart (RelBench's; val's end a window before the test time, test's a window
+            before the data's end).
+        query: the label SQL as text instead of a file (``sql: null``), RelBench's manifest
+            style: ``{timedelta}`` stands for the window (``INTERVAL '{timedelta}'``).
+        time_col: the name the task's source gives the seed time (RelBench: ``timestamp``,
+            or an autocomplete task's entity time column); rdl's tables call it
+            ``timestamp``, prediction files use this name.
         backtest: move both split times this many windows earlier (rolling-origin
             evaluation, :mod:`rdl.backtest`): train, val and test all end sooner, and the
             graph and baselines are cut at the moved test time as at the real one.
@@ -77,7 +86,7 @@ class Task:
     """
 
     name: str
-    sql: str
+    sql: str | None
     kind: str | Kind
     entity_table: str
     entity_col: str
@@ -93,6 +102,9 @@ class Task:
     monitor_mode: str = "max"
     backtest: int = 0
     data_defaults: dict = field(default_factory=dict)
+    num_eval_timestamps: int = 1
+    query: str | None = None
+    time_col: str = "timestamp"
 
     def __post_init__(self):
         if not isinstance(self.kind, Kind):
@@ -120,11 +132,36 @@ class Task:
                                                     self.delta, back)
         if self.test_time < self.val_time:
             raise ValueError(f"task {self.name!r}: test_timestamp precedes val_timestamp")
+        n = self.num_eval_timestamps
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"task {self.name!r}: num_eval_timestamps {n!r} must be a whole "
+                             "number >= 1")
+        self.sql_path = None
+        if self.sql is None:
+            if self.query is None and type(self) is Task:
+                raise ValueError(f"task {self.name!r}: no labels: give sql (a file) or query")
+            return  # labels from self.query, or from a subclass (rdl.tasks.relbench)
         path = Path(self.sql).expanduser()
         self.sql_path = path if path.is_absolute() or path.exists() else TASKS_DIR / path
         if not self.sql_path.exists():
             raise FileNotFoundError(f"task {self.name!r}: SQL file {self.sql!r} does not exist "
                                     f"(looked in {Path.cwd()} and {TASKS_DIR})")
+
+    @property
+    def source(self) -> str:
+        """Where the labels come from, for messages: the SQL file, or the task's query."""
+        return str(self.sql_path) if self.sql_path is not None else f"the SQL of task {self.name!r}"
+
+    # -- the database as the task sees it -----------------------------------------------
+    def database(self, db: Database) -> Database:
+        """``db`` as the task needs it before anything is computed (RelBench's autocomplete
+        tasks key an entity table that has no key); the database itself here."""
+        return db
+
+    def inputs(self, db: Database) -> Database:
+        """``db`` without the columns the task must not see (a label's own column); the
+        graph, the features and the baselines read only this. The database itself here."""
+        return db
 
     # -- labels ----------------------------------------------------------------------
     def make_table(self, db: Database, timestamps) -> pd.DataFrame:
@@ -140,22 +177,27 @@ class Task:
                          pd.DataFrame({"timestamp": pd.to_datetime(list(timestamps))}))
             window = dt.timedelta(seconds=self.delta.total_seconds())
             try:
-                df = con.execute(self.sql_path.read_text(), {"window": window}).df()
+                if self.sql_path is None:  # RelBench's manifest SQL: the window as text
+                    df = con.execute(self.query.replace("{timedelta}", str(self.delta))).df()
+                else:
+                    df = con.execute(self.sql_path.read_text(), {"window": window}).df()
             except duckdb.Error as e:
-                raise DataError(f"task {self.name!r}: {self.sql_path} failed in DuckDB: {e}") from None
+                raise DataError(f"task {self.name!r}: {self.source} failed in DuckDB: {e}") from None
         finally:
             con.close()
+        if self.time_col != "timestamp" and self.time_col in df.columns:
+            df = df.rename(columns={self.time_col: "timestamp"})
         expected = ["timestamp", self.entity_col, self.target_col]
         missing = [c for c in expected if c not in df.columns]
         if missing:
-            raise DataError(f"task {self.name!r}: {self.sql_path} returned columns "
+            raise DataError(f"task {self.name!r}: {self.source} returned columns "
                             f"{list(df.columns)}, expected {expected} (missing {missing})")
         df = df.dropna(subset=[self.entity_col])  # rows of dangling foreign keys
         try:
             df["timestamp"] = df["timestamp"].astype("datetime64[s]")
             df[self.entity_col] = df[self.entity_col].astype("int64")
         except (ValueError, TypeError) as e:
-            raise DataError(f"task {self.name!r}: {self.sql_path} returned a column of the wrong "
+            raise DataError(f"task {self.name!r}: {self.source} returned a column of the wrong "
                             f"type (timestamp must hold times, {self.entity_col} the "
                             f"{self.entity_table} table's keys): {e}") from None
         return df.sort_values(["timestamp", self.entity_col], kind="stable").reset_index(drop=True)
@@ -178,7 +220,13 @@ class Task:
             if t + self.delta > db.max_time:
                 raise DataError(f"task {self.name!r}: the {split} split is empty: {split} labels "
                                 f"need rows up to {t + self.delta} ({self._split_times(db)})")
-            return [t]
+            if self.num_eval_timestamps == 1:
+                return [t]
+            # RelBench's: one window apart, val's windows closing by the test time, test's
+            # by the data's end
+            end = min(t + self.delta * (self.num_eval_timestamps - 1),
+                      (self.test_time if split == "val" else db.max_time) - self.delta)
+            return list(pd.date_range(t, max(t, end), freq=self.delta))
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
 
     def now_table(self, db: Database, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -199,10 +247,10 @@ class Task:
     def split_table(self, split: str, db: Database) -> pd.DataFrame:
         """The labelled rows of one split, computed on the database cut for that split."""
         cut = {"train": self.val_time, "val": self.test_time, "test": None}[split]
-        view = db if cut is None else db.upto(cut)
+        view = self.inputs(db if cut is None else db.upto(cut))
         df = self.make_table(view, self.timestamps(split, db))
         if df.empty:  # nothing to train on or to score: say why, not fail in the loader
-            raise DataError(f"task {self.name!r}: the {split} split is empty: {self.sql_path} "
+            raise DataError(f"task {self.name!r}: the {split} split is empty: {self.source} "
                             f"labels no row at its seed times ({self._split_times(db)})")
         return df
 
@@ -211,7 +259,10 @@ class Task:
         ``available = timestamp + window`` at which its window has closed. A seed at time
         ``s`` may see a label only if ``available <= s`` (in strict mode too: the label's
         rows all lie in ``(timestamp, available]``). Test labels are never history: their
-        windows close after every seed time.
+        windows close after every seed time. A val label is available no earlier than the
+        test time: with several val seed times (``num_eval_timestamps``) a later val seed
+        sees no earlier val seed's label, as no test seed sees a test label (with one, its
+        window closes by the test time anyway).
         """
         cols = ["timestamp", self.entity_col, self.target_col]
         # With a "now" table (predictions at the database's end) the test labels have
@@ -220,6 +271,10 @@ class Task:
         splits = ["train", "val", *(["test"] if "now" in tables else [])]
         df = pd.concat([tables[s][cols] for s in splits], ignore_index=True)
         df["available"] = df["timestamp"] + self.delta
+        val = np.zeros(len(df), dtype=bool)
+        start = len(tables["train"])
+        val[start:start + len(tables["val"])] = True
+        df.loc[val, "available"] = df.loc[val, "available"].clip(lower=self.test_time)
         return df.sort_values(["available", self.entity_col], kind="stable").reset_index(drop=True)
 
     def history_table(self, tables: dict[str, pd.DataFrame],

@@ -9,7 +9,10 @@ object, and the rest of rdl asks it, never its name:
   take (:meth:`~Kind.prediction`), a start it corrects (:meth:`~Kind.from_base`);
 - the baselines: the constants, the prior of a row nothing is known of, LightGBM's
   objective and the mapping of its raw scores, the prior as a logit;
-- the outputs: the columns of a prediction file.
+- the outputs: the columns of a prediction file;
+- a task defined elsewhere (RelBench's): the kind's names there (:attr:`Kind.relbench`) and
+  the metrics a task of the kind is scored by when its YAML names none
+  (:meth:`Kind.default_metrics`).
 
 Node kinds have one label per seed (:attr:`Kind.per_seed`: label history, seed features,
 the tree prior and static-shape buckets apply); link prediction has a list of target rows.
@@ -40,6 +43,12 @@ class Kind:
     per_seed: ClassVar[bool] = True
     #: metrics the report also shows in %
     percent: ClassVar[tuple] = ()
+    #: RelBench's names of the kind (its ``TaskType`` values)
+    relbench: ClassVar[tuple] = ()
+    #: the metric that selects the model, and whether higher is better
+    monitor: ClassVar[tuple] = ("", "max")
+    #: the kind needs its number of classes (``num_classes``)
+    counts_classes: ClassVar[bool] = False
 
     def __init__(self, task_name: str, num_classes: int | None = None,
                  target_table: str | None = None):
@@ -119,9 +128,22 @@ class Kind:
         """The columns of a prediction file for predictions ``pred``."""
         return {target_col: pred.numpy()}
 
+    def default_metrics(self, eval_k: int = 12) -> dict:
+        """name -> torchmetrics ``Metric``: what a task of this kind is scored by."""
+        raise NotImplementedError
+
 
 class BinaryClassification(Kind):
     name = "binary_classification"
+    relbench = ("binary_classification",)
+    monitor = ("auroc", "max")
+
+    def default_metrics(self, eval_k=12):
+        from torchmetrics import classification as c
+        return {"auroc": c.BinaryAUROC(validate_args=False),
+                "average_precision": c.BinaryAveragePrecision(validate_args=False),
+                "accuracy": c.BinaryAccuracy(validate_args=False),
+                "f1": c.BinaryF1Score(validate_args=False)}
 
     def metric_target(self, y: Tensor) -> Tensor:
         return y.long()
@@ -156,7 +178,15 @@ class Regression(Kind):
     percentiles, which on item sales alone costs an exact prediction 0.022 MAE)."""
 
     name = "regression"
+    relbench = ("regression",)
+    monitor = ("mae", "min")
     starts_from_last_label = True
+
+    def default_metrics(self, eval_k=12):
+        import torchmetrics
+        return {"mae": torchmetrics.MeanAbsoluteError(),
+                "rmse": torchmetrics.MeanSquaredError(squared=False),
+                "r2": torchmetrics.R2Score()}
 
     def target_stats(self, y: Tensor) -> tuple:
         """Median, mean absolute deviation from it (the L1 loss's own centre and scale;
@@ -194,7 +224,16 @@ class Regression(Kind):
 
 class MulticlassClassification(Kind):
     name = "multiclass_classification"
+    relbench = ("multiclass_classification",)
+    monitor = ("accuracy", "max")
+    counts_classes = True
     history_stype = "categorical"
+
+    def default_metrics(self, eval_k=12):
+        from torchmetrics import classification as c
+        n = self.num_classes
+        return {"accuracy": c.MulticlassAccuracy(n, average="micro", validate_args=False),
+                "macro_f1": c.MulticlassF1Score(n, average="macro", validate_args=False)}
 
     def __init__(self, task_name: str, num_classes: int | None = None, **kwargs):
         super().__init__(task_name)
@@ -252,6 +291,13 @@ class LinkPrediction(Kind):
     name = "link_prediction"
     per_seed = False
     percent = ("map",)
+    relbench = ("recommendation", "link_prediction")
+    monitor = ("map", "max")
+
+    def default_metrics(self, eval_k=12):
+        from rdl.training.metrics import LinkMAP, LinkPrecision, LinkRecall
+        return {"map": LinkMAP(k=eval_k), "precision": LinkPrecision(k=eval_k),
+                "recall": LinkRecall(k=eval_k)}
 
     def __init__(self, task_name: str, target_table: str | None = None, **kwargs):
         super().__init__(task_name)
@@ -261,6 +307,15 @@ class LinkPrediction(Kind):
 
 KINDS = {k.name: k for k in (BinaryClassification, Regression, MulticlassClassification,
                              LinkPrediction)}
+
+
+def relbench_kind(task_type: str, task_name: str) -> str:
+    """The kind RelBench's ``task_type`` names (``recommendation``: link prediction)."""
+    for kind in KINDS.values():
+        if task_type in kind.relbench:
+            return kind.name
+    raise ValueError(f"task {task_name!r}: RelBench task_type {task_type!r} is not one rdl "
+                     f"trains; it trains {sorted(n for k in KINDS.values() for n in k.relbench)}")
 
 
 def kind_of(name: str, task_name: str, **settings) -> Kind:

@@ -91,6 +91,7 @@ class RelDataModule(pl.LightningDataModule):
                  random_seed: int = 0, now: bool = False,
                  buckets: BucketSettings | dict | None = None):
         super().__init__()
+        db = task.database(db)  # as the task needs it (a key for an autocomplete table)
         check_stypes(db, stypes)  # now, not after the task tables and the tree prior
         check_task_tables(task, db)
         #: static-shape buckets (:mod:`rdl.training.buckets`), and each split's profiles

@@ -1,5 +1,5 @@
-"""rdl.data.hm, .kaggle, .relbench: frames -> Database, Kaggle CSV round trip, RelBench files,
-the synthetic cache."""
+"""rdl.data.hm, .kaggle, .relbench: frames -> Database, Kaggle CSV round trip, RelBench files
+(rel-hm as any RelBench database: tests/data/test_relbench.py), the synthetic cache."""
 import json
 import re
 
@@ -13,7 +13,7 @@ import rdl
 from rdl.data import DataError, Database, synthetic_hm
 from rdl.data.hm import START, hm_database, load_hm, synthetic_cache_path, synthetic_hm_db
 from rdl.data.kaggle import read_kaggle, write_kaggle
-from rdl.data.relbench import read_relbench
+from rdl.data.relbench import load_relbench
 
 SCALE = 0.001
 
@@ -184,12 +184,11 @@ def save_like_relbench(db: Database, folder, metadata=True):
         pq.write_table(table, folder / f"{name}.parquet")
 
 
-@pytest.mark.parametrize("metadata", [True, False])
-def test_read_relbench(frames, tmp_path, metadata):
+def test_read_relbench(frames, tmp_path):
     db = hm_database(**frames)
-    save_like_relbench(db, tmp_path / "rel-hm" / "db", metadata)
+    save_like_relbench(db, tmp_path / "rel-hm" / "db")
     for folder in [tmp_path / "rel-hm" / "db", tmp_path / "rel-hm"]:
-        back = read_relbench(folder)
+        back = load_relbench(folder)
         for name, tab in db:
             got = back[name]
             assert (got.pkey, got.fkeys, got.time_col) == (tab.pkey, tab.fkeys, tab.time_col)
@@ -197,12 +196,18 @@ def test_read_relbench(frames, tmp_path, metadata):
 
 
 def test_read_relbench_errors(frames, tmp_path):
+    save_like_relbench(hm_database(**frames), tmp_path / "plain", metadata=False)
+    # no key metadata: no guessing rel-hm's keys any more, one message saying what to do
+    with pytest.raises(DataError, match=r"parquet schema lacks RelBench's metadata .*data=folder"):
+        load_relbench(tmp_path / "plain")
     save_like_relbench(hm_database(**frames), tmp_path)
     (tmp_path / "article.parquet").unlink()
-    with pytest.raises(DataError, match=r"article\.parquet: missing"):
-        read_relbench(tmp_path)
+    with pytest.raises(DataError, match=r"transactions\.parquet \(table 'transactions', column "
+                                        r"'article_id'\): foreign key references unknown table "
+                                        r"'article'"):
+        load_relbench(tmp_path)
     with pytest.raises(DataError, match="no such folder"):
-        read_relbench(tmp_path / "nope")
+        load_relbench(tmp_path / "nope")
 
 
 # -- synthetic cache and load_hm --------------------------------------------------------------
