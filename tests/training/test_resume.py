@@ -1,67 +1,104 @@
-"""Resuming a run: a run killed mid-epoch and resumed from its last.ckpt ends exactly as an
-uninterrupted one; the loaders' order and samples depend on (seed, epoch, batch) alone."""
+"""Resuming a run: a run killed anywhere and resumed from its last.ckpt ends exactly as an
+uninterrupted one (a crash test: SIGKILL at points drawn from a seed); the loaders' order
+and samples depend on (seed, epoch, batch) alone."""
 from __future__ import annotations
 
 import json
+import os
+import random
+import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
+import rdl
 from rdl.train import checked_resume
 from rdl.training.batches import EpochShuffle, SeedBatches, batches
+from tests.conftest import TINY
 
-#: ``python -c``: rdl.train with a callback that SIGKILLs the process at the end of a step
-#: (before that step's checkpoint: Lightning runs checkpoint callbacks last).
-KILLED_AT = """
-import os, signal, sys, runpy, types
-import pytorch_lightning as pl
-class KillAt(pl.Callback):
-    def __init__(self, step):
-        self.step = step
-    def on_train_batch_end(self, trainer, *args):
-        if trainer.global_step == self.step:
-            os.kill(os.getpid(), signal.SIGKILL)
-sys.modules["kill_at"] = types.SimpleNamespace(KillAt=KillAt)
-sys.argv[0] = "rdl.train"
-runpy.run_module("rdl.train", run_name="__main__", alter_sys=True)
-"""
-#: three epochs of six steps, last.ckpt every second step, eager (the resume logic is the
-#: same compiled; compiled checkpoints keep the plain model's keys)
+#: three epochs of six steps, last.ckpt every second step, 2 validation and 3 test batches
+#: of 32 rows; eager (the resume logic is the same compiled: compiled checkpoints keep the
+#: plain model's keys, tested below)
 RUN = ("task=user-churn", "trainer.max_epochs=3", "trainer.limit_train_batches=6",
-       "trainer.limit_val_batches=2", "callbacks.last.every_n_train_steps=2",
-       "compile.enabled=false")
+       "trainer.limit_val_batches=2", "trainer.limit_test_batches=3", "data.eval_batch_size=32",
+       "callbacks.last.every_n_train_steps=2", "compile.enabled=false")
+KILLED_RUN = Path(__file__).with_name("killed_run.py")
+
+
+def kill_points(seed: int) -> list[str]:
+    """The kill points of a crash test, drawn from ``seed`` (``tests/training/killed_run.py``
+    says what each means), in the order a run reaches them: right after an epoch-end
+    checkpoint, during a checkpoint write, during a validation, during the final test."""
+    rng = random.Random(seed)
+    # last.ckpt is written every 2 steps, best.ckpt and last.ckpt when an epoch's
+    # validation ends; a write:K point counts the writes of the run it kills (resumed at
+    # the start of epoch 1 or 2, K in 1-2 is mid-epoch).
+    return [f"epoch:{rng.randrange(2)}", f"write:{rng.randrange(1, 3)}",
+            f"val:2:{rng.randrange(2)}", f"test:{rng.randrange(3)}"]
+
+
+def run_killed(run_dir: Path, point: str, *overrides: str, cache: Path):
+    """``killed_run.py`` in a session of its own (the kill takes its process group)."""
+    env = {**os.environ, "RDL_CACHE": str(cache), "HYDRA_FULL_ERROR": "0",
+           "PYTHONPATH": os.pathsep.join([str(Path(rdl.__file__).parents[1]),
+                                          os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, str(KILLED_RUN), point, f"hydra.run.dir={run_dir}", *TINY,
+           *RUN, *overrides]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900,
+                          start_new_session=True)
 
 
 def weights(path):
     return torch.load(path, map_location="cpu", weights_only=False)["state_dict"]
 
 
-def test_a_run_killed_mid_epoch_resumes_to_the_same_end(tmp_path, run_train):
-    full, killed = tmp_path / "full", tmp_path / "killed"
-    out = run_train(full, *RUN, tiny=True)
+def crash_and_resume(tmp_path, cache, points: list[str], *overrides: str) -> None:
+    """An uninterrupted run, and one killed at each of ``points`` in turn, each time
+    resumed from its last.ckpt: the same final weights and metrics."""
+    full = tmp_path / "full"
+    out = run_killed(full, "none", *overrides, cache=cache)
     assert out.returncode == 0, out.stderr[-3000:]
-    # Killed at the end of step 9 (epoch 1, its 4th batch): last.ckpt holds step 8.
-    out = run_train(killed, *RUN, "+callbacks.kill._target_=kill_at.KillAt",
-                    "+callbacks.kill.step=9", python=(sys.executable, "-c", KILLED_AT))
-    assert out.returncode == -9, out.stderr[-3000:]
-    last = killed / "checkpoints" / "last.ckpt"
-    ckpt = torch.load(last, map_location="cpu", weights_only=False)
-    assert (ckpt["epoch"], ckpt["global_step"]) == (1, 8)
-    assert not (killed / "metrics.json").exists()
-    out = run_train(tmp_path / "resumed", *RUN, f"ckpt_path={last}")
-    assert out.returncode == 0, out.stderr[-3000:]
-    # The resumed run trained steps 9 to 18 as the uninterrupted one did: the same final
-    # weights (written to the folder it resumed from), the same metrics.
+    first = tmp_path / "0"
+    last = first / "checkpoints" / "last.ckpt"   # resumed runs keep writing there
+    for i, point in enumerate([*points, "none"]):
+        resume = (f"ckpt_path={last}",) if i else ()
+        out = run_killed(tmp_path / str(i), point, *resume, *overrides, cache=cache)
+        assert out.returncode == (0 if point == "none" else -9), (point, out.stderr[-3000:])
+        if point != "none":
+            assert not (tmp_path / str(i) / "metrics.json").exists()
+            # What a kill leaves is whole: a readable checkpoint (the one before a write).
+            assert torch.load(last, map_location="cpu", weights_only=False)["state_dict"]
     a, b = weights(full / "checkpoints" / "last.ckpt"), weights(last)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    first = json.loads((full / "metrics.json").read_text())
+    expected = json.loads((full / "metrics.json").read_text())
+    resumed = json.loads((tmp_path / str(len(points)) / "metrics.json").read_text())
+    assert resumed["model"] == expected["model"], points
     # The validation pass is seeded: the best epoch's logged number is the one reported.
     logged = pd.read_csv(full / "logs" / "metrics.csv")["val/auroc"].dropna()
-    assert first["model"]["val"]["auroc"] == pytest.approx(logged.max(), rel=1e-6)
-    again = json.loads((tmp_path / "resumed" / "metrics.json").read_text())
-    assert first["model"] == again["model"]
+    assert expected["model"]["val"]["auroc"] == pytest.approx(logged.max(), rel=1e-6)
+
+
+def test_a_run_killed_anywhere_resumes_to_the_same_end(tmp_path, rdl_cache):
+    """Killed with SIGKILL right after an epoch-end checkpoint, while writing a checkpoint,
+    during a validation and during the final test, each time resumed: the uninterrupted
+    run's final weights and metrics, to the last digit."""
+    crash_and_resume(tmp_path, rdl_cache, kill_points(0))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("setting", ["one", "workers", "ddp", "compiled"])
+def test_kill_points_drawn_from_a_seed(tmp_path, rdl_cache, seed, setting):
+    """The sweep: kill points drawn from other seeds, each point on its own, with loader
+    workers, with two gloo processes, compiled."""
+    overrides = {"one": (), "workers": ("data.num_workers=2",),
+                 "ddp": ("trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2"),
+                 "compiled": ("compile.enabled=true",)}[setting]
+    for point in [*kill_points(seed), f"step:{random.Random(seed).randrange(1, 18)}"]:
+        crash_and_resume(tmp_path / point.replace(":", "-"), rdl_cache, [point], *overrides)
 
 
 def test_resume_checks_the_checkpoint_before_any_work(tmp_path, tiny_cfg):
