@@ -120,6 +120,19 @@ class ResumeState(pl.Callback):
 
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                              batch, batch_idx: int) -> None:
+        progress = trainer.fit_loop.epoch_progress
+        if progress.current.ready <= trainer.current_epoch:
+            # Lightning (2.6) resumed from a checkpoint written at an epoch's end (when its
+            # validation ended) as from the middle of that epoch, then went on to the next
+            # without counting its start or calling on_train_epoch_start: a checkpoint of
+            # this epoch would then resume as a fresh epoch, all of its batches again.
+            # Count the start, and call the hooks it skipped.
+            progress.increment_ready()
+            progress.increment_started()
+            for callback in trainer.callbacks:
+                if callback is not self:
+                    callback.on_train_epoch_start(trainer, pl_module)
+            pl_module.on_train_epoch_start()
         # Seeds the CPU and every CUDA generator (host-side state: no device sync).
         torch.manual_seed(step_seed(self.seed, trainer.current_epoch, batch_idx))
 
