@@ -2,7 +2,7 @@
 
 ``ckpt_path=...`` makes Lightning restore the weights, optimiser, LR schedule, epoch, step
 and callbacks (the best checkpoint so far, early stopping's patience). A resumed run would
-still differ from the uninterrupted one in three ways, which this module closes:
+still differ from the uninterrupted one in four ways, which this module closes:
 
 - **random numbers**: dropout draws from torch's global generator, which everything else
   draws from too, at moments a resumed run does not repeat: a loader's iterator takes a
@@ -19,6 +19,9 @@ still differ from the uninterrupted one in three ways, which this module closes:
   trained on. It is told so before it is made (:attr:`RelDataModule.start_at
   <rdl.training.datamodule.RelDataModule.start_at>`): loader workers, which fetch their
   first batches as soon as the loader's iterator exists, fetch the right ones.
+- **a checkpoint Lightning resumes from wrongly**: one written at an epoch's last batch,
+  before its validation, resumes without that validation; :class:`StepCheckpoint` (the
+  ``last`` callback) writes none there, and ``last.ckpt`` at every epoch's end instead.
 - **a kill while a checkpoint is written**: Lightning writes through a temporary file only
   where the temporary directory is on the checkpoint's file system (``fsspec`` moves it
   from ``/tmp``, copying across file systems). :class:`AtomicCheckpointIO` writes beside
@@ -32,6 +35,7 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.plugins.io import TorchCheckpointIO
 
 from rdl.caching import atomic_file
@@ -147,3 +151,26 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with atomic_file(path) as tmp:
             torch.save(checkpoint, tmp)
+
+
+class StepCheckpoint(ModelCheckpoint):
+    """Lightning's ``ModelCheckpoint`` every ``every_n_train_steps`` steps, but at each
+    epoch's end after its validation, not at its last batch before it.
+
+    Lightning resumes from a checkpoint of an epoch's last batch without that epoch's
+    validation (it counts it as done), so the best checkpoint and early stopping would miss
+    it; and since Lightning 2.6 ``save_last`` writes ``last.ckpt`` at an epoch's end only
+    when the monitored metric improved. This writes it at every epoch's end, after the
+    best checkpoint's callback (the state it saves includes that epoch's best).
+    """
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if batch_idx + 1 >= trainer.num_training_batches:
+            return   # the epoch's end checkpoint follows its validation
+        super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        super().on_train_epoch_end(trainer, pl_module)
+        if trainer.sanity_checking or trainer.fast_dev_run or self.dirpath is None:
+            return
+        trainer.save_checkpoint(self.format_checkpoint_name({}))

@@ -4,8 +4,8 @@ SIGKILLs its whole process group (every DDP process and loader worker) at ``POIN
 - ``none``: not killed;
 - ``ckpt:K``: right after the K-th checkpoint file is written;
 - ``write:K``: in the middle of writing the K-th checkpoint file (half its bytes written);
-- ``epoch:E``: at the end of epoch E, right after its checkpoints (written when its
-  validation ends);
+- ``epoch:E``: right after epoch E's end checkpoint (at the start of epoch E + 1);
+- ``valdone:E``: after epoch E's validation, before its end checkpoint;
 - ``step:S``: at the end of training step S, before that step's checkpoint (Lightning runs
   checkpoint callbacks last);
 - ``val:E:B``: after validation batch B of epoch E (not the sanity check);
@@ -67,8 +67,12 @@ elif kind != "none":
             if kind == "step" and trainer.global_step == args[0]:
                 die()
 
-        def on_train_epoch_end(self, trainer, *a):
-            if kind == "epoch" and trainer.current_epoch == args[0]:
+        def on_train_epoch_start(self, trainer, *a):
+            if kind == "epoch" and trainer.current_epoch == args[0] + 1:
+                die()
+
+        def on_train_epoch_end(self, trainer, *a):  # before the checkpoint callbacks'
+            if kind == "valdone" and trainer.current_epoch == args[0]:
                 die()
 
         def on_validation_batch_end(self, trainer, module, outputs, batch, batch_idx, *a):
