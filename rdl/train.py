@@ -34,6 +34,7 @@ from rdl.training.datamodule import RelDataModule
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule
 from rdl.training.process import configured
+from rdl.training.resume import AtomicCheckpointIO
 from rdl.training.shapes import shapes_for
 
 log = logging.getLogger("rdl.train")
@@ -234,7 +235,10 @@ def train(cfg: DictConfig) -> dict:
             if isinstance(c, ModelCheckpoint):
                 c.dirpath = os.path.realpath(Path(ckpt_path).parent)
     logger = instantiate(cfg.logger) if cfg.get("logger") else False
-    trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger)
+    # Checkpoints written whole or not at all, whatever the temporary directory
+    # (rdl/training/resume.py): a run killed while writing one resumes from the one before.
+    trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger,
+                                      plugins=[AtomicCheckpointIO()])
 
     try:
         trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)

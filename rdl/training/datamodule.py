@@ -121,6 +121,10 @@ class RelDataModule(pl.LightningDataModule):
         #: how batches are shaped for the model (:mod:`rdl.training.shapes`; ``rdl.train``
         #: sets the run's): pad rows and nodes for a compiled model by default
         self.shapes: Shapes = Padded()
+        #: ``(epoch, batches)``: the next train loader starts its first pass at that epoch,
+        #: leaving out its first ``batches`` batches (a resumed run,
+        #: :class:`~rdl.training.resume.ResumeState`)
+        self.start_at: tuple[int, int] | None = None
         #: with several processes (DDP): the file where the first process of a machine
         #: leaves the split tables, features and tree prior for the others, which would
         #: each compute them again (``rdl.train`` sets it)
@@ -280,8 +284,13 @@ class RelDataModule(pl.LightningDataModule):
                             "otherwise)", split, n, size, world, n // world)
             size = n // world
         # Static shapes pad the last, short batch instead of merging it into a larger one.
-        return batches(n, size, shuffle, merge_tail=not self.shapes.static,
-                       random_seed=self.random_seed, rank=rank, world=world)
+        order = batches(n, size, shuffle, merge_tail=not self.shapes.static,
+                        random_seed=self.random_seed, rank=rank, world=world)
+        if split == "train" and shuffle and self.start_at is not None:
+            (epoch, done), self.start_at = self.start_at, None
+            order.sampler.set_epoch(epoch)
+            order.skip(done)
+        return order
 
     def _transforms(self, *more, after=()):
         """The loader's transforms, in order. ``Compose.forward``, not the ``Compose``

@@ -185,6 +185,13 @@ class TaskModule(pl.LightningModule):
             # Not on the progress bar: it would read the loss on the host at every step.
             self.log("train/loss_step", self._step_loss, on_step=True, on_epoch=False)
 
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        # The epoch's loss so far: a run resumed mid-epoch logs the epoch's whole mean.
+        checkpoint["rdl_epoch_loss"] = (self._loss_sum, self._loss_count)
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self._loss_sum, self._loss_count = checkpoint.get("rdl_epoch_loss", (None, 0))
+
     def on_train_epoch_end(self):
         if not self._loss_count:
             return

@@ -1,88 +1,176 @@
-"""Resume a run exactly: what Lightning's checkpoints lack for it.
+"""Resume a run exactly, from any checkpoint it wrote: what Lightning's checkpoints lack.
 
 ``ckpt_path=...`` makes Lightning restore the weights, optimiser, LR schedule, epoch, step
-and callbacks (the best checkpoint so far). A run resumed mid-epoch then still differs from
-the uninterrupted one in two ways, which :class:`ResumeState` closes:
+and callbacks (the best checkpoint so far, early stopping's patience). A resumed run would
+still differ from the uninterrupted one in four ways, which this module closes:
 
-- **random state**: dropout draws from torch's global generator; the checkpoint carries the
-  generators' states (torch, CUDA, NumPy, Python) as they were when it was written, and
-  they are set back when training resumes, after the sanity check has run;
+- **random numbers**: dropout draws from torch's global generator, which everything else
+  draws from too, at moments a resumed run does not repeat: a loader's iterator takes a
+  number from it when it is made (Lightning makes the resumed epoch's before anything of
+  the checkpoint's random state could be set back), the sanity check, worker start-up.
+  :class:`ResumeState` therefore seeds the generator at the start of every training
+  batch from ``(seed, epoch, batch)`` alone: a step's random numbers depend on where it is
+  in the run, not on what ran before it in this process.
 - **position in the epoch**: Lightning counts the batches an interrupted epoch trained on,
-  but a loader starts its epoch from the beginning. rdl's train loaders shuffle per epoch
-  from ``(seed, epoch)`` alone and sample each batch from a generator seeded by its seeds
+  but a loader starts its epoch from the first batch. rdl's train loaders shuffle from
+  ``(seed, epoch)`` alone and sample each batch from a generator seeded by its seeds
   (:mod:`rdl.training.batches`, ``TemporalSampler(rng_per_batch=True)``), so the resumed
-  epoch only has to leave out the batches already trained on (:meth:`SeedBatches.skip`).
-
-Exact with ``num_workers=0`` (the default): worker processes are forked before a resumed
-epoch is set up, so with workers the resumed epoch's order is not the original one.
+  loader only has to start at the checkpoint's epoch and leave out the batches already
+  trained on. It is told so before it is made (:attr:`RelDataModule.start_at
+  <rdl.training.datamodule.RelDataModule.start_at>`): loader workers, which fetch their
+  first batches as soon as the loader's iterator exists, fetch the right ones.
+- **a checkpoint Lightning resumes from wrongly**: one written at an epoch's last batch,
+  before its validation, resumes without that validation; :class:`StepCheckpoint` (the
+  ``last`` callback) writes none there, and ``last.ckpt`` at every epoch's end instead.
+- **a kill while a checkpoint is written**: Lightning writes through a temporary file only
+  where the temporary directory is on the checkpoint's file system (``fsspec`` moves it
+  from ``/tmp``, copying across file systems). :class:`AtomicCheckpointIO` writes beside
+  the checkpoint and renames: a checkpoint is whole or absent, and a run killed while
+  writing resumes from the one before.
 """
 from __future__ import annotations
 
 import logging
-import random
+from pathlib import Path
 
-import numpy as np
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.plugins.io import TorchCheckpointIO
 
+from rdl.caching import atomic_file
 from rdl.training.batches import SeedBatches
 
 log = logging.getLogger(__name__)
 
 
-def rng_states() -> dict:
-    """The states of torch's (CPU and, if in use, CUDA), NumPy's and Python's generators."""
-    kind, key, pos, has_gauss, gauss = np.random.get_state()
-    # Tensors and plain Python values only: Lightning loads checkpoints with weights_only.
-    states = {"torch": torch.get_rng_state(),
-              "numpy": (kind, torch.from_numpy(key.astype(np.int64)), pos, has_gauss, gauss),
-              "python": random.getstate()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        states["cuda"] = torch.cuda.get_rng_state_all()
-    return states
-
-
-def set_rng_states(states: dict) -> None:
-    torch.set_rng_state(states["torch"])
-    kind, key, pos, has_gauss, gauss = states["numpy"]
-    np.random.set_state((kind, key.numpy().astype(np.uint32), pos, has_gauss, gauss))
-    random.setstate(states["python"])
-    if "cuda" in states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
+def step_seed(seed: int, epoch: int, batch: int) -> int:
+    """The seed of torch's generator at training batch ``batch`` of epoch ``epoch``."""
+    return ((int(seed) * 1_000_003 + int(epoch)) * 1_000_003 + int(batch)) % (2**63)
 
 
 class ResumeState(pl.Callback):
-    """Saves the random state with every checkpoint; on resume, sets it back and makes
-    the train loader skip the batches the interrupted epoch had trained on."""
+    """Seeds each training batch's random numbers from its place in the run, saves that
+    place with every checkpoint, and, on resume, makes the train loader start there.
 
-    def __init__(self):
-        self._pending: dict | None = None
+    Args:
+        seed: the run's seed (``${seed}``).
+    """
+
+    def __init__(self, seed: int = 0):
+        self.seed = int(seed)
+        self._trainer: pl.Trainer | None = None
+        #: ``(epoch, batches)`` a resumed run's train loader starts at, from the checkpoint
+        self._start: tuple[int, int] | None = None
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        self._trainer = trainer
 
     def state_dict(self) -> dict:
-        return {"rng": rng_states()}
+        """Where the next training batch is: the epoch and the batches of it trained on.
+        A checkpoint written at an epoch's end (after its validation, or at its last
+        batch) points at the next epoch's first batch."""
+        trainer = self._trainer
+        if trainer is None:
+            return {}
+        # Batches whose optimiser step ran: a checkpoint written at a batch's end counts
+        # that batch (Lightning raises ``completed`` only after the hooks).
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.processed
+        epoch = trainer.current_epoch
+        if done >= trainer.num_training_batches:
+            epoch, done = epoch + 1, 0
+        return {"epoch": epoch, "batches": done}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        self._pending = state_dict.get("rng")
+        if "epoch" not in state_dict:  # a checkpoint of an rdl before this one
+            log.warning("this checkpoint does not say where in its epoch it was written: "
+                        "the resumed run starts its epoch from the first batch, and its "
+                        "random numbers differ from the uninterrupted run's")
+            return
+        self._start = (state_dict["epoch"], state_dict["batches"])
+        self._tell_datamodule()
+
+    def _tell_datamodule(self) -> None:
+        """Hands the start to the data module, for the train loader it makes next. Lightning
+        restores callbacks before the optimisers are configured, whose schedule asks for
+        the number of steps and so makes the train loader: this runs at the restore."""
+        dm = None if self._trainer is None else self._trainer.datamodule
+        if self._start is not None and dm is not None and hasattr(dm, "start_at"):
+            dm.start_at, self._start = self._start, None
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._trainer = trainer
+        self._tell_datamodule()
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if self._pending is None:
+        dm = trainer.datamodule
+        pending = self._start or getattr(dm, "start_at", None)
+        if pending is None:
             return
-        states, self._pending = self._pending, None
-        fit_loop = trainer.fit_loop
-        if fit_loop.restarted_mid_epoch:
-            # Batches whose optimiser step ran (a checkpoint written at a batch's end
-            # counts that batch: ``completed`` is raised only after the hooks).
-            done = fit_loop.epoch_loop.batch_progress.current.processed
-            skipped = 0
-            loaders = trainer.train_dataloader
-            loaders = loaders.values() if isinstance(loaders, dict) else (
-                loaders if isinstance(loaders, (list, tuple)) else [loaders])
-            for loader in loaders:
-                sampler = getattr(loader, "batch_sampler", None)
-                if isinstance(sampler, SeedBatches):
-                    sampler.skip(done)
-                    skipped += 1
-            if not skipped:
-                log.warning("resuming mid-epoch: the train loader cannot skip the %d batches "
-                            "already trained on, this epoch starts from its first", done)
-        set_rng_states(states)
+        # The train loader was made before the data module could be told (or is not rdl's):
+        # skip on its batch sampler, where its iterator has not read it yet (no workers).
+        self._start = None
+        if dm is not None and hasattr(dm, "start_at"):
+            dm.start_at = None
+        sampler = getattr(trainer.train_dataloader, "batch_sampler", None)
+        if isinstance(sampler, SeedBatches) and not getattr(trainer.train_dataloader,
+                                                            "num_workers", 0):
+            sampler.sampler.set_epoch(pending[0])
+            sampler.skip(pending[1])
+        else:
+            log.warning("resuming: the train loader cannot be told to start at epoch %d, "
+                        "batch %d; the resumed epoch starts from its first batch, and the "
+                        "run ends otherwise than the uninterrupted one", *pending)
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                             batch, batch_idx: int) -> None:
+        progress = trainer.fit_loop.epoch_progress
+        if progress.current.ready <= trainer.current_epoch:
+            # Lightning (2.6) resumed from a checkpoint written at an epoch's end (when its
+            # validation ended) as from the middle of that epoch, then went on to the next
+            # without counting its start or calling on_train_epoch_start: a checkpoint of
+            # this epoch would then resume as a fresh epoch, all of its batches again.
+            # Count the start, and call the hooks it skipped.
+            progress.increment_ready()
+            progress.increment_started()
+            for callback in trainer.callbacks:
+                if callback is not self:
+                    callback.on_train_epoch_start(trainer, pl_module)
+            pl_module.on_train_epoch_start()
+        # Seeds the CPU and every CUDA generator (host-side state: no device sync).
+        torch.manual_seed(step_seed(self.seed, trainer.current_epoch, batch_idx))
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Lightning's checkpoint writer, through a temporary file beside the checkpoint
+    (:func:`rdl.caching.atomic_file`): a kill leaves the old checkpoint or the new one."""
+
+    def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
+        if storage_options is not None:
+            raise TypeError(f"{type(self).__name__} takes no storage_options")
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(path) as tmp:
+            torch.save(checkpoint, tmp)
+
+
+class StepCheckpoint(ModelCheckpoint):
+    """Lightning's ``ModelCheckpoint`` every ``every_n_train_steps`` steps, but at each
+    epoch's end after its validation, not at its last batch before it.
+
+    Lightning resumes from a checkpoint of an epoch's last batch without that epoch's
+    validation (it counts it as done), so the best checkpoint and early stopping would miss
+    it; and since Lightning 2.6 ``save_last`` writes ``last.ckpt`` at an epoch's end only
+    when the monitored metric improved. This writes it at every epoch's end, after the
+    best checkpoint's callback (the state it saves includes that epoch's best).
+    """
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if batch_idx + 1 >= trainer.num_training_batches:
+            return   # the epoch's end checkpoint follows its validation
+        super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        super().on_train_epoch_end(trainer, pl_module)
+        if trainer.sanity_checking or trainer.fast_dev_run or self.dirpath is None:
+            return
+        trainer.save_checkpoint(self.format_checkpoint_name({}))

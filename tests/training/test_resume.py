@@ -1,116 +1,119 @@
-"""Resuming a run: a run killed mid-epoch and resumed from its last.ckpt ends exactly as an
-uninterrupted one; the loaders' order and samples depend on (seed, epoch, batch) alone."""
+"""Resuming a run: a run killed anywhere and resumed from its last.ckpt ends exactly as an
+uninterrupted one (a crash test: SIGKILL at points drawn from a seed); the loaders' order
+and samples depend on (seed, epoch, batch) alone."""
 from __future__ import annotations
 
 import json
+import os
+import random
+import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
+import rdl
 from rdl.train import checked_resume
 from rdl.training.batches import EpochShuffle, SeedBatches, batches
+from tests.conftest import TINY
 
-#: ``python -c``: rdl.train with a callback that SIGKILLs the process at the end of a step
-#: (before that step's checkpoint: Lightning runs checkpoint callbacks last).
-KILLED_AT = """
-import os, signal, sys, runpy, types
-import pytorch_lightning as pl
-class KillAt(pl.Callback):
-    def __init__(self, step):
-        self.step = step
-    def on_train_batch_end(self, trainer, *args):
-        if trainer.global_step == self.step:
-            os.kill(os.getpid(), signal.SIGKILL)
-sys.modules["kill_at"] = types.SimpleNamespace(KillAt=KillAt)
-sys.argv[0] = "rdl.train"
-runpy.run_module("rdl.train", run_name="__main__", alter_sys=True)
-"""
-#: three epochs of six steps, last.ckpt every second step, eager (the resume logic is the
-#: same compiled; compiled checkpoints keep the plain model's keys)
+#: three epochs of six steps, last.ckpt every second step, 2 validation and 3 test batches
+#: of 32 rows; eager (the resume logic is the same compiled: compiled checkpoints keep the
+#: plain model's keys, tested below)
 RUN = ("task=user-churn", "trainer.max_epochs=3", "trainer.limit_train_batches=6",
-       "trainer.limit_val_batches=2", "callbacks.last.every_n_train_steps=2",
-       "compile.enabled=false")
+       "trainer.limit_val_batches=2", "trainer.limit_test_batches=3", "data.eval_batch_size=32",
+       "callbacks.last.every_n_train_steps=2", "compile.enabled=false")
+KILLED_RUN = Path(__file__).with_name("killed_run.py")
+
+
+def kill_points(seed: int) -> list[str]:
+    """The kill points of a crash test, drawn from ``seed`` (``tests/training/killed_run.py``
+    says what each means), in the order a run reaches them: right after an epoch-end
+    checkpoint, during a checkpoint write, during a validation, during the final test."""
+    rng = random.Random(seed)
+    # last.ckpt is written every 2 steps, best.ckpt and last.ckpt when an epoch's
+    # validation ends; a write:K point counts the writes of the run it kills (resumed at
+    # the start of epoch 1 or 2, K in 1-2 is mid-epoch).
+    return [f"epoch:{rng.randrange(2)}", f"write:{rng.randrange(1, 3)}",
+            f"val:2:{rng.randrange(2)}", f"test:{rng.randrange(3)}"]
+
+
+def run_killed(run_dir: Path, point: str, *overrides: str, cache: Path):
+    """``killed_run.py`` in a session of its own (the kill takes its process group)."""
+    env = {**os.environ, "RDL_CACHE": str(cache), "HYDRA_FULL_ERROR": "0",
+           "PYTHONPATH": os.pathsep.join([str(Path(rdl.__file__).parents[1]),
+                                          os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, str(KILLED_RUN), point, f"hydra.run.dir={run_dir}", *TINY,
+           *RUN, *overrides]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900,
+                          start_new_session=True)
 
 
 def weights(path):
     return torch.load(path, map_location="cpu", weights_only=False)["state_dict"]
 
 
-def test_a_run_killed_mid_epoch_resumes_to_the_same_end(tmp_path, run_train):
-    full, killed = tmp_path / "full", tmp_path / "killed"
-    out = run_train(full, *RUN, tiny=True)
+def crash_and_resume(tmp_path, cache, points: list[str], *overrides: str) -> None:
+    """An uninterrupted run, and one killed at each of ``points`` in turn, each time
+    resumed from its last.ckpt: the same final weights and metrics."""
+    full = tmp_path / "full"
+    out = run_killed(full, "none", *overrides, cache=cache)
     assert out.returncode == 0, out.stderr[-3000:]
-    # Killed at the end of step 9 (epoch 1, its 4th batch): last.ckpt holds step 8.
-    out = run_train(killed, *RUN, "+callbacks.kill._target_=kill_at.KillAt",
-                    "+callbacks.kill.step=9", python=(sys.executable, "-c", KILLED_AT))
-    assert out.returncode == -9, out.stderr[-3000:]
-    last = killed / "checkpoints" / "last.ckpt"
-    ckpt = torch.load(last, map_location="cpu", weights_only=False)
-    assert (ckpt["epoch"], ckpt["global_step"]) == (1, 8)
-    assert not (killed / "metrics.json").exists()
-    out = run_train(tmp_path / "resumed", *RUN, f"ckpt_path={last}")
-    assert out.returncode == 0, out.stderr[-3000:]
-    # The resumed run trained steps 9 to 18 as the uninterrupted one did: the same final
-    # weights (written to the folder it resumed from), the same metrics.
+    first = tmp_path / "0"
+    last = first / "checkpoints" / "last.ckpt"   # resumed runs keep writing there
+    for i, point in enumerate([*points, "none"]):
+        resume = (f"ckpt_path={last}",) if i else ()
+        out = run_killed(tmp_path / str(i), point, *resume, *overrides, cache=cache)
+        assert out.returncode == (0 if point == "none" else -9), (point, out.stderr[-3000:])
+        if point != "none":
+            assert not (tmp_path / str(i) / "metrics.json").exists()
+            # What a kill leaves is whole: a readable checkpoint (the one before a write).
+            assert torch.load(last, map_location="cpu", weights_only=False)["state_dict"]
     a, b = weights(full / "checkpoints" / "last.ckpt"), weights(last)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    first = json.loads((full / "metrics.json").read_text())
+    expected = json.loads((full / "metrics.json").read_text())
+    resumed = json.loads((tmp_path / str(len(points)) / "metrics.json").read_text())
+    assert resumed["model"] == expected["model"], points
     # The validation pass is seeded: the best epoch's logged number is the one reported.
     logged = pd.read_csv(full / "logs" / "metrics.csv")["val/auroc"].dropna()
-    assert first["model"]["val"]["auroc"] == pytest.approx(logged.max(), rel=1e-6)
-    again = json.loads((tmp_path / "resumed" / "metrics.json").read_text())
-    assert first["model"] == again["model"]
+    assert expected["model"]["val"]["auroc"] == pytest.approx(logged.max(), rel=1e-6)
 
 
-def test_resume_checks_the_checkpoint_before_any_work(tmp_path, tiny_cfg):
-    cfg = tiny_cfg("task=user-churn", f"ckpt_path={tmp_path / 'nope.ckpt'}")
-    with pytest.raises(FileNotFoundError, match="nope.ckpt: no such file"):
-        checked_resume(cfg)
-    (tmp_path / "junk.ckpt").write_text("not a checkpoint")
-    with pytest.raises(ValueError, match="junk.ckpt: not a readable checkpoint"):
-        checked_resume(tiny_cfg(f"ckpt_path={tmp_path / 'junk.ckpt'}"))
-    torch.save({"state_dict": {}}, tmp_path / "foreign.ckpt")
-    with pytest.raises(ValueError, match="not a checkpoint written by rdl.train"):
-        checked_resume(tiny_cfg(f"ckpt_path={tmp_path / 'foreign.ckpt'}"))
-    torch.save({"hyper_parameters": {"rdl_config": {"task": {"name": "item-sales"}}}},
-               tmp_path / "sales.ckpt")
-    with pytest.raises(ValueError, match="a checkpoint of task 'item-sales', not of 'user-churn'"):
-        checked_resume(tiny_cfg("task=user-churn", f"ckpt_path={tmp_path / 'sales.ckpt'}"))
-    assert checked_resume(tiny_cfg("task=item-sales", f"ckpt_path={tmp_path / 'sales.ckpt'}"))
+def test_a_run_killed_anywhere_resumes_to_the_same_end(tmp_path, rdl_cache):
+    """Killed with SIGKILL right after an epoch-end checkpoint, while writing a checkpoint,
+    during a validation and during the final test, each time resumed: the uninterrupted
+    run's final weights and metrics, to the last digit."""
+    crash_and_resume(tmp_path, rdl_cache, kill_points(0))
 
 
-def test_each_epoch_has_its_own_order_that_depends_on_seed_and_epoch_alone():
-    a, b = EpochShuffle(50, random_seed=3), EpochShuffle(50, random_seed=3)
-    orders = [list(a) for _ in range(3)]  # passes without set_epoch advance the epoch
-    assert len({tuple(o) for o in orders}) == 3 and sorted(orders[0]) == list(range(50))
-    b.set_epoch(2)
-    assert list(b) == orders[2]
-    assert list(EpochShuffle(50, random_seed=4)) != orders[0]
+SETTINGS = {"workers": ("data.num_workers=2",),
+            "ddp": ("trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2"),
+            "compiled": ("compile.enabled=true",)}
 
 
-@pytest.mark.parametrize("merge_tail", [True, False])
-def test_batches_skip_the_first_batches_of_one_pass(merge_tail):
-    sampler = batches(100, 16, shuffle=True, merge_tail=merge_tail, random_seed=0)
-    assert isinstance(sampler, SeedBatches)
-    sampler.sampler.set_epoch(1)
-    whole = list(sampler)
-    sampler.sampler.set_epoch(1)
-    sampler.skip(4)
-    assert list(sampler) == whole[4:]
-    sampler.sampler.set_epoch(1)
-    assert list(sampler) == whole  # the skip held for one pass only
+@pytest.mark.slow
+@pytest.mark.parametrize("setting,seed", [("one", 1), ("one", 2), ("workers", 1), ("ddp", 1),
+                                          ("compiled", 1)])
+def test_kill_points_drawn_from_a_seed(tmp_path, rdl_cache, setting, seed):
+    """The sweep: kill points drawn from other seeds, with loader workers, with two gloo
+    processes, compiled."""
+    rng = random.Random(seed)
+    more = [f"valdone:{rng.randrange(2)}", f"step:{rng.choice([3, 9, 15])}"]
+    crash_and_resume(tmp_path, rdl_cache, sorted_points([*kill_points(seed), *more]),
+                     *SETTINGS.get(setting, ()))
 
 
-def test_compiled_and_eager_checkpoints_load_into_each_other(tiny_cfg):
-    """The compiled wrapper is no submodule: a checkpoint keeps the plain model's keys."""
-    from rdl.train import build
-    _, _, compiled = build(tiny_cfg("task=user-churn", "compile.enabled=true"))
-    _, _, eager = build(tiny_cfg("task=user-churn", "compile.enabled=false"))
-    assert compiled.forward_fn is not compiled.model and eager.forward_fn is eager.model
-    state = compiled.state_dict()
-    assert not any("_orig_mod" in k for k in state)
-    eager.load_state_dict(state)            # strict: every key, no other
-    assert all(torch.equal(v, eager.state_dict()[k]) for k, v in state.items())
-    compiled.load_state_dict(eager.state_dict())
+def sorted_points(points: list[str]) -> list[str]:
+    """Kill points in the order one run reaches them (each resumed run goes on from there);
+    a checkpoint write right after the resume at an epoch's start."""
+    def when(point):
+        kind, *n = point.split(":")
+        n = [int(x) for x in n]
+        return {"step": lambda: n[0] / 6, "valdone": lambda: n[0] + 0.9,
+                "epoch": lambda: n[0] + 1.0, "val": lambda: n[0] + 0.8,
+                "test": lambda: 99}[kind]()
+    ordered = sorted((p for p in points if not p.startswith("write")), key=when)
+    at = next(i for i, p in enumerate(ordered) if p.startswith("epoch")) + 1
+    return [*ordered[:at], *(p for p in points if p.startswith("write")), *ordered[at:]]
