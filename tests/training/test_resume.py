@@ -119,3 +119,55 @@ def sorted_points(points: list[str]) -> list[str]:
     ordered = sorted((p for p in points if not p.startswith("write")), key=when)
     at = next(i for i, p in enumerate(ordered) if p.startswith("epoch")) + 1
     return [*ordered[:at], *(p for p in points if p.startswith("write")), *ordered[at:]]
+
+
+def test_resume_checks_the_checkpoint_before_any_work(tmp_path, tiny_cfg):
+    cfg = tiny_cfg("task=user-churn", f"ckpt_path={tmp_path / 'nope.ckpt'}")
+    with pytest.raises(FileNotFoundError, match="nope.ckpt: no such file"):
+        checked_resume(cfg)
+    (tmp_path / "junk.ckpt").write_text("not a checkpoint")
+    with pytest.raises(ValueError, match="junk.ckpt: not a readable checkpoint"):
+        checked_resume(tiny_cfg(f"ckpt_path={tmp_path / 'junk.ckpt'}"))
+    torch.save({"state_dict": {}}, tmp_path / "foreign.ckpt")
+    with pytest.raises(ValueError, match="not a checkpoint written by rdl.train"):
+        checked_resume(tiny_cfg(f"ckpt_path={tmp_path / 'foreign.ckpt'}"))
+    torch.save({"hyper_parameters": {"rdl_config": {"task": {"name": "item-sales"}}}},
+               tmp_path / "sales.ckpt")
+    with pytest.raises(ValueError, match="a checkpoint of task 'item-sales', not of 'user-churn'"):
+        checked_resume(tiny_cfg("task=user-churn", f"ckpt_path={tmp_path / 'sales.ckpt'}"))
+    assert checked_resume(tiny_cfg("task=item-sales", f"ckpt_path={tmp_path / 'sales.ckpt'}"))
+
+
+def test_each_epoch_has_its_own_order_that_depends_on_seed_and_epoch_alone():
+    a, b = EpochShuffle(50, random_seed=3), EpochShuffle(50, random_seed=3)
+    orders = [list(a) for _ in range(3)]  # passes without set_epoch advance the epoch
+    assert len({tuple(o) for o in orders}) == 3 and sorted(orders[0]) == list(range(50))
+    b.set_epoch(2)
+    assert list(b) == orders[2]
+    assert list(EpochShuffle(50, random_seed=4)) != orders[0]
+
+
+@pytest.mark.parametrize("merge_tail", [True, False])
+def test_batches_skip_the_first_batches_of_one_pass(merge_tail):
+    sampler = batches(100, 16, shuffle=True, merge_tail=merge_tail, random_seed=0)
+    assert isinstance(sampler, SeedBatches)
+    sampler.sampler.set_epoch(1)
+    whole = list(sampler)
+    sampler.sampler.set_epoch(1)
+    sampler.skip(4)
+    assert list(sampler) == whole[4:]
+    sampler.sampler.set_epoch(1)
+    assert list(sampler) == whole  # the skip held for one pass only
+
+
+def test_compiled_and_eager_checkpoints_load_into_each_other(tiny_cfg):
+    """The compiled wrapper is no submodule: a checkpoint keeps the plain model's keys."""
+    from rdl.train import build
+    _, _, compiled = build(tiny_cfg("task=user-churn", "compile.enabled=true"))
+    _, _, eager = build(tiny_cfg("task=user-churn", "compile.enabled=false"))
+    assert compiled.forward_fn is not compiled.model and eager.forward_fn is eager.model
+    state = compiled.state_dict()
+    assert not any("_orig_mod" in k for k in state)
+    eager.load_state_dict(state)            # strict: every key, no other
+    assert all(torch.equal(v, eager.state_dict()[k]) for k, v in state.items())
+    compiled.load_state_dict(eager.state_dict())
