@@ -35,7 +35,7 @@ import torch_frame
 import yaml
 
 from rdl.data import files
-from rdl.data.keys import map_foreign_keys
+from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.database import Database, DataError, Table
 from rdl.data.checks import (check_finite, check_key, looks_like_times, numbers,
                              parse_numbers, parse_times)
@@ -128,13 +128,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         if t.pkey is not None and t.pkey in t.fkeys:
             raise DataError(f"{where}: table {t.name!r}: column {t.pkey!r} is both its primary "
                             "key and a foreign key; give the table a key of its own")
-        for col, ref in t.fkeys.items():
-            if ref not in tables:
-                raise DataError(f"{where}: table {t.name!r}: foreign key {col!r} references "
-                                f"unknown table {ref!r} (tables: {sorted(tables)})")
-            if tables[ref].pkey is None:
-                raise DataError(f"{where}: table {t.name!r}: foreign key {col!r} references "
-                                f"table {ref!r}, which has no primary key")
+    check_references(tables, lambda t, col: f"{where}: table {t.name!r}: foreign key {col!r}")
     return tables, dangling
 
 

@@ -16,6 +16,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one place
 
+def check_references(tables: dict, subject) -> None:
+    """Each foreign key of ``tables`` (name -> an object with ``fkeys`` and ``pkey``)
+    references a table of them that has a primary key; ``subject(table, column)`` starts
+    the message (where the key is declared)."""
+    for t in tables.values():
+        for col, ref in t.fkeys.items():
+            if ref not in tables:
+                raise DataError(f"{subject(t, col)} references unknown table {ref!r} "
+                                f"(tables: {sorted(tables)})")
+            if tables[ref].pkey is None:
+                raise DataError(f"{subject(t, col)} references table {ref!r}, which has no "
+                                "primary key")
+
+
 def _comparable(values: pd.Series, other: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Key values of two columns in one form: numbers as integers where they all are, and
     text where either side is text (a CSV's ``"0042"`` is not the number 42)."""

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from rdl.data.database import Database, DataError, Table
+from rdl.data.keys import check_references
 
 log = logging.getLogger(__name__)
 
@@ -136,13 +137,7 @@ def _check(specs: dict[str, TableSpec]) -> None:
                           *((c, "foreign key") for c in t.fkeys)]:
             if col is not None and col not in cols:
                 raise DataError(f"{t.where()}: {role} {col!r} missing; the file has {cols}")
-        for col, ref in t.fkeys.items():
-            if ref not in specs:
-                raise DataError(f"{t.where(col)}: foreign key references unknown table "
-                                f"{ref!r} (tables: {sorted(specs)})")
-            if specs[ref].pkey is None:
-                raise DataError(f"{t.where(col)}: foreign key references table {ref!r}, "
-                                "which has no primary key")
+    check_references(specs, lambda t, col: f"{t.where(col)}: foreign key")
 
 
 def load_relbench(path) -> Database:
