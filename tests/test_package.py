@@ -34,6 +34,14 @@ def test_the_wheel_ships_configs_and_task_sql(installed):
         assert f"rdl/{f.relative_to(package).as_posix()}" in names
 
 
+def test_the_wheel_declares_its_license(installed):
+    wheel, _ = installed
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        assert "License-Expression: MIT" in z.read(meta).decode().splitlines()
+        assert any(n.endswith("licenses/LICENSE") for n in z.namelist())
+
+
 def test_installed_rdl_composes_from_any_directory(installed, tmp_path):
     _, target = installed
     env = {**os.environ, "PYTHONPATH": str(target)}
