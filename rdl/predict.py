@@ -38,7 +38,9 @@ from rdl.caching import atomic_file
 from rdl.baselines.scoring import score, score_tensors
 from rdl.data.database import DataError
 from rdl.graph.columns import is_list_column
-from rdl.train import USER_ERRORS, build, read_checkpoint
+from rdl.api import build
+from rdl.checkpoints import read_checkpoint
+from rdl.train import USER_ERRORS
 
 log = logging.getLogger("rdl.predict")
 SPLITS = ("val", "test", "now")

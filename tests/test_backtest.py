@@ -75,7 +75,7 @@ def test_bad_folders_are_named(tmp_path, capsys):
 def test_backtest_setting_reaches_the_task_and_its_splits(tiny_cfg):
     """``backtest=3`` as rdl.train composes it: the task, its split tables, the graph and
     the LightGBM baseline all end three windows earlier."""
-    from rdl.train import build
+    from rdl.api import build
     task, dm, _ = build(tiny_cfg("task=user-churn", "backtest=3", "compile.enabled=false"))
     default = read_task(tiny_cfg("task=user-churn"))
     week = pd.Timedelta("7D")

@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import rdl
-from rdl.train import with_data_defaults
+from rdl.settings import with_data_defaults
 
 PRESETS = ("experiment", "debug")
 CHOICES = [(group.name, option.stem) for group in sorted(rdl.CONF_DIR.iterdir())

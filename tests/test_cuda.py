@@ -16,7 +16,7 @@ import pytorch_lightning as pl
 import torch
 from hydra.utils import instantiate
 
-from rdl.train import build
+from rdl.api import build
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA")]

@@ -1,8 +1,8 @@
-"""Settings that cannot train are refused before any data is read (rdl.train.check_settings):
+"""Settings that cannot train are refused before any data is read (rdl.settings.check_settings):
 one ValueError naming the setting, its value and what it must be."""
 import pytest
 
-from rdl.train import check_settings
+from rdl.settings import check_settings
 
 
 @pytest.mark.parametrize("overrides,message", [

@@ -136,7 +136,7 @@ def test_compiled_bf16_mixed_run(tmp_path, run_train):
     ("model=idgnn", "cannot be trained on task 'user-churn'"),
     ("task=user-item-purchase model=sage", "model=contextgnn"),
     ("+compile.cpu_patches.no_such_patch=true", "unknown patch ['no_such_patch']"),
-    # checked before the database is read (rdl.train.check_settings)
+    # checked before the database is read (rdl.settings.check_settings)
     ("model.channels=0", "error: model.channels=0: must be an integer >= 1"),
     # (these two as channels=0 end to end; check_settings is tested for each in test_settings)
     pytest.param("data.num_neighbors=[]",

@@ -180,7 +180,7 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
     from hydra.utils import instantiate
 
     from rdl.bench.train.variants import _compose
-    from rdl.train import build
+    from rdl.api import build
 
     with tempfile.TemporaryDirectory(prefix="rdl-bench-e2e-") as tmp:
         loader = [] if workers is None else [f"data.num_workers={workers}"]

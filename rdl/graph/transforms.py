@@ -134,7 +134,7 @@ class AttachLinkTarget:
 class AttachTarget:
     """Loader transform: the labels of a batch's seeds, looked up by their row in the table,
     and, optional, what the model's output starts from as ``base`` (the seed's last
-    visible label, or its tree prior: :meth:`Prepared.base <rdl.prepare.Prepared.base>`) and its seed
+    visible label, or its tree prior: :meth:`Prepared.base <rdl.preparation.Prepared.base>`) and its seed
     features as ``seed_x`` (``feats``, :mod:`~rdl.features.seed`).
 
     Labels cannot live on the graph: one entity is a seed at many times with other labels.

@@ -82,7 +82,7 @@ class Task:
             graph and baselines are cut at the moved test time as at the real one.
         data_defaults: data settings that won the task's validation sweep (e.g.
             ``{"strategy": "mix"}``), applied where ``data.*`` is null
-            (:func:`rdl.train.with_data_defaults`).
+            (:func:`rdl.settings.with_data_defaults`).
     """
 
     name: str

@@ -18,7 +18,7 @@ from rdl.graph.build import check_stypes, to_seconds
 from rdl.graph.sampler import TemporalSampler
 from rdl.graph.transforms import (AttachLinkTarget, AttachTarget, Bidirectional, DropEdgeIds,
                                   InputRows)
-from rdl.prepare import Prepared, check_task_tables, prepare
+from rdl.preparation import Prepared, check_task_tables, prepare
 from rdl.tasks import HISTORY, Task
 from rdl.training.batches import DealtBatches, batches
 from rdl.training.buckets import (BucketSettings, PadToBucket, describe, padding, plan,
@@ -129,7 +129,7 @@ class RelDataModule(pl.LightningDataModule):
         #: leaves the split tables, features and tree prior for the others, which would
         #: each compute them again (``rdl.train`` sets it)
         self.prepared_path: str | None = None
-        #: what :func:`~rdl.prepare.prepare` made of the task and the database (at setup)
+        #: what :func:`~rdl.preparation.prepare` made of the task and the database (at setup)
         self.prepared: Prepared | None = None
         self._loaders = []
 
@@ -178,7 +178,7 @@ class RelDataModule(pl.LightningDataModule):
 
     def base(self, split: str) -> Tensor | None:
         """What the model's output starts from (:meth:`Prepared.base
-        <rdl.prepare.Prepared.base>`)."""
+        <rdl.preparation.Prepared.base>`)."""
         return self.prepared.base(split)
 
     # -- loaders ----------------------------------------------------------------------------

@@ -273,7 +273,7 @@ def test_table_names_sql_cannot_tell_apart(tmp_path, tiny_cfg):
     from hydra.utils import instantiate
 
     from rdl.data.database import Database
-    from rdl.prepare import check_task_tables
+    from rdl.preparation import check_task_tables
     task = instantiate(tiny_cfg("task=forum-user-active").task, _convert_="all")
     write(tmp_path)
     db = load_folder(tmp_path)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
-from rdl.train import build
+from rdl.api import build
 from rdl.training.buckets import BucketSettings, PadToBucket, padding, plan, sizes
 
 BUCKETS = "experiment=buckets"

@@ -12,7 +12,7 @@ from torch._dynamo.utils import counters
 from torch_geometric.loader import NodeLoader
 
 from rdl.graph.build import to_seconds
-from rdl.train import build
+from rdl.api import build
 from rdl.training import schedules
 from rdl.graph.transforms import PAD
 from rdl.training.compile import compile_optimizer_step

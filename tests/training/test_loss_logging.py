@@ -11,7 +11,7 @@ import torch
 from hydra.utils import instantiate
 from pytorch_lightning.loggers import CSVLogger
 
-from rdl.train import build
+from rdl.api import build
 from rdl.training.module import NodeTaskModule
 
 

@@ -41,7 +41,7 @@ def test_set_only_when_training_on_the_cpu():
     its memory anyway) leaves the process's malloc alone."""
     from omegaconf import OmegaConf
 
-    from rdl.train import _on_cpu
+    from rdl.settings import _on_cpu
     on = lambda acc: _on_cpu(OmegaConf.create({"trainer": {"accelerator": acc}}))  # noqa: E731
     assert on("cpu") and not on("gpu") and not on("cuda")
     assert on("auto") == (not torch.cuda.is_available())

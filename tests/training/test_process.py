@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rdl.train import build, process_settings
+from rdl.api import build
+from rdl.settings import process_settings
 from rdl.training import malloc
 from rdl.training.process import configured
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import rdl
-from rdl.train import checked_resume
+from rdl.checkpoints import checked_resume
 from rdl.training.batches import EpochShuffle, SeedBatches, batches
 from tests.conftest import TINY
 
@@ -165,7 +165,7 @@ def test_batches_skip_the_first_batches_of_one_pass(merge_tail):
 
 def test_compiled_and_eager_checkpoints_load_into_each_other(tiny_cfg):
     """The compiled wrapper is no submodule: a checkpoint keeps the plain model's keys."""
-    from rdl.train import build
+    from rdl.api import build
     _, _, compiled = build(tiny_cfg("task=user-churn", "compile.enabled=true"))
     _, _, eager = build(tiny_cfg("task=user-churn", "compile.enabled=false"))
     assert compiled.forward_fn is not compiled.model and eager.forward_fn is eager.model

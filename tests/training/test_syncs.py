@@ -26,7 +26,7 @@ import torch
 from hydra.utils import instantiate
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from rdl.train import build
+from rdl.api import build
 
 aten = torch.ops.aten
 ALWAYS = {aten._local_scalar_dense, aten.item, aten.is_nonzero, aten.equal, aten.nonzero,

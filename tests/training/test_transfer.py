@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch_geometric.data import HeteroData
 
-from rdl.train import build
+from rdl.api import build
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import torch
 from rdl.features.table import entity_features
 from rdl.features.labels import visible_labels
 from rdl.baselines.trees import fit_lightgbm, to_prediction
-from rdl.train import build
+from rdl.api import build
 from rdl.features.prior import tree_prior
 from tests.baselines.shop import make_task
 from tests.baselines.test_trees import problem

@@ -4,7 +4,7 @@ What is measured:
 
 1. The config is composed from ``conf/`` as ``python -m rdl.train`` composes it
    (``task=TASK model=MODEL``, then the ``--set`` overrides, then the variant's own), and
-   :func:`rdl.train.build` makes the task, the set-up datamodule and the LightningModule
+   :func:`rdl.api.build` makes the task, the set-up datamodule and the LightningModule
    (seeded with ``seed`` as training seeds). The module is moved to ``--device`` and put
    in train mode; the optimiser is made as ``configure_optimizers`` makes it
    (``optimizer_fn(model.parameters(), lr=tensor(lr))``, ``capturable=True`` on CUDA; the
@@ -110,7 +110,7 @@ def measure(task: str, model: str, variant: str, overrides: list[str], steps: in
     (with ``profile``, also :func:`profile_steps` over the timed batches)."""
     import pytorch_lightning as pl
 
-    from rdl.train import build
+    from rdl.api import build
     from rdl.training import compile as rdl_compile
 
     if threads:

@@ -1,0 +1,255 @@
+"""rdl as a Python library: what ``python -m rdl.train`` does, one piece at a time.
+
+::
+
+    import rdl
+
+    cfg = rdl.config("task=user-churn", "debug=tiny")  # composed as the command line does
+    db = rdl.load_database(cfg)         # Database: tables with keys and time columns
+    task = rdl.load_task(cfg)           # Task: task.split_table("train", db) -> labelled rows
+    data = rdl.prepare(cfg, db, task)   # RelDataModule: data.data (HeteroData), loaders
+    model = rdl.make_model(cfg, data)   # a plain torch.nn.Module
+    results = rdl.fit(cfg, data, model) # trains, tests, scores the baselines -> metrics
+
+Each function takes the composed config (:func:`config`, or Hydra's own in an app) and
+the pieces made before it; a piece left out is made from the config. ``rdl.train`` is
+:func:`fit` behind Hydra's command line (docs/api.md).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+from pathlib import Path
+
+import hydra
+import pytorch_lightning as pl
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.callbacks import ModelCheckpoint
+from torch import nn
+
+from rdl import baselines
+from rdl.caching import write_atomic
+from rdl.checkpoints import CONFIG_KEY, checked_resume
+from rdl.data.database import Database
+from rdl.settings import (check_settings, data_key, several_processes, with_data_defaults,
+                          with_task_settings)
+from rdl.tasks import Task
+from rdl.training.compile import STATIC_GRAPHS
+from rdl.training.compile import stats as compile_stats
+from rdl.training.datamodule import RelDataModule
+from rdl.training.link_module import LinkTaskModule
+from rdl.training.module import NodeTaskModule, TaskModule
+from rdl.training.resume import AtomicCheckpointIO
+from rdl.training.shapes import shapes_for
+
+log = logging.getLogger("rdl.train")
+
+
+def config(*overrides: str) -> DictConfig:
+    """rdl's packaged config composed with ``overrides``, the command line's arguments
+    (``"task=item-sales"``, ``"model.channels=64"``, ``"debug=tiny"``). Runs write to
+    ``output_dir`` (default ``outputs/<date>/<time>`` under the working directory, as the
+    command line's)."""
+    from hydra import compose, initialize_config_dir
+
+    import rdl
+    if not any(o.lstrip("+~").startswith("output_dir=") for o in overrides):
+        now = datetime.datetime.now()
+        overrides = (*overrides, f"output_dir=outputs/{now:%Y-%m-%d}/{now:%H-%M-%S}")
+    with initialize_config_dir(str(rdl.CONF_DIR), version_base="1.3"):
+        return compose("config", list(overrides))
+
+
+def load_database(cfg: DictConfig) -> Database:
+    """The database ``cfg.data.db`` describes (the synthetic H&M by default; RelBench's
+    files with ``data=relbench``, a folder with ``data=folder``), keys re-indexed."""
+    return instantiate(cfg.data.db, _convert_="all")
+
+
+def load_task(cfg: DictConfig) -> Task:
+    """The task ``cfg.task`` describes, moved ``cfg.backtest`` windows back; its
+    :meth:`~rdl.tasks.Task.split_table` gives a split's labelled rows."""
+    return instantiate(cfg.task, _convert_="all", backtest=cfg.get("backtest", 0))
+
+
+def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = None, *,
+            prepared_path: str | None = None) -> RelDataModule:
+    """The data of a run, set up: a :class:`~rdl.training.datamodule.RelDataModule` whose
+    ``data`` is the graph (PyG ``HeteroData``, a TensorFrame per table), ``tables`` the
+    split tables, and whose ``train_dataloader()``... serve temporal neighbour-sampled
+    batches. Settings that cannot train raise a :class:`ValueError` before any data is read.
+    ``prepared_path``: see :attr:`RelDataModule.prepared_path`."""
+    cfg = with_data_defaults(cfg)
+    check_settings(cfg)
+    task = task if task is not None else load_task(cfg)
+    model_cls = hydra.utils.get_class(cfg.model._target_)
+    if task.kind.per_seed != getattr(model_cls, "per_seed", True):  # rdl/nn/interface.py
+        raise ValueError(f"model {model_cls.__name__} cannot be trained on task {task.name!r} "
+                         f"({task.kind}); choose " + ("a node model such as model=sage"
+                                                      if task.kind.per_seed else
+                                                      "model=contextgnn, context-transformer, "
+                                                      "idgnn or two-tower"))
+    # One sampled hop per message-passing layer: more hops would be sampled for nothing.
+    # A token model samples every hop of data.num_neighbors (its layers attend over tokens).
+    hops = list(cfg.data.num_neighbors)
+    if not getattr(model_cls, "takes_tokens", False):
+        hops = hops[: cfg.model.num_layers]
+    db = db if db is not None else load_database(cfg)
+    # Objects built from data go to partials: passed to instantiate, Hydra would turn them
+    # into configs (dataclasses to dicts, tuples to lists).
+    settings = OmegaConf.masked_copy(cfg.data, [k for k in cfg.data if k != "db"])
+    dm = instantiate(settings, _partial_=True, _convert_="all")(
+        db=db, task=task, num_neighbors=hops, random_seed=cfg.seed)
+    dm.prepared_path = prepared_path
+    dm.setup()
+    return dm
+
+
+def make_model(cfg: DictConfig, data: RelDataModule) -> nn.Module:
+    """The model ``cfg.model`` describes, for the graph and task of ``data``: a plain
+    ``nn.Module`` (:mod:`rdl.nn.interface` says what it is given and must return)."""
+    keep = [k for k in cfg.model if k != "data_defaults"]
+    return instantiate(OmegaConf.masked_copy(cfg.model, keep), _partial_=True,
+                       _convert_="all")(**data.model_kwargs())
+
+
+def task_module(cfg: DictConfig, data: RelDataModule, model: nn.Module) -> TaskModule:
+    """The LightningModule that trains ``model`` on ``data``'s task with ``cfg``'s
+    optimiser, schedule and compile settings; it also sets how ``data`` shapes batches."""
+    task = data.task
+    compile_options = instantiate(cfg.compile, _convert_="all")
+    dynamic = compile_options.kwargs.get("dynamic", True)
+    static = compile_options.enabled and dynamic is False
+    # How batches are shaped, for the loaders and the module alike (rdl/training/shapes.py):
+    # a token model's token sets, buckets, pads for a compiled model, else as sampled.
+    data.shapes = shapes_for(model, compile_options.enabled, dynamic, data.buckets)
+    if static and data.buckets is None and not getattr(model, "takes_tokens", False):
+        log.warning("compile.kwargs.dynamic=false without data.buckets: every batch shape "
+                    "compiles a graph of its own (and after %d, Dynamo runs the model "
+                    "eagerly); static-shape buckets pad batches to a few shapes: "
+                    "experiment=buckets (docs/compile.md)", STATIC_GRAPHS)
+    common = dict(optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
+                  scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
+                  compile=compile_options, shapes=data.shapes)
+    if not task.kind.per_seed:
+        return LinkTaskModule(model, task, num_dst_nodes=data.model_kwargs()["num_dst_nodes"],
+                              **common)
+    module = NodeTaskModule(model, task, **common,
+                            target_stats=task.kind.target_stats(data.train_targets()))
+    if data.prior is not None:
+        # The model starts as the tree prior exactly and moves away from it only where
+        # training finds a correction.
+        model.start_from_base()
+    return module
+
+
+def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
+    """``(task, data, module)``: the task, the set-up data module and the LightningModule
+    ``cfg`` describes, each made as above."""
+    data = prepare(cfg, prepared_path=prepared_path)
+    return data.task, data, task_module(cfg, data, make_model(cfg, data))
+
+
+def fit(cfg: DictConfig, data: RelDataModule | None = None, model: nn.Module | None = None
+        ) -> dict:
+    """Trains as ``python -m rdl.train`` does: Lightning's trainer, callbacks and logger
+    from ``cfg``, resumed from ``cfg.ckpt_path`` if set; then val and test metrics of the
+    best checkpoint beside the baselines, printed and written to ``cfg.output_dir``
+    (``metrics.json``, ``task.json``, checkpoints, logs). ``data`` and ``model``: made by
+    :func:`prepare` and :func:`make_model` (made from ``cfg`` if not given). Returns the
+    metrics: ``{"model": {"val": {...}, "test": {...}}, <baseline>: {...}, ...}``."""
+    compiled_before = compile_stats()
+    ckpt_path = checked_resume(cfg)
+    out = Path(cfg.output_dir)
+    shared = None
+    if data is None:
+        pl.seed_everything(cfg.seed, workers=True)
+        if several_processes(cfg):
+            shared = str(out / f".prepared-{data_key(cfg)}.pt")
+        data = prepare(cfg, prepared_path=shared)
+    task = data.task
+    module = task_module(cfg, data, model if model is not None else make_model(cfg, data))
+    with_task_settings(cfg, task)
+    # The composed config travels in every checkpoint: `rdl.predict` rebuilds the run from it.
+    module.save_hyperparameters({CONFIG_KEY: OmegaConf.to_container(cfg, resolve=False)})
+    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
+    if ckpt_path:
+        # A resumed run keeps writing to the folder of the checkpoint it resumes from: there
+        # Lightning's ModelCheckpoint takes up its best score so far (in another folder it
+        # would start the best model over).
+        for c in callbacks:
+            if isinstance(c, ModelCheckpoint):
+                c.dirpath = os.path.realpath(Path(ckpt_path).parent)
+    logger = instantiate(cfg.logger) if cfg.get("logger") else False
+    # Checkpoints written whole or not at all, whatever the temporary directory
+    # (rdl/training/resume.py): a run killed while writing one resumes from the one before.
+    trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger,
+                                      plugins=[AtomicCheckpointIO()])
+    try:
+        trainer.fit(module, datamodule=data, ckpt_path=ckpt_path)
+    finally:
+        if shared and trainer.is_global_zero and os.path.exists(shared):
+            os.remove(shared)  # every process has read it before fit starts
+    best = [c for c in trainer.checkpoint_callbacks if c.monitor and c.best_model_path]
+    ckpt = best[0].best_model_path if best else None
+    val = trainer.validate(module, datamodule=data, ckpt_path=ckpt, verbose=False)[0]
+    test = trainer.test(module, datamodule=data, ckpt_path=ckpt, verbose=False)[0]
+
+    results = {"model": {"val": _strip(val, "val/"), "test": _strip(test, "test/")}}
+    if not trainer.is_global_zero:  # one process reports
+        return results
+    # With limit_val/test_batches (or fast_dev_run) the model saw the first rows of a split
+    # only (evaluation is in table order): the baselines are scored on the same rows.
+    rows = {s: data.rows_in(s, n) for s, n in (("val", trainer.num_val_batches[0]),
+                                              ("test", trainer.num_test_batches[0]))}
+    rows = {s: n for s, n in rows.items() if n < len(data.tables[s])}
+    for s, n in rows.items():
+        log.info("%s: model and baselines scored on the first %d of %d rows", s, n,
+                 len(data.tables[s]))
+    if task.kind.per_seed:
+        results.update(baselines.node_baselines(task, data.db, data.tables, strict=data.strict,
+                                                history=data.history, trees=data.tree_fit,
+                                                rows=rows))
+    else:
+        results.update(baselines.link_baselines(task, data.tables, rows=rows))
+    report(task.name, results, out, percent=task.kind.percent)
+    # the task as run (a RelBench task's times and metric are its folder's): rdl.backtest
+    write_atomic(out / "task.json", json.dumps(
+        {"name": task.name, "val": str(task.val_time), "test": str(task.test_time),
+         "monitor": task.monitor, "monitor_mode": task.monitor_mode}, indent=2))
+    if module.compile_options.enabled:
+        # This job's own: the jobs of a multirun share a process and Dynamo's counters.
+        c = {k: v - compiled_before[k] for k, v in compile_stats().items()}
+        expected = "one graph per mode, train and eval, is expected"
+        if data.buckets is not None:
+            planned = sum(len(p) for p in data.bucket_profiles.values())
+            expected = (f"one graph per mode and bucket used is expected, of {planned} "
+                        "buckets planned")
+        print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
+              f"breaks ({expected}; compile.log=true says why each happened)")
+    return results
+
+
+def _strip(metrics: dict, prefix: str) -> dict:
+    return {k[len(prefix):]: float(v) for k, v in metrics.items()
+            if k.startswith(prefix) and not k.endswith("loss")}
+
+
+def report(task: str, results: dict, out: Path, percent: tuple = ()) -> None:
+    """Print model and baselines side by side (``percent``: metrics also shown in %) and
+    write ``metrics.json``."""
+    names = list(next(iter(results.values()))["test"])
+    head = ["", *(f"{s} {m}" for s in ("val", "test") for m in names)]
+    rows = [[who, *(f"{r[s].get(m, float('nan')):.4f}" for s in ("val", "test") for m in names)]
+            for who, r in results.items()]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in [head, *rows]]
+    for m in percent:
+        lines.append(f"test {m} in %: " + ", ".join(f"{who} {100 * r['test'][m]:.2f} %"
+                                                     for who, r in results.items()))
+    print(f"\n{task}: model vs baselines\n" + "\n".join(lines) + "\n")
+    write_atomic(out / "metrics.json", json.dumps({"task": task, **results}, indent=2))
+    log.info("metrics written to %s", out / "metrics.json")

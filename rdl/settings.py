@@ -1,0 +1,136 @@
+"""A composed config, checked and completed before a run: settings that cannot train are
+refused before any data is read, the data settings a task or model chose are filled in,
+and what a run sets up in its process is read off the config."""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import math
+
+import hydra
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from rdl.training.datamodule import RelDataModule
+
+log = logging.getLogger("rdl.train")
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """A :class:`ValueError` naming the first setting that cannot train, before any data is
+    read: a bad size would otherwise surface after the graph is built, or a whole epoch
+    later, and an empty fan-out would train a model that never sees a neighbour."""
+    model_cls = hydra.utils.get_class(cfg.model._target_)
+    model, data = cfg.model, cfg.data
+
+    def need(ok: bool, name: str, value, what: str) -> None:
+        if not ok:
+            raise ValueError(f"{name}={value}: {what}")
+
+    channels = model.get("channels")
+    need(_whole(channels) and channels >= 1, "model.channels", channels, "must be an integer >= 1")
+    layers = model.get("num_layers")
+    # NodeModel with no message passing is the documented entity-features-only baseline.
+    least = getattr(model_cls, "min_layers", 1)
+    need(_whole(layers) and layers >= least, "model.num_layers", layers,
+         f"must be an integer >= {least}")
+    hops = data.get("num_neighbors")
+    hops = list(hops) if OmegaConf.is_list(hops) else hops
+    need(isinstance(hops, list) and len(hops) > 0, "data.num_neighbors", hops,
+         "must list the fan-out of each hop, e.g. [128, 64]")
+    # -1 takes every neighbour (TemporalSampler); 0 would sample none for that hop.
+    need(all(_whole(k) and (k >= 1 or k == -1) for k in hops), "data.num_neighbors",
+         hops, "each fan-out must be an integer >= 1, or -1 for all neighbours")
+    if not getattr(model_cls, "takes_tokens", False):
+        # one sampled hop per message-passing layer (see build): missing hops sample nothing
+        need(len(hops) >= layers, "data.num_neighbors", hops,
+             f"one fan-out per message-passing layer is needed: model.num_layers={layers}")
+    for key in ("batch_size", "eval_batch_size"):
+        size = data.get(key)
+        if key == "batch_size" or size is not None:
+            need(_whole(size) and size >= 1, f"data.{key}", size, "must be an integer >= 1")
+    buckets = data.get("buckets")
+    need(buckets is None or not getattr(model_cls, "takes_tokens", False), "data.buckets",
+         buckets, f"static-shape buckets pad message-passing batches; {model_cls.__name__} "
+         "takes token sets, whose static shapes come with compile.kwargs.dynamic=false alone "
+         "(set data.buckets=null)")
+    lr = cfg.get("lr")
+    need(isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr)
+         and lr > 0, "lr", lr, "must be a finite number > 0")
+    back = cfg.get("backtest", 0)
+    need(_whole(back) and back >= 0, "backtest", back, "must be a whole number of task "
+         "windows >= 0 (how far back to move the val and test times)")
+
+
+#: the data settings a task or a model may choose (``data_defaults`` in its own section)
+CHOSEN = ("num_neighbors", "strategy", "bidirectional", "triplets")
+
+
+def with_data_defaults(cfg: DictConfig) -> DictConfig:
+    """``cfg`` with each data setting of :data:`CHOSEN` that is null filled in: from the
+    task's ``data_defaults`` (what won its validation sweep), else the model's (what it
+    needs: ID-GNN messages both ways, two-tower triplets), else the data module's own
+    default. Each value a task or model chose is logged: no group writes into another's
+    section, and a value given on the command line always stands."""
+    cfg = cfg.copy()
+    task, model = cfg.task.get("data_defaults") or {}, cfg.model.get("data_defaults") or {}
+    own = inspect.signature(RelDataModule).parameters
+    for key in CHOSEN:
+        if cfg.data.get(key) is not None:
+            continue
+        for who, chosen in ((f"task {cfg.task.name}", task), (f"model {cfg.model._target_}",
+                                                                model)):
+            if chosen.get(key) is not None:
+                log.info("data.%s=%s (from %s's data_defaults)", key, chosen[key], who)
+                cfg.data[key] = chosen[key]
+                break
+        else:
+            default = own[key].default
+            cfg.data[key] = list(default) if isinstance(default, tuple) else default
+    return cfg
+
+
+def with_task_settings(cfg: DictConfig, task) -> None:
+    """Fills the task settings the config leaves null with the task's own (a RelBench
+    task's name and monitored metric come from its folder): the callbacks and sweepers
+    read them from the config."""
+    for key in ("name", "monitor", "monitor_mode"):
+        if key in cfg.task and cfg.task[key] is None:
+            cfg.task[key] = getattr(task, key)
+
+
+def several_processes(cfg: DictConfig) -> bool:
+    """Whether the trainer may start several processes (``auto`` or ``-1`` devices may)."""
+    t = cfg.get("trainer") or {}
+    devices = t.get("devices", 1)
+    if str(t.get("num_nodes", 1)) != "1":
+        return True
+    if OmegaConf.is_list(devices) or isinstance(devices, (list, tuple)):
+        return len(devices) > 1
+    return str(devices) in ("auto", "-1") or (str(devices).isdigit() and int(devices) > 1)
+
+
+def data_key(cfg: DictConfig) -> str:
+    """A digest of the settings that what the datamodule prepares depends on."""
+    text = OmegaConf.to_yaml(OmegaConf.masked_copy(cfg, ["data", "task", "seed"]), resolve=True)
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def process_settings(cfg: DictConfig) -> dict:
+    """What a run of ``cfg`` sets up in its process (:func:`rdl.training.process.configured`):
+    ``malloc`` keeping freed memory when training on the CPU, Dynamo's compile logs."""
+    return {"keep_freed_memory": bool(cfg.get("keep_freed_memory", True)) and _on_cpu(cfg),
+            "compile_log": bool((cfg.get("compile") or {}).get("log", False))}
+
+
+def _on_cpu(cfg: DictConfig) -> bool:
+    """Whether the trainer will run on the CPU (Lightning's ``auto`` picks a GPU if any)."""
+    accelerator = str(cfg.get("trainer", {}).get("accelerator", "auto"))
+    return accelerator == "cpu" or (accelerator == "auto" and not torch.cuda.is_available())
+
+
