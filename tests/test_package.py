@@ -68,3 +68,21 @@ def test_a_users_own_task_sql_in_the_working_directory(tmp_path, monkeypatch):
     assert task.sql_path == Path("mine/x.sql")
     with pytest.raises(FileNotFoundError, match="nope.sql"):
         Task("x", "mine/nope.sql", "regression", "article", "article_id", "y")
+
+
+def test_console_scripts_run_the_commands(installed, tmp_path):
+    """``rdl-train``, ``rdl-predict`` and ``rdl-backtest`` beside ``python -m``: the same
+    command lines."""
+    _, target = installed
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    bin_dir = target / "bin"
+    out = subprocess.run([str(bin_dir / "rdl-train"), "task=item-sales", "--cfg", "job"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "name: item-sales" in out.stdout
+    out = subprocess.run([str(bin_dir / "rdl-predict"), "--cfg", "job"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "ckpt_path: ???" in out.stdout, out.stderr[-2000:]
+    out = subprocess.run([str(bin_dir / "rdl-backtest"), "--help"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "usage:" in out.stdout, out.stderr[-2000:]

@@ -58,6 +58,8 @@ RUN_DIR, SOME_CKPT, SWEEP_DIR = "outputs/<date>/<time>", "ckpt_path=...", "multi
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 TINY_DATA = OmegaConf.load(rdl.CONF_DIR / "data" / "hm-tiny.yaml")
 TIMEOUT = 600
+#: PyTorch's index of CPU wheels (https://pytorch.org/get-started/locally/)
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 # -- reading the README -------------------------------------------------------------------------
@@ -174,7 +176,12 @@ def test_install_commands():
             argv = shlex.split(part)
             if argv[:2] == ["pip", "install"]:
                 checked += 1
-                for arg in argv[2:]:
+                args = argv[2:]
+                if "--index-url" in args:     # PyTorch's CPU wheels, for torch alone
+                    i = args.index("--index-url")
+                    assert args[i + 1] == CPU_INDEX and args[:i] == [f"torch=={pin}"], part
+                    args = args[:i] + args[i + 2:]
+                for arg in args:
                     target = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", arg)
                     if target:
                         missing = set((target.group(1) or "").split(",")) - {""} - extras
