@@ -43,7 +43,7 @@ from rdl.training.datamodule import RelDataModule
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule, TaskModule
 from rdl.training.resume import AtomicCheckpointIO
-from rdl.training.shapes import shapes_for
+from rdl.training.shapes import Exact, shapes_for
 
 log = logging.getLogger("rdl.train")
 
@@ -80,7 +80,7 @@ def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = Non
     """The data of a run, set up: a :class:`~rdl.training.datamodule.RelDataModule` whose
     ``data`` is the graph (PyG ``HeteroData``, a TensorFrame per table), ``tables`` the
     split tables, and whose ``train_dataloader()``... serve temporal neighbour-sampled
-    batches. Settings that cannot train raise a :class:`ValueError` before any data is read.
+    batches, as sampled (:func:`fit` pads them as a compiled model needs). Settings that cannot train raise a :class:`ValueError` before any data is read.
     ``prepared_path``: see :attr:`RelDataModule.prepared_path`."""
     cfg = with_data_defaults(cfg)
     check_settings(cfg)
@@ -104,6 +104,8 @@ def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = Non
     dm = instantiate(settings, _partial_=True, _convert_="all")(
         db=db, task=task, num_neighbors=hops, random_seed=cfg.seed)
     dm.prepared_path = prepared_path
+    # batches as sampled, no pad rows: a run's own shapes are set by task_module
+    dm.shapes = Exact()
     dm.setup()
     return dm
 
