@@ -38,6 +38,7 @@ BEST = "*"
 NAME_WIDTH = 30
 SPLITS = ("val", "test")
 ARROW = {True: "↑", False: "↓", None: ""}
+NBSP = "\xa0"  # textwrap does not break there
 
 
 def directions(task) -> dict[str, bool | None]:
@@ -131,7 +132,7 @@ def report_text(results: dict, name: str, monitor: str = "", mode: str = "max", 
     def line(first: str, parts: list[str]) -> str:
         return (first.ljust(label_width) + "".join("   " + p for p in parts)).rstrip()
 
-    lines = [heading(name, val_time, test_time, backtest, eval_times),
+    lines = [*_wrap(heading(name, val_time, test_time, backtest, eval_times), width),
              line("", [title.ljust(group) for _, title, _, group, _, _ in groups]),
              line("", [("val".ljust(cell) + " test").ljust(group)
                        for _, _, cell, group, _, _ in groups])]
@@ -152,9 +153,14 @@ def report_text(results: dict, name: str, monitor: str = "", mode: str = "max", 
         where.append(f"all metrics: {_short(metrics_path)}")
     notes.append("; ".join(where))
     for note in filter(None, notes):
-        lines += textwrap.wrap(note, width, subsequent_indent="  ", break_long_words=False,
-                               break_on_hyphens=False)
+        lines += _wrap(note, width)
     return "\n".join(lines)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, where its words allow."""
+    return [part.replace(NBSP, " ") for part in textwrap.wrap(
+        text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)]
 
 
 def _lead(results: dict, m: str, higher: bool | None, percent: bool) -> str:
@@ -174,7 +180,7 @@ def _lead(results: dict, m: str, higher: bool | None, percent: bool) -> str:
             words = "level with"
         else:
             words = f"{abs(lead):.{digits}f} " + ("ahead of" if lead > 0 else "behind")
-        leads.append((split, words, best))
+        leads.append((split, words, best.replace(" ", NBSP)))  # a name wraps whole
     if not leads:
         return ""
     head = f"{m} %" if percent else m

@@ -20,7 +20,10 @@ def read_report(text: str) -> dict:
     columns marked best in its row) and ``notes`` (the lines below the table)."""
     start = text.rfind("\n", 0, text.index(": model vs baselines")) + 1
     lines = text[start:].split("\n\n")[0].split("\n")
-    heading, titles, splits = lines[:3]
+    table = next(i for i, line in enumerate(lines)
+                 if line.split() and set(line.split()) <= {"val", "test"})
+    heading = " ".join(line.strip() for line in lines[:table - 1])  # a long one wraps
+    titles, splits = lines[table - 1:table + 1]
     assert splits.split() == ["val", "test"] * (len(splits.split()) // 2), splits
     metrics, arrows, percent = [], {}, set()
     for title in re.split(r"\s{2,}", titles.strip()):
@@ -32,7 +35,7 @@ def read_report(text: str) -> dict:
             percent.add(m.group(1))
     label_width = len(splits) - len(splits.lstrip())
     rows, best, notes = {}, {}, []
-    for line in lines[3:]:
+    for line in lines[table + 1:]:
         cells = line[label_width:].split()
         if line[:label_width].strip() and len(cells) == 2 * len(metrics) and all(
                 re.fullmatch(r"-?[\d.]+\*?|nan|-", c) for c in cells):
@@ -198,9 +201,14 @@ def test_multiclass_with_the_longest_baseline_name_fits():
                                                    dict(accuracy=0.62, macro_f1=0.1)),
                "label mean (last 16)": res(dict(accuracy=0.5, macro_f1=0.3),
                                            dict(accuracy=0.5, macro_f1=0.3))}
-    r = read_report(report_text(results, "forum-user-vote", "accuracy", "max",
-                                higher=dict(accuracy=True, macro_f1=True), metrics_path="m"))
+    name = "rel-trial/study-outcome-of-every-site-in-the-next-quarter"  # a long heading wraps
+    r = read_report(report_text(results, name, "accuracy", "max",
+                                higher=dict(accuracy=True, macro_f1=True), metrics_path="m",
+                                val_time="2020-09-07 12:30", test_time="2020-09-14", backtest=12))
     check_fits(r, "accuracy")
+    assert len(r["lines"][0]) < len(r["heading"])
+    assert r["heading"] == (f"{name}: model vs baselines, backtest 12: val 2020-09-07 12:30, "
+                            "test 2020-09-14 (seed times)")
     assert r["metrics"] == ["accuracy", "macro_f1"]
     assert ("test", "accuracy") in r["best"]["constant (train class rates)"]
 
@@ -259,3 +267,11 @@ def test_a_short_run_prints_the_report(tmp_path, run_train):
         assert marked and all(round(results[w][split]["mae"], 4) == round(lowest, 4)
                               for w in marked), (split, marked)
     assert f"all metrics: {tmp_path}/metrics.json" in said(r)
+
+
+def test_the_heading_says_the_weeks_of_a_task_with_several_seed_times():
+    from rdl.report import heading
+    assert heading("rel-amazon/user-churn", "2015-10-01", "2016-01-01", eval_times=3) == (
+        "rel-amazon/user-churn: model vs baselines, val 2015-10-01, test 2016-01-01 (first of "
+        "up to 3 seed times)")
+    assert heading("t") == "t: model vs baselines"
