@@ -3,13 +3,14 @@ read at a glance, and ``metrics.json``, which holds every metric.
 
 The printed table fits :data:`WIDTH` columns whatever the task's kind::
 
-    user-churn: model vs baselines, backtest 2: val 2020-08-31, test 2020-09-07 (seed times)
-                           auroc ↑          average_precision ↑  accuracy ↑       f1 ↑
-                           val     test     val      test        val     test     val     test
-    model                  0.7086* 0.7073   0.8654*  0.8684      0.7618* 0.7661*  0.8595* 0.8622*
-    LightGBM               0.7045  0.7144*  0.8650   0.8709*     0.7553  0.7566   0.8591  0.8597
-    auroc (monitored), model vs the best baseline: val +0.0041 (LightGBM), test -0.0071 (LightGBM)
-    ↑ higher is better, ↓ lower; * best in its column; all metrics: <run>/metrics.json
+    user-churn: model vs baselines, backtest 2: val 2020-08-24, test 2020-08-31 (seed times)
+               auroc ↑           average_precision ↑   accuracy ↑        f1 ↑
+               val     test      val     test          val     test      val     test
+    model      0.7086* 0.7073    0.8654* 0.8684        0.7618* 0.7661*   0.8595* 0.8622*
+    LightGBM   0.7045  0.7144*   0.8650  0.8709*       0.7553  0.7566    0.8591  0.8597
+    auroc, model vs the best baseline, LightGBM: val 0.0041 ahead, test 0.0071 behind
+    auroc is monitored; ↑ higher is better, ↓ lower; * best in its column
+    all metrics: <run>/metrics.json
 
 The monitored metric (``task.monitor``) comes first, then as many of the others as fit; a
 metric's direction is the metric's own (torchmetrics' ``higher_is_better``), else, for the
