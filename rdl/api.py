@@ -34,6 +34,7 @@ from rdl import baselines
 from rdl.caching import write_atomic
 from rdl.checkpoints import CONFIG_KEY, checked_resume
 from rdl.data.database import Database
+from rdl.report import report
 from rdl.settings import (check_settings, data_key, several_processes, with_data_defaults,
                           with_task_settings)
 from rdl.tasks import Task
@@ -217,7 +218,7 @@ def fit(cfg: DictConfig, data: RelDataModule | None = None, model: nn.Module | N
                                                 rows=rows))
     else:
         results.update(baselines.link_baselines(task, data.tables, rows=rows))
-    report(task.name, results, out, percent=task.kind.percent)
+    report(task, results, out)
     # the task as run (a RelBench task's times and metric are its folder's): rdl.backtest
     write_atomic(out / "task.json", json.dumps(
         {"name": task.name, "val": str(task.val_time), "test": str(task.test_time),
@@ -238,20 +239,3 @@ def fit(cfg: DictConfig, data: RelDataModule | None = None, model: nn.Module | N
 def _strip(metrics: dict, prefix: str) -> dict:
     return {k[len(prefix):]: float(v) for k, v in metrics.items()
             if k.startswith(prefix) and not k.endswith("loss")}
-
-
-def report(task: str, results: dict, out: Path, percent: tuple = ()) -> None:
-    """Print model and baselines side by side (``percent``: metrics also shown in %) and
-    write ``metrics.json``."""
-    names = list(next(iter(results.values()))["test"])
-    head = ["", *(f"{s} {m}" for s in ("val", "test") for m in names)]
-    rows = [[who, *(f"{r[s].get(m, float('nan')):.4f}" for s in ("val", "test") for m in names)]
-            for who, r in results.items()]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in [head, *rows]]
-    for m in percent:
-        lines.append(f"test {m} in %: " + ", ".join(f"{who} {100 * r['test'][m]:.2f} %"
-                                                     for who, r in results.items()))
-    print(f"\n{task}: model vs baselines\n" + "\n".join(lines) + "\n")
-    write_atomic(out / "metrics.json", json.dumps({"task": task, **results}, indent=2))
-    log.info("metrics written to %s", out / "metrics.json")

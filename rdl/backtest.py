@@ -84,10 +84,16 @@ def _job_order(path: Path):
 
 
 def baselines(metrics: dict) -> dict[str, dict]:
-    """A run's baselines by name; the label mean, whose ``k`` is chosen on each run's val
-    split ("label mean (last 16)"), under one name."""
-    return {re.sub(r" \(last \d+\)$", "", who): res for who, res in metrics.items()
-            if who not in ("task", "model")}
+    """A run's baselines by their short names: without what their names say in brackets
+    ("constant (train rate)": "constant"), so that the table fits 100 columns and the label
+    mean, whose ``k`` is chosen on each run's val split ("label mean (last 16)"), is one
+    baseline over the runs; where two names would become one, only the label mean's ``k``
+    goes."""
+    names = [who for who in metrics if who not in ("task", "model")]
+    short = {who: re.sub(r" \([^()]*\)$", "", who) for who in names}
+    if len(set(short.values())) < len(names):
+        short = {who: re.sub(r" \(last \d+\)$", "", who) for who in names}
+    return {short[who]: metrics[who] for who in names}
 
 
 def differences(runs: list[dict]) -> dict[str, dict[str, list[float]]]:
@@ -112,28 +118,47 @@ def summary(values: list[float]) -> str:
     return f"{mean:+.4f} ± {statistics.stdev(values) / math.sqrt(n):.4f} ({wins}/{n})"
 
 
+#: marks the best of a run's model and baselines
+BEST = "*"
+
+
+def markdown(rows: list[list[str]]) -> list[str]:
+    """A markdown table, its columns padded to one width (read in a terminal too); the
+    first row is the header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in rows]
+    return [lines[0], "|" + "|".join("-" * (w + 2) for w in widths) + "|", *lines[1:]]
+
+
 def table(runs: list[dict]) -> str:
-    """The backtest as markdown: every run, then the model's lead over each baseline."""
-    m = runs[0]["monitor"]
+    """The backtest as markdown, within 100 columns: the monitored metric of every run's
+    model and baselines on val, then on test (the best of each run marked), then the
+    model's lead over each baseline."""
+    m, higher = runs[0]["monitor"], runs[0]["higher"]
     who = ["model", *baselines(runs[0]["metrics"])]
+    arrow = "↑" if higher else "↓"
     lines = [f"# Backtest: {runs[0]['task']}, {m} "
-             f"({'higher' if runs[0]['higher'] else 'lower'} is better), {len(runs)} runs", "",
-             "| run | val week | test week | "
-             + " | ".join(f"{w} (val / test)" for w in who) + " |",
-             "|---" * (3 + len(who)) + "|"]
-    for r in runs:
-        cells = []
-        row = {"model": r["metrics"]["model"], **baselines(r["metrics"])}
-        for w in who:
-            res = row.get(w)
-            cells.append("-" if res is None else f"{res['val'][m]:.4f} / {res['test'][m]:.4f}")
-        lines.append(f"| {r['label']} | {r['val']} | {r['test']} | " + " | ".join(cells) + " |")
-    lines += ["", f"The model's lead in {m} (positive: the model is better): mean ± standard "
-              "error over the runs (weeks won / weeks)", "",
-              "| baseline | val | test | all |", "|---|---|---|---|"]
+             f"({'higher' if higher else 'lower'} is better), {len(runs)} runs"]
+    for split in ("val", "test"):
+        rows = [["run", f"{split} week", *who]]
+        for r in runs:
+            row = {"model": r["metrics"]["model"], **baselines(r["metrics"])}
+            values = [row[w][split][m] if w in row else None for w in who]
+            shown = [None if v is None else f"{v:.4f}" for v in values]
+            finite = [float(x) for x in shown if x is not None and math.isfinite(float(x))]
+            best = (max if higher else min)(finite) if finite else None
+            rows.append([r["label"], str(r[split]),
+                         *("-" if x is None else x + (BEST if float(x) == best else "")
+                           for x in shown)])
+        lines += ["", f"{m} {arrow} on {split} ({BEST}: the best of the run)", "",
+                  *markdown(rows)]
+    lines += ["", f"The model's lead in {m} (positive: the model is better): mean ± standard",
+              "error over the runs (weeks won / weeks)", ""]
+    rows = [["baseline", "val", "test", "all"]]
     for w, lead in differences(runs).items():
-        lines.append(f"| {w} | {summary(lead['val'])} | {summary(lead['test'])} | "
-                     f"{summary(lead['val'] + lead['test'])} |")
+        rows.append([w, summary(lead["val"]), summary(lead["test"]),
+                     summary(lead["val"] + lead["test"])])
+    lines += markdown(rows)
     return "\n".join(lines) + "\n"
 
 

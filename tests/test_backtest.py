@@ -1,6 +1,7 @@
 """rdl.backtest: a sweep over moved split times, compared against a plain computation."""
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -35,8 +36,9 @@ def test_leads_means_and_wins_match_a_plain_computation(tmp_path, capsys):
     main([str(tmp_path)])
     printed = capsys.readouterr().out
     assert (tmp_path / "backtest.md").read_text() + "\n" == printed
+    val, test = printed.split("on test")
     # weeks: each job's val and test, moved back 7 days per backtest step
-    assert "| backtest=4 | 2020-08-10 | 2020-08-17 |" in printed
+    assert "| backtest=4 | 2020-08-10 |" in val and "| backtest=4 | 2020-08-17 |" in test
     assert printed.index("backtest=0 |") < printed.index("backtest=4 |")  # latest first
     lead = {s: [lgbm[i] - model[i] for _, model, lgbm in runs]
             for i, s in enumerate(("val", "test"))}
@@ -45,18 +47,53 @@ def test_leads_means_and_wins_match_a_plain_computation(tmp_path, capsys):
         mean = sum(values) / n
         se = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
         wins = sum(v > 0 for v in values)
-        assert f"{mean:+.4f} ± {se:.4f} ({wins}/{n})" in printed.split("| LightGBM |")[1]
+        assert f"{mean:+.4f} ± {se:.4f} ({wins}/{n})" in printed.split("| LightGBM ")[-1]
     # the label mean's k differs per run (chosen on each run's val): one baseline
-    assert printed.count("| label mean |") == 1 and "last 3" not in printed
+    assert printed.count("| label mean |") == 3 and "last 3" not in printed  # 2 columns, 1 row
 
 
 def test_auroc_lead_is_model_minus_baseline(tmp_path):
     churn = dict(task="user-churn", mode="max", metric="auroc")
     fake_run(tmp_path, 0, ["task=user-churn", "seed=0"], 0, (0.71, 0.70), (0.70, 0.72), **churn)
     fake_run(tmp_path, 1, ["task=user-churn", "seed=1"], 0, (0.72, 0.73), (0.70, 0.72), **churn)
-    text = table(read_runs(tmp_path))
-    assert "| seed=0 | 2020-09-07 | 2020-09-14 | 0.7100 / 0.7000 |" in text
+    text = re.sub(" +", " ", table(read_runs(tmp_path)))  # the columns' padding aside
+    val, test = text.split("on test")
+    assert "| seed=0 | 2020-09-07 | 0.7100* | 0.5000 | 0.7000 |" in val  # the best marked
+    assert "| seed=0 | 2020-09-14 | 0.7000 | 0.5000 | 0.7200* |" in test
     assert "| LightGBM | +0.0150 ± 0.0050 (2/2) | -0.0050 ± 0.0150 (1/2) |" in text
+
+
+#: each kind's baselines, as rdl.train names them, and its monitored metric
+KINDS = {"user-churn": (["constant (train rate)", "last label", "label mean (last 16)",
+                         "LightGBM"], "auroc", "max"),
+         "item-sales": (["zero", "train median", "last label", "label mean (last 16)",
+                         "LightGBM"], "mae", "min"),
+         "user-item-purchase": (["popularity (last window)", "past links"], "map", "max")}
+
+
+@pytest.mark.parametrize("task", KINDS)
+def test_the_table_fits_100_columns_and_marks_the_best(tmp_path, task):
+    who, metric, mode = KINDS[task]
+    for job, back in enumerate((0, 2, 4, 6, 8, 10)):
+        run = tmp_path / str(job)
+        fake_run(tmp_path, job, [f"task={task}", f"backtest={back}"], back, (0.5, 0.5),
+                 (0.5, 0.5), task=task, mode=mode, metric=metric)
+        # the model best on val, the last baseline on test
+        values = {w: (0.3 + 0.01 * i, 0.3 + 0.01 * i) for i, w in enumerate(who)}
+        values["model"] = (0.2, 0.5) if mode == "min" else (0.9, 0.1)
+        values[who[-1]] = (0.4, 0.1) if mode == "min" else (0.4, 0.9)
+        (run / "metrics.json").write_text(json.dumps(
+            {"task": task, **{w: {"val": {metric: v}, "test": {metric: t}}
+                              for w, (v, t) in values.items()}}))
+    text = table(read_runs(tmp_path))
+    assert max(len(line) for line in text.splitlines()) <= 100, text
+    val, test = re.sub(" +", " ", text).split("on test")
+    for rows, marked in ((val, 2), (test, 2 + len(who))):  # the model's cell, the last one's
+        rows = [line.split(" | ") for line in rows.splitlines() if line.startswith("| backtest=")]
+        assert len(rows) == 6
+        for cells in rows:
+            assert [i for i, c in enumerate(cells) if "*" in c] == [marked], cells
+    assert "| backtest=10 | 2020-06-29 |" in val
 
 
 def test_bad_folders_are_named(tmp_path, capsys):

@@ -9,29 +9,34 @@ from hydra.utils import instantiate
 
 from rdl.data.hm import load_hm
 from rdl.training import cpu_patches
+from test_report import check_fits, read_report
 
 METRICS = {"user-churn": {"auroc", "average_precision", "accuracy", "f1"},
            "item-sales": {"mae", "rmse", "r2"},
            "user-item-purchase": {"map", "precision", "recall"}}
+MONITOR = {"user-churn": "auroc", "item-sales": "mae", "user-item-purchase": "map"}
 
 
 def check_report(out, run_dir, task: str) -> dict:
     """The run succeeded, and ``metrics.json`` holds every metric of the task for the model
-    and each baseline, finite, and as printed."""
+    and each baseline, finite; the printed report (tests/test_report.py) shows the
+    monitored metric first and as many others as fit, each as in ``metrics.json``."""
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((run_dir / "metrics.json").read_text())
     assert results["task"] == task
     who = [k for k in results if k != "task"]
     assert who[0] == "model" and len(who) >= 2, "the baselines are reported beside the model"
-    printed = out.stdout[out.stdout.index("model vs baselines"):]
+    printed = read_report(out.stdout)
+    check_fits(printed, MONITOR[task])
+    assert list(printed["rows"]) == who, "each is printed"
     for name in who:
         for split in ("val", "test"):
             assert set(results[name][split]) == METRICS[task], (name, split)
             assert all(math.isfinite(v) for v in results[name][split].values())
-        row = re.search(rf"^{re.escape(name)}  +(.*)$", printed, re.M)
-        assert row, f"{name} is printed"
-        values = [results[name][s][m] for s in ("val", "test") for m in results["model"]["test"]]
-        assert [float(v) for v in row.group(1).split()] == pytest.approx(values, abs=6e-5)
+            for m, shown in printed["rows"][name][split].items():
+                scale = 100 if m in printed["percent"] else 1
+                assert shown == pytest.approx(scale * results[name][split][m],
+                                              abs=scale * 6e-5), (name, split, m)
     assert (run_dir / "checkpoints" / "best.ckpt").exists()
     return results
 
