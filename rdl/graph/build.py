@@ -85,6 +85,24 @@ def _materialize(name: str, df: pd.DataFrame, cols: dict, text_embedder, given):
     return dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
 
 
+def _numpy_scalars() -> list:
+    """What torch's weights-only unpickler needs, beyond what PyTorch Frame allows itself,
+    to read the column stats of a cached frame: the NumPy integers of a timestamp column's
+    ``StatType.YEAR_RANGE`` (the years pandas gives, int32; int64 in older pandas)."""
+    multiarray = getattr(np, "_core", None) or np.core   # numpy 2 / numpy 1.26
+    return [multiarray.multiarray.scalar, np.dtype,
+            *(type(np.dtype(t)) for t in (np.int32, np.int64))]
+
+
+def load_frame(path: str):
+    """``torch_frame.load(path)``: a cached frame and its stats, read with torch's
+    weights-only unpickler and the NumPy scalar types its stats hold allowed for this
+    read only. (Without them PyTorch Frame's weights-only read fails, and it warns and
+    reads the file again with the full unpickler.)"""
+    with torch.serialization.safe_globals(_numpy_scalars()):
+        return torch_frame.load(path)
+
+
 def check_stypes(db: Database, stypes: dict | None) -> None:
     """Every stype override (``data.stypes``) names a table and column of ``db`` and a
     stype: a typo would otherwise be reported only when the graph is built, after the task
@@ -188,7 +206,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             if not cols:  # a table of keys only: one constant feature keeps the encoder simple
                 df, cols = pd.DataFrame({"__const__": np.ones(len(df))}), {"__const__": torch_frame.numerical}
             if cached is not None:
-                tf, stats = torch_frame.load(str(cached / _file(name)))
+                tf, stats = load_frame(str(cached / _file(name)))
             else:
                 tf, stats = _materialize(name, df, cols, text_embedder,
                                          None if given_stats is None else given_stats[name])
