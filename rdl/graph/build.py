@@ -34,7 +34,9 @@ GRAPH_VERSION = 2  # bump when the layout of the materialised graph changes
 
 def to_seconds(ser: pd.Series) -> torch.Tensor:
     """Datetimes as int64 seconds since the epoch, whatever unit pandas stores."""
-    return torch.from_numpy(ser.astype("datetime64[s]").astype("int64").to_numpy())
+    # A copy: under copy-on-write (pandas 3) the array a Series hands out is read-only, and
+    # a tensor of it would be one that nothing may write to (torch warns).
+    return torch.from_numpy(ser.astype("datetime64[s]").astype("int64").to_numpy(copy=True))
 
 
 def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
@@ -234,7 +236,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             fk = tab.df[col]
             valid = fk.notna().to_numpy()
             src = torch.from_numpy(np.flatnonzero(valid))
-            dst = torch.from_numpy(fk[valid].to_numpy(dtype="int64"))
+            dst = torch.from_numpy(fk[valid].to_numpy(dtype="int64", copy=True))  # writable
             if len(dst) and int(dst.max()) >= len(db[ref]):
                 raise DataError(f"table {name!r}: foreign key {col!r} points past the end of "
                                 f"table {ref!r}")

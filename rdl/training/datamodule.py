@@ -188,7 +188,7 @@ class RelDataModule(pl.LightningDataModule):
         counts = torch.tensor(lists.map(len).to_numpy(), dtype=torch.long)
         ptr = torch.zeros(len(counts) + 1, dtype=torch.long)
         torch.cumsum(counts, 0, out=ptr[1:])
-        flat = lists.explode().dropna().to_numpy(dtype="int64")
+        flat = lists.explode().dropna().to_numpy(dtype="int64", copy=True)  # writable
         return ptr, torch.from_numpy(flat)
 
     def transform(self, split: str, probe: bool = False):
@@ -314,7 +314,8 @@ class RelDataModule(pl.LightningDataModule):
                    else self.sampler.with_random_seed(self.random_seed + 1))
         return NodeLoader(
             self.graph, node_sampler=sampler,
-            input_nodes=(task.entity_table, torch.from_numpy(df[task.entity_col].to_numpy())),
+            input_nodes=(task.entity_table,
+                         torch.from_numpy(df[task.entity_col].to_numpy(copy=True))),  # writable
             input_time=to_seconds(df["timestamp"]),
             transform=transform,
             batch_sampler=batch_sampler,
@@ -364,8 +365,10 @@ class RelDataModule(pl.LightningDataModule):
         one random target row get their own subgraph at the link's time."""
         task, df = self.task, self.tables["train"]
         pairs = df[["timestamp", task.entity_col, task.target_col]].explode(task.target_col)
-        src = torch.from_numpy(pairs[task.entity_col].to_numpy(dtype="int64"))
-        dst = torch.from_numpy(pairs[task.target_col].to_numpy(dtype="int64"))
+        # copy=True: a writable array (a column is read-only under pandas' copy-on-write;
+        # pandas copies only where the conversion did not)
+        src = torch.from_numpy(pairs[task.entity_col].to_numpy(dtype="int64", copy=True))
+        dst = torch.from_numpy(pairs[task.target_col].to_numpy(dtype="int64", copy=True))
         link_type = (task.entity_table, "links", task.target_table)
         return self._keep(KeepArgsLinkLoader(
             self.graph, link_sampler=self.sampler,
