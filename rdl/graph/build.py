@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,17 @@ def _materialize(name: str, df: pd.DataFrame, cols: dict, text_embedder, given):
         df = df.assign(**{c: multi_hot(df[c]) for c in multi})
         cols = {c: torch_frame.embedding if c in multi else s for c, s in cols.items()}
     dataset = Dataset(df, col_to_stype=cols, col_to_text_embedder_cfg=text_cfg)
-    return dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
+    with warnings.catch_warnings():
+        # Two warnings of PyTorch Frame (0.3) under pandas 3, about its own code: its
+        # categorical mapper makes a tensor of the read-only array of a merge it has just
+        # made (nothing else holds that array: the -1 it writes for a missing category
+        # changes nothing else), and its timestamp mapper reads Series.dt.dayofweek, which
+        # pandas 3 deprecates (the same numbers as day_of_week).
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable",
+                                UserWarning, r"torch_frame\.")
+        warnings.filterwarnings("ignore", r".*\bdayofweek is deprecated", Warning,
+                                r"torch_frame\.")
+        return dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
 
 
 def _numpy_scalars() -> list:
