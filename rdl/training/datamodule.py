@@ -67,9 +67,8 @@ class RelDataModule(pl.LightningDataModule):
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
         num_workers: loader worker processes.
         pin_memory: loaders put each batch in page-locked memory, so that its copy to
-            the GPU runs without the host waiting (see
-            :meth:`~rdl.training.module.TaskModule.transfer_batch_to_device`); ``None``:
-            when training on CUDA.
+            the GPU runs without the host waiting (see :meth:`transfer_batch_to_device`);
+            ``None``: when training on CUDA.
         now: also a split ``now``: the seeds of a prediction at the database's last time,
             with the graph holding every row (``rdl.predict split=now``).
         cache_dir: where materialised graphs are cached (default ``$RDL_CACHE`` or
@@ -380,6 +379,27 @@ class RelDataModule(pl.LightningDataModule):
             filter_per_worker=self.num_workers > 0, pin_memory=self._pin(),
         ))
 
+    def transfer_batch_to_device(self, batch, device: torch.device, dataloader_idx: int):
+        """The batch on ``device``, its copies to a GPU issued without waiting for them.
+
+        Lightning passes ``non_blocking=True`` to tensors only: a PyG batch (and its
+        TensorFrames) would be copied one tensor at a time, the host waiting for each.
+        From the page-locked memory of a pinned loader (``data.pin_memory``) the copies
+        then queue on the stream ahead of the step's kernels and the host goes on to
+        launch them. Copies to the CPU stay blocking (non-blocking ones there could be
+        read before they land). A batch already on the CPU is returned as it is: rdl's
+        loaders make their batches there, and Lightning would walk every tensor of one at
+        every step to move none.
+
+        The data module's hook, not the LightningModule's: it knows what its loaders
+        make, and Lightning takes a data module's batch hooks over the module's (one of
+        the module's beside a data module is used with a warning)."""
+        if device.type == "cuda" and hasattr(batch, "to"):
+            return batch.to(device, non_blocking=True)
+        if device.type == "cpu" and _device_of(batch) == device:
+            return batch
+        return super().transfer_batch_to_device(batch, device, dataloader_idx)
+
     def train_dataloader(self):
         if self.triplets:
             return self.triplet_loader()
@@ -394,3 +414,13 @@ class RelDataModule(pl.LightningDataModule):
     def predict_dataloader(self):
         """The seeds of :attr:`predict_split` (``rdl.predict`` sets it), in table order."""
         return self.loader(getattr(self, "predict_split", "test"))
+
+
+def _device_of(batch) -> torch.device | None:
+    """The device of a PyG batch's first tensor (a loader puts all of them on one device);
+    None if it is no PyG batch or holds no tensor."""
+    for store in getattr(batch, "stores", ()):
+        for value in store.values():
+            if isinstance(value, Tensor):
+                return value.device
+    return None
