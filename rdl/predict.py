@@ -41,6 +41,7 @@ from rdl.graph.columns import is_list_column
 from rdl.api import build
 from rdl.checkpoints import read_checkpoint
 from rdl.train import USER_ERRORS
+from rdl.training.process import configured
 
 log = logging.getLogger("rdl.predict")
 SPLITS = ("val", "test", "now")
@@ -147,7 +148,8 @@ def write(table: pd.DataFrame, out: Path, fmt: str) -> None:
 @hydra.main(config_path="conf", config_name="predict", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     try:
-        out, table, metrics = predict(cfg)
+        with configured(verbose=bool(cfg.get("verbose", False))):   # undone when it ends
+            out, table, metrics = predict(cfg)
     except USER_ERRORS as e:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise

@@ -123,9 +123,11 @@ def data_key(cfg: DictConfig) -> str:
 
 def process_settings(cfg: DictConfig) -> dict:
     """What a run of ``cfg`` sets up in its process (:func:`rdl.training.process.configured`):
-    ``malloc`` keeping freed memory when training on the CPU, Dynamo's compile logs."""
+    ``malloc`` keeping freed memory when training on the CPU, Dynamo's compile logs, and
+    which of Lightning's warnings and lines are shown (``verbose``)."""
     return {"keep_freed_memory": bool(cfg.get("keep_freed_memory", True)) and _on_cpu(cfg),
-            "compile_log": bool((cfg.get("compile") or {}).get("log", False))}
+            "compile_log": bool((cfg.get("compile") or {}).get("log", False)),
+            "verbose": bool(cfg.get("verbose", False))}
 
 
 def _on_cpu(cfg: DictConfig) -> bool:

@@ -68,7 +68,7 @@ def test_a_pinned_batch_reaches_the_gpu_whole(tiny_cfg):
         tensors = {k: v for k, v in _tensors(batch)}
         assert tensors and all(v.is_pinned() for v in tensors.values())
         before = {k: v.clone() for k, v in tensors.items()}
-        moved = module.transfer_batch_to_device(batch, torch.device("cuda", 0), 0)
+        moved = dm.transfer_batch_to_device(batch, torch.device("cuda", 0), 0)
         torch.cuda.synchronize()
         after = dict(_tensors(moved))
         assert after.keys() == before.keys()

@@ -37,7 +37,7 @@ def targets(task: Task, df: pd.DataFrame) -> torch.Tensor:
 def score(task: Task, pred, df: pd.DataFrame) -> dict[str, float]:
     """Every metric of ``task`` for the predictions ``pred`` (array-like, aligned with the
     rows of the split table ``df``)."""
-    pred = torch.as_tensor(np.asarray(pred, dtype=np.float32))
+    pred = torch.tensor(np.asarray(pred, dtype=np.float32))   # a copy: a column is read-only
     if len(pred) != len(df):
         raise ValueError(f"task {task.name!r}: {len(pred)} predictions for {len(df)} rows")
     return score_tensors(task, pred, targets(task, df))

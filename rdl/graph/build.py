@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ GRAPH_VERSION = 2  # bump when the layout of the materialised graph changes
 
 def to_seconds(ser: pd.Series) -> torch.Tensor:
     """Datetimes as int64 seconds since the epoch, whatever unit pandas stores."""
-    return torch.from_numpy(ser.astype("datetime64[s]").astype("int64").to_numpy())
+    # A copy: under copy-on-write (pandas 3) the array a Series hands out is read-only, and
+    # a tensor of it would be one that nothing may write to (torch warns).
+    return torch.from_numpy(ser.astype("datetime64[s]").astype("int64").to_numpy(copy=True))
 
 
 def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
@@ -82,7 +85,35 @@ def _materialize(name: str, df: pd.DataFrame, cols: dict, text_embedder, given):
         df = df.assign(**{c: multi_hot(df[c]) for c in multi})
         cols = {c: torch_frame.embedding if c in multi else s for c, s in cols.items()}
     dataset = Dataset(df, col_to_stype=cols, col_to_text_embedder_cfg=text_cfg)
-    return dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
+    with warnings.catch_warnings():
+        # Two warnings of PyTorch Frame (0.3) under pandas 3, about its own code: its
+        # categorical mapper makes a tensor of the read-only array of a merge it has just
+        # made (nothing else holds that array: the -1 it writes for a missing category
+        # changes nothing else), and its timestamp mapper reads Series.dt.dayofweek, which
+        # pandas 3 deprecates (the same numbers as day_of_week).
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable",
+                                UserWarning, r"torch_frame\.")
+        warnings.filterwarnings("ignore", r".*\bdayofweek is deprecated", Warning,
+                                r"torch_frame\.")
+        return dataset.materialize(col_stats=given).tensor_frame, dataset.col_stats
+
+
+def _numpy_scalars() -> list:
+    """What torch's weights-only unpickler needs, beyond what PyTorch Frame allows itself,
+    to read the column stats of a cached frame: the NumPy integers of a timestamp column's
+    ``StatType.YEAR_RANGE`` (the years pandas gives, int32; int64 in older pandas)."""
+    multiarray = getattr(np, "_core", None) or np.core   # numpy 2 / numpy 1.26
+    return [multiarray.multiarray.scalar, np.dtype,
+            *(type(np.dtype(t)) for t in (np.int32, np.int64))]
+
+
+def load_frame(path: str):
+    """``torch_frame.load(path)``: a cached frame and its stats, read with torch's
+    weights-only unpickler and the NumPy scalar types its stats hold allowed for this
+    read only. (Without them PyTorch Frame's weights-only read fails, and it warns and
+    reads the file again with the full unpickler.)"""
+    with torch.serialization.safe_globals(_numpy_scalars()):
+        return torch_frame.load(path)
 
 
 def check_stypes(db: Database, stypes: dict | None) -> None:
@@ -188,7 +219,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             if not cols:  # a table of keys only: one constant feature keeps the encoder simple
                 df, cols = pd.DataFrame({"__const__": np.ones(len(df))}), {"__const__": torch_frame.numerical}
             if cached is not None:
-                tf, stats = torch_frame.load(str(cached / _file(name)))
+                tf, stats = load_frame(str(cached / _file(name)))
             else:
                 tf, stats = _materialize(name, df, cols, text_embedder,
                                          None if given_stats is None else given_stats[name])
@@ -216,7 +247,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             fk = tab.df[col]
             valid = fk.notna().to_numpy()
             src = torch.from_numpy(np.flatnonzero(valid))
-            dst = torch.from_numpy(fk[valid].to_numpy(dtype="int64"))
+            dst = torch.from_numpy(fk[valid].to_numpy(dtype="int64", copy=True))  # writable
             if len(dst) and int(dst.max()) >= len(db[ref]):
                 raise DataError(f"table {name!r}: foreign key {col!r} points past the end of "
                                 f"table {ref!r}")

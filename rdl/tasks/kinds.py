@@ -62,7 +62,8 @@ class Kind:
     # -- labels --------------------------------------------------------------------------
     def train_target(self, values) -> Tensor:
         """A split's labels as the model's ``y``."""
-        return torch.as_tensor(np.asarray(values)).float()
+        # a copy: a table's column is read-only under pandas' copy-on-write
+        return torch.tensor(np.asarray(values), dtype=torch.float)
 
     def metric_target(self, y: Tensor) -> Tensor:
         """Labels as the metrics take them."""
@@ -243,7 +244,7 @@ class MulticlassClassification(Kind):
         self.num_classes = self.out_channels = int(num_classes)
 
     def train_target(self, values):
-        return torch.as_tensor(np.asarray(values)).long()
+        return torch.tensor(np.asarray(values), dtype=torch.long)   # a copy (see Kind's)
 
     def metric_target(self, y):
         return y.long()

@@ -27,6 +27,8 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor
 
+from rdl.training.compile import compiling
+
 log = logging.getLogger(__name__)
 
 #: a quantity of a batch: ("rows", node type), ("nodes", node type), ("edges", edge type)
@@ -279,7 +281,11 @@ def warm(module, batches: list, train: bool, repeats: int = 2) -> None:
     device = module.device
     buffers = {n: b.detach().clone() for n, b in module.named_buffers()}
     cuda = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=cuda):
+    # One log line for all of them (not one for the first bucket's call, as a first batch)
+    first_calls = getattr(getattr(module, "forward_fn", None), "first_calls", {})
+    first_calls.pop(train, None)
+    with torch.random.fork_rng(devices=cuda), \
+            compiling("training" if train else "evaluation", f"{len(batches)} buckets"):
         for batch in batches:
             batch = batch.to(device)
             for _ in range(repeats):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import time
 import types
 from dataclasses import dataclass, field
 from typing import Callable
@@ -82,6 +83,10 @@ def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool 
     faster ones and no CPU patch applies.
     """
     compiled = None
+    # The modes (model.training) not called yet: the first call of each compiles its graph
+    # (a pause of up to a minute that would look like a hang), said and timed in the log;
+    # later calls take the plain path (no clock, no sync).
+    first = {True: "training", False: "evaluation"}
 
     @functools.wraps(model.forward)
     def forward(*args, **kw):
@@ -89,9 +94,23 @@ def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool 
         if compiled is None:
             compiled = _compile_for(model, args[-1].device, cpu_patches, kwargs)  # seed_time
         with _shape_settings(), _graph_limit(kwargs):
+            if first and model.training in first:
+                with compiling(first.pop(model.training)):
+                    return compiled(*args, **kw)
             return compiled(*args, **kw)
 
+    forward.first_calls = first  # rdl.training.buckets.warm says its own
     return forward
+
+
+@contextlib.contextmanager
+def compiling(mode: str, what: str = "first batch"):
+    """Logs that the model compiles for ``mode`` (training, evaluation) now, and then how
+    long it took (the host's time: no device sync)."""
+    log.info("compiling the model for %s (torch.compile, %s)...", mode, what)
+    start = time.perf_counter()
+    yield
+    log.info("model compiled for %s in %.1f s", mode, time.perf_counter() - start)
 
 
 def _compile_for(model, device: torch.device, cpu_patches, kwargs: dict) -> Callable:

@@ -67,9 +67,8 @@ class RelDataModule(pl.LightningDataModule):
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
         num_workers: loader worker processes.
         pin_memory: loaders put each batch in page-locked memory, so that its copy to
-            the GPU runs without the host waiting (see
-            :meth:`~rdl.training.module.TaskModule.transfer_batch_to_device`); ``None``:
-            when training on CUDA.
+            the GPU runs without the host waiting (see :meth:`transfer_batch_to_device`);
+            ``None``: when training on CUDA.
         now: also a split ``now``: the seeds of a prediction at the database's last time,
             with the graph holding every row (``rdl.predict split=now``).
         cache_dir: where materialised graphs are cached (default ``$RDL_CACHE`` or
@@ -188,7 +187,7 @@ class RelDataModule(pl.LightningDataModule):
         counts = torch.tensor(lists.map(len).to_numpy(), dtype=torch.long)
         ptr = torch.zeros(len(counts) + 1, dtype=torch.long)
         torch.cumsum(counts, 0, out=ptr[1:])
-        flat = lists.explode().dropna().to_numpy(dtype="int64")
+        flat = lists.explode().dropna().to_numpy(dtype="int64", copy=True)  # writable
         return ptr, torch.from_numpy(flat)
 
     def transform(self, split: str, probe: bool = False):
@@ -314,7 +313,8 @@ class RelDataModule(pl.LightningDataModule):
                    else self.sampler.with_random_seed(self.random_seed + 1))
         return NodeLoader(
             self.graph, node_sampler=sampler,
-            input_nodes=(task.entity_table, torch.from_numpy(df[task.entity_col].to_numpy())),
+            input_nodes=(task.entity_table,
+                         torch.from_numpy(df[task.entity_col].to_numpy(copy=True))),  # writable
             input_time=to_seconds(df["timestamp"]),
             transform=transform,
             batch_sampler=batch_sampler,
@@ -364,8 +364,10 @@ class RelDataModule(pl.LightningDataModule):
         one random target row get their own subgraph at the link's time."""
         task, df = self.task, self.tables["train"]
         pairs = df[["timestamp", task.entity_col, task.target_col]].explode(task.target_col)
-        src = torch.from_numpy(pairs[task.entity_col].to_numpy(dtype="int64"))
-        dst = torch.from_numpy(pairs[task.target_col].to_numpy(dtype="int64"))
+        # copy=True: a writable array (a column is read-only under pandas' copy-on-write;
+        # pandas copies only where the conversion did not)
+        src = torch.from_numpy(pairs[task.entity_col].to_numpy(dtype="int64", copy=True))
+        dst = torch.from_numpy(pairs[task.target_col].to_numpy(dtype="int64", copy=True))
         link_type = (task.entity_table, "links", task.target_table)
         return self._keep(KeepArgsLinkLoader(
             self.graph, link_sampler=self.sampler,
@@ -376,6 +378,27 @@ class RelDataModule(pl.LightningDataModule):
             num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
             filter_per_worker=self.num_workers > 0, pin_memory=self._pin(),
         ))
+
+    def transfer_batch_to_device(self, batch, device: torch.device, dataloader_idx: int):
+        """The batch on ``device``, its copies to a GPU issued without waiting for them.
+
+        Lightning passes ``non_blocking=True`` to tensors only: a PyG batch (and its
+        TensorFrames) would be copied one tensor at a time, the host waiting for each.
+        From the page-locked memory of a pinned loader (``data.pin_memory``) the copies
+        then queue on the stream ahead of the step's kernels and the host goes on to
+        launch them. Copies to the CPU stay blocking (non-blocking ones there could be
+        read before they land). A batch already on the CPU is returned as it is: rdl's
+        loaders make their batches there, and Lightning would walk every tensor of one at
+        every step to move none.
+
+        The data module's hook, not the LightningModule's: it knows what its loaders
+        make, and Lightning takes a data module's batch hooks over the module's (one of
+        the module's beside a data module is used with a warning)."""
+        if device.type == "cuda" and hasattr(batch, "to"):
+            return batch.to(device, non_blocking=True)
+        if device.type == "cpu" and _device_of(batch) == device:
+            return batch
+        return super().transfer_batch_to_device(batch, device, dataloader_idx)
 
     def train_dataloader(self):
         if self.triplets:
@@ -391,3 +414,13 @@ class RelDataModule(pl.LightningDataModule):
     def predict_dataloader(self):
         """The seeds of :attr:`predict_split` (``rdl.predict`` sets it), in table order."""
         return self.loader(getattr(self, "predict_split", "test"))
+
+
+def _device_of(batch) -> torch.device | None:
+    """The device of a PyG batch's first tensor (a loader puts all of them on one device);
+    None if it is no PyG batch or holds no tensor."""
+    for store in getattr(batch, "stores", ()):
+        for value in store.values():
+            if isinstance(value, Tensor):
+                return value.device
+    return None

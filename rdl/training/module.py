@@ -106,23 +106,6 @@ class TaskModule(pl.LightningModule):
             out = tuple(o[:n] for o in out) if isinstance(out, tuple) else out[:n]
         return out
 
-    def transfer_batch_to_device(self, batch, device: torch.device, dataloader_idx: int):
-        """The batch on ``device``, its copies to a GPU issued without waiting for them.
-
-        Lightning passes ``non_blocking=True`` to tensors only: a PyG batch (and its
-        TensorFrames) would be copied one tensor at a time, the host waiting for each.
-        From the page-locked memory of a pinned loader (``data.pin_memory``) the copies
-        then queue on the stream ahead of the step's kernels and the host goes on to
-        launch them. Copies to the CPU stay blocking (non-blocking ones there could be
-        read before they land). A batch already on the CPU is returned as it is: rdl's
-        loaders make their batches there, and Lightning would walk every tensor of one at
-        every step to move none."""
-        if device.type == "cuda" and hasattr(batch, "to"):
-            return batch.to(device, non_blocking=True)
-        if device.type == "cpu" and _device_of(batch) == device:
-            return batch
-        return super().transfer_batch_to_device(batch, device, dataloader_idx)
-
     def on_train_start(self):
         self.warm_buckets("train")
 
@@ -292,16 +275,6 @@ def loggers_write_now(trainer: pl.Trainer) -> bool:
                       "every step (more host work a step)", stacklevel=2)
         return True
     return bool(should)
-
-
-def _device_of(batch) -> torch.device | None:
-    """The device of a PyG batch's first tensor (a loader puts all of them on one device);
-    None if it is no PyG batch or holds no tensor."""
-    for store in getattr(batch, "stores", ()):
-        for value in store.values():
-            if isinstance(value, Tensor):
-                return value.device
-    return None
 
 
 def pad_seeds(x: Tensor, rows: int) -> Tensor:

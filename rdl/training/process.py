@@ -1,33 +1,89 @@
-"""What a run changes in its process, set up in ``main()`` and undone after: nothing else in
-rdl changes process state (importing rdl, building a run, or ``rdl.predict``).
+"""What a run changes in its process, set up in ``main()`` (of ``rdl.train`` and
+``rdl.predict``) and undone after: nothing else in rdl changes process state (importing
+rdl, or building a run).
 
 - ``keep_freed_memory`` (training on the CPU): glibc ``malloc`` keeps freed memory between
   steps (:mod:`rdl.training.malloc`);
 - ``compile.log``: Dynamo reports each recompile and graph break with its reason;
 - the CPU patches' Inductor fixes (:mod:`rdl.training.inductor`), which a compile that asks
-  for them installs: put back after the run.
+  for them installs: put back after the run;
+- ``verbose=false`` (the default): Lightning's warnings that a run of rdl cannot act on
+  (:data:`HARMLESS_WARNINGS`) and its lines about the machine and its tips
+  (:data:`LIGHTNING_CHATTER`) are left out; ``verbose=true`` shows them as Lightning does.
 """
 from __future__ import annotations
 
 import contextlib
+import logging
+import re
 import sys
+import warnings
 
 import torch
 
+#: ``(message, category, module)`` of each warning that ``verbose=false`` leaves out, as
+#: :func:`warnings.filterwarnings` takes them (message and module: regular expressions
+#: matched at the start), and why it is harmless.
+HARMLESS_WARNINGS = (
+    # Lightning 2.6 makes the leaf specs of its pytrees with torch's LeafSpec class, which
+    # torch 2.13 deprecates for treespec_leaf(): the same leaf spec, until a torch without
+    # the class (Lightning's to change; shown 4 times a run).
+    (r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning,
+     r"pytorch_lightning\.utilities\._pytree"),
+    # LearningRateMonitor copies each learning rate with torch.tensor(lr). rdl's learning
+    # rate is a tensor (a scheduler changes it without a recompile), and torch would rather
+    # a tensor were copied with lr.detach().clone(): the same copy.
+    (r"To copy construct from a tensor", UserWarning, r"pytorch_lightning\.callbacks\.lr_monitor"),
+)
+
+#: Lightning's info lines that ``verbose=false`` leaves out: which accelerators the
+#: machine has (the trainer's settings say what a run uses), its advertisements of its
+#: cloud services (printed at every run unless its own logger is used: no setting turns
+#: them off), and the data loader read before training to count the steps (for the
+#: learning-rate schedule).
+LIGHTNING_CHATTER = re.compile(r"(GPU|TPU|HPU|IPU) available: |💡 Tip: |Loading `train_dataloader` "
+                               r"to estimate number of stepping batches")
+
+
+def _not_chatter(record: logging.LogRecord) -> bool:
+    return not LIGHTNING_CHATTER.match(record.getMessage())
+
 
 @contextlib.contextmanager
-def configured(keep_freed_memory: bool = False, compile_log: bool = False):
+def quiet():
+    """:data:`HARMLESS_WARNINGS` and :data:`LIGHTNING_CHATTER` left out; all back on exit."""
+    # Lightning's info lines go through the logger that lightning_utilities' rank-zero
+    # functions hold (pytorch_lightning.utilities.rank_zero): a filter there, not a
+    # level, so that hydra.verbose still shows that logger's debug lines.
+    from lightning_utilities.core import rank_zero
+    logger = rank_zero.log
+    with warnings.catch_warnings():
+        for message, category, module in HARMLESS_WARNINGS:
+            warnings.filterwarnings("ignore", message, category, module)
+        logger.addFilter(_not_chatter)
+        try:
+            yield
+        finally:
+            logger.removeFilter(_not_chatter)
+
+
+@contextlib.contextmanager
+def configured(keep_freed_memory: bool = False, compile_log: bool = False,
+               verbose: bool = True):
     """The process set up for one run, as the config says; everything undone on exit."""
     from rdl.training import malloc
-    kept = malloc.keep_freed_memory(keep_freed_memory)
-    if compile_log:
-        torch._logging.set_logs(recompiles=True, graph_breaks=True)
-    try:
-        yield
-    finally:
-        if kept:
-            malloc.release_freed_memory()
+    with contextlib.ExitStack() as undo:
+        if not verbose:
+            undo.enter_context(quiet())
+        kept = malloc.keep_freed_memory(keep_freed_memory)
         if compile_log:
-            torch._logging.set_logs()   # every log back to its default
-        if "rdl.training.inductor" in sys.modules:   # imported only when a fix was asked for
-            sys.modules["rdl.training.inductor"].uninstall()
+            torch._logging.set_logs(recompiles=True, graph_breaks=True)
+        try:
+            yield
+        finally:
+            if kept:
+                malloc.release_freed_memory()
+            if compile_log:
+                torch._logging.set_logs()   # every log back to its default
+            if "rdl.training.inductor" in sys.modules:   # imported only when a fix was asked for
+                sys.modules["rdl.training.inductor"].uninstall()

@@ -173,4 +173,6 @@ class StepCheckpoint(ModelCheckpoint):
         super().on_train_epoch_end(trainer, pl_module)
         if trainer.sanity_checking or trainer.fast_dev_run or self.dirpath is None:
             return
-        trainer.save_checkpoint(self.format_checkpoint_name({}))
+        # weights_only as ModelCheckpoint passes it (False: the whole state, to resume
+        # from); left out, Lightning says at every save that it defaulted to False
+        trainer.save_checkpoint(self.format_checkpoint_name({}), self.save_weights_only)

@@ -4,6 +4,7 @@ graph per bucket used, however the batches vary."""
 from __future__ import annotations
 
 import copy
+import logging
 import re
 
 import pytest
@@ -165,12 +166,13 @@ class Steps(pytest.importorskip("pytorch_lightning").Callback):
 
 
 def test_every_bucket_compiles_before_the_first_step_and_training_is_unchanged(
-        tiny_cfg, one_thread, tmp_path):
+        tiny_cfg, one_thread, tmp_path, caplog):
     from hydra.utils import instantiate
 
     def fit(warm: bool):
         torch._dynamo.reset()
         counters.clear()
+        caplog.clear()
         cfg = tiny_cfg(BUCKETS, "model.num_layers=1", "model.channels=8",
                        "+compile.kwargs.backend=aot_eager", "data.batch_size=48",
                        # room for every batch: no bucket grows in training
@@ -182,12 +184,19 @@ def test_every_bucket_compiles_before_the_first_step_and_training_is_unchanged(
         trainer = instantiate(cfg.trainer, callbacks=[steps], logger=False,
                               enable_checkpointing=False, max_epochs=2, limit_train_batches=12,
                               limit_val_batches=0, num_sanity_val_steps=0)
-        trainer.fit(module, datamodule=dm)
+        with caplog.at_level(logging.INFO, logger="rdl.training.compile"):
+            trainer.fit(module, datamodule=dm)
+        steps.said = [r.getMessage() for r in caplog.records if r.name == "rdl.training.compile"]
         return steps, len(dm.bucket_profiles["train"])
 
     cold, _ = fit(warm=False)
     warmed, buckets = fit(warm=True)
     assert buckets > 1
+    # the compile pause said and timed: at the first batch, or once for all the buckets
+    for steps, what in ((cold, "first batch"), (warmed, f"{buckets} buckets")):
+        assert len(steps.said) == 2, steps.said
+        assert steps.said[0] == f"compiling the model for training (torch.compile, {what})..."
+        assert re.fullmatch(r"model compiled for training in \d+\.\d s", steps.said[1])
     assert cold.graphs[0] == 0 and cold.graphs[-1] >= 1
     # all train buckets compiled at the start, none later
     assert warmed.graphs == [buckets, buckets], (warmed.graphs, buckets)

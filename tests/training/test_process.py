@@ -54,6 +54,7 @@ def test_settings_of_a_run():
     from omegaconf import OmegaConf
     cfg = OmegaConf.create({"keep_freed_memory": True, "compile": {"log": True},
                             "trainer": {"accelerator": "gpu"}})
-    assert process_settings(cfg) == {"keep_freed_memory": False, "compile_log": True}
+    assert process_settings(cfg) == {"keep_freed_memory": False, "compile_log": True,
+                                     "verbose": False}
     cfg.trainer.accelerator = "cpu"
     assert process_settings(cfg)["keep_freed_memory"] is True

@@ -1,8 +1,9 @@
 """Batches reach a GPU without the host waiting: loaders pin them when training on CUDA,
-and the module copies a whole PyG batch with ``non_blocking=True`` (Lightning would pass
-it to tensors only). No GPU is needed: the CUDA side is observed at the call it makes."""
+and the data module copies a whole PyG batch with ``non_blocking=True`` (Lightning would
+pass it to tensors only). No GPU is needed: the CUDA side is observed at the call it makes."""
 from __future__ import annotations
 
+import warnings
 from types import SimpleNamespace
 
 import pytest
@@ -18,7 +19,7 @@ def built(tiny_cfg):
 
 
 def test_a_batch_is_copied_to_cuda_without_waiting(built, monkeypatch):
-    _, dm, module = built
+    _, dm, _ = built
     batch = next(iter(dm.train_dataloader()))
     calls = []
 
@@ -27,17 +28,29 @@ def test_a_batch_is_copied_to_cuda_without_waiting(built, monkeypatch):
         return self
 
     monkeypatch.setattr(HeteroData, "to", to)
-    assert module.transfer_batch_to_device(batch, torch.device("cuda", 0), 0) is batch
+    assert dm.transfer_batch_to_device(batch, torch.device("cuda", 0), 0) is batch
     assert calls == [(torch.device("cuda", 0), True)]
     # to the CPU: a batch there already is returned as it is, untouched
     calls.clear()
-    assert module.transfer_batch_to_device(batch, torch.device("cpu"), 0) is batch
+    assert dm.transfer_batch_to_device(batch, torch.device("cpu"), 0) is batch
     assert calls == []
     # one elsewhere takes Lightning's own (blocking) path
     other = HeteroData()
     other["customer"].seed_time = torch.zeros(3, device="meta")
-    module.transfer_batch_to_device(other, torch.device("cpu"), 0)
+    dm.transfer_batch_to_device(other, torch.device("cpu"), 0)
     assert calls == [(torch.device("cpu"), False)]
+
+
+def test_lightning_moves_batches_with_the_data_modules_hook(built):
+    """The hook is the data module's, the LightningModule has none: Lightning uses it
+    without its warning about a module's hook beside a data module."""
+    from pytorch_lightning.trainer.connectors.data_connector import _DataHookSelector
+
+    _, dm, module = built
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chosen = _DataHookSelector(module, dm).get_instance("transfer_batch_to_device")
+    assert chosen is dm
 
 
 def test_batches_carry_no_edge_ids(built):

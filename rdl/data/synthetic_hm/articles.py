@@ -121,7 +121,7 @@ def _articles(rng, n_art: int, start: pd.Timestamp, n_days: int) -> dict:
             "half_life": half_life, "peak_doy": peak_doy, "amp": amp, "pop": pop,
             "price": level, "markdown1": markdown1,
             "markdown2": markdown1 + rng.lognormal(np.log(50), 0.4, n_art),
-            "start_doy": start.dayofyear}
+            "start_doy": start.day_of_year}
 
 
 def _article_weights(art: dict, t: float) -> np.ndarray:

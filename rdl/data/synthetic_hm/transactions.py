@@ -21,8 +21,8 @@ RATE_FUDGE = 1.37                      # bursts + first visits: expected rows / 
 def _day_weights(start: pd.Timestamp, n_days: int) -> pd.DataFrame:
     """Shop traffic per day: weekday pattern, Black Friday / Christmas / summer-sale peaks."""
     days = start + pd.to_timedelta(np.arange(n_days), unit="D")
-    weekday = np.array([0.9, 0.9, 0.95, 1.0, 1.1, 1.2, 1.0])[days.dayofweek]
-    doy = days.dayofyear.to_numpy()
+    weekday = np.array([0.9, 0.9, 0.95, 1.0, 1.1, 1.2, 1.0])[days.day_of_week]
+    doy = days.day_of_year.to_numpy()
     bump = lambda centre, width, h: h * np.exp(-0.5 * ((doy - centre) / width) ** 2)  # noqa: E731
     level = 1 + bump(330, 4, 0.8) + bump(350, 8, 0.4) + bump(182, 10, 0.3) + bump(100, 15, -0.2)
     sale = ((doy >= 360) | (doy <= 20)) | ((doy >= 175) & (doy <= 205))
