@@ -35,14 +35,15 @@ from rdl.caching import write_atomic
 from rdl.checkpoints import CONFIG_KEY, checked_resume
 from rdl.data.database import Database
 from rdl.report import report
-from rdl.settings import (check_settings, data_key, several_processes, with_data_defaults,
-                          with_task_settings)
+from rdl.settings import (check_settings, data_key, process_settings, several_processes,
+                          with_data_defaults, with_task_settings)
 from rdl.tasks import Task
 from rdl.training.compile import STATIC_GRAPHS
 from rdl.training.compile import stats as compile_stats
 from rdl.training.datamodule import RelDataModule
 from rdl.training.link_module import LinkTaskModule
 from rdl.training.module import NodeTaskModule, TaskModule
+from rdl.training.process import configured
 from rdl.training.resume import AtomicCheckpointIO
 from rdl.training.shapes import Exact, shapes_for
 
@@ -163,7 +164,14 @@ def fit(cfg: DictConfig, data: RelDataModule | None = None, model: nn.Module | N
     best checkpoint beside the baselines, printed and written to ``cfg.output_dir``
     (``metrics.json``, ``task.json``, checkpoints, logs). ``data`` and ``model``: made by
     :func:`prepare` and :func:`make_model` (made from ``cfg`` if not given). Returns the
-    metrics: ``{"model": {"val": {...}, "test": {...}}, <baseline>: {...}, ...}``."""
+    metrics: ``{"model": {"val": {...}, "test": {...}}, <baseline>: {...}, ...}``.
+    The process is set up for the run as ``cfg`` says (:func:`rdl.settings.process_settings`:
+    malloc on the CPU, compile logs, ``verbose``) and put back when it ends."""
+    with configured(**process_settings(cfg)):
+        return _fit(cfg, data, model)
+
+
+def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -> dict:
     compiled_before = compile_stats()
     ckpt_path = checked_resume(cfg)
     out = Path(cfg.output_dir)

@@ -17,8 +17,6 @@ from omegaconf import DictConfig
 
 from rdl.api import fit
 from rdl.data.database import DataError
-from rdl.settings import process_settings
-from rdl.training.process import configured
 
 # Errors that mean "your data or your settings are wrong", not "rdl has a bug".
 USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
@@ -27,8 +25,7 @@ USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float:
     try:
-        with configured(**process_settings(cfg)):   # undone when the run ends
-            results = fit(cfg)
+        results = fit(cfg)   # sets up the process for the run, undone when it ends
     except (InstantiationException, *USER_ERRORS) as e:
         # Bad data or settings: one clear message, no stack trace (HYDRA_FULL_ERROR=1 shows
         # it). Anything else is a bug and keeps its traceback.

@@ -1,6 +1,6 @@
-"""What a run changes in its process, set up in ``main()`` (of ``rdl.train`` and
-``rdl.predict``) and undone after: nothing else in rdl changes process state (importing
-rdl, or building a run).
+"""What a run changes in its process, set up by :func:`rdl.fit` (``rdl.train``'s run) and
+``rdl.predict``'s ``main()`` and undone after: nothing else in rdl changes process state
+(importing rdl, or building a run).
 
 - ``keep_freed_memory`` (training on the CPU): glibc ``malloc`` keeps freed memory between
   steps (:mod:`rdl.training.malloc`);

@@ -1,5 +1,5 @@
-"""A run's changes to its process are made by ``rdl.train``'s ``main()`` only, and undone
-when the run ends (:mod:`rdl.training.process`): building a run (what ``rdl.predict``, the
+"""A run's changes to its process are made by ``rdl.fit`` (``rdl.train``'s ``main()``) only,
+and undone when the run ends (:mod:`rdl.training.process`): building a run (what ``rdl.predict``, the
 notebooks and the benchmarks do) leaves the process as it was."""
 from __future__ import annotations
 
