@@ -1,20 +1,28 @@
 """The notebooks run top to bottom (their code cells, in order, in the notebooks folder), use
 rdl's public API alone, and the walkthrough shows what it says: the task's labels, a
 leak-free batch, a model that learns."""
+import ast
 import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
 
 
+#: a code cell whose stored output must not drift: what it shows now is what it stored
+STABLE = "stable"
+
+
 def run(path: Path) -> dict:
     """Runs the notebook's code cells in one scope, as plain Python: IPython's line magics
     (``%matplotlib inline``: plots shown in the notebook) are left out, and plots go to
-    matplotlib's file backend."""
+    matplotlib's file backend. A cell tagged :data:`STABLE` ends in an expression whose
+    value must print as its stored output did (whitespace aside: IPython folds long
+    lines)."""
     import matplotlib
     matplotlib.use("Agg")
     scope = {}
@@ -22,7 +30,17 @@ def run(path: Path) -> dict:
         if cell["cell_type"] == "code":
             lines = "".join(cell["source"]).splitlines(keepends=True)
             code = "".join(line for line in lines if not line.lstrip().startswith("%"))
-            exec(compile(code, f"{path.name}", "exec"), scope)
+            tree = ast.parse(code)
+            last = tree.body.pop() if STABLE in cell["metadata"].get("tags", []) else None
+            exec(compile(tree, f"{path.name}", "exec"), scope)
+            if last is not None:
+                assert isinstance(last, ast.Expr), f"{path.name}: a {STABLE} cell ends in an expression"
+                value = eval(compile(ast.Expression(last.value), path.name, "eval"), scope)
+                with pd.option_context("display.max_columns", 20, "display.width", 80):
+                    shown = repr(value)   # pandas' defaults in a notebook, not a terminal's
+                stored = next("".join(o["data"]["text/plain"]) for o in cell["outputs"]
+                              if o["output_type"] == "execute_result")
+                assert shown.split() == stored.split(), (path.name, code)
     return scope
 
 
@@ -35,6 +53,9 @@ def test_notebooks_are_stored_executed_and_small():
         assert path.stat().st_size < 1_000_000, path.name
     quickstart = (NOTEBOOKS[0].parent / "quickstart.ipynb").read_text()
     assert quickstart.count('"image/png"') >= 2
+    for path in NOTEBOOKS:   # each has outputs that are checked not to drift (run())
+        cells = json.loads(path.read_text())["cells"]
+        assert any(STABLE in c["metadata"].get("tags", []) for c in cells), path.name
 
 
 def test_notebooks_use_the_public_api_alone():
