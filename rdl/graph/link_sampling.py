@@ -42,6 +42,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
+from torch_geometric.loader import LinkLoader
 from torch_geometric.sampler import EdgeSamplerInput, HeteroSamplerOutput, NegativeSampling
 from torch_geometric.typing import NodeType
 
@@ -208,3 +209,15 @@ def _repeat_to(x: Optional[Tensor], n: int) -> Optional[Tensor]:
     if x.numel() == 0:
         return x[:0]
     return x.repeat(-(-n // x.numel()))[:n]
+
+
+class KeepArgsLinkLoader(LinkLoader):
+    """PyG's ``LinkLoader`` keeping ``edge_label``, ``edge_label_time`` and ``input_id`` as
+    attributes: Lightning rebuilds a loader from its attributes to inject a distributed
+    sampler, and without them it would rebuild one without link times (no time filter)."""
+
+    def __init__(self, data, link_sampler, edge_label_index=None, edge_label=None,
+                 edge_label_time=None, neg_sampling=None, input_id=None, **kwargs):
+        super().__init__(data, link_sampler, edge_label_index, edge_label, edge_label_time,
+                         neg_sampling, input_id=input_id, **kwargs)
+        self.edge_label, self.edge_label_time, self.input_id = edge_label, edge_label_time, input_id

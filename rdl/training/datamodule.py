@@ -15,6 +15,7 @@ from torch_geometric.transforms import Compose
 import rdl
 from rdl.data.database import Database, DataError
 from rdl.graph.build import check_stypes, to_seconds
+from rdl.graph.link_sampling import KeepArgsLinkLoader
 from rdl.graph.sampler import TemporalSampler
 from rdl.graph.transforms import (AttachLinkTarget, AttachTarget, Bidirectional, DropEdgeIds,
                                   InputRows)
@@ -24,20 +25,9 @@ from rdl.training.batches import DealtBatches, batches
 from rdl.training.buckets import (BucketSettings, PadToBucket, describe, padding, plan,
                                   sizes, smallest)
 from rdl.training.shapes import Padded, Shapes
+from rdl.training.transfer import to_device
 
 log = logging.getLogger(__name__)
-
-
-class KeepArgsLinkLoader(LinkLoader):
-    """PyG's ``LinkLoader`` keeping ``edge_label``, ``edge_label_time`` and ``input_id`` as
-    attributes: Lightning rebuilds a loader from its attributes to inject a distributed
-    sampler, and without them it would rebuild one without link times (no time filter)."""
-
-    def __init__(self, data, link_sampler, edge_label_index=None, edge_label=None,
-                 edge_label_time=None, neg_sampling=None, input_id=None, **kwargs):
-        super().__init__(data, link_sampler, edge_label_index, edge_label, edge_label_time,
-                         neg_sampling, input_id=input_id, **kwargs)
-        self.edge_label, self.edge_label_time, self.input_id = edge_label, edge_label_time, input_id
 
 
 class RelDataModule(pl.LightningDataModule):
@@ -380,25 +370,15 @@ class RelDataModule(pl.LightningDataModule):
         ))
 
     def transfer_batch_to_device(self, batch, device: torch.device, dataloader_idx: int):
-        """The batch on ``device``, its copies to a GPU issued without waiting for them.
-
-        Lightning passes ``non_blocking=True`` to tensors only: a PyG batch (and its
-        TensorFrames) would be copied one tensor at a time, the host waiting for each.
-        From the page-locked memory of a pinned loader (``data.pin_memory``) the copies
-        then queue on the stream ahead of the step's kernels and the host goes on to
-        launch them. Copies to the CPU stay blocking (non-blocking ones there could be
-        read before they land). A batch already on the CPU is returned as it is: rdl's
-        loaders make their batches there, and Lightning would walk every tensor of one at
-        every step to move none.
-
-        The data module's hook, not the LightningModule's: it knows what its loaders
-        make, and Lightning takes a data module's batch hooks over the module's (one of
-        the module's beside a data module is used with a warning)."""
-        if device.type == "cuda" and hasattr(batch, "to"):
-            return batch.to(device, non_blocking=True)
-        if device.type == "cpu" and _device_of(batch) == device:
-            return batch
-        return super().transfer_batch_to_device(batch, device, dataloader_idx)
+        """The batch on ``device``, its copies to a GPU issued without waiting for them
+        (:func:`~rdl.training.transfer.to_device`). The data module's hook, not the
+        LightningModule's: it knows what its loaders make, and Lightning takes a data
+        module's batch hooks over the module's (one of the module's beside a data module
+        is used with a warning)."""
+        moved = to_device(batch, device)
+        if moved is None:
+            return super().transfer_batch_to_device(batch, device, dataloader_idx)
+        return moved
 
     def train_dataloader(self):
         if self.triplets:
@@ -415,12 +395,3 @@ class RelDataModule(pl.LightningDataModule):
         """The seeds of :attr:`predict_split` (``rdl.predict`` sets it), in table order."""
         return self.loader(getattr(self, "predict_split", "test"))
 
-
-def _device_of(batch) -> torch.device | None:
-    """The device of a PyG batch's first tensor (a loader puts all of them on one device);
-    None if it is no PyG batch or holds no tensor."""
-    for store in getattr(batch, "stores", ()):
-        for value in store.values():
-            if isinstance(value, Tensor):
-                return value.device
-    return None

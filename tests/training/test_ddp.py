@@ -25,7 +25,7 @@ from rdl.graph import TemporalSampler
 from rdl.predict import predict
 from rdl.training.batches import DealtBatches, EpochShuffle, batches
 from rdl.graph.transforms import AttachTarget
-from rdl.training.datamodule import KeepArgsLinkLoader
+from rdl.graph.link_sampling import KeepArgsLinkLoader
 from tests.conftest import task_overrides
 
 #: a parameter that needs a GPU (`pytest -m cuda`, benchmarks/gpu.sh)
