@@ -73,10 +73,20 @@ def heading(name: str, val_time=None, test_time=None, backtest: int = 0,
     return line + (", " + ": ".join(weeks) if weeks else "")
 
 
-def _cell(value, percent: bool) -> str:
+def decimals(values, percent: bool) -> int:
+    """Decimals that show a metric's values (all its rows and splits) with at least four
+    significant digits: 4 for values from 0.1 up (AUROC, R2), 5 for an MAE of 0.025, at
+    most 8; a metric in % has 2."""
+    if percent:
+        return 2
+    top = max((abs(v) for v in values if v is not None and math.isfinite(v)), default=0.0)
+    return 4 if top == 0 or top >= 0.1 else min(8, 3 - math.floor(math.log10(top)))
+
+
+def _cell(value, percent: bool, digits: int) -> str:
     if value is None:
         return "-"
-    return f"{100 * value:.2f}" if percent else f"{value:.4f}"
+    return f"{100 * value:.{digits}f}" if percent else f"{value:.{digits}f}"
 
 
 def report_text(results: dict, name: str, monitor: str = "", mode: str = "max", *,
@@ -107,9 +117,12 @@ def report_text(results: dict, name: str, monitor: str = "", mode: str = "max", 
         v = results[w].get(split, {}).get(m)
         return None if v is None else float(v)
 
+    digits = {m: decimals([value(w, sp, m) for w in who for sp in SPLITS], m in percent)
+              for m in metrics}
+
     def column(m, split) -> list[str]:
         """A column's cells, the best value (as shown) marked."""
-        shown = [_cell(value(w, split, m), m in percent) for w in who]
+        shown = [_cell(value(w, split, m), m in percent, digits[m]) for w in who]
         numbers = [float(s) if s != "-" else math.nan for s in shown]
         finite = [x for x in numbers if math.isfinite(x)]
         best = None
@@ -142,7 +155,8 @@ def report_text(results: dict, name: str, monitor: str = "", mode: str = "max", 
                                   for _, _, cell, group, val, test in groups]))
     notes = []
     if monitor in metrics and len(who) > 1:
-        notes.append(_lead(results, monitor, higher.get(monitor), monitor in percent))
+        notes.append(_lead(results, monitor, higher.get(monitor), monitor in percent,
+                           digits[monitor]))
     legend = [f"{monitor} is monitored"] if monitor in metrics else []
     if any(higher.get(m) is not None for m in metrics[:len(groups)]):
         legend += ["↑ higher is better, ↓ lower", f"{BEST} best in its column"]
@@ -164,7 +178,7 @@ def _wrap(text: str, width: int) -> list[str]:
         text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)]
 
 
-def _lead(results: dict, m: str, higher: bool | None, percent: bool) -> str:
+def _lead(results: dict, m: str, higher: bool | None, percent: bool, digits: int) -> str:
     """How the model compares with the best baseline of each split in the monitored
     metric (ahead, behind, level), in the table's units; "" where it cannot be told."""
     leads = []  # (split, lead, best baseline)
@@ -176,7 +190,6 @@ def _lead(results: dict, m: str, higher: bool | None, percent: bool) -> str:
             continue
         best = (max if higher else min)(scores, key=scores.get)
         lead = (model - scores[best]) * (1 if higher else -1) * (100 if percent else 1)
-        digits = 2 if percent else 4
         if round(lead, digits) == 0:
             words = "level with"
         else:

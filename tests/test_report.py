@@ -146,10 +146,23 @@ def test_regression_report_marks_the_lowest_error_best(tmp_path):
     assert ("val", "r2") in r["best"]["last label"]         # highest R²
     assert ("test", "r2") in r["best"]["label mean (last 16)"]
     assert ("val", "mae") not in r["best"]["zero"]
-    assert ("mae, model vs the best baseline: val 0.0003 ahead of label mean (last 16), "
-            "test 0.0034 behind label mean (last 16)") not in r["notes"]  # one baseline: named once
-    assert ("mae, model vs the best baseline, label mean (last 16): val 0.0003 ahead, "
-            "test 0.0034 behind") in r["notes"]
+    assert ("mae, model vs the best baseline: val 0.00030 ahead of label mean (last 16), "
+            "test 0.00340 behind label mean (last 16)") not in r["notes"]  # one baseline: named once
+    assert ("mae, model vs the best baseline, label mean (last 16): val 0.00030 ahead, "
+            "test 0.00340 behind") in r["notes"]
+
+
+def test_small_values_keep_four_significant_digits():
+    """An MAE of 0.025 is shown as 0.02464, not 0.0246: a lead of 0.00011 over LightGBM is
+    seen, and the best is marked on the value that is lowest, not on a tie of rounding."""
+    results = {"model": res(dict(mae=0.025634, r2=0.8881), dict(mae=0.024641, r2=0.9182)),
+               "LightGBM": res(dict(mae=0.026401, r2=0.8774), dict(mae=0.024531, r2=0.9216))}
+    r = read_report(report_text(results, "item-sales", "mae", "min",
+                                higher=dict(mae=False, r2=True)))
+    assert r["rows"]["model"]["test"] == {"mae": 0.02464, "r2": 0.9182}   # r2: 4 decimals
+    assert r["best"]["LightGBM"] == {("test", "mae"), ("test", "r2")}
+    assert ("mae, model vs the best baseline, LightGBM: val 0.00077 ahead, test 0.00011 behind"
+            in r["notes"])
 
 
 def test_metrics_that_do_not_fit_are_named_and_the_monitored_one_stays(tmp_path):
