@@ -163,7 +163,9 @@ def table(runs: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m rdl.backtest", description=__doc__.split("\n")[0])
+    script = Path(sys.argv[0]).name   # rdl-backtest, or backtest.py under python -m
+    prog = script if script == "rdl-backtest" else "python -m rdl.backtest"
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     p.add_argument("folder", type=Path, help="a sweep folder of python -m rdl.train -m (or any "
                    "folder holding runs of one task)")
     p.add_argument("--out", type=Path, default=None, help="where to write the table "

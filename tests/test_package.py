@@ -85,4 +85,4 @@ def test_console_scripts_run_the_commands(installed, tmp_path):
     assert out.returncode == 0 and "ckpt_path: ???" in out.stdout, out.stderr[-2000:]
     out = subprocess.run([str(bin_dir / "rdl-backtest"), "--help"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and "usage:" in out.stdout, out.stderr[-2000:]
+    assert out.returncode == 0 and "usage: rdl-backtest" in out.stdout, out.stderr[-2000:]
