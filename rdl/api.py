@@ -82,8 +82,9 @@ def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = Non
     """The data of a run, set up: a :class:`~rdl.training.datamodule.RelDataModule` whose
     ``data`` is the graph (PyG ``HeteroData``, a TensorFrame per table), ``tables`` the
     split tables, and whose ``train_dataloader()``... serve temporal neighbour-sampled
-    batches, as sampled (:func:`fit` pads them as a compiled model needs). Settings that cannot train raise a :class:`ValueError` before any data is read.
-    ``prepared_path``: see :attr:`RelDataModule.prepared_path`."""
+    batches, as sampled (:func:`fit` pads them as a compiled model needs). Settings that
+    cannot train raise a :class:`ValueError` before any data is read. ``prepared_path``:
+    see :attr:`RelDataModule.prepared_path`."""
     cfg = with_data_defaults(cfg)
     check_settings(cfg)
     task = task if task is not None else load_task(cfg)

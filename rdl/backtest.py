@@ -33,6 +33,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from rdl.caching import write_atomic
+from rdl.report import decimals
 from rdl.tasks import split_times
 
 
@@ -109,13 +110,15 @@ def differences(runs: list[dict]) -> dict[str, dict[str, list[float]]]:
     return out
 
 
-def summary(values: list[float]) -> str:
-    """``mean ± standard error (wins/n)`` (one value: ``value (wins/1)``)."""
+def summary(values: list[float], digits: int = 4) -> str:
+    """``mean ± standard error (wins/n)`` (one value: ``value (wins/1)``), with ``digits``
+    decimals."""
     n, mean = len(values), statistics.fmean(values)
     wins = sum(v > 0 for v in values)
     if n == 1:  # one run: no spread to show
-        return f"{mean:+.4f} ({wins}/1)"
-    return f"{mean:+.4f} ± {statistics.stdev(values) / math.sqrt(n):.4f} ({wins}/{n})"
+        return f"{mean:+.{digits}f} ({wins}/1)"
+    return (f"{mean:+.{digits}f} ± {statistics.stdev(values) / math.sqrt(n):.{digits}f} "
+            f"({wins}/{n})")
 
 
 #: marks the best of a run's model and baselines
@@ -137,6 +140,10 @@ def table(runs: list[dict]) -> str:
     m, higher = runs[0]["monitor"], runs[0]["higher"]
     who = ["model", *baselines(runs[0]["metrics"])]
     arrow = "↑" if higher else "↓"
+    # the report's decimals (four significant digits: an MAE of 0.025 as 0.02464)
+    digits = decimals([res[split][m] for r in runs
+                       for res in (r["metrics"]["model"], *baselines(r["metrics"]).values())
+                       for split in ("val", "test")], percent=False)
     lines = [f"# Backtest: {runs[0]['task']}, {m} "
              f"({'higher' if higher else 'lower'} is better), {len(runs)} runs"]
     for split in ("val", "test"):
@@ -144,7 +151,7 @@ def table(runs: list[dict]) -> str:
         for r in runs:
             row = {"model": r["metrics"]["model"], **baselines(r["metrics"])}
             values = [row[w][split][m] if w in row else None for w in who]
-            shown = [None if v is None else f"{v:.4f}" for v in values]
+            shown = [None if v is None else f"{v:.{digits}f}" for v in values]
             finite = [float(x) for x in shown if x is not None and math.isfinite(float(x))]
             best = (max if higher else min)(finite) if finite else None
             rows.append([r["label"], str(r[split]),
@@ -156,8 +163,8 @@ def table(runs: list[dict]) -> str:
               "error over the runs (weeks won / weeks)", ""]
     rows = [["baseline", "val", "test", "all"]]
     for w, lead in differences(runs).items():
-        rows.append([w, summary(lead["val"]), summary(lead["test"]),
-                     summary(lead["val"] + lead["test"])])
+        rows.append([w, summary(lead["val"], digits), summary(lead["test"], digits),
+                     summary(lead["val"] + lead["test"], digits)])
     lines += markdown(rows)
     return "\n".join(lines) + "\n"
 

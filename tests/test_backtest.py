@@ -63,6 +63,23 @@ def test_auroc_lead_is_model_minus_baseline(tmp_path):
     assert "| LightGBM | +0.0150 ± 0.0050 (2/2) | -0.0050 ± 0.0150 (1/2) |" in text
 
 
+def test_small_errors_keep_four_significant_digits(tmp_path):
+    """An MAE of 0.025 shows as 0.02464 and a lead of 0.00011 as such, as in the report."""
+    for job in range(2):
+        fake_run(tmp_path, job, [f"backtest={job}"], job, (0.02464, 0.02563),
+                 (0.02453, 0.02640), k=2)
+    text = re.sub(" +", " ", table(read_runs(tmp_path)))
+    assert "0.5000" in text   # four decimals while a value of 0.1 or more is in the table
+    # the fake label mean's 0.5 replaced by a small error too
+    for path in tmp_path.glob("*/metrics.json"):
+        metrics = json.loads(path.read_text())
+        metrics["label mean (last 2)"] = {"val": {"mae": 0.03}, "test": {"mae": 0.03}}
+        path.write_text(json.dumps(metrics))
+    text = re.sub(" +", " ", table(read_runs(tmp_path)))
+    assert "| backtest=0 | 2020-09-07 | 0.02464 | 0.03000 | 0.02453* |" in text
+    assert "| LightGBM | -0.00011 ± 0.00000 (0/2) | +0.00077 ± 0.00000 (2/2) |" in text
+
+
 #: each kind's baselines, as rdl.train names them, and its monitored metric
 KINDS = {"user-churn": (["constant (train rate)", "last label", "label mean (last 16)",
                          "LightGBM"], "auroc", "max"),
