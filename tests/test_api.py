@@ -23,8 +23,8 @@ def test_import_rdl_is_light():
 
 def test_database_task_graph_model_and_two_steps(tmp_path, rdl_cache):
     cfg = rdl.config("task=user-churn", "debug=tiny", f"data.cache_dir={rdl_cache}",
-                     "compile.enabled=false", "trainer.max_epochs=1", "trainer.limit_train_batches=2",
-                     "trainer.limit_val_batches=1", "trainer.limit_test_batches=1",
+                     "compile.enabled=false", "trainer.max_epochs=1",
+                     "trainer.limit_train_batches=2", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1",
                      f"output_dir={tmp_path}")
     db = rdl.load_database(cfg)
     assert set(db.tables) == {"customer", "article", "transactions"}
