@@ -5,6 +5,7 @@ import torch
 import torch_frame
 from torch import Tensor
 from torch_frame.data.stats import StatType
+from torch_frame.nn.encoder.stype_encoder import get_na_mask
 from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
@@ -45,6 +46,25 @@ class RobustLinearEncoder(torch_frame.nn.LinearEncoder):
         return torch.where(missing, 0.0, out)
 
 
+class TimestampEncoder(torch_frame.nn.TimestampEncoder):
+    """PyTorch Frame's timestamp encoder, its missing timestamps filled with
+    ``torch.where``.
+
+    Written here because PyTorch Frame fills them by boolean-mask assignment of each
+    column's fill value (``col[mask] = fill``), which Inductor leaves as ``index_put_``:
+    on a GPU a host-device sync at every step of the compiled model (CUDA's sync check,
+    ``tests/test_cuda.py``). Same result: a timestamp with any part missing becomes its
+    column's fill value, all parts.
+    """
+
+    def na_forward(self, feat: Tensor) -> Tensor:
+        if self.na_strategy is None:
+            return feat
+        # feat [rows, columns, parts]; fill_values [columns, parts]
+        missing = get_na_mask(feat).any(dim=-1, keepdim=True)
+        return torch.where(missing, self.fill_values.to(feat.dtype), feat)
+
+
 # The stype encoders of each stype PyTorch Frame materialises (text_embedded becomes
 # embedding once materialised).
 STYPE_ENCODERS = {
@@ -52,7 +72,7 @@ STYPE_ENCODERS = {
     torch_frame.numerical: RobustLinearEncoder,
     torch_frame.multicategorical: torch_frame.nn.MultiCategoricalEmbeddingEncoder,
     torch_frame.embedding: torch_frame.nn.LinearEmbeddingEncoder,
-    torch_frame.timestamp: torch_frame.nn.TimestampEncoder,
+    torch_frame.timestamp: TimestampEncoder,
 }
 
 

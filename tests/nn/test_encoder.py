@@ -5,8 +5,9 @@ import torch
 import torch_frame
 from torch_frame.data import Dataset
 from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from rdl.nn.encoder import STYPE_ENCODERS, FixedOrderEncoder, HeteroEncoder
+from rdl.nn.encoder import STYPE_ENCODERS, FixedOrderEncoder, HeteroEncoder, TimestampEncoder
 
 
 def frame():
@@ -33,6 +34,33 @@ def test_fixed_order_matches_pytorch_frame():
     x, cols = ours(tf)
     assert cols == cols_ref and len(cols) == 3
     torch.testing.assert_close(x, x_ref)
+
+
+def test_missing_timestamps_filled_as_pytorch_frame_fills_them_without_a_mask_assignment():
+    """PyTorch Frame's boolean-mask assignment stays an ``index_put_`` in Inductor's graph,
+    a host sync a step on a GPU; ours is a ``where`` with the same result."""
+    df = pd.DataFrame({"a": ["2020-01-01 00:00", None, "2021-06-03 10:00", "2019-02-02 08:30", None],
+                       "b": ["2018-05-05 00:00", "2018-05-06 12:00", None, "2022-12-31 23:59", None]})
+    ds = Dataset(df, {"a": torch_frame.timestamp, "b": torch_frame.timestamp}).materialize()
+    feat = ds.tensor_frame.feat_dict[torch_frame.timestamp]
+    stats = [ds.col_stats[c] for c in ds.tensor_frame.col_names_dict[torch_frame.timestamp]]
+    ref = torch_frame.nn.TimestampEncoder(out_channels=4, stats_list=stats, stype=torch_frame.timestamp)
+    ours = TimestampEncoder(out_channels=4, stats_list=stats, stype=torch_frame.timestamp)
+    missing = (feat == -1).any(-1)
+    assert missing.sum() == 4 and feat.shape[1:] == (2, 7)
+    filled = ours.na_forward(feat)
+    assert torch.equal(filled, ref.na_forward(feat)) and not (filled == -1).any()
+    assert torch.equal(filled[missing], ours.fill_values[missing.nonzero()[:, 1]])
+    ops = []
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            ops.append(func.overloadpacket)
+            return func(*args, **(kwargs or {}))
+
+    with Ops():
+        ours.na_forward(feat)
+    assert ops and torch.ops.aten.index_put_ not in ops and torch.ops.aten.index_put not in ops
 
 
 def test_missing_numbers_encode_as_zeros_and_keep_the_weight_finite():
