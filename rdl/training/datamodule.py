@@ -310,7 +310,11 @@ class RelDataModule(pl.LightningDataModule):
             batch_sampler=batch_sampler,
             num_workers=num_workers,
             persistent_workers=num_workers > 0,
-            filter_per_worker=num_workers > 0,
+            # Always in the loader's fetch (the worker's, or this process's with no
+            # worker), so that the batch the transforms make is what torch's DataLoader
+            # pins: filtered after the fetch, only PyG's sampler output is pinned and the
+            # batch reaches the GPU from pageable memory (a sync per copy).
+            filter_per_worker=True,
             pin_memory=pin_memory,
         )
 
@@ -366,7 +370,7 @@ class RelDataModule(pl.LightningDataModule):
             neg_sampling=NegativeSampling("triplet", amount=1), transform=self._transforms(),
             batch_sampler=self._batches("train", len(src), shuffle=True),
             num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
-            filter_per_worker=self.num_workers > 0, pin_memory=self._pin(),
+            filter_per_worker=True, pin_memory=self._pin(),  # see _node_loader
         ))
 
     def transfer_batch_to_device(self, batch, device: torch.device, dataloader_idx: int):

@@ -79,6 +79,46 @@ def test_loaders_pin_batches_when_training_on_cuda(built, setting, device, expec
         dm.teardown()
 
 
+@pytest.mark.parametrize("link", [False, True])
+def test_a_pinned_loader_pins_the_batch_its_transforms_make(tiny_cfg, monkeypatch, link):
+    """torch's DataLoader pins what its fetch returns: the batch the model gets, its
+    TensorFrames included, not PyG's sampler output (which the filter and the transforms
+    would then turn into an unpinned batch: a sync per copy on a GPU, as the GPU check of
+    2026-11-27 found). Pinning needs a GPU; here it is observed at the call it makes."""
+    def pin(self, *args, **kwargs):
+        out = self.clone()
+        out.pinned_here = True
+        return out
+
+    monkeypatch.setattr(torch.Tensor, "pin_memory", pin)
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    task = ("task=user-item-purchase", "model=idgnn") if link else ("task=user-churn",)
+    _, dm, _ = build(tiny_cfg(*task, "data.pin_memory=true"))
+    try:
+        batch = next(iter(dm.train_dataloader()))
+        tensors = dict(_tensors(batch))
+        assert len(tensors) > 10 and any(".tf." in k for k in tensors)
+        assert [k for k, v in tensors.items() if not getattr(v, "pinned_here", False)] == []
+    finally:
+        dm.teardown()
+
+
+def _tensors(batch):
+    """(name, tensor) of every tensor of a batch, TensorFrames' included."""
+    for store in batch.stores:
+        for key, value in store.items():
+            if isinstance(value, torch.Tensor):
+                yield f"{store._key}.{key}", value
+            elif hasattr(value, "feat_dict"):  # a TensorFrame
+                for stype, feat in value.feat_dict.items():
+                    name = f"{store._key}.{key}.{stype}"
+                    if isinstance(feat, torch.Tensor):
+                        yield name, feat
+                    else:  # PyTorch Frame's multi-tensors: values and offsets
+                        yield f"{name}.values", feat.values
+                        yield f"{name}.offset", feat.offset
+
+
 def test_labels_follow_the_rows_of_a_sampler_on_another_device():
     """A sampler on the GPU returns its seeds' rows there (the CUDA DDP case of
     test_ddp): the labels, base and seed features are looked up on that device. The meta
