@@ -274,9 +274,10 @@ def warm(module, batches: list, train: bool, repeats: int = 2) -> None:
     ``reduce-overhead`` its CUDA graph recorded (the first call warms, the second
     records): not when a batch first falls in the bucket, minutes into training.
 
-    ``train``: forward and backward in train mode (the gradients dropped), else forward
-    in eval mode without gradients. Nothing of the run changes: the random state is
-    forked (dropout draws nothing from the training's stream) and the buffers restored.
+    ``train``: forward and backward in train mode (each backward's gradients dropped at
+    once), else forward in eval mode without gradients. Nothing of the run changes: the
+    random state is forked (dropout draws nothing from the training's stream) and the
+    buffers restored.
     """
     device = module.device
     buffers = {n: b.detach().clone() for n, b in module.named_buffers()}
@@ -292,6 +293,10 @@ def warm(module, batches: list, train: bool, repeats: int = 2) -> None:
                 if train:
                     loss, _ = module.step_loss(batch)
                     loss.backward()
+                    # Not accumulated into the next call's: with CUDA graphs a gradient is
+                    # the backward graph's output, overwritten by the next replay (the GPU
+                    # check of 2026-11-27 failed so in the second backward).
+                    module.zero_grad(set_to_none=True)
                 else:
                     with torch.no_grad():
                         module(batch)

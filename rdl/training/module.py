@@ -109,6 +109,13 @@ class TaskModule(pl.LightningModule):
     def on_train_start(self):
         self.warm_buckets("train")
 
+    def on_train_end(self):
+        # Nothing reads the gradients after training, and with CUDA graphs
+        # (``reduce-overhead``) they are outputs of the backward's graph, overwritten by
+        # the next replay of another graph (evaluation's): Lightning's teardown, moving the
+        # module to the CPU, would read one and fail.
+        self.zero_grad(set_to_none=True)
+
     def on_validation_start(self):
         self.warm_buckets("val")
 

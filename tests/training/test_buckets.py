@@ -181,11 +181,19 @@ def test_every_bucket_compiles_before_the_first_step_and_training_is_unchanged(
         torch.manual_seed(0)
         _, dm, module = build(cfg)
         steps = Steps()
+        # whether a backward found a gradient there to add to (never: warm drops each, as
+        # Lightning does before each step; with CUDA graphs the old one is overwritten)
+        steps.accumulated = []
+        for p in module.parameters():
+            p.register_hook(lambda g, p=p: steps.accumulated.append(p.grad is not None))
         trainer = instantiate(cfg.trainer, callbacks=[steps], logger=False,
                               enable_checkpointing=False, max_epochs=2, limit_train_batches=12,
                               limit_val_batches=0, num_sanity_val_steps=0)
         with caplog.at_level(logging.INFO, logger="rdl.training.compile"):
             trainer.fit(module, datamodule=dm)
+        # no gradient outlives training (a CUDA graph's output, overwritten by evaluation's
+        # replays, would fail Lightning's teardown when it moves the module to the CPU)
+        steps.grads_left = [n for n, p in module.named_parameters() if p.grad is not None]
         steps.said = [r.getMessage() for r in caplog.records if r.name == "rdl.training.compile"]
         return steps, len(dm.bucket_profiles["train"])
 
@@ -201,3 +209,6 @@ def test_every_bucket_compiles_before_the_first_step_and_training_is_unchanged(
     # all train buckets compiled at the start, none later
     assert warmed.graphs == [buckets, buckets], (warmed.graphs, buckets)
     assert len(warmed.losses) == 24 and warmed.losses == cold.losses
+    for steps in (cold, warmed):
+        assert steps.accumulated and not any(steps.accumulated)
+        assert steps.grads_left == []
