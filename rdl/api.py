@@ -223,8 +223,8 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
                  len(data.tables[s]))
     if task.kind.per_seed:
         results.update(baselines.node_baselines(task, data.db, data.tables, strict=data.strict,
-                                                history=data.history, trees=data.tree_fit,
-                                                rows=rows))
+                                                history=data.history, trees=data.tree_fits,
+                                                rows=rows, deep=data.deep_features))
     else:
         results.update(baselines.link_baselines(task, data.tables, rows=rows))
     report(task, results, out)

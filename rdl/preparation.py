@@ -67,7 +67,10 @@ class Prepared:
         task: the task.
         tables: split -> its labelled rows (``timestamp``, entity, label).
         history: a node task's label history (:meth:`~rdl.tasks.Task.history`), or None.
-        tree_fit: with the tree prior, the LightGBM baseline it comes from.
+        tree_fit: with the tree prior, the LightGBM baseline it comes from (of
+            ``tree_fits``, the better on val).
+        tree_fits: with the tree prior, the LightGBM baselines by name (depth 1, and
+            depth 2 with ``deep_features``).
         prior: with the tree prior, per split each seed's raw prior (NaN: none).
         seed_x: with seed features, per split each seed's vector; seed_feature_names
             their names.
@@ -80,6 +83,7 @@ class Prepared:
     tables: dict[str, pd.DataFrame]
     history: pd.DataFrame | None = None
     tree_fit: object = None
+    tree_fits: dict | None = None
     prior: dict[str, np.ndarray] | None = None
     seed_x: dict[str, Tensor] | None = None
     seed_feature_names: list[str] = field(default_factory=list)
@@ -89,7 +93,8 @@ class Prepared:
 
     #: what the first process of a machine shares with the others (the graph they read
     #: from the graph cache)
-    SHARED = ("tables", "history", "tree_fit", "prior", "seed_x", "seed_feature_names")
+    SHARED = ("tables", "history", "tree_fit", "tree_fits", "prior", "seed_x",
+              "seed_feature_names")
 
     def targets(self, split: str) -> Tensor:
         """The labels of a split as the model's ``y``."""
@@ -138,13 +143,15 @@ class Prepared:
 def prepare(task: Task, db: Database, *, strict: bool = False, label_history: bool = True,
             seed_features: bool = True, tree_prior: bool = True, tree_blocks: int = 8,
             stypes: dict | None = None, text_embedder=None, cache_dir: str | None = None,
-            random_seed: int = 0, now: bool = False, shared_path: str | None = None) -> Prepared:
+            random_seed: int = 0, now: bool = False, shared_path: str | None = None,
+            deep_features=None) -> Prepared:
     """Everything a run of ``task`` on ``db`` needs before its loaders (see the module's
     docstring; the settings are ``data.*``'s, :class:`RelDataModule
     <rdl.training.datamodule.RelDataModule>` documents them). ``now``: also a split
     ``now``, the seeds of a prediction at the database's last time, with the graph holding
     every row. ``shared_path``: with several processes, the file through which the first
-    of a machine shares the tables, features and prior with the others."""
+    of a machine shares the tables, features and prior with the others. ``deep_features``:
+    :class:`~rdl.features.deep.DeepSettings` of the depth-2 LightGBM (None: depth 1 only)."""
     per_seed = task.kind.per_seed
     label_history = label_history and per_seed
     # The graph never holds a row from after the test time: nothing the model is
@@ -159,7 +166,8 @@ def prepare(task: Task, db: Database, *, strict: bool = False, label_history: bo
     out = _load_shared(task, shared_path)
     if out is None:
         out = _labels_and_features(task, db, graph_db, strict, tree_prior and per_seed,
-                                   tree_blocks, seed_features and per_seed, random_seed, now)
+                                   tree_blocks, seed_features and per_seed, random_seed, now,
+                                   deep_features)
         _save_shared(out, shared_path)
     out.label_history = label_history
     if label_history:
@@ -184,7 +192,7 @@ def prepare(task: Task, db: Database, *, strict: bool = False, label_history: bo
 
 def _labels_and_features(task: Task, db: Database, graph_db: Database, strict: bool,
                          tree_prior: bool, tree_blocks: int, seed_features: bool,
-                         random_seed: int, now: bool) -> Prepared:
+                         random_seed: int, now: bool, deep=None) -> Prepared:
     """Split tables, label history, tree prior and seed features: the work that processes
     share (``shared_path``)."""
     tables = {s: task.split_table(s, db) for s in SPLITS}
@@ -195,7 +203,7 @@ def _labels_and_features(task: Task, db: Database, graph_db: Database, strict: b
     out = Prepared(task, tables, task.history(tables) if task.kind.per_seed else None)
     rest = None
     if tree_prior:
-        rest = _fit_prior(out, graph_db, strict, tree_blocks, random_seed)
+        rest = _fit_prior(out, graph_db, strict, tree_blocks, random_seed, deep)
     if seed_features:
         from rdl.features.seed import seed_features as features
         out.seed_x, out.seed_feature_names = features(task, graph_db, tables, out.history,
@@ -237,20 +245,29 @@ def _with_history(task: Task, db: Database, tables: dict, history) -> tuple[Data
 
 
 def _fit_prior(out: Prepared, graph_db: Database, strict: bool, tree_blocks: int,
-               random_seed: int) -> dict[str, pd.DataFrame]:
-    """Fits the tree prior into ``out``; returns the splits' feature tables without the
-    entity's own columns and with the prior's columns (the seed features)."""
+               random_seed: int, deep=None) -> dict[str, pd.DataFrame]:
+    """Fits the tree baselines and the prior into ``out`` (the prior from the baseline
+    better on val: depth 1 or, with ``deep``, depth 2); returns the splits' feature tables
+    without the entity's own columns and with the prior's columns (the seed features)."""
     from rdl.features.table import entity_features, with_own
-    from rdl.baselines.trees import fit_lightgbm
+    from rdl.baselines.trees import DEPTH2, fit_tree_baselines
     from rdl.features.prior import tree_prior
 
     task, tables = out.task, out.tables
     rest = {s: entity_features(task, graph_db, df, out.history, strict, own=False)
             for s, df in tables.items()}
     full = {s: with_own(task, graph_db, tables[s], rest[s]) for s in rest}
-    out.tree_fit = fit_lightgbm(task, graph_db, tables, out.history, strict, random_seed,
-                                features=full)
-    out.prior = tree_prior(out.tree_fit, tables, full, out.history, tree_blocks, random_seed)
+    fits, feats = fit_tree_baselines(task, graph_db, tables, out.history, strict, random_seed,
+                                     features=full, deep=deep)
+    best = max(fits, key=lambda name: fits[name].val_score())
+    if len(fits) > 1:
+        log.info("tree prior: %s, the better on val", best)
+    out.tree_fits, out.tree_fit = fits, fits[best]
+    out.prior = tree_prior(out.tree_fit, tables, feats[best], out.history, tree_blocks,
+                           random_seed)
+    if deep is not None and deep.inputs:  # the depth-2 columns as model inputs too
+        rest = {s: pd.concat([rest[s], feats[DEPTH2][s].iloc[:, full[s].shape[1]:]], axis=1)
+                for s in rest}
     for s, df in rest.items():
         p = out.prior[s].reshape(len(df), -1)
         cols = ["prior"] if p.shape[1] == 1 else [f"prior.class_{j}" for j in range(p.shape[1])]

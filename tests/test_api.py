@@ -49,7 +49,11 @@ def test_database_task_graph_model_and_two_steps(tmp_path, rdl_cache):
 
     results = rdl.fit(cfg, data, model)
     assert set(results["model"]["test"]) == {"accuracy", "auroc", "average_precision", "f1"}
-    assert {"model", "LightGBM"} <= set(results)
+    assert {"model", "LightGBM", "LightGBM (depth 2)"} <= set(results)
+    # the tree prior is the tree baseline better on val
+    fits = data.tree_fits
+    assert data.tree_fit is max(fits.values(), key=lambda f: f.val_score())
+    assert fits["LightGBM (depth 2)"].X["val"].shape[1] > fits["LightGBM"].X["val"].shape[1]
     changed = [k for k, v in model.state_dict().items() if not torch.equal(v, before[k])]
     assert changed, "two steps changed no weight"
     ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=False)

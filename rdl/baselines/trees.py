@@ -34,6 +34,9 @@ from rdl.tasks import Task
 log = logging.getLogger(__name__)
 
 MAX_TRAIN_ROWS = 200_000
+#: the baselines' names: LightGBM on depth-1 features, and on depth 1 and 2
+#: (:mod:`rdl.features.deep`)
+DEPTH1, DEPTH2 = "LightGBM", "LightGBM (depth 2)"
 #: Early stopping watches the LightGBM metric matching the task's monitor, if there is one
 #: (else the objective's own metric).
 STOPPING_METRIC = {"mae": "l1", "mse": "l2", "rmse": "rmse", "auroc": "auc",
@@ -55,6 +58,7 @@ class TreeFit:
     frames: dict
     X: dict
     base: dict
+    name: str = DEPTH1
 
     @property
     def rounds(self) -> int:
@@ -74,7 +78,37 @@ class TreeFit:
             n = rows.get(s, len(self.frames[s]))
             pred = to_prediction(self.task, self.raw(s))[:n]
             out[s] = score(self.task, pred, self.frames[s].iloc[:n])
-        return {"LightGBM": out}
+        return {self.name: out}
+
+    def val_score(self) -> float:
+        """The val value of the task's monitored metric, as larger-is-better."""
+        value = self.scores()[self.name]["val"][monitor(self.task)]
+        return value if self.task.monitor_mode == "max" else -value
+
+
+def fit_tree_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame],
+                       history: pd.DataFrame | None = None, strict: bool = False,
+                       seed: int = 0, features: dict[str, pd.DataFrame] | None = None,
+                       deep=None) -> tuple[dict[str, TreeFit], dict[str, dict]]:
+    """LightGBM on depth-1 features (``features``, computed if None) and, with ``deep``
+    (:class:`~rdl.features.deep.DeepSettings`), on depth 1 and 2: ``({name: fit},
+    {name: feature tables per split})``."""
+    from rdl.features.deep import deep_features
+
+    history = task.history(tables) if history is None else history
+    view = db if "now" in tables else db.upto(task.test_time)
+    if features is None:
+        features = {s: entity_features(task, view, df, history, strict)
+                    for s, df in tables.items()}
+    fits = {DEPTH1: fit_lightgbm(task, db, tables, history, strict, seed, features=features)}
+    feats = {DEPTH1: features}
+    if deep is not None:
+        both = {s: pd.concat([features[s], deep_features(task, view, df, history, strict, deep)],
+                             axis=1) for s, df in tables.items()}
+        fits[DEPTH2] = fit_lightgbm(task, db, tables, history, strict, seed, features=both,
+                                    name=DEPTH2)
+        feats[DEPTH2] = both
+    return fits, feats
 
 
 def lightgbm_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],
@@ -87,7 +121,7 @@ def lightgbm_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],
 def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                  history: pd.DataFrame | None = None, strict: bool = False, seed: int = 0,
                  max_train_rows: int = MAX_TRAIN_ROWS,
-                 features: dict[str, pd.DataFrame] | None = None) -> TreeFit:
+                 features: dict[str, pd.DataFrame] | None = None, name: str = DEPTH1) -> TreeFit:
     """LightGBM fitted on the train split (a seeded sample of ``max_train_rows`` if it has
     more), early-stopped on val. ``features``: the feature tables of the whole splits
     (:func:`~rdl.features.table.entity_features`), if already computed."""
@@ -110,9 +144,9 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     featurised = time.perf_counter()
     booster = train_trees(task, X["train"], y["train"], base["train"], seed,
                           valid=(X["val"], y["val"], base["val"]))
-    fit = TreeFit(task, booster, frames, X, base)
-    log.info("LightGBM: %.1f s (features %.1f s, fit %.1f s); %d trees, %d train rows x "
-             "%d features", time.perf_counter() - start, featurised - start,
+    fit = TreeFit(task, booster, frames, X, base, name)
+    log.info("%s: %.1f s (features %.1f s, fit %.1f s); %d trees, %d train rows x "
+             "%d features", name, time.perf_counter() - start, featurised - start,
              time.perf_counter() - featurised, fit.rounds, len(train), X["train"].shape[1])
     return fit
 

@@ -14,6 +14,7 @@ from torch_geometric.transforms import Compose
 
 import rdl
 from rdl.data.database import Database, DataError
+from rdl.features.deep import DeepSettings
 from rdl.graph.build import check_stypes, to_seconds
 from rdl.graph.link_sampling import KeepArgsLinkLoader
 from rdl.graph.sampler import TemporalSampler
@@ -50,6 +51,9 @@ class RelDataModule(pl.LightningDataModule):
         tree_prior: node tasks: the model's output is a correction to LightGBM's
             prediction, which is also a seed feature (:mod:`~rdl.features.prior`,
             leak-free by forward chaining); ``tree_blocks`` train blocks for it.
+        deep_features: node tasks: the bounds of the depth-2 feature synthesis
+            (:class:`~rdl.features.deep.DeepSettings` or a dict of them) for the
+            "LightGBM (depth 2)" baseline, the prior where it is better on val; None: off.
         bidirectional: sampled edges carry messages both ways (see
             :class:`~rdl.graph.transforms.Bidirectional`); ID-GNN needs it.
         triplets: link tasks: train on (seed, true row, random row) triplets, each with its
@@ -78,7 +82,8 @@ class RelDataModule(pl.LightningDataModule):
                  num_workers: int = 0, pin_memory: bool | None = None,
                  cache_dir: str | None = None, eval_batch_size: int | None = None,
                  random_seed: int = 0, now: bool = False,
-                 buckets: BucketSettings | dict | None = None):
+                 buckets: BucketSettings | dict | None = None,
+                 deep_features: DeepSettings | dict | None = None):
         super().__init__()
         db = task.database(db)  # as the task needs it (a key for an autocomplete table)
         check_stypes(db, stypes)  # now, not after the task tables and the tree prior
@@ -100,6 +105,7 @@ class RelDataModule(pl.LightningDataModule):
         self.use_seed_features = seed_features and task.kind.per_seed
         self.use_tree_prior = tree_prior and task.kind.per_seed
         self.tree_blocks = tree_blocks
+        self.deep_features = DeepSettings.of(deep_features) if task.kind.per_seed else None
         self.stypes, self.text_embedder = stypes, text_embedder
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
@@ -130,7 +136,7 @@ class RelDataModule(pl.LightningDataModule):
             seed_features=self.use_seed_features, tree_prior=self.use_tree_prior,
             tree_blocks=self.tree_blocks, stypes=self.stypes, text_embedder=self.text_embedder,
             cache_dir=self.cache_dir, random_seed=self.random_seed, now=self.now,
-            shared_path=self.prepared_path)
+            shared_path=self.prepared_path, deep_features=self.deep_features)
         # Loaders sample from the graph without its TensorFrames: ``InputRows`` gathers
         # each distinct row once per batch.
         data = self.prepared.data
@@ -149,6 +155,7 @@ class RelDataModule(pl.LightningDataModule):
     tables = property(lambda self: self._prepared("tables"))
     history = property(lambda self: self._prepared("history"))
     tree_fit = property(lambda self: self._prepared("tree_fit"))
+    tree_fits = property(lambda self: self._prepared("tree_fits"))
     prior = property(lambda self: self._prepared("prior"))
     seed_x = property(lambda self: self._prepared("seed_x"))
     seed_feature_names = property(lambda self: self._prepared("seed_feature_names"))

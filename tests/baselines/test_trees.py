@@ -77,3 +77,47 @@ def test_lightgbm_is_deterministic_and_subsamples():
     assert a == lightgbm_baseline(task, db, tables)
     small = lightgbm_baseline(task, db, tables, max_train_rows=500)["LightGBM"]["test"]
     assert 0.5 < small["auroc"] and small != a["LightGBM"]["test"]
+
+
+def test_depth_2_beats_depth_1_where_the_signal_is_two_hops_away():
+    """The label is the mean quality of the products a shop sold in its last 4 windows: a
+    column of the sales' parent table, which depth 1 (counts and sums of the sales) cannot
+    see and depth 2 (the means of the sales' parents' numbers) can."""
+    from rdl.baselines.trees import DEPTH2
+    from rdl.features.deep import DeepSettings
+
+    rng = np.random.default_rng(3)
+    n_shop, n_prod, start = 150, 40, VAL - 28 * W
+    n = 20_000
+    taste = rng.random(n_shop)  # a shop's own mix of cheap and fine products, drifting
+    quality = rng.random(n_prod)
+    shop_of = rng.integers(0, n_shop, n)
+    t = start + pd.to_timedelta(rng.random(n) * 31 * 7, "D").round("h")
+    drift = rng.random(n) < 0.5
+    fine = np.where(drift, rng.random(n) < taste[shop_of], rng.random(n) < 0.5)
+    prod = np.where(fine, rng.integers(n_prod // 2, n_prod, n), rng.integers(0, n_prod // 2, n))
+    quality = np.sort(quality)
+    sale = pd.DataFrame({"sale_id": range(n), "t": t,
+                         "shop_id": pd.array(shop_of, dtype="Int64"),
+                         "product_id": pd.array(prod, dtype="Int64"),
+                         "amount": rng.exponential(1.0, n)})
+    db = Database({"shop": Table(pd.DataFrame({"shop_id": range(n_shop)}), pkey="shop_id"),
+                   "product": Table(pd.DataFrame({"product_id": range(n_prod),
+                                                  "quality": quality}), pkey="product_id"),
+                   "sale": Table(sale, pkey="sale_id", time_col="t",
+                                 fkeys={"shop_id": "shop", "product_id": "product"})})
+    rows = []
+    for s in [start + k * W for k in range(5, 30)]:
+        seen = sale[(sale["t"] > s - 4 * W) & (sale["t"] <= s)]
+        q = pd.Series(quality[seen["product_id"].to_numpy(dtype=int)], index=seen.index)
+        y = q.groupby(seen["shop_id"].to_numpy(dtype=int)).mean().reindex(range(n_shop))
+        rows.append(pd.DataFrame({"timestamp": s, "shop_id": range(n_shop),
+                                  "y": y.fillna(0.5).to_numpy() + rng.normal(0, 0.01, n_shop)}))
+    labels = pd.concat(rows, ignore_index=True)
+    tables = {"train": labels[labels["timestamp"] < VAL],
+              "val": labels[labels["timestamp"] == VAL],
+              "test": labels[labels["timestamp"] == TEST]}
+    out = node_baselines(make_task(), db, tables, deep=DeepSettings())
+    assert DEPTH2 in out and "LightGBM" in out
+    one, two = out["LightGBM"]["test"]["mae"], out[DEPTH2]["test"]["mae"]
+    assert two < 0.6 * one, (one, two)

@@ -70,7 +70,7 @@ def test_the_model_starts_as_the_tree_prior(tiny_cfg, task_name):
     with torch.no_grad():
         got = module.predict_value(module(batch))
     want = to_prediction(task, dm.tree_fit.raw("val"))[rows.numpy()]
-    if task.kind == "regression":  # clamped to the train targets' range
+    if task.kind.name == "regression":  # clamped to the train targets' range
         low, high = module.target_stats[2:].tolist()
         want = np.clip(want, low, high)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-6)
