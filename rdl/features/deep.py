@@ -121,6 +121,8 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
                  settings.max_features, out.shape[1])
         out = out.iloc[:, :settings.max_features]
     out.index = df.index
+    # float32: a full-size train split has millions of rows (LightGBM bins them anyway)
+    out = out.astype({c: np.float32 for c in out.columns if out[c].dtype == np.float64})
     log.info("deep features: %d columns for %d rows in %.1f s", out.shape[1], len(df),
              time.perf_counter() - start)
     return out
