@@ -117,3 +117,22 @@ def test_the_tracking_configs_compose(tiny_cfg, tmp_path):
         logger = OmegaConf.to_container(cfg.logger, resolve=True)
         assert logger["_target_"].startswith("rdl.tracking.")
         assert str(tmp_path) in (logger.get("store_dir"), logger.get("save_dir"))
+
+
+def test_callbacks_rich_keeps_the_defaults_and_gives_lightning_a_rich_console(tiny_cfg,
+                                                                              tmp_path):
+    pytest.importorskip("rich", reason="the rich extra")
+    from hydra.utils import instantiate
+    from pytorch_lightning.callbacks import RichModelSummary, RichProgressBar
+
+    default = tiny_cfg("callbacks=default")
+    rich = tiny_cfg("callbacks=rich", f"output_dir={tmp_path}")
+    assert set(rich.callbacks) == {*default.callbacks, "rich_progress_bar", "rich_model_summary"}
+    callbacks = [instantiate(c) for c in rich.callbacks.values()]
+    trainer = instantiate(rich.trainer, callbacks=callbacks, logger=False, accelerator="cpu")
+    # the config's own (Lightning also picks Rich's by default wherever rich is installed)
+    bar = next(c for c in callbacks if isinstance(c, RichProgressBar))
+    assert trainer.progress_bar_callback is bar
+    summaries = [c for c in trainer.callbacks if "ModelSummary" in type(c).__name__]
+    assert len(summaries) == 1 and isinstance(summaries[0], RichModelSummary)
+    assert summaries[0] in callbacks and summaries[0]._max_depth == 1
