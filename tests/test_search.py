@@ -5,14 +5,18 @@ SQLite study goes on with it."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
 import sys
+import time
 
 import pytest
 from hydra import compose, initialize_config_dir
 
 import rdl
+from tests.conftest import SHORT, TINY
 
 optuna = pytest.importorskip("optuna", reason="the optuna extra")
 pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason="the optuna extra")
@@ -48,25 +52,41 @@ def val_metric(run_dir, name="auroc") -> float:
     return json.loads((run_dir / "metrics.json").read_text())["model"]["val"][name]
 
 
-def test_a_search_finds_its_best_trial_and_resumes_its_study(run_train, tmp_path):
+def test_a_search_finds_its_best_trial_and_resumes_its_study(run_train, rdl_cache, tmp_path):
     sweep, db = tmp_path / "sweep", tmp_path / "study.db"
     storage = f"hydra.sweeper.storage=sqlite:///{db}"
-    first = search(run_train, sweep, "hydra.sweeper.n_trials=2", storage)
-    assert first.returncode == 0, first.stderr[-3000:]
-    # run again on the same study with 4 trials in all: it runs the two still to go
+    args = ("hparams_search=user-churn-optuna", "hydra.sweeper.n_trials=4", *TINY, *SHORT, *FAST,
+            f"hydra.sweep.dir={sweep}", storage)
+    # a search of 4 trials, killed while its second trial trains
+    first = subprocess.Popen([sys.executable, "-m", "rdl.train", "-m", *args],
+                             env={**os.environ, "RDL_CACHE": str(rdl_cache)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    while not (sweep / "1" / ".hydra").exists() and first.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    first.kill()
+    first.wait()
+    assert (sweep / "0" / "metrics.json").exists() and not (sweep / "1" / "metrics.json").exists()
+    # the same command again: it goes on with the study, running the 3 trials still to go
     second = search(run_train, sweep, "hydra.sweeper.n_trials=4", storage)
     assert second.returncode == 0, second.stderr[-3000:]
-    assert "2 trials finished, 2 to go" in second.stdout + second.stderr
+    assert "1 trials finished, 3 to go" in second.stdout + second.stderr
 
     study = optuna.load_study(study_name="user-churn", storage=f"sqlite:///{db}")
-    trials = study.get_trials()
-    assert [t.number for t in trials] == [0, 1, 2, 3]
-    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
+    states = [t.state for t in study.get_trials()]
+    State = optuna.trial.TrialState
+    # the killed trial stays as it was left (another search may be running it)
+    assert states == [State.COMPLETE, State.RUNNING, State.COMPLETE, State.COMPLETE,
+                      State.COMPLETE]
+    trials = [t for t in study.get_trials() if t.state == State.COMPLETE]
+    assert [t.number for t in trials] == [0, 2, 3, 4]
     # each trial's value is the monitored metric its run wrote, in a folder named after it
     for t in trials:
         assert t.value == val_metric(sweep / str(t.number))
     # the restarted sampler does not propose the first run's settings again
-    assert {t.params["lr"] for t in trials[:2]}.isdisjoint(t.params["lr"] for t in trials[2:])
+    first_run = [t.params["lr"] for t in study.get_trials()[:2]]
+    assert set(first_run).isdisjoint(t.params["lr"] for t in trials[1:])
 
     found = LINE.findall(second.stdout)
     assert len(found) == 1, second.stdout[-3000:]
