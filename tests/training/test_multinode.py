@@ -1,7 +1,8 @@
-"""Several machines, played on one: two "nodes" of one process each, started by ``torchrun
---nnodes 2 --node_rank {0,1}`` on localhost (Lightning's TorchElasticEnvironment, gloo),
-train ``task=user-churn data=hm-tiny`` as the two processes of one machine do, read what
-the first process prepared, and evaluate as one process scores their checkpoint."""
+"""Several machines, played on one: two "nodes" of one process each on localhost (gloo),
+started by ``torchrun --nnodes 2 --node_rank {0,1}`` (Lightning's TorchElasticEnvironment)
+or with the variables ``srun`` sets (Lightning's SLURMEnvironment), train ``task=user-churn
+data=hm-tiny`` as the two processes of one machine do, read what the first process
+prepared, and evaluate as one process scores their checkpoint."""
 from __future__ import annotations
 
 import json
@@ -51,32 +52,59 @@ def test_only_the_first_process_of_all_prepares(monkeypatch, env, ranks):
     assert first_process() == (ranks == (0, 0))
 
 
-@pytest.mark.slow  # three DDP runs: about a minute on 2 cores
-def test_two_nodes_train_and_evaluate_as_one_machine(tmp_path, run_train, rdl_cache):
+@pytest.fixture(scope="module")
+def one_machine(run_train, tmp_path_factory) -> dict:
+    """The two processes of one machine (Lightning starts the second): the reference."""
+    run = tmp_path_factory.mktemp("one-machine")
+    out = run_train(run, *DDP, "trainer.devices=2")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return metrics(run)
+
+
+def node_command(launcher: str, rank: int, port: int, run) -> tuple[list[str], dict]:
+    """Node ``rank``'s command and environment: ``torchrun`` (Lightning's
+    TorchElasticEnvironment), or what ``srun`` sets for a task of a 2-node job with one task
+    per node (Lightning's SLURMEnvironment; no Slurm here, so the variables are set by hand)."""
+    train = ["-m", "rdl.train", f"hydra.run.dir={run}", f"hydra.job.name=node{rank}", *TINY,
+             *SHORT, *DDP, "trainer.devices=1", "trainer.num_nodes=2"]
+    if launcher == "torchrun":
+        return ([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank",
+                 str(rank), "--nproc-per-node", "1", "--master_addr", "127.0.0.1",
+                 "--master_port", str(port), *train], {})
+    slurm = {"SLURM_NTASKS": "2", "SLURM_NTASKS_PER_NODE": "1", "SLURM_PROCID": str(rank),
+             "SLURM_LOCALID": "0", "SLURM_NODEID": str(rank), "SLURM_NODELIST": "127.0.0.1",
+             "SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "rdl", "MASTER_PORT": str(port)}
+    return [sys.executable, *train], slurm
+
+
+@pytest.mark.slow  # two DDP runs and the reference's: about a minute each on 2 cores
+@pytest.mark.parametrize("launcher", ["torchrun", "srun"])
+def test_two_nodes_train_and_evaluate_as_one_machine(tmp_path, rdl_cache, one_machine,
+                                                     launcher):
     run, port = tmp_path / "nodes", free_port()
     env = {**os.environ, "RDL_CACHE": str(rdl_cache), "OMP_NUM_THREADS": "1"}
-    nodes = [subprocess.Popen(
-        [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", str(r),
-         "--nproc-per-node", "1", "--master_addr", "127.0.0.1", "--master_port", str(port),
-         "-m", "rdl.train", f"hydra.run.dir={run}", f"hydra.job.name=node{r}", *TINY, *SHORT,
-         *DDP, "trainer.devices=1", "trainer.num_nodes=2"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in (0, 1)]
+    for name in [k for k in env if k.startswith(("SLURM_", "TORCHELASTIC_"))]:
+        del env[name]
+    nodes = []
+    for rank in (0, 1):
+        command, own = node_command(launcher, rank, port, run)
+        nodes.append(subprocess.Popen(command, env={**env, **own}, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
     outputs = [node.communicate(timeout=900)[0] for node in nodes]
     for node, output in zip(nodes, outputs):
         assert node.returncode == 0, output[-3000:]
     assert "GLOBAL_RANK: 1, MEMBER: 2/2" in outputs[1]
+    if launcher == "srun":
+        assert "SLURM auto-requeueing enabled" in outputs[0]  # SLURMEnvironment's own line
     # the second node read what the first prepared (one LightGBM fit, one set of tables)
     second = (run / "node1.log").read_text()
     assert "prepared data read from" in second and "LightGBM" not in second
     assert not list(run.glob(".prepared-*"))
     two_nodes = metrics(run)
 
-    # the same two processes on one machine (Lightning starts the second): the same run
-    one_machine = run_train(tmp_path / "machine", *DDP, "trainer.devices=2")
-    assert one_machine.returncode == 0, one_machine.stderr[-3000:]
+    # they train as the two processes of one machine do
     for split in ("val", "test"):
-        assert two_nodes[split] == pytest.approx(metrics(tmp_path / "machine")[split],
-                                                 rel=1e-6), split
+        assert two_nodes[split] == pytest.approx(one_machine[split], rel=1e-6), split
 
     # and one process scores the nodes' checkpoint as they did (rdl.predict)
     for split in ("val", "test"):
@@ -88,4 +116,4 @@ def test_two_nodes_train_and_evaluate_as_one_machine(tmp_path, run_train, rdl_ca
         assert one.keys() == two_nodes[split].keys()
         for metric, value in one.items():
             assert two_nodes[split][metric] == pytest.approx(value, rel=1e-6), metric
-    print(f"\ntwo nodes: {two_nodes}\none machine: {metrics(tmp_path / 'machine')}")
+    print(f"\n{launcher}, two nodes: {two_nodes}\none machine: {one_machine}")
