@@ -6,7 +6,8 @@ extras), Lightning's own loggers with what a run of rdl adds to them.
   would log that one, ``rdl_config/...``, with ``${...}`` left in).
 - **Metrics**: Lightning's, per step and per epoch, as logged by the module.
 - **The report** (:func:`log_results`, called by :func:`rdl.fit` after the report): the val
-  and test tables of the model and the baselines, ``metrics.json``, and the best checkpoint.
+  and test tables of the model and the baselines, ``metrics.json`` (MLflow:
+  ``report/results.json``), and the best checkpoint.
 
 MLflow: a local SQLite store in the run's folder by default (``mlflow.db``, artifacts in
 ``mlartifacts/``), or ``tracking_uri`` (also read from ``MLFLOW_TRACKING_URI``). W&B:
@@ -106,7 +107,9 @@ class MLFlowLogger(_MLFlowLogger):
         for split, table in split_tables(results).items():
             client.log_table(run, data=table, artifact_file=f"report/{split}.json")
         if (out / "metrics.json").exists():
-            client.log_artifact(run, str(out / "metrics.json"), "report")
+            # not as metrics.json: the local store is inside the run's folder, where
+            # rdl.backtest takes every metrics.json for a run of its own
+            client.log_text(run, (out / "metrics.json").read_text(), "report/results.json")
         if ckpt:
             client.log_artifact(run, ckpt, "checkpoints")
 

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
+from rdl.backtest import read_runs
 from rdl.tracking import flat_config, split_tables
 
 #: eager, and a loss logged at every step (the tracking logger must get each)
@@ -83,9 +84,11 @@ def test_an_mlflow_run_reads_back_with_mlflows_client(run_train, tmp_path):
         assert list(table.index) == [w for w in expected if w != "task"]
         for who in table.index:
             assert table.loc[who].to_dict() == pytest.approx(expected[who][split])
-    assert json.loads((local / "report" / "metrics.json").read_text()) == expected
+    assert json.loads((local / "report" / "results.json").read_text()) == expected
     best = run_dir / "checkpoints" / "best.ckpt"
     assert (local / "checkpoints" / "best.ckpt").read_bytes() == best.read_bytes()
+    # the store in the run's folder is not taken for runs of its own by rdl.backtest
+    assert [r["run"] for r in read_runs(run_dir)] == [run_dir]
 
 
 def test_a_wandb_run_without_a_key_writes_its_offline_folder(run_train, tmp_path):
