@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,9 @@ from omegaconf import OmegaConf
 from rdl.checkpoints import CONFIG_KEY
 
 log = logging.getLogger("rdl.train")
+
+#: what an MLflow param or metric key may not hold (MLflow: alphanumerics, _ - . / and space)
+MLFLOW_KEY = re.compile(r"[^\w\-. /]")
 
 
 def flat_config(config: dict) -> dict[str, Any]:
@@ -100,7 +104,9 @@ class MLFlowLogger(_MLFlowLogger):
                          **kwargs)
 
     def log_hyperparams(self, params) -> None:
-        super().log_hyperparams(_params(params))
+        # MLflow refuses a batch with a key of other characters (a column named "price ($)"
+        # in data.stypes): they become "_"
+        super().log_hyperparams({MLFLOW_KEY.sub("_", k): v for k, v in _params(params).items()})
 
     def log_results(self, results: dict, out: Path, ckpt: str | None) -> None:
         client, run = self.experiment, self.run_id

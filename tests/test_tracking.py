@@ -139,3 +139,17 @@ def test_callbacks_rich_keeps_the_defaults_and_gives_lightning_a_rich_console(ti
     summaries = [c for c in trainer.callbacks if "ModelSummary" in type(c).__name__]
     assert len(summaries) == 1 and isinstance(summaries[0], RichModelSummary)
     assert summaries[0] in callbacks and summaries[0]._max_depth == 1
+
+
+def test_mlflow_params_with_characters_mlflow_refuses_are_logged(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow", reason="the mlflow extra")
+    from mlflow import MlflowClient
+
+    from rdl.checkpoints import CONFIG_KEY
+    from rdl.tracking import MLFlowLogger
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    logger = MLFlowLogger(store_dir=str(tmp_path), experiment_name="x")
+    config = {"data": {"stypes": {"article": {"price ($)": "numerical"}}}, "lr": 0.01}
+    logger.log_hyperparams({CONFIG_KEY: config})
+    params = MlflowClient(logger._tracking_uri).get_run(logger.run_id).data.params
+    assert params == {"data.stypes.article.price ___": "numerical", "lr": "0.01"}
