@@ -38,6 +38,7 @@ from rdl.report import report
 from rdl.settings import (check_settings, data_key, process_settings, several_processes,
                           with_data_defaults, with_task_settings)
 from rdl.tasks import Task
+from rdl.tracking import log_results
 from rdl.training.compile import STATIC_GRAPHS
 from rdl.training.compile import stats as compile_stats
 from rdl.training.datamodule import RelDataModule
@@ -228,6 +229,7 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
     else:
         results.update(baselines.link_baselines(task, data.tables, rows=rows))
     report(task, results, out)
+    log_results(trainer.loggers, results, out, ckpt)  # MLflow, W&B: rdl/tracking.py
     # the task as run (a RelBench task's times and metric are its folder's): rdl.backtest
     write_atomic(out / "task.json", json.dumps(
         {"name": task.name, "val": str(task.val_time), "test": str(task.test_time),

@@ -54,9 +54,29 @@ def check_task_tables(task: Task, db: Database) -> None:
                             "its rows cannot be predicted (seeds are rows of a keyed table)")
 
 
+def _rank(*names: str) -> int:
+    for name in names:
+        if os.environ.get(name):
+            return int(os.environ[name])
+    return 0
+
+
 def local_rank() -> int:
-    """This process's rank on its machine, as Lightning's and torchrun's launchers set it."""
-    return int(os.environ.get("LOCAL_RANK", 0))
+    """This process's rank on its machine, as Lightning's and torchrun's launchers set it
+    (``LOCAL_RANK``), or Slurm's ``srun`` (``SLURM_LOCALID``)."""
+    return _rank("LOCAL_RANK", "SLURM_LOCALID")
+
+
+def node_rank() -> int:
+    """The rank of this process's machine: torchrun's ``GROUP_RANK``, Lightning's
+    ``NODE_RANK``, Slurm's ``SLURM_NODEID``."""
+    return _rank("GROUP_RANK", "NODE_RANK", "SLURM_NODEID")
+
+
+def first_process() -> bool:
+    """Whether this is the first process of all, on every machine: the one that prepares
+    what the others read (:func:`prepare`'s ``shared_path``)."""
+    return local_rank() == 0 and node_rank() == 0
 
 
 @dataclass
@@ -214,18 +234,24 @@ def _labels_and_features(task: Task, db: Database, graph_db: Database, strict: b
 
 def _save_shared(out: Prepared, path: str | None) -> None:
     """With ``path`` set (several processes), leaves what :func:`_labels_and_features`
-    computed there for the other processes of this machine."""
-    if path is None or local_rank() != 0:
+    computed there for the other processes, on every machine: all of them train on the
+    same split tables, features and tree prior (one LightGBM fit, not one per machine)."""
+    if path is None or not first_process():
         return
     with atomic_file(path) as tmp:  # never read half-written
         torch.save({k: getattr(out, k) for k in Prepared.SHARED}, tmp)
 
 
 def _load_shared(task: Task, path: str | None, timeout: float = 3600.0) -> Prepared | None:
-    """A process other than its machine's first takes what that one prepared (it waits
-    for the file: launched by ``torchrun``, all processes start at once)."""
-    if path is None or local_rank() == 0:
+    """A process other than the first of all takes what that one prepared (it waits for
+    the file: launched by ``torchrun`` or ``srun``, all processes start at once). On
+    another machine the run's folder must be the same (a shared file system) for it to
+    appear."""
+    if path is None or first_process():
         return None
+    if not os.path.exists(path):
+        log.info("waiting for %s, which the first process writes (on several machines, the "
+                 "run's folder must be shared)", path)
     start = time.monotonic()
     while not os.path.exists(path):
         if time.monotonic() - start > timeout:

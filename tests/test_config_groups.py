@@ -1,7 +1,8 @@
 """Each config group writes only its own section: choosing any option of a group changes
-nothing of the composed config outside that group's key (``experiment/`` and ``debug/``
-are presets, free to set anything). What a task or a model wants of the data it declares in
-its own section (``data_defaults``), applied by ``rdl.train`` where ``data.*`` is null."""
+nothing of the composed config outside that group's key (``experiment/``, ``debug/`` and
+``hparams_search/`` are presets, free to set anything: a search picks its task). What a
+task or a model wants of the data it declares in its own section (``data_defaults``),
+applied by ``rdl.train`` where ``data.*`` is null."""
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,7 @@ from omegaconf import OmegaConf
 import rdl
 from rdl.settings import with_data_defaults
 
-PRESETS = ("experiment", "debug")
+PRESETS = ("experiment", "debug", "hparams_search")
 CHOICES = [(group.name, option.stem) for group in sorted(rdl.CONF_DIR.iterdir())
            if group.is_dir() and group.name not in PRESETS
            for option in sorted(group.glob("*.yaml"))]

@@ -32,6 +32,8 @@ def test_the_wheel_ships_configs_and_task_sql(installed):
     package = Path(rdl.__file__).parent
     for f in [*package.glob("conf/**/*.yaml"), *package.glob("tasks/**/*.sql")]:
         assert f"rdl/{f.relative_to(package).as_posix()}" in names
+    # rdl's Optuna sweeper: Hydra finds sweepers in the hydra_plugins package only
+    assert "hydra_plugins/rdl_search/optuna_search.py" in names
 
 
 def test_the_wheel_declares_its_license(installed):

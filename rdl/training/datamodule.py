@@ -120,7 +120,7 @@ class RelDataModule(pl.LightningDataModule):
         #: leaving out its first ``batches`` batches (a resumed run,
         #: :class:`~rdl.training.resume.ResumeState`)
         self.start_at: tuple[int, int] | None = None
-        #: with several processes (DDP): the file where the first process of a machine
+        #: with several processes (DDP): the file where the first process of all
         #: leaves the split tables, features and tree prior for the others, which would
         #: each compute them again (``rdl.train`` sets it)
         self.prepared_path: str | None = None

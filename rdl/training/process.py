@@ -39,10 +39,12 @@ HARMLESS_WARNINGS = (
 #: Lightning's info lines that ``verbose=false`` leaves out: which accelerators the
 #: machine has (the trainer's settings say what a run uses), its advertisements of its
 #: cloud services (printed at every run unless its own logger is used: no setting turns
-#: them off), and the data loader read before training to count the steps (for the
-#: learning-rate schedule).
+#: them off), the data loader read before training to count the steps (for the
+#: learning-rate schedule), and that it keeps the model summary a config chose
+#: (``callbacks=rich``'s RichModelSummary) instead of its own.
 LIGHTNING_CHATTER = re.compile(r"(GPU|TPU|HPU|IPU) available: |💡 Tip: |Loading `train_dataloader` "
-                               r"to estimate number of stepping batches")
+                               r"to estimate number of stepping batches|Trainer already "
+                               r"configured with model summary callbacks")
 
 
 def _not_chatter(record: logging.LogRecord) -> bool:
