@@ -1,4 +1,4 @@
-"""``python -m rdl.bench dfs``: one tiny scale end to end, its report written."""
+"""``python -m rdl.bench dfs`` and ``trees``: one tiny case each end to end, its report written."""
 import csv
 
 from rdl.bench import dfs
@@ -13,3 +13,19 @@ def test_the_dfs_benchmark_reports_rows_features_and_memory(tmp_path, rdl_cache,
     for r in rows:
         assert int(r["rows"]) > 0 and int(r["depth 2 features"]) > int(r["depth 1 features"]) > 0
         assert float(r["depth 2 s"]) > 0 and float(r["peak GiB"]) > 0
+
+
+def test_the_trees_benchmark_scores_both_depths_every_week(tmp_path, rdl_cache, monkeypatch):
+    from rdl.bench import trees
+
+    monkeypatch.setenv("RDL_CACHE", str(rdl_cache))
+    trees.main(["--tasks", "user-churn", "--backtest", "0", "1", "--set", "data=hm-tiny",
+                "--out", str(tmp_path)])
+    rows = list(csv.DictReader(open(tmp_path / "trees.csv")))
+    assert [(r["backtest"], r["split"]) for r in rows] == [
+        ("0", "val"), ("0", "test"), ("1", "val"), ("1", "test")]
+    assert rows[0]["time"] > rows[2]["time"]  # backtest=1 is a week earlier
+    for r in rows:
+        assert 0 < float(r["LightGBM"]) <= 1 and 0 < float(r["LightGBM (depth 2)"]) <= 1
+    lead = list(csv.DictReader(open(tmp_path / "trees-leads.csv")))[0]
+    assert lead["weeks"] == "4" and "+-" in lead["depth 2 over depth 1"]
