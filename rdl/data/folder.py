@@ -21,7 +21,8 @@ values, numbers) and their values checked by :mod:`rdl.data.checks` (keys, times
 numbers). Everything is checked before the data is used, cheap checks (schema, files,
 columns) before any file is read in full; each problem is one :class:`~rdl.data.DataError`
 naming the file, the table, the column, the rows and what to do. A table of facts with a
-column of times but no declared time is logged as a leak. Nothing is ever written.
+column of times but no declared time stops (a leak of the future) unless the column's stype
+says it is a plain feature. Nothing is ever written.
 """
 from __future__ import annotations
 
@@ -282,24 +283,26 @@ def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:
             check_finite(df[col], t.where(col))
     if t.pkey is not None:
         check_key(df[t.pkey], t.where(t.pkey))
-    _warn_undeclared_time(t, df)
+    _check_undeclared_time(t, df)
     return df
 
 
-def _warn_undeclared_time(t: TableSchema, df: pd.DataFrame) -> None:
+def _check_undeclared_time(t: TableSchema, df: pd.DataFrame) -> None:
     """A table of facts (it has foreign keys) without a declared time but with a column of
-    times is most likely timed: used as static, every seed would see its future rows."""
+    times is most likely timed: used as static, every seed would see its future rows. It
+    stops, unless the schema says the column is a plain feature (its stype ``timestamp``)."""
     if t.time is not None or not t.fkeys:
         return
     cols = [c for c in df.columns if c not in t.stypes and c not in (t.pkey, *t.fkeys)
             and pd.api.types.is_datetime64_any_dtype(df[c])]
     if cols:
-        log.warning("%s: column(s) %s hold times, but the schema declares no time for the "
-                    "table, so it is used as static: every seed would see all its rows, its "
-                    "future ones included (a leak of the future into training). Declare the "
-                    "rows' time in the schema (table %r: time: %s); if the table really is "
-                    "static, declare the column's stype (stypes: {%s: timestamp})",
-                    t.where(), cols, t.name, cols[0], cols[0])
+        raise DataError(
+            f"{t.where(cols[0])}: column(s) {cols} hold times in {int(df[cols[0]].notna().sum())} "
+            f"of {len(df)} rows, but the schema declares no time for the table, so it would be "
+            "used as static: every seed would see all its rows, its future ones included (a "
+            "leak of the future into training). Declare the rows' time in the schema (table "
+            f"{t.name!r}: time: {cols[0]}); if the table really is static, declare the "
+            f"column's stype (stypes: {{{cols[0]}: timestamp}})")
 
 
 def _all_bool(s: pd.Series) -> bool:
