@@ -40,6 +40,7 @@ from rdl.data.database import DataError
 from rdl.graph.columns import is_list_column
 from rdl.api import build
 from rdl.checkpoints import read_checkpoint
+from rdl.safe_load import check_targets
 from rdl.train import USER_ERRORS
 from rdl.training.process import configured
 
@@ -55,7 +56,9 @@ def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
         raise ValueError(f"split={cfg.split!r}: expected one of {SPLITS}")
     if cfg.format not in FORMATS:
         raise ValueError(f"format={cfg.format!r}: expected one of {FORMATS}")
-    saved, ckpt = read_checkpoint(cfg.ckpt_path)
+    trust = bool(cfg.get("trust_checkpoint"))
+    saved, ckpt = read_checkpoint(cfg.ckpt_path, trust)
+    check_targets(saved, f"ckpt_path {cfg.ckpt_path}", trust)  # Hydra builds them below
     run = OmegaConf.create(saved)
     run.compile.enabled = False  # one pass over a split: compiling would cost more than it saves
     run = OmegaConf.merge(run, cfg.get("run") or {})

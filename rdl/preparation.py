@@ -24,6 +24,7 @@ from torch import Tensor
 from rdl.caching import atomic_file
 from rdl.data.database import Database, DataError
 from rdl.graph.build import make_graph
+from rdl.safe_load import load, plain, unplain
 from rdl.tasks import HISTORY, SPLITS, TIMESTAMPS, Task
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,9 @@ class Prepared:
     label_history: bool = False
 
     #: what the first process of a machine shares with the others (the graph they read
-    #: from the graph cache)
-    SHARED = ("tables", "history", "tree_fit", "prior", "seed_x", "seed_feature_names")
+    #: from the graph cache; the tree fit only the first process of all reports, and it
+    #: computes it itself)
+    SHARED = ("tables", "history", "prior", "seed_x", "seed_feature_names")
 
     def targets(self, split: str) -> Tensor:
         """The labels of a split as the model's ``y``."""
@@ -210,7 +212,8 @@ def _save_shared(out: Prepared, path: str | None) -> None:
     if path is None or local_rank() != 0:
         return
     with atomic_file(path) as tmp:  # never read half-written
-        torch.save({k: getattr(out, k) for k in Prepared.SHARED}, tmp)
+        # plain values only: the others read it weights-only (a pickle is code)
+        torch.save(plain({k: getattr(out, k) for k in Prepared.SHARED}), tmp)
 
 
 def _load_shared(task: Task, path: str | None, timeout: float = 3600.0) -> Prepared | None:
@@ -225,7 +228,9 @@ def _load_shared(task: Task, path: str | None, timeout: float = 3600.0) -> Prepa
                         "itself", path, timeout)
             return None
         time.sleep(0.5)
-    out = Prepared(task, **torch.load(path, weights_only=False))
+    out = Prepared(task, **unplain(load(
+        path, "the prepared data", advice="rdl.train writes this file itself, for its other "
+        "processes: delete it and run again")))
     log.info("prepared data read from %s", path)
     return out
 
