@@ -43,16 +43,20 @@ def relbench_task(path, name: str | None = None, kind: str | None = None,
                   num_eval_timestamps: int | None = None, eval_k: int | None = None,
                   remove_columns: list | None = None, metrics: dict | None = None,
                   monitor: str | None = None, monitor_mode: str | None = None,
-                  backtest: int = 0, data_defaults: dict | None = None) -> RelBenchTask:
+                  backtest: int = 0, data_defaults: dict | None = None,
+                  dataset=None) -> RelBenchTask:
     """The RelBench task in folder ``path`` (see the module's docstring); each other
-    argument, if given, replaces what the folder says."""
+    argument, if given, replaces what the folder says. ``dataset``: its dataset's folder
+    (``task=relbench`` passes ``data.db.path``); None: the folder two above ``path``
+    (``<dataset>/tasks/<task>``)."""
     if path is None or str(path) in ("", "???"):
         raise DataError("no task folder given: task=relbench needs task.path=<dataset>/tasks/<task>")
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder (task.path: a RelBench task folder, "
                         "<dataset>/tasks/<task>)")
-    dataset = folder.parent.parent
+    dataset = (folder.parent.parent if dataset in (None, "", "???")
+               else dataset_folder(dataset)[0])
     if (folder / MANIFEST).is_file():
         spec = _from_manifest(folder, dataset)
     elif all((folder / f"{s}.parquet").is_file() for s in SPLIT_FILES):
@@ -193,7 +197,7 @@ def _from_files(folder: Path, dataset: Path) -> dict:
         binary = y.isin([0, 1]).all() and y.nunique() == 2
         spec.update(kind="binary_classification" if binary else "regression",
                     entity_table=table, entity_col=col, target_col=target)
-        auto = _autocomplete_of_files(dataset, table, target, time_col)
+        auto = _autocomplete_of_files(dataset, table, target, time_col, folder)
         if auto:
             spec.update(auto)
     times = {s: pd.to_datetime(tables[s][0][time_col]) for s in SPLIT_FILES}
@@ -212,14 +216,21 @@ def _from_files(folder: Path, dataset: Path) -> dict:
     return spec
 
 
-def _autocomplete_of_files(dataset: Path, table: str, target: str, time_col: str) -> dict:
+def _autocomplete_of_files(dataset: Path, table: str, target: str, time_col: str,
+                           folder: Path) -> dict:
     """An autocomplete task's settings if ``target`` is a column of its entity table and the
-    label times are that table's times, else {}."""
+    label times are that table's times, else {}. Without its dataset this cannot be told,
+    and an autocomplete task read as another would keep its label a feature of the very
+    row it predicts: that stops."""
     try:
         ds, db_dir = dataset_folder(dataset)
         specs = table_specs(ds, db_dir)
-    except DataError:
-        return {}
+    except DataError as e:
+        raise DataError(
+            f"{folder}: its dataset is not at {dataset} ({e}), so rdl cannot tell whether "
+            f"label {target!r} is a column of table {table!r} (an autocomplete task, whose "
+            "column must be hidden from the model); give the dataset: task.dataset=<dataset> "
+            "(data=relbench passes data.db.path)") from None
     t = specs.get(table)
     if t is None or t.time_col != time_col or target not in pq.read_schema(t.file).names:
         return {}

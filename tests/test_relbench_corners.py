@@ -1,0 +1,54 @@
+"""RelBench datasets in the shapes of its real ones (tests/relbench_shapes.py, written by
+RelBench's own code), through rdl's RelBench reader and tasks: the corners issue 38 found."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_relbench_train import TINY_RUN
+
+
+@pytest.fixture(scope="module")
+def rel_stack(tmp_path_factory):
+    """rel-stack with its post-post-related, user-engagement and post-votes tasks."""
+    pytest.importorskip("relbench.tasks.stack", reason="the relbench test extra")
+    from relbench_shapes import write_rel_stack
+    return write_rel_stack(tmp_path_factory.mktemp("rel-stack"),
+                           tasks=("post-post-related", "user-engagement", "post-votes"))
+
+
+@pytest.mark.parametrize("model", ["contextgnn", "idgnn"])  # a listwise and a per-node loss
+def test_a_link_task_from_a_table_to_itself_trains(rel_stack, run_train, tmp_path, model):
+    """post-post-related (posts -> posts): the seeds' true posts and the candidates' marks
+    are both on ``posts``; one overwrote the other and the sanity check crashed."""
+    run = tmp_path / "run"
+    out = run_train(run, "data=relbench", f"data.db.path={rel_stack}", "task=relbench",
+                    f"task.path={rel_stack / 'tasks' / 'post-post-related'}", f"model={model}",
+                    *TINY_RUN, tiny=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert 0 <= metrics["model"]["test"]["map"] <= 1
+
+
+def test_an_autocomplete_task_outside_its_dataset_hides_its_label(rel_stack, tmp_path,
+                                                                 tiny_cfg):
+    """Label files of an autocomplete task (users' own Reputation) in a folder that is not
+    ``<dataset>/tasks/<task>``: with its dataset (``data.db.path``) the column is hidden;
+    without, rdl cannot tell and stops (it kept the label as a feature of the row)."""
+    from hydra.utils import instantiate
+
+    from rdl.data import DataError
+    from rdl.data.relbench import load_relbench
+    from rdl.tasks.relbench import relbench_task
+    from relbench_shapes import write_autocomplete_files
+    folder = write_autocomplete_files(rel_stack, tmp_path / "my-tasks" / "user-reputation")
+    with pytest.raises(DataError, match=r"user-reputation: its dataset is not at .* label "
+                       r"'Reputation' is a column of table 'users' .* task.dataset="):
+        relbench_task(folder)
+    cfg = tiny_cfg("data=relbench", f"data.db.path={rel_stack}", "task=relbench",
+                   f"task.path={folder}")
+    task = instantiate(cfg.task, _convert_="all")
+    assert task.autocomplete and task.target_col == "Reputation"
+    db = task.database(load_relbench(rel_stack))
+    assert "Reputation" in db["users"].df and "Reputation" not in task.inputs(db)["users"].df
