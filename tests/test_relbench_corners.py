@@ -52,3 +52,40 @@ def test_an_autocomplete_task_outside_its_dataset_hides_its_label(rel_stack, tmp
     assert task.autocomplete and task.target_col == "Reputation"
     db = task.database(load_relbench(rel_stack))
     assert "Reputation" in db["users"].df and "Reputation" not in task.inputs(db)["users"].df
+
+
+def relabel(rel_stack, tmp_path, name, labels):
+    """user-engagement's label files, re-saved by RelBench's ``Table.save`` in
+    ``tmp_path/<name>`` with ``labels(df)`` as the label column."""
+    from relbench.base import Table
+    folder = tmp_path / name
+    for split in ("train", "val", "test"):
+        t = Table.load(rel_stack / "tasks" / "user-engagement" / f"{split}.parquet")
+        t.df = t.df.assign(contribution=labels(t.df))
+        t.save(folder / f"{split}.parquet")
+    return folder
+
+
+def test_class_labels_in_label_files_are_not_silently_regression(rel_stack, tmp_path, caplog):
+    """1.x/2.x files do not say their kind: whole numbers of several values are read as
+    regression with a warning naming the override, which gives classes; text stops."""
+    import logging
+
+    from rdl.data import DataError
+    from rdl.tasks.relbench import relbench_task
+    ints = relabel(rel_stack, tmp_path, "user-level", lambda df: df["OwnerUserId"] % 3)
+    with caplog.at_level(logging.WARNING, logger="rdl.tasks.relbench"):
+        assert relbench_task(ints, dataset=rel_stack).kind.name == "regression"
+    assert ("user-level/train.parquet: label column 'contribution' holds whole numbers (3 "
+            "values, 0 to 2): read as regression; if they are classes, give "
+            "task.kind=multiclass_classification") in caplog.text
+    task = relbench_task(ints, kind="multiclass_classification", dataset=rel_stack)
+    assert (task.kind.name, task.kind.num_classes) == ("multiclass_classification", 3)
+    text = relabel(rel_stack, tmp_path, "user-tier",
+                   lambda df: df["OwnerUserId"].map(lambda u: ["bronze", "silver"][u % 2]))
+    with pytest.raises(DataError, match=r"user-tier/train.parquet: label column 'contribution' "
+                       r"holds text in \d+ rows \(2 values, e.g. \['bronze', 'silver'\]\): rdl "
+                       "reads class labels as numbers 0..C-1"):
+        relbench_task(text, dataset=rel_stack)
+    assert relbench_task(rel_stack / "tasks" / "user-engagement").kind.name == \
+        "binary_classification"
