@@ -38,7 +38,7 @@ from rdl.data.database import Database
 from rdl.report import report
 from rdl.safe_load import allowed
 from rdl.settings import (check_settings, data_key, process_settings, several_processes,
-                          with_data_defaults, with_task_settings)
+                          with_data_defaults, with_kind_model, with_task_settings)
 from rdl.tasks import Task
 from rdl.training.compile import STATIC_GRAPHS
 from rdl.training.compile import stats as compile_stats
@@ -181,9 +181,12 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
     shared = None
     if data is None:
         pl.seed_everything(cfg.seed, workers=True)
+        task = load_task(cfg)
+        if model is None:  # a link task read from its folder: a link model
+            cfg = with_kind_model(cfg, task)
         if several_processes(cfg):
             shared = str(out / f".prepared-{data_key(cfg)}.pt")
-        data = prepare(cfg, prepared_path=shared)
+        data = prepare(cfg, task=task, prepared_path=shared)
     task = data.task
     module = task_module(cfg, data, model if model is not None else make_model(cfg, data))
     with_task_settings(cfg, task)

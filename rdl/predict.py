@@ -52,6 +52,12 @@ FORMATS = ("parquet", "csv")
 def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
     """Writes the predictions of ``cfg.ckpt_path`` for ``cfg.split``; returns the file, the
     table written and the split's metrics."""
+    if cfg.get("task") is not None:
+        raise ValueError(
+            "task=...: rdl.predict takes the task from the checkpoint, which was "
+            "trained on it; for another task train a model on it (python -m rdl.train "
+            "task=...), and to change a setting of the checkpoint's run give "
+            "+run.<key>=<value> (e.g. +run.task.path=<folder>)")
     if cfg.split not in SPLITS:
         raise ValueError(f"split={cfg.split!r}: expected one of {SPLITS}")
     if cfg.format not in FORMATS:

@@ -10,7 +10,7 @@ import math
 
 import hydra
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rdl.training.datamodule import RelDataModule
 
@@ -93,6 +93,38 @@ def with_data_defaults(cfg: DictConfig) -> DictConfig:
             default = own[key].default
             cfg.data[key] = list(default) if isinstance(default, tuple) else default
     return cfg
+
+
+def with_kind_model(cfg: DictConfig, task) -> DictConfig:
+    """``cfg`` with the default model of ``task``'s kind (:attr:`Kind.default_model
+    <rdl.tasks.kinds.Kind.default_model>`) where the config's model cannot train the task
+    and no model was named (``model=``): a link task read from its folder (``task=relbench``)
+    trains with a link model. The model settings the config changed from the default model's
+    (``model.channels=16``) carry over where the new model has them."""
+    model_cls = hydra.utils.get_class(cfg.model._target_)
+    if task.kind.per_seed == getattr(model_cls, "per_seed", True) or _named("model"):
+        return cfg
+    from rdl import CONF_DIR
+    name = task.kind.default_model
+    new = OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml")
+    default = OmegaConf.load(CONF_DIR / "model" / "sage.yaml")   # the config's default model
+    for key, value in cfg.model.items():
+        if key in new and key != "_target_" and value != default.get(key):
+            new[key] = value
+    log.info("task %s is %s: model=%s, the kind's default (name another with model=...)",
+             task.name, task.kind, name)
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.model = new
+    return cfg
+
+
+def _named(group: str) -> bool:
+    """Whether the command line chose ``group`` (``group=...``)."""
+    from hydra.core.hydra_config import HydraConfig
+    if not HydraConfig.initialized():
+        return False
+    return any(o.lstrip("~+").split("=")[0] == group for o in HydraConfig.get().overrides.task)
 
 
 def with_task_settings(cfg: DictConfig, task) -> None:
