@@ -8,10 +8,13 @@ import inspect
 import logging
 import math
 
+from pathlib import Path
+
 import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from rdl import TASKS_DIR
 from rdl.training.datamodule import RelDataModule
 
 log = logging.getLogger("rdl.train")
@@ -134,6 +137,11 @@ def with_task_settings(cfg: DictConfig, task) -> None:
     for key in ("name", "monitor", "monitor_mode"):
         if key in cfg.task and cfg.task[key] is None:
             cfg.task[key] = getattr(task, key)
+    # a task's own SQL file (beside its YAML, or in the working folder) by its full path:
+    # rdl.predict and a resumed run find it wherever they start (rdl's own stay relative)
+    sql = getattr(task, "sql_path", None)
+    if cfg.task.get("sql") and sql is not None and TASKS_DIR not in Path(sql).resolve().parents:
+        cfg.task.sql = str(Path(sql).resolve())
 
 
 def several_processes(cfg: DictConfig) -> bool:

@@ -46,6 +46,22 @@ def split_times(val_timestamp, test_timestamp, window, backtest: int = 0) -> tup
     return pd.Timestamp(val_timestamp) - shift, pd.Timestamp(test_timestamp) - shift
 
 
+def _config_folders() -> list[Path]:
+    """The folder of the task's YAML file, where Hydra composed it from a folder (a config
+    folder on its search path, ``hydra.searchpath``): a task ships its SQL beside it."""
+    from hydra.core.hydra_config import HydraConfig
+    if not HydraConfig.initialized():
+        return []
+    runtime = HydraConfig.get().runtime
+    choice = runtime.choices.get("task")
+    out = []
+    for src in runtime.config_sources:
+        folder = Path(src.path) / "task"
+        if src.schema == "file" and choice and (folder / f"{choice}.yaml").is_file():
+            out.append(folder)
+    return out
+
+
 @dataclass
 class Task:
     """A prediction task over a database.
@@ -142,10 +158,13 @@ class Task:
                 raise ValueError(f"task {self.name!r}: no labels: give sql (a file) or query")
             return  # labels from self.query, or from a subclass (rdl.tasks.relbench)
         path = Path(self.sql).expanduser()
-        self.sql_path = path if path.is_absolute() or path.exists() else TASKS_DIR / path
+        # relative: from the task's YAML's own folder, the working folder, rdl's tasks
+        folders = [] if path.is_absolute() else [*_config_folders(), Path.cwd(), TASKS_DIR]
+        found = [f / path for f in folders if (f / path).exists()]
+        self.sql_path = path if path.is_absolute() else (found or [TASKS_DIR / path])[0]
         if not self.sql_path.exists():
             raise FileNotFoundError(f"task {self.name!r}: SQL file {self.sql!r} does not exist "
-                                    f"(looked in {Path.cwd()} and {TASKS_DIR})")
+                                    f"(looked in {', '.join(map(str, folders)) or 'its path'})")
 
     @property
     def source(self) -> str:
