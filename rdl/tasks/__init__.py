@@ -25,6 +25,7 @@ import pandas as pd
 
 from rdl import TASKS_DIR
 from rdl.data.database import Database, DataError, Table
+from rdl.tasks.ids import lists_to_rows, register, to_rows
 from rdl.tasks.kinds import Kind, kind_of
 
 #: The node type of a node task's label history in the graph (see :meth:`Task.history_table`).
@@ -184,14 +185,14 @@ class Task:
 
     # -- labels ----------------------------------------------------------------------
     def make_table(self, db: Database, timestamps) -> pd.DataFrame:
-        """Run the task's SQL on ``db`` for the given seed times."""
+        """Run the task's SQL on ``db`` for the given seed times; the SQL sees the files'
+        own ids, mapped back to rows after (:mod:`rdl.tasks.ids`)."""
         # One thread: DuckDB's parallel aggregates add floats in an order that varies from
         # run to run, and label sums then differed in their last bits (one item-sales run
         # in four), enough to change LightGBM's trees; a run must repeat with its seed.
         con = duckdb.connect(config={"threads": 1})
         try:
-            for name, table in db:
-                con.register(name, table.df)
+            register(con, db)   # keyed by the files' ids (rdl.tasks.ids)
             con.register(TIMESTAMPS,
                          pd.DataFrame({"timestamp": pd.to_datetime(list(timestamps))}))
             window = dt.timedelta(seconds=self.delta.total_seconds())
@@ -211,6 +212,12 @@ class Task:
         if missing:
             raise DataError(f"task {self.name!r}: {self.source} returned columns "
                             f"{list(df.columns)}, expected {expected} (missing {missing})")
+        where = f"task {self.name!r}: {self.source}, column"
+        df[self.entity_col] = to_rows(df[self.entity_col], db, self.entity_table,
+                                      f"{where} {self.entity_col!r}")
+        if not self.kind.per_seed:
+            df[self.target_col] = lists_to_rows(df[self.target_col], db, self.target_table,
+                                                f"{where} {self.target_col!r}")
         df = df.dropna(subset=[self.entity_col])  # rows of dangling foreign keys
         try:
             df["timestamp"] = df["timestamp"].astype("datetime64[s]")
