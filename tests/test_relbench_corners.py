@@ -95,3 +95,43 @@ def test_class_labels_in_label_files_are_not_silently_regression(rel_stack, tmp_
         relbench_task(text, dataset=rel_stack)
     assert relbench_task(rel_stack / "tasks" / "user-engagement").kind.name == \
         "binary_classification"
+
+
+def test_rows_without_a_time_are_dropped_and_counted(tmp_path, caplog):
+    """RelBench drops the rows of a timed table that have no time (``Database.upto``;
+    rel-event's loader makes bad times missing): rdl drops them too, says how many, and
+    keeps RelBench's ids, so the task's labels and predictions are RelBench's rows."""
+    import logging
+
+    import pandas as pd
+    pytest.importorskip("relbench.tasks.stack", reason="the relbench test extra")
+    from relbench_shapes import stack_tables, write_rel_stack
+
+    from rdl.data.relbench import load_relbench
+    from rdl.tasks.relbench import relbench_task
+    frames = stack_tables()
+    users = frames["users"]
+    users.loc[[3, 17, 30], "CreationDate"] = pd.NaT
+    root = write_rel_stack(tmp_path / "rel-stack", frames,
+                           tasks=("user-engagement", "post-post-related"))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.relbench"):
+        db = load_relbench(root)
+    assert "table 'users', column 'CreationDate'): 3 of 40 rows have no time: dropped" \
+        in caplog.text
+    assert len(db["users"]) == 37 and (db["users"].df["Id"] == range(37)).all()
+    theirs = pd.read_parquet(root / "db" / "users.parquet")   # RelBench's ids
+    kept = theirs["CreationDate"].notna().to_numpy()
+    assert list(db.keys["users"]) == list(theirs["Id"][kept])
+    posts = pd.read_parquet(root / "db" / "posts.parquet")
+    owner = db["posts"].df["OwnerUserId"]
+    gone = ~posts["OwnerUserId"].isin(theirs["Id"][kept])
+    assert owner[gone.to_numpy()].isna().all() and gone.any()
+    assert (db.keys["users"][owner[~gone.to_numpy()].astype(int)] ==
+            posts["OwnerUserId"][~gone]).all()
+    for name, col in (("user-engagement", "OwnerUserId"), ("post-post-related", "PostId")):
+        task = relbench_task(root / "tasks" / name)
+        mine = task.split_table("val", db)
+        want = pd.read_parquet(root / "tasks" / name / "val.parquet")
+        ids = db.keys.get(task.entity_table)
+        got = mine[col] if ids is None else ids[mine[col]]
+        assert sorted(got) == sorted(want[col])
