@@ -1,9 +1,9 @@
 """``rdl-relbench DATASET_DIR``: a RelBench dataset's whole workflow in one command.
 
 Each task of the dataset (``DATASET_DIR/tasks/<task>``, either of RelBench's layouts) is
-trained by ``rdl.train`` with its kind's default model (``task=relbench``: a node model, or
-a link model for a recommendation task), its test predictions are written by
-``rdl.predict`` into one folder as RelBench's leaderboard takes a submission (RelBench
+trained as ``rdl.train`` trains it, with its kind's default model (``task=relbench``: a node
+model, or a link model for a recommendation task), one after the other in this process; its
+test predictions are written as ``rdl.predict`` writes them into one folder as RelBench's leaderboard takes a submission (RelBench
 3's ``relbench.submit``: one ``<dataset>__<task>.csv`` per task, nothing else in the
 folder), and a table per task shows the model beside the baselines, val and test, as
 ``rdl.train`` reports them::
@@ -19,10 +19,9 @@ Runs go to ``OUT/runs/<task>``; the command exits 1 if a task failed (the others
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 #: the kinds RelBench 3's submission tooling scores (``relbench.submit._supported``)
@@ -45,43 +44,29 @@ def task_folders(dataset: Path) -> list[Path]:
         if tasks.is_dir() else []
 
 
-def run(cmd: list[str], log: Path) -> tuple[bool, str]:
-    """``cmd`` in a subprocess, its output in ``log``; whether it succeeded, and its
-    error line if not."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    log.write_text(proc.stdout + proc.stderr)
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    return proc.returncode == 0, (lines[-1] if lines else f"exit {proc.returncode}")
-
-
 def one_task(dataset: Path, folder: Path, out: Path, name: str, overrides: list[str]) -> str:
-    """Trains, predicts and reports one task; returns its report (or its error)."""
-    from rdl.report import task_report
+    """Trains one task (its table printed as ``rdl.train`` prints it) and writes its test
+    predictions; returns where they are."""
+    from omegaconf import OmegaConf
+
+    from rdl.api import config, fit
+    from rdl.predict import predict
     from rdl.tasks.relbench import relbench_task
+    from rdl.training.process import configured
     task = relbench_task(folder, dataset=dataset)
     run_dir = out / "runs" / task.name
-    ok, err = run([sys.executable, "-m", "rdl.train", "data=relbench",
-                   f"data.db.path={dataset}", "task=relbench", f"task.path={folder}",
-                   f"hydra.run.dir={run_dir}", *overrides], run_dir / "train.out")
-    if not ok:
-        raise RuntimeError(f"training failed: {err} (see {run_dir / 'train.out'})")
-    results = json.loads((run_dir / "metrics.json").read_text())
-    results.pop("task", None)
-    ckpt = run_dir / "checkpoints" / "best.ckpt"
+    fit(config("data=relbench", f"data.db.path={dataset}", "task=relbench",
+               f"task.path={folder}", f"output_dir={run_dir}", *overrides))
     if task.kind.name in SUBMITTED:
-        file = out / "submission" / f"{name}__{task.name}.csv"
-        where = f"predictions: {file}"
+        file, note = out / "submission" / f"{name}__{task.name}.csv", ""
     else:
         file = run_dir / "predictions_test.csv"
-        where = (f"predictions: {file} (RelBench's submission takes no {task.kind} task: "
-                 "left out of it)")
-    ok, err = run([sys.executable, "-m", "rdl.predict", f"ckpt_path={ckpt}", "split=test",
-                   "format=csv", f"output={file}", f"hydra.run.dir={run_dir / 'predict'}"],
-                  run_dir / "predict.out")
-    if not ok:
-        raise RuntimeError(f"predicting failed: {err} (see {run_dir / 'predict.out'})")
-    return f"{task_report(task, results)}\n{where}"
+        note = f" (RelBench's submission takes no {task.kind} task: left out of it)"
+    with configured(verbose=False):   # as rdl.predict: none of Lightning's lines
+        predict(OmegaConf.create({"ckpt_path": str(run_dir / "checkpoints" / "best.ckpt"),
+                                  "split": "test", "format": "csv", "output": str(file),
+                                  "accelerator": "auto", "run": {}}))
+    return f"predictions: {file}{note}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         folders = [f for f in folders if f.name in args.tasks]
     if not folders:
         p.error(f"{dataset}: no RelBench task folders in {dataset / 'tasks'}")
+    from rdl.train import USER_ERRORS
     name = dataset_name(dataset)
     out = (args.out or Path(f"{name}-rdl")).resolve()
     (out / "submission").mkdir(parents=True, exist_ok=True)
@@ -113,9 +99,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {name}/{folder.name}", flush=True)
         try:
             print(one_task(dataset, folder, out, name, args.overrides), "\n", flush=True)
-        except Exception as e:   # one task's failure leaves the others to run
+        except USER_ERRORS as e:   # one task's failure leaves the others to run
             failed.append(folder.name)
             print(f"error: {folder.name}: {e}\n", file=sys.stderr, flush=True)
+        except Exception:   # a bug: its traceback
+            failed.append(folder.name)
+            traceback.print_exc()
     print(f"submission: {out / 'submission'} ({len(os.listdir(out / 'submission'))} files; "
           f"check it with: python -m relbench.submit {out / 'submission'})")
     if failed:
