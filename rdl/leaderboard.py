@@ -1,12 +1,12 @@
 """``rdl-relbench DATASET_DIR``: a RelBench dataset's whole workflow in one command.
 
 Each task of the dataset (``DATASET_DIR/tasks/<task>``, either of RelBench's layouts) is
-trained as ``rdl.train`` trains it, with its kind's default model (``task=relbench``: a node
-model, or a link model for a recommendation task), one after the other in this process; its
-test predictions are written as ``rdl.predict`` writes them into one folder as RelBench's leaderboard takes a submission (RelBench
-3's ``relbench.submit``: one ``<dataset>__<task>.csv`` per task, nothing else in the
-folder), and a table per task shows the model beside the baselines, val and test, as
-``rdl.train`` reports them::
+trained as ``rdl.train`` trains it, with its kind's default model (``task=relbench``: a
+node model, or a link model for a recommendation task), one after the other in this
+process; its test predictions are written as ``rdl.predict`` writes them into one folder
+as RelBench's leaderboard takes a submission (RelBench 3's ``relbench.submit``: one
+``<dataset>__<task>.csv`` per task, nothing else in the folder), and a table per task
+shows the model beside the baselines, val and test, as ``rdl.train`` reports them::
 
     rdl-relbench ~/.cache/relbench/rel-f1 --out rel-f1-rdl trainer.max_epochs=5
     python -m relbench.submit rel-f1-rdl/submission       # RelBench's own check

@@ -2,7 +2,8 @@
 
 CSV files are read by pyarrow as RFC 4180 says: any size, values quoted with ``"``, line
 breaks inside quoted values, ``""`` for a quote; compressed ones (``.csv.gz``) by their
-name, a zip archive (``.zip``, as R and spreadsheets export) when it holds one file. What exports add to that is taken care of here, each in one place:
+name, a zip archive (``.zip``, as R and spreadsheets export) when it holds one file. What
+exports add to that is taken care of here, each in one place:
 
 * the encoding: UTF-8 (a byte-order mark or not), UTF-16 or UTF-32 with a byte-order
   mark; a file that is not valid UTF-8 is read as Windows-1252 (cp1252), else latin-1,
