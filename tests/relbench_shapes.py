@@ -106,3 +106,71 @@ def write_autocomplete_files(root: Path, folder: Path, table: str = "users",
         Table(df[rows].reset_index(drop=True), {f"{table}_id": table}, None,
               t.time_col).save(folder / f"{split}.parquet")
     return folder
+
+
+def f1_tables(seed: int = 0, drivers: int = 12, start="2017-01-01", end="2022-06-01") -> dict:
+    """rel-f1's tables (races every two weeks, each with every driver's result and
+    qualifying), ids as written."""
+    rng = np.random.default_rng(seed)
+    dates = pd.date_range(start, end, freq="14D")
+    races = pd.DataFrame({"raceId": np.arange(len(dates)) + 800, "date": dates,
+                          "circuitId": rng.integers(0, 5, len(dates)) + 1,
+                          "year": dates.year, "round": np.arange(len(dates)) % 20 + 1})
+    circuits = pd.DataFrame({"circuitId": np.arange(5) + 1, "name": [f"c{i}" for i in range(5)],
+                             "lat": rng.normal(size=5), "lng": rng.normal(size=5)})
+    drv = pd.DataFrame({"driverId": np.arange(drivers) + 1,
+                        "code": [f"D{i:02d}" for i in range(drivers)],
+                        "nationality": rng.choice(["GB", "DE", "NL"], drivers)})
+    cons = pd.DataFrame({"constructorId": np.arange(4) + 1, "name": list("ABCD")})
+    rows = []
+    skill = rng.normal(size=drivers)
+    for race, date in zip(races["raceId"], dates):
+        order = np.argsort(-(skill + rng.normal(size=drivers))) + 1
+        for pos, d in enumerate(order, 1):
+            rows.append((race, d, (d % 4) + 1, pos, int(rng.random() < 0.15) + 1, date))
+    res = pd.DataFrame(rows, columns=["raceId", "driverId", "constructorId", "positionOrder",
+                                      "statusId", "date"])
+    res.insert(0, "resultId", np.arange(len(res)) + 30000)
+    qual = res[["raceId", "driverId", "constructorId", "date"]].copy()
+    qual.insert(0, "qualifyId", np.arange(len(qual)) + 60000)
+    qual["position"] = res.groupby("raceId")["positionOrder"].transform(
+        lambda p: rng.permutation(len(p)) + 1).to_numpy()
+    return {"races": races, "circuits": circuits, "drivers": drv, "constructors": cons,
+            "results": res, "qualifying": qual}
+
+
+F1_VAL, F1_TEST = pd.Timestamp("2020-09-01"), pd.Timestamp("2021-06-01")
+
+
+def write_rel_f1(root: Path, num_eval_timestamps: int = 3) -> Path:
+    """rel-f1 in RelBench 1.x/2.x's layout under ``root`` (name it ``rel-f1``), written by
+    RelBench 1.1.0's ``Dataset.get_db`` and its rel-f1 task classes (driver-dnf,
+    driver-top3, driver-position), ``num_eval_timestamps`` seed times per val and test."""
+    from relbench.base import Database, Dataset, Table
+    from relbench.tasks import f1
+
+    frames = f1_tables()
+    keys = {"races": ("raceId", {"circuitId": "circuits"}, "date"),
+            "circuits": ("circuitId", {}, None), "drivers": ("driverId", {}, None),
+            "constructors": ("constructorId", {}, None),
+            "results": ("resultId", {"raceId": "races", "driverId": "drivers",
+                                     "constructorId": "constructors"}, "date"),
+            "qualifying": ("qualifyId", {"raceId": "races", "driverId": "drivers",
+                                         "constructorId": "constructors"}, "date")}
+
+    class RelF1(Dataset):
+        val_timestamp, test_timestamp = F1_VAL, F1_TEST
+
+        def make_db(self):
+            return Database({n: Table(frames[n].copy(), fk, pk, tc)
+                             for n, (pk, fk, tc) in keys.items()})
+
+    ds = RelF1(cache_dir=str(root))
+    ds.get_db(upto_test_timestamp=False)
+    for name, cls in (("driver-dnf", f1.DriverDNFTask), ("driver-top3", f1.DriverTop3Task),
+                      ("driver-position", f1.DriverPositionTask)):
+        task = type(name, (cls,), {"num_eval_timestamps": num_eval_timestamps})(
+            ds, cache_dir=str(root / "tasks" / name))
+        for split in ("train", "val", "test"):
+            task.get_table(split, mask_input_cols=False)
+    return root

@@ -51,3 +51,49 @@ def test_the_workflow_trains_every_task_and_relbench_validates_its_submission(
     assert res["extra_files"] == []
     assert {t: r["status"] for t, r in res["tasks"].items()} == {
         f"rel-fake/{n}": "ok" for n in names if n != "user-reviews"}, res["tasks"]
+
+
+#: RelBench 3's checks of a prediction file's keys against the test table, and of the
+#: folder (argv: the folder, then task=test table ...), for a 1.x dataset it cannot load
+CHECK_KEYS = """
+import json, sys, types
+from pathlib import Path
+import pandas as pd
+hub = types.ModuleType("huggingface_hub")
+hub.constants = types.SimpleNamespace(HF_HUB_CACHE=str(Path.cwd() / ".no-hub"))
+sys.modules.update({"huggingface_hub": hub, "huggingface_hub.constants": hub.constants})
+from relbench.submit import _extra_files, _task_name_from_path, _validate_keys
+folder, out = Path(sys.argv[1]), {}
+for arg in sys.argv[2:]:
+    task, test = arg.split("=")
+    gt = pd.read_parquet(test)
+    pred_col = [c for c in gt.columns if c not in ("date", "driverId")][0]
+    csv = folder / f"rel-f1__{task}.csv"
+    _validate_keys(pd.read_csv(csv), gt, ["driverId", "date"], pred_col)
+    out[_task_name_from_path(csv)] = pred_col
+print(json.dumps({"tasks": out, "extra": _extra_files(folder)}))
+"""
+
+
+def test_the_workflow_over_a_relbench_1x_rel_f1(relbench3, rdl_cache, tmp_path):
+    """rel-f1 as RelBench 1.1.0 writes it (its real task classes, several seed times per
+    split): every task trained and its file keyed as RelBench's test table, row for row."""
+    import pytest
+    pytest.importorskip("relbench.tasks.f1", reason="the relbench test extra")
+    from relbench_shapes import write_rel_f1
+    root = write_rel_f1(tmp_path / "rel-f1")
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "rdl.leaderboard", str(root), "--out",
+                           str(out), *TINY_RUN], env={**os.environ, "RDL_CACHE": str(rdl_cache)},
+                          capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    tasks = ("driver-dnf", "driver-position", "driver-top3")
+    assert sorted(p.name for p in (out / "submission").iterdir()) == [
+        f"rel-f1__{t}.csv" for t in tasks]
+    check = run_relbench3(relbench3, CHECK_KEYS, str(out / "submission"),
+                          *(f"{t}={root / 'tasks' / t / 'test.parquet'}" for t in tasks))
+    assert check.returncode == 0, check.stderr[-3000:]
+    res = json.loads(check.stdout.strip().splitlines()[-1])
+    assert res == {"tasks": {"rel-f1/driver-dnf": "did_not_finish",
+                             "rel-f1/driver-position": "position",
+                             "rel-f1/driver-top3": "qualifying"}, "extra": []}
