@@ -18,6 +18,7 @@ the pieces made before it; a piece left out is made from the config. ``rdl.train
 from __future__ import annotations
 
 import datetime
+import inspect
 import json
 import logging
 import os
@@ -206,7 +207,9 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
     trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger,
                                       plugins=[AtomicCheckpointIO()])
     # Lightning reads checkpoints as rdl.safe_load does: weights-only, unless trusted
-    trusted = dict(weights_only=not cfg.get("trust_checkpoint"))
+    # (Lightning before 2.5 takes no weights_only: torch's default, weights-only, then)
+    trusted = (dict(weights_only=not cfg.get("trust_checkpoint"))
+               if "weights_only" in inspect.signature(pl.Trainer.fit).parameters else {})
     with torch.serialization.safe_globals(allowed()):
         try:
             trainer.fit(module, datamodule=data, ckpt_path=ckpt_path, **trusted)
