@@ -207,7 +207,7 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
     trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger,
                                       plugins=[AtomicCheckpointIO()])
     # Lightning reads checkpoints as rdl.safe_load does: weights-only, unless trusted
-X
+    # (Lightning before 2.6 takes no weights_only: torch's default, weights-only, then)
     trusted = (dict(weights_only=not cfg.get("trust_checkpoint"))
                if "weights_only" in inspect.signature(pl.Trainer.fit).parameters else {})
     with torch.serialization.safe_globals(allowed()):
