@@ -18,6 +18,7 @@ the pieces made before it; a piece left out is made from the config. ``rdl.train
 from __future__ import annotations
 
 import datetime
+import inspect
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import hydra
 import pytorch_lightning as pl
+import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
@@ -35,8 +37,9 @@ from rdl.caching import write_atomic
 from rdl.checkpoints import CONFIG_KEY, checked_resume
 from rdl.data.database import Database
 from rdl.report import report
+from rdl.safe_load import allowed
 from rdl.settings import (check_settings, data_key, process_settings, several_processes,
-                          with_data_defaults, with_task_settings)
+                          with_data_defaults, with_kind_model, with_task_settings)
 from rdl.tasks import Task
 from rdl.tracking import log_results
 from rdl.training.compile import STATIC_GRAPHS
@@ -180,9 +183,12 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
     shared = None
     if data is None:
         pl.seed_everything(cfg.seed, workers=True)
+        task = load_task(cfg)
+        if model is None:  # a link task read from its folder: a link model
+            cfg = with_kind_model(cfg, task)
         if several_processes(cfg):
             shared = str(out / f".prepared-{data_key(cfg)}.pt")
-        data = prepare(cfg, prepared_path=shared)
+        data = prepare(cfg, task=task, prepared_path=shared)
     task = data.task
     module = task_module(cfg, data, model if model is not None else make_model(cfg, data))
     with_task_settings(cfg, task)
@@ -201,15 +207,22 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
     # (rdl/training/resume.py): a run killed while writing one resumes from the one before.
     trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger,
                                       plugins=[AtomicCheckpointIO()])
-    try:
-        trainer.fit(module, datamodule=data, ckpt_path=ckpt_path)
-    finally:
-        if shared and trainer.is_global_zero and os.path.exists(shared):
-            os.remove(shared)  # every process has read it before fit starts
-    best = [c for c in trainer.checkpoint_callbacks if c.monitor and c.best_model_path]
-    ckpt = best[0].best_model_path if best else None
-    val = trainer.validate(module, datamodule=data, ckpt_path=ckpt, verbose=False)[0]
-    test = trainer.test(module, datamodule=data, ckpt_path=ckpt, verbose=False)[0]
+    # Lightning reads checkpoints as rdl.safe_load does: weights-only, unless trusted
+    # (Lightning before 2.6 takes no weights_only: torch's default, weights-only, then)
+    trusted = (dict(weights_only=not cfg.get("trust_checkpoint"))
+               if "weights_only" in inspect.signature(pl.Trainer.fit).parameters else {})
+    with torch.serialization.safe_globals(allowed()):
+        try:
+            trainer.fit(module, datamodule=data, ckpt_path=ckpt_path, **trusted)
+        finally:
+            if shared and trainer.is_global_zero and os.path.exists(shared):
+                os.remove(shared)  # every process has read it before fit starts
+        best = [c for c in trainer.checkpoint_callbacks if c.monitor and c.best_model_path]
+        ckpt = best[0].best_model_path if best else None
+        val = trainer.validate(module, datamodule=data, ckpt_path=ckpt, verbose=False,
+                               **trusted)[0]
+        test = trainer.test(module, datamodule=data, ckpt_path=ckpt, verbose=False,
+                            **trusted)[0]
 
     results = {"model": {"val": _strip(val, "val/"), "test": _strip(test, "test/")}}
     if not trainer.is_global_zero:  # one process reports

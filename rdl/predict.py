@@ -40,6 +40,7 @@ from rdl.data.database import DataError
 from rdl.graph.columns import is_list_column
 from rdl.api import build
 from rdl.checkpoints import read_checkpoint
+from rdl.safe_load import check_targets
 from rdl.train import USER_ERRORS
 from rdl.training.process import configured
 
@@ -51,11 +52,19 @@ FORMATS = ("parquet", "csv")
 def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
     """Writes the predictions of ``cfg.ckpt_path`` for ``cfg.split``; returns the file, the
     table written and the split's metrics."""
+    if cfg.get("task") is not None:
+        raise ValueError(
+            "task=...: rdl.predict takes the task from the checkpoint, which was "
+            "trained on it; for another task train a model on it (python -m rdl.train "
+            "task=...), and to change a setting of the checkpoint's run give "
+            "+run.<key>=<value> (e.g. +run.task.path=<folder>)")
     if cfg.split not in SPLITS:
         raise ValueError(f"split={cfg.split!r}: expected one of {SPLITS}")
     if cfg.format not in FORMATS:
         raise ValueError(f"format={cfg.format!r}: expected one of {FORMATS}")
-    saved, ckpt = read_checkpoint(cfg.ckpt_path)
+    trust = bool(cfg.get("trust_checkpoint"))
+    saved, ckpt = read_checkpoint(cfg.ckpt_path, trust)
+    check_targets(saved, f"ckpt_path {cfg.ckpt_path}", trust)  # Hydra builds them below
     run = OmegaConf.create(saved)
     run.compile.enabled = False  # one pass over a split: compiling would cost more than it saves
     run = OmegaConf.merge(run, cfg.get("run") or {})

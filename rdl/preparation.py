@@ -24,6 +24,7 @@ from torch import Tensor
 from rdl.caching import atomic_file
 from rdl.data.database import Database, DataError
 from rdl.graph.build import make_graph
+from rdl.safe_load import load, plain, unplain
 from rdl.tasks import HISTORY, SPLITS, TIMESTAMPS, Task
 
 log = logging.getLogger(__name__)
@@ -112,9 +113,9 @@ class Prepared:
     label_history: bool = False
 
     #: what the first process of a machine shares with the others (the graph they read
-    #: from the graph cache)
-    SHARED = ("tables", "history", "tree_fit", "tree_fits", "prior", "seed_x",
-              "seed_feature_names")
+    #: from the graph cache; the tree fits only the first process of all reports, and it
+    #: computes them itself)
+    SHARED = ("tables", "history", "prior", "seed_x", "seed_feature_names")
 
     def targets(self, split: str) -> Tensor:
         """The labels of a split as the model's ``y``."""
@@ -239,7 +240,8 @@ def _save_shared(out: Prepared, path: str | None) -> None:
     if path is None or not first_process():
         return
     with atomic_file(path) as tmp:  # never read half-written
-        torch.save({k: getattr(out, k) for k in Prepared.SHARED}, tmp)
+        # plain values only: the others read it weights-only (a pickle is code)
+        torch.save(plain({k: getattr(out, k) for k in Prepared.SHARED}), tmp)
 
 
 def _load_shared(task: Task, path: str | None, timeout: float = 3600.0) -> Prepared | None:
@@ -259,7 +261,9 @@ def _load_shared(task: Task, path: str | None, timeout: float = 3600.0) -> Prepa
                         "itself", path, timeout)
             return None
         time.sleep(0.5)
-    out = Prepared(task, **torch.load(path, weights_only=False))
+    out = Prepared(task, **unplain(load(
+        path, "the prepared data", advice="rdl.train writes this file itself, for its other "
+        "processes: delete it and run again")))
     log.info("prepared data read from %s", path)
     return out
 

@@ -8,10 +8,13 @@ import inspect
 import logging
 import math
 
+from pathlib import Path
+
 import hydra
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
+from rdl import TASKS_DIR
 from rdl.training.datamodule import RelDataModule
 
 log = logging.getLogger("rdl.train")
@@ -95,6 +98,38 @@ def with_data_defaults(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
+def with_kind_model(cfg: DictConfig, task) -> DictConfig:
+    """``cfg`` with the default model of ``task``'s kind (:attr:`Kind.default_model
+    <rdl.tasks.kinds.Kind.default_model>`) where the config's model cannot train the task
+    and no model was named (``model=``): a link task read from its folder (``task=relbench``)
+    trains with a link model. The model settings the config changed from the default model's
+    (``model.channels=16``) carry over where the new model has them."""
+    model_cls = hydra.utils.get_class(cfg.model._target_)
+    if task.kind.per_seed == getattr(model_cls, "per_seed", True) or _named("model"):
+        return cfg
+    from rdl import CONF_DIR
+    name = task.kind.default_model
+    new = OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml")
+    default = OmegaConf.load(CONF_DIR / "model" / "sage.yaml")   # the config's default model
+    for key, value in cfg.model.items():
+        if key in new and key != "_target_" and value != default.get(key):
+            new[key] = value
+    log.info("task %s is %s: model=%s, the kind's default (name another with model=...)",
+             task.name, task.kind, name)
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.model = new
+    return cfg
+
+
+def _named(group: str) -> bool:
+    """Whether the command line chose ``group`` (``group=...``)."""
+    from hydra.core.hydra_config import HydraConfig
+    if not HydraConfig.initialized():
+        return False
+    return any(o.lstrip("~+").split("=")[0] == group for o in HydraConfig.get().overrides.task)
+
+
 def with_task_settings(cfg: DictConfig, task) -> None:
     """Fills the task settings the config leaves null with the task's own (a RelBench
     task's name and monitored metric come from its folder): the callbacks and sweepers
@@ -102,6 +137,11 @@ def with_task_settings(cfg: DictConfig, task) -> None:
     for key in ("name", "monitor", "monitor_mode"):
         if key in cfg.task and cfg.task[key] is None:
             cfg.task[key] = getattr(task, key)
+    # a task's own SQL file (beside its YAML, or in the working folder) by its full path:
+    # rdl.predict and a resumed run find it wherever they start (rdl's own stay relative)
+    sql = getattr(task, "sql_path", None)
+    if cfg.task.get("sql") and sql is not None and TASKS_DIR not in Path(sql).resolve().parents:
+        cfg.task.sql = str(Path(sql).resolve())
 
 
 def several_processes(cfg: DictConfig) -> bool:

@@ -120,3 +120,20 @@ def test_turns_let_one_process_at_a_time_through_its_gate(tmp_path):
     assert len(spans) == 3 and all(b - a >= 0.3 for a, b in spans)
     assert all(spans[i][1] <= spans[i + 1][0] for i in range(2)), spans
     assert float(procs["tick"].stdout.read()) >= 0.25   # stopped for a whole turn at least
+
+
+def test_the_check_fails_when_every_row_failed(tmp_path, rdl_cache):
+    """A check that measured nothing exits non-zero (it exited 0: a GPU session read a
+    report of failures as a result; issue 38, point 9)."""
+    out = tmp_path / "out"
+    env = {**os.environ, "RDL_CACHE": str(rdl_cache), "OUT": str(out), "PYTHON": sys.executable}
+    proc = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "gpu.sh"), "--device", "cpu", "--tiny", "--tasks",
+         "user-churn", "--configs", "default", "--no-tests", "--variants", "eager",
+         "--no-host-overhead", "--min-row", "0", "--set", "model.channels=0"], env=env,
+        capture_output=True, text=True, timeout=300)
+    doc = json.loads((out / "gpu.json").read_text())
+    assert doc["rows"] and all(not r.get("seeds_per_s") for r in doc["rows"])
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert f"error: all {len(doc['rows'])} rows run failed (" in proc.stderr
+    assert "model.channels=0" in proc.stderr   # the first row's own error

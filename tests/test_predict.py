@@ -125,3 +125,14 @@ def test_bad_requests_get_one_clear_error(tmp_path, rdl_cache):
                       f"hydra.run.dir={tmp_path / 'predict'}")
     assert res.returncode == 1 and res.stderr.strip().endswith("nope.ckpt: no such file")
     assert "Traceback" not in res.stderr
+
+
+def test_a_task_given_to_predict_says_what_to_do(tmp_path, rdl_cache):
+    """``rdl.predict task=...`` (as one trains) answered with Hydra's "Could not override
+    'task'"; the checkpoint carries its task (issue 38, point 8)."""
+    res = run_predict(rdl_cache, f"ckpt_path={tmp_path / 'nope.ckpt'}", "task=relbench",
+                      f"hydra.run.dir={tmp_path / 'predict'}")
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert res.stderr.startswith("error: task=...: rdl.predict takes the task from the "
+                                 "checkpoint"), res.stderr
+    assert "+run.<key>=<value>" in res.stderr

@@ -53,6 +53,8 @@ TRAIN = ["python", "-m", "rdl.train"]
 BENCH = ["python", "-m", "rdl.bench"]
 PREDICT = ["python", "-m", "rdl.predict"]
 BACKTEST = ["python", "-m", "rdl.backtest"]
+#: rdl's RelBench workflow (pyproject's console script; run as python -m rdl.leaderboard)
+RELBENCH = ["rdl-relbench"]
 #: how the README names the folder of a finished run, a checkpoint in it, and a sweep's folder
 RUN_DIR, SOME_CKPT, SWEEP_DIR = "outputs/<date>/<time>", "ckpt_path=...", "multirun/<date>/<time>"
 WORKERS = max(1, min(4, os.cpu_count() or 1))
@@ -124,7 +126,8 @@ def readme_files(text: str) -> dict[str, str]:
 TEXT = README.read_text()
 COMMANDS = shell_commands(TEXT)
 PARTS = [part for c in COMMANDS for part in split_chain(c)]
-RUNNABLE = [p for p in PARTS if shlex.split(p)[:3] in (TRAIN, BENCH, PREDICT, BACKTEST)]
+RUNNABLE = [p for p in PARTS if shlex.split(p)[:3] in (TRAIN, BENCH, PREDICT, BACKTEST)
+            or shlex.split(p)[:1] == RELBENCH]
 
 
 def ci_command() -> str:
@@ -193,7 +196,7 @@ def test_install_commands():
             else:
                 assert (argv in (["python3", "-m", "venv", ".venv"], [".", ".venv/bin/activate"])
                         or argv[:3] in (TRAIN, BENCH, PREDICT, BACKTEST,
-                                        ["python", "-m", "pytest"])), \
+                                        ["python", "-m", "pytest"]) or argv[:1] == RELBENCH), \
                     f"test_readme.py does not know how to check {part!r}"
     assert checked >= 3
 
@@ -278,7 +281,8 @@ class Project:
         self.skipped = {c: why for c in commands
                         if (why := gpus_missing(shlex.split(c), root)) is not None}
         self.skipped.update({c: relbench_missing for c in commands
-                             if relbench_missing and "data=relbench" in c})
+                             if relbench_missing and ("data=relbench" in c
+                                                      or shlex.split(c)[:1] == RELBENCH)})
         todo = [c for c in commands if c not in self.skipped]
         self.pool = ThreadPoolExecutor(WORKERS)
         # The finished run the README's resume and predict commands name: started first.
@@ -319,6 +323,11 @@ class Project:
             return command, self.finished
         if argv[:3] == PREDICT:
             return f"{command} hydra.run.dir={out}", out
+        if argv[:1] == RELBENCH:   # every task trained tiny, its runs and files in out
+            extra = [o for o in tiny_overrides() if not o.startswith("data.db.scale=")]
+            line = shlex.join(["python", "-m", "rdl.leaderboard", *argv[1:], "--out", str(out),
+                               *extra])
+            return line, out
         extra = tiny_overrides()
         if "data=folder" in argv or "data=relbench" in argv:  # files: their size is theirs
             extra = [o for o in extra if not o.startswith("data.db.scale=")]
@@ -361,6 +370,8 @@ SLOW_COMMANDS = {
     "python -m rdl.train compile.cpu_patches=false keep_freed_memory=false",
     "python -m rdl.train trainer.max_time=00:00:10:00",
     "python -m rdl.train callbacks.early_stopping.patience=1 trainer.max_epochs=20",
+    # every task of the fake dataset: tests/test_relbench_workflow.py runs it in CI
+    "rdl-relbench rel-amazon --out rel-amazon-rdl trainer.max_epochs=2",
 }
 
 
@@ -383,6 +394,8 @@ def test_readme_command(project, command):
     if argv[:3] == BENCH:
         missing = [a for a in argv if a.startswith("--") and a not in proc.stdout]
         assert not missing, f"options not in --help: {missing}\n{log}"
+    elif argv[:1] == RELBENCH:
+        assert list((out / "submission").glob("*__*.csv")), log
     elif argv[:3] == PREDICT:
         written = re.search(r"\d+ predictions written to (\S+)", proc.stdout)
         assert written and Path(written.group(1)).exists(), log

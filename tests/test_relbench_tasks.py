@@ -111,7 +111,7 @@ def test_label_files_of_another_database_are_refused(relbench_v1, tmp_path):
     for split in SPLITS:
         (folder / f"{split}.parquet").write_bytes(
             (relbench_v1 / "tasks" / "user-churn" / f"{split}.parquet").read_bytes())
-    task = relbench_task(folder)
+    task = relbench_task(folder, dataset=relbench_v1)  # (not two folders above it)
     db = load_relbench(relbench_v1)
     small = type(db)({**db.tables, "customer": db["customer"]._with(db["customer"].df.iloc[:10])})
     with pytest.raises(DataError, match=r"train\.parquet: \d+ of \d+ rows have a customer_id "

@@ -312,6 +312,12 @@ def main(argv: list[str] | None = None) -> None:
             with tarfile.open(out / "logs.tgz", "w:gz") as tar:
                 tar.add(logs, arcname="logs")
     print((out / "gpu.md").read_text())
+    ran = [r for r in rows if not str(r.get("note", "")).startswith("not run")]
+    if ran and not any(r.get("seeds_per_s") for r in ran):
+        # a check whose every row failed measured nothing: it must not pass as a result
+        print(f"error: all {len(ran)} rows run failed ({ran[0].get('note', '')}); their logs "
+              f"are in {out / 'logs.tgz'}", file=sys.stderr)
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -114,6 +114,8 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
     if not len(head) or not (head.str.contains(r"\D").mean() >= 0.9
                              and head.str.contains(r"\d").mean() >= 0.9):
         return False   # words, or digits only
+    if pd.to_numeric(head, errors="coerce").notna().mean() >= 0.9:
+        return False   # numbers (-5, 1.5, 1e3): pandas would read "-5" as the year -5
     if head.str.match(_LOOKS_LIKE_TIME).mean() >= 0.9:
         return True
     return _read_times(head)[0].notna().mean() >= 0.9
@@ -173,7 +175,8 @@ def _not_numbers(values: pd.Series, numbers, where: str) -> None:
         raise DataError(f"{where}: {int(numbers.sum())} of {len(values)} values are numbers, "
                         f"not times, e.g. {show(values[numbers].iloc[0])} ({rows(numbers)}): "
                         "epoch seconds? Excel serial days? Their unit is anyone's guess: "
-                        "write them as ISO 8601 times (2024-01-31 or 2024-01-31 12:00:00)")
+                        "write them as ISO 8601 times (2024-01-31 or 2024-01-31 12:00:00); "
+                        f"if the column is no time, declare its stype ({_stypes(where)})")
 
 
 def _read_times(text: pd.Series) -> tuple[pd.Series, list[str]]:
@@ -200,6 +203,9 @@ def _parse_text(raw: pd.Series, where: str) -> pd.Series:
     """Text (or dates) as times in UTC: the first of :data:`TIME_FORMATS` that reads every
     value; else the one that reads most, and the rest are reported."""
     text = raw.dropna().astype(str).str.strip()
+    if len(text) and pd.to_numeric(text, errors="coerce").notna().all() and not \
+            text.str.fullmatch(r"\d{4}").all():   # numbers, not years: no ISO 8601 time
+        return _date_keys(pd.to_numeric(raw, errors="coerce"), where)
     best, fits = _read_times(text)
     if {"%m/%d", "%d/%m"} <= {fmt[:5] for fmt in fits}:
         raise DataError(f"{where}: times such as {text.iloc[0]!r} read both as month/day/year "
@@ -214,7 +220,8 @@ def _parse_text(raw: pd.Series, where: str) -> pd.Series:
             _not_numbers(pd.to_numeric(raw.where(mask), errors="coerce"), mask, where)
         raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} times do not parse as dates "
                         f"(such as 2024-01-31 or 2024-01-31 12:00:00), e.g. {text[bad].iloc[0]!r} "
-                        f"({rows(mask)}); correct them or write them empty")
+                        f"({rows(mask)}); correct them or write them empty, or if the column "
+                        f"is no time, declare its stype ({_stypes(where, 'categorical')})")
     if fits and fits[0] == "ISO8601":
         offset = text.str.contains(_OFFSET)
         if offset.any() and not offset.all():
@@ -224,16 +231,23 @@ def _parse_text(raw: pd.Series, where: str) -> pd.Series:
     return best.reindex(raw.index)
 
 
+def _stypes(where: str, stype: str = "numerical") -> str:
+    """How a schema declares the stype of the column ``where`` names."""
+    col = re.search(r"column '([^']*)'", where)
+    return (f"stypes: {{{col.group(1) if col else '<column>'}: {stype}}} in the schema; "
+            "stypes: numerical, categorical, text_embedded, timestamp, or null to drop it")
+
+
 def _bad(parsed: pd.Series, raw: pd.Series) -> pd.Series:
     """Rows with a value that did not parse (missing values are not bad)."""
     return parsed.isna() & raw.notna()
 
 
-def _fail(raw: pd.Series, bad: pd.Series, where: str, expected: str) -> None:
+def _fail(raw: pd.Series, bad: pd.Series, where: str, expected: str, advice: str = "") -> None:
     if bad.any():
         first = int(bad.to_numpy().argmax())
         raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} values are not {expected}, "
-                        f"e.g. {show(raw.iloc[first])} (row {first})")
+                        f"e.g. {show(raw.iloc[first])} (row {first}){advice}")
 
 
 def parse_dates(raw: pd.Series, where: str, format: str | None = "%Y-%m-%d") -> pd.Series:
@@ -250,9 +264,11 @@ def parse_dates(raw: pd.Series, where: str, format: str | None = "%Y-%m-%d") -> 
     return parsed.astype("datetime64[ns]")
 
 
-def parse_numbers(raw: pd.Series, where: str, integer: bool = False) -> pd.Series:
+def parse_numbers(raw: pd.Series, where: str, integer: bool = False,
+                  schema: bool = False) -> pd.Series:
     """``raw`` (text) as numbers: ``float64``, or with ``integer`` ``int64`` (``Int64``
-    where values are missing); missing values stay missing.
+    where values are missing); missing values stay missing. ``schema``: the column's stype
+    is a schema's, which the error then says how to change.
 
     Raises:
         DataError: some values are not numbers (with ``integer``: not whole numbers);
@@ -260,7 +276,9 @@ def parse_numbers(raw: pd.Series, where: str, integer: bool = False) -> pd.Serie
     """
     parsed = pd.to_numeric(raw, errors="coerce")
     bad = _bad(parsed, raw)
-    _fail(raw, bad, where, "numbers")
+    _fail(raw, bad, where, "numbers", (
+        "; write them empty if they mean missing (or name the word in the schema's missing: "
+        f"list), or declare another stype ({_stypes(where, 'categorical')})") if schema else "")
     if not integer:
         return parsed.astype("float64")
     _fail(raw, parsed.notna() & (parsed % 1 != 0), where, "whole numbers")
@@ -309,6 +327,34 @@ def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:
                     "text (categories); write them empty if they mean missing, or declare "
                     "the column's stype", where, int(text.sum()), len(values),
                     values[text].iloc[0])
+
+
+#: words that mean missing where a column's other values are numbers or times (R's NA),
+#: and are text elsewhere (NA: Namibia)
+MISSING_WORDS = ("NA",)
+
+
+def missing_words(df: pd.DataFrame, where, declared=()) -> pd.DataFrame:
+    """``df`` (text columns) with the ``declared`` words (the schema's ``missing:``) missing
+    everywhere, and :data:`MISSING_WORDS` missing in each column whose other values are all
+    numbers or all times. ``where(col)``: how messages name a column."""
+    if declared:
+        df = df.mask(df.isin(list(declared)))
+    for col in df.columns:
+        s = df[col]
+        if not (pd.api.types.is_string_dtype(s) or s.dtype == object):
+            continue
+        words = s.isin(MISSING_WORDS)
+        rest = s[~words].dropna()
+        if not words.any() or not len(rest):
+            continue
+        text = rest.astype(str).str.strip()
+        if pd.to_numeric(text.str.replace(",", "", regex=False), errors="coerce").notna().all() \
+                or looks_like_times(rest):
+            log.info("%s: %d values %s read as missing (the others are numbers or times)",
+                     where(col), int(words.sum()), sorted(set(s[words])))
+            df[col] = s.mask(words)
+    return df
 
 
 def check_not_empty(df: pd.DataFrame, where: str) -> None:

@@ -128,7 +128,8 @@ class Database:
                 if future.any():
                     df = tab.df.assign(**{col: tab.df[col].astype("Int64").mask(future)})
                     tab = tables[name] = Table(df, tab.pkey, dict(tab.fkeys), tab.time_col)
-        return Database(tables)
+        # the files' ids stay: the rows kept are each table's first (positions unchanged)
+        return Database(tables, keys=dict(self.keys))
 
     def from_(self, t) -> Database:
         t = pd.Timestamp(t)

@@ -2,7 +2,8 @@
 
 CSV files are read by pyarrow as RFC 4180 says: any size, values quoted with ``"``, line
 breaks inside quoted values, ``""`` for a quote; compressed ones (``.csv.gz``) by their
-name. What exports add to that is taken care of here, each in one place:
+name, a zip archive (``.zip``, as R and spreadsheets export) when it holds one file. What
+exports add to that is taken care of here, each in one place:
 
 * the encoding: UTF-8 (a byte-order mark or not), UTF-16 or UTF-32 with a byte-order
   mark; a file that is not valid UTF-8 is read as Windows-1252 (cp1252), else latin-1,
@@ -35,6 +36,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from rdl.data.database import DataError
+from rdl.data.sources import input_stream as _input
+from rdl.data.sources import member as _member
+from rdl.data.sources import source as _source
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +49,7 @@ NULLS = ["", "NULL", "null", "Null", "\\N", "NaN", "nan", "<NA>", "#N/A", "0000-
          "0000-00-00 00:00:00"]
 #: a delimiter other than a comma is taken when the header has no comma but one of these
 DELIMITERS = (";", "\t", "|")
-COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
+COMPRESSED = (".gz", ".bz2", ".zst", ".lz4", ".zip")
 TEXT = (".csv", ".tsv", ".txt")
 _BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF8, "utf8"),  # pyarrow skips a UTF-8 byte-order mark itself
@@ -56,7 +60,9 @@ def is_csv(path: Path) -> bool:
     """``x.csv`` (``.tsv``, ``.txt``, any case), or compressed: ``x.csv.gz`` (pyarrow reads
     it by its name)."""
     s = [x.lower() for x in path.suffixes]
-    return bool(s) and (s[-1] in TEXT or (len(s) > 1 and s[-2] in TEXT and s[-1] in COMPRESSED))
+    return bool(s) and (s[-1] in TEXT or s[-1] == ".zip"
+                        or (len(s) > 1 and s[-2] in TEXT and s[-1] in COMPRESSED))
+
 
 
 def is_parquet(path: Path) -> bool:
@@ -129,6 +135,8 @@ def header(path: Path, where: str) -> Header:
     Raises:
         DataError: the file is empty (not even a header) or not readable as CSV.
     """
+    if path.suffix.lower() == ".zip":
+        _member(path, where)   # one file, or an error naming the table
     return _header(path, where, _bom_encoding(path))
 
 
@@ -136,14 +144,14 @@ def _header(path: Path, where: str, encoding: str) -> Header:
     opts = pacsv.ReadOptions(encoding=encoding)
     skip = lambda row: "skip"  # noqa: E731  (rows: read_csv reports them)
     try:
-        written = pacsv.open_csv(path, read_options=opts,
+        written = pacsv.open_csv(_source(path), read_options=opts,
                                  parse_options=_parse(",", skip)).schema.names
         delimiter = ","
         if len(written) == 1:
             found = [d for d in DELIMITERS if d in written[0]]
             if found:
                 delimiter = max(found, key=written[0].count)
-                written = pacsv.open_csv(path, read_options=opts,
+                written = pacsv.open_csv(_source(path), read_options=opts,
                                          parse_options=_parse(delimiter, skip)).schema.names
     except pa.ArrowInvalid as e:
         if "Empty CSV file" in str(e):
@@ -190,14 +198,14 @@ def warn_renamed(where: str, renamed: dict, dropped=()) -> None:
 
 
 def _bom_encoding(path: Path) -> str:
-    with pa.input_stream(str(path), compression="detect") as f:
+    with _input(path) as f:
         head = f.read(4)
     return next((enc for bom, enc in _BOMS if head.startswith(bom)), "utf8")
 
 
 def _fallback(path: Path) -> str:
     """cp1252 if it decodes the whole file (5 of its bytes mean nothing), else latin-1."""
-    with pa.input_stream(str(path), compression="detect") as f:
+    with _input(path) as f:
         data = f.read()
     try:
         data.decode("utf-8")
@@ -240,7 +248,7 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
         bad.__init__(h.delimiter)
         opts = pacsv.ReadOptions(encoding=h.encoding, column_names=cols, skip_rows=1,
                                  use_threads=threads)
-        return pacsv.read_csv(path, read_options=opts,
+        return pacsv.read_csv(_source(path), read_options=opts,
                               parse_options=_parse(h.delimiter, bad, h.escape),
                               convert_options=_as_text(cols))
     try:

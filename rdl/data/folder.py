@@ -15,13 +15,15 @@ foreign keys (``{column: referenced_table}``; a table may reference itself), its
         fkeys: {author_id: users, parent_id: posts}
         stypes: {length: numerical}
     dangling: null        # foreign keys matching no row: null (RelBench), drop or fail
+    missing: ['?']        # words that mean missing, beyond rdl's (also per table)
 
 Files are read by :mod:`rdl.data.files` (encodings, delimiters, header names, missing
 values, numbers) and their values checked by :mod:`rdl.data.checks` (keys, times, finite
 numbers). Everything is checked before the data is used, cheap checks (schema, files,
 columns) before any file is read in full; each problem is one :class:`~rdl.data.DataError`
 naming the file, the table, the column, the rows and what to do. A table of facts with a
-column of times but no declared time is logged as a leak. Nothing is ever written.
+column of times but no declared time stops (a leak of the future) unless the column's stype
+says it is a plain feature. Nothing is ever written.
 """
 from __future__ import annotations
 
@@ -37,13 +39,13 @@ import yaml
 from rdl.data import files
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.database import Database, DataError, Table
-from rdl.data.checks import (check_finite, check_key, looks_like_times, numbers,
-                             parse_numbers, parse_times)
+from rdl.data.checks import (check_finite, check_key, looks_like_times, missing_words,
+                             numbers, parse_numbers, parse_times)
 
 log = logging.getLogger(__name__)
 
-TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes"}
-SCHEMA_KEYS = {"tables", "dangling"}
+TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing"}
+SCHEMA_KEYS = {"tables", "dangling", "missing"}
 DANGLING = ("null", "drop", "fail")
 STYPES = {s.value for s in torch_frame.stype} | {"drop"}
 
@@ -56,6 +58,7 @@ class TableSchema:
         self.name, self.file, self.pkey, self.fkeys = name, file, pkey, fkeys
         self.time, self.stypes = time, stypes
         self.parts: list[Path] = []   # its data files (files.parts)
+        self.missing: list[str] = []  # words the schema says mean missing
 
     @property
     def base(self) -> Path | None:
@@ -96,6 +99,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
                         "time, stypes, file)")
     _no_unknown(schema, SCHEMA_KEYS, where)
     dangling = str(schema.get("dangling") or "null")
+    everywhere = _words(schema, where)
     tables = {}
     for name, spec in tables_spec.items():
         spec, name = spec or {}, str(name)
@@ -124,12 +128,25 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         tables[name] = TableSchema(name, file, pkey,
                                    {str(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
                                    time, stypes)
+        tables[name].missing = [*everywhere, *_words(spec, at)]
     for t in tables.values():
         if t.pkey is not None and t.pkey in t.fkeys:
             raise DataError(f"{where}: table {t.name!r}: column {t.pkey!r} is both its primary "
                             "key and a foreign key; give the table a key of its own")
     check_references(tables, lambda t, col: f"{where}: table {t.name!r}: foreign key {col!r}")
     return tables, dangling
+
+
+def _words(spec: dict, where: str) -> list[str]:
+    """A schema's (or table's) ``missing:``: the words its files write for a missing value
+    beyond those rdl knows (``?``, ``unknown``)."""
+    words = spec.get("missing") or []
+    if isinstance(words, str):
+        words = [words]
+    if not isinstance(words, list) or not all(isinstance(w, (str, int, float)) for w in words):
+        raise DataError(f"{where}: missing: {spec['missing']!r}: expected a list of words that "
+                        "mean a missing value (missing: ['?', unknown])")
+    return [str(w) for w in words]
 
 
 def _no_unknown(spec: dict, known: set, where: str) -> None:
@@ -250,12 +267,15 @@ def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:
     if headers is not None:
         df = pd.concat([files.read_csv(p, f"{p} (table {t.name!r})", h)
                         for p, h in zip(t.parts, headers)], ignore_index=True)
+        df = missing_words(df, t.where, t.missing)   # R's NA where numbers or times
         as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
         times = {c for c in df.columns if c not in t.stypes and c not in keys
                  and looks_like_times(df[c])}
         df = numbers(df, t.where, keep={t.time, *as_text, *times})
     else:
         df = files.read_parquet(t.parts, t.where(), t.base)
+        if t.missing:
+            df = df.mask(df.isin(t.missing))
     if len(df) == 0:
         raise DataError(f"{t.where()}: the table is empty (0 rows)")
     for col in df.columns:
@@ -277,29 +297,31 @@ def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:
             # PyTorch Frame reads (its inference takes the Python objects for embeddings)
             df[col] = s.astype("float64")
         elif st == "numerical" and not pd.api.types.is_numeric_dtype(s):
-            df[col] = parse_numbers(s, t.where(col))
+            df[col] = parse_numbers(s, t.where(col), schema=True)
         if st in ("", "numerical"):
             check_finite(df[col], t.where(col))
     if t.pkey is not None:
         check_key(df[t.pkey], t.where(t.pkey))
-    _warn_undeclared_time(t, df)
+    _check_undeclared_time(t, df)
     return df
 
 
-def _warn_undeclared_time(t: TableSchema, df: pd.DataFrame) -> None:
+def _check_undeclared_time(t: TableSchema, df: pd.DataFrame) -> None:
     """A table of facts (it has foreign keys) without a declared time but with a column of
-    times is most likely timed: used as static, every seed would see its future rows."""
+    times is most likely timed: used as static, every seed would see its future rows. It
+    stops, unless the schema says the column is a plain feature (its stype ``timestamp``)."""
     if t.time is not None or not t.fkeys:
         return
     cols = [c for c in df.columns if c not in t.stypes and c not in (t.pkey, *t.fkeys)
             and pd.api.types.is_datetime64_any_dtype(df[c])]
     if cols:
-        log.warning("%s: column(s) %s hold times, but the schema declares no time for the "
-                    "table, so it is used as static: every seed would see all its rows, its "
-                    "future ones included (a leak of the future into training). Declare the "
-                    "rows' time in the schema (table %r: time: %s); if the table really is "
-                    "static, declare the column's stype (stypes: {%s: timestamp})",
-                    t.where(), cols, t.name, cols[0], cols[0])
+        raise DataError(
+            f"{t.where(cols[0])}: column(s) {cols} hold times in {int(df[cols[0]].notna().sum())} "
+            f"of {len(df)} rows, but the schema declares no time for the table, so it would be "
+            "used as static: every seed would see all its rows, its future ones included (a "
+            "leak of the future into training). Declare the rows' time in the schema (table "
+            f"{t.name!r}: time: {cols[0]}); if the table really is static, declare the "
+            f"column's stype (stypes: {{{cols[0]}: timestamp}})")
 
 
 def _all_bool(s: pd.Series) -> bool:

@@ -143,9 +143,12 @@ def _check(specs: dict[str, TableSpec]) -> None:
 def load_relbench(path) -> Database:
     """The RelBench database in ``path`` (see the module's docstring).
 
+    Rows of a timed table without a time are dropped, with a warning (RelBench's loaders
+    drop them too); a keyed table's ids then stay RelBench's (``Database.keys``).
+
     Raises:
         DataError: not a RelBench folder, a file or column missing, a primary key that is
-            not ``0..N-1``, times that do not parse or are missing.
+            not ``0..N-1``, times that do not parse.
     """
     if path is None or str(path) in ("", "???"):
         raise DataError("no folder given: data=relbench needs data.db.path=/the/dataset "
@@ -154,6 +157,7 @@ def load_relbench(path) -> Database:
     specs = table_specs(dataset, db_dir)
     _check(specs)
     tables = {name: _read(t) for name, t in specs.items()}
+    ids = _drop_untimed(specs, tables)
     for t in specs.values():
         df = tables[t.name].df
         for col, ref in t.fkeys.items():
@@ -164,7 +168,7 @@ def load_relbench(path) -> Database:
                 log.warning("%s: %d foreign keys match no %r row: set to missing",
                             t.where(col), int(past.sum()), ref)
                 df[col] = df[col].mask(past)
-    db = Database(tables)
+    db = Database(tables, keys=ids)
     db.validate()
     log.info("%s: %s", dataset, ", ".join(f"{n} {len(t)} rows" for n, t in db))
     return db
@@ -204,8 +208,39 @@ def _times(s: pd.Series, t: TableSpec) -> pd.Series:
         s = parsed
     if getattr(s.dt, "tz", None) is not None:
         s = s.dt.tz_convert("UTC").dt.tz_localize(None)
-    if s.isna().any():
-        raise DataError(f"{t.where(t.time_col)}: time missing in {int(s.isna().sum())} of "
-                        f"{len(s)} rows (first: row {int(s.isna().to_numpy().argmax())}); a "
-                        "timed table needs a time on every row")
-    return s.astype(TIME_DTYPE)
+    return s.astype(TIME_DTYPE)   # missing times: rows dropped (_drop_untimed)
+
+
+def _drop_untimed(specs: dict[str, TableSpec], tables: dict[str, Table]) -> dict[str, pd.Index]:
+    """Drops the rows of timed tables that have no time, as RelBench does (its
+    ``Database.upto`` keeps rows with a time up to the cut; rel-event's loader coerces bad
+    times to missing), and says how many. A keyed table's rows are re-indexed: returns,
+    per such table, RelBench's id of each row kept (``Database.keys``: predictions report
+    them, task SQL sees them); references to a dropped row become missing."""
+    ids = {}
+    for name, t in specs.items():
+        df = tables[name].df
+        missing = df[t.time_col].isna().to_numpy() if t.time_col else None
+        if missing is None or not missing.any():
+            continue
+        log.warning("%s: %d of %d rows have no time: dropped, as RelBench drops them "
+                    "(first: row %d)", t.where(t.time_col), int(missing.sum()), len(df),
+                    int(missing.argmax()))
+        df = df[~missing].reset_index(drop=True)
+        if t.pkey is not None:
+            ids[name] = pd.Index(df[t.pkey].to_numpy())
+            df[t.pkey] = np.arange(len(df))
+        tables[name] = Table(df, t.pkey, dict(t.fkeys), t.time_col)
+    for name, t in specs.items():
+        df = tables[name].df
+        for col, ref in t.fkeys.items():
+            if ref not in ids:
+                continue
+            pos = ids[ref].get_indexer(df[col].to_numpy(dtype="float64", na_value=np.nan))
+            gone = (pos < 0) & df[col].notna().to_numpy()
+            if gone.any():
+                log.warning("%s: %d references to %r rows dropped for their missing time: set "
+                            "to missing", t.where(col), int(gone.sum()), ref)
+            df[col] = pd.array(np.where(pos < 0, 0, pos), dtype="Int64")
+            df.loc[pos < 0, col] = pd.NA
+    return ids

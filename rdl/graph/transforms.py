@@ -111,8 +111,9 @@ class AttachLinkTarget:
     """Loader transform for link tasks: the true ``dst`` rows of each seed.
 
     Sets ``batch[src_table].y`` ``[B, L]`` (true rows, -1 padded) and, for each
-    ``dst_table`` node of the batch, ``batch[dst_table].y`` (1.0 if it is a true row of its
-    own seed). The lists are a CSR over the task table's rows (``ptr``, ``idx``).
+    ``dst_table`` node of the batch, ``batch[dst_table].dst_y`` (1.0 if it is a true row of
+    its own seed): two names, as a task may link a table to itself (RelBench's
+    post-post-related). The lists are a CSR over the task table's rows (``ptr``, ``idx``).
     """
 
     def __init__(self, src_table: str, dst_table: str, ptr: Tensor, idx: Tensor, num_dst: int):
@@ -127,7 +128,7 @@ class AttachLinkTarget:
         if "batch" in dst:
             seed = torch.arange(pos.size(0)).unsqueeze(-1).expand_as(pos)
             keys = (seed * self.num_dst + pos)[pos >= 0]
-            dst.y = torch.isin(dst.batch * self.num_dst + dst.n_id, keys).float()
+            dst.dst_y = torch.isin(dst.batch * self.num_dst + dst.n_id, keys).float()
         return batch
 
 

@@ -66,7 +66,7 @@ class LinkPredictor:
     calls :meth:`link_scores` to evaluate and :meth:`link_loss` to train, each with
     ``run`` (the model's forward over the batch) and ``num_dst`` (rows of ``dst_table``).
     The loader attaches each seed's true rows as ``batch[src_table].y`` (``[B, L]``, -1
-    padded) and marks true ``dst_table`` nodes of the subgraph as ``batch[dst_table].y``."""
+    padded) and marks true ``dst_table`` nodes of the subgraph as ``batch[dst_table].dst_y``."""
 
     per_seed: ClassVar[bool] = False
     min_layers: ClassVar[int] = 1

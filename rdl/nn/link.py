@@ -69,7 +69,7 @@ class IDGNN(LinkPredictor, torch.nn.Module):
 
     def link_loss(self, run: Run, batch, num_dst: int) -> tuple[Tensor, int]:
         """A label per candidate in the subgraph (RelBench): binary cross-entropy."""
-        y = batch[self.dst_table].y
+        y = batch[self.dst_table].dst_y
         logits = run()[: y.numel()]  # without the pad rows
         loss = F.binary_cross_entropy_with_logits(logits, y, reduction="sum") / max(y.numel(), 1)
         return loss, batch[self.src_table].batch_size

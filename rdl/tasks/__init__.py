@@ -25,6 +25,7 @@ import pandas as pd
 
 from rdl import TASKS_DIR
 from rdl.data.database import Database, DataError, Table
+from rdl.tasks.ids import lists_to_rows, register, to_rows
 from rdl.tasks.kinds import Kind, kind_of
 
 #: The node type of a node task's label history in the graph (see :meth:`Task.history_table`).
@@ -44,6 +45,22 @@ def split_times(val_timestamp, test_timestamp, window, backtest: int = 0) -> tup
     """``(val time, test time)``, both moved ``backtest`` windows earlier."""
     shift = backtest * parse_window(window)
     return pd.Timestamp(val_timestamp) - shift, pd.Timestamp(test_timestamp) - shift
+
+
+def _config_folders() -> list[Path]:
+    """The folder of the task's YAML file, where Hydra composed it from a folder (a config
+    folder on its search path, ``hydra.searchpath``): a task ships its SQL beside it."""
+    from hydra.core.hydra_config import HydraConfig
+    if not HydraConfig.initialized():
+        return []
+    runtime = HydraConfig.get().runtime
+    choice = runtime.choices.get("task")
+    out = []
+    for src in runtime.config_sources:
+        folder = Path(src.path) / "task"
+        if src.schema == "file" and choice and (folder / f"{choice}.yaml").is_file():
+            out.append(folder)
+    return out
 
 
 @dataclass
@@ -142,10 +159,13 @@ class Task:
                 raise ValueError(f"task {self.name!r}: no labels: give sql (a file) or query")
             return  # labels from self.query, or from a subclass (rdl.tasks.relbench)
         path = Path(self.sql).expanduser()
-        self.sql_path = path if path.is_absolute() or path.exists() else TASKS_DIR / path
+        # relative: from the task's YAML's own folder, the working folder, rdl's tasks
+        folders = [] if path.is_absolute() else [*_config_folders(), Path.cwd(), TASKS_DIR]
+        found = [f / path for f in folders if (f / path).exists()]
+        self.sql_path = path if path.is_absolute() else (found or [TASKS_DIR / path])[0]
         if not self.sql_path.exists():
             raise FileNotFoundError(f"task {self.name!r}: SQL file {self.sql!r} does not exist "
-                                    f"(looked in {Path.cwd()} and {TASKS_DIR})")
+                                    f"(looked in {', '.join(map(str, folders)) or 'its path'})")
 
     @property
     def source(self) -> str:
@@ -165,14 +185,14 @@ class Task:
 
     # -- labels ----------------------------------------------------------------------
     def make_table(self, db: Database, timestamps) -> pd.DataFrame:
-        """Run the task's SQL on ``db`` for the given seed times."""
+        """Run the task's SQL on ``db`` for the given seed times; the SQL sees the files'
+        own ids, mapped back to rows after (:mod:`rdl.tasks.ids`)."""
         # One thread: DuckDB's parallel aggregates add floats in an order that varies from
         # run to run, and label sums then differed in their last bits (one item-sales run
         # in four), enough to change LightGBM's trees; a run must repeat with its seed.
         con = duckdb.connect(config={"threads": 1})
         try:
-            for name, table in db:
-                con.register(name, table.df)
+            register(con, db)   # keyed by the files' ids (rdl.tasks.ids)
             con.register(TIMESTAMPS,
                          pd.DataFrame({"timestamp": pd.to_datetime(list(timestamps))}))
             window = dt.timedelta(seconds=self.delta.total_seconds())
@@ -192,6 +212,12 @@ class Task:
         if missing:
             raise DataError(f"task {self.name!r}: {self.source} returned columns "
                             f"{list(df.columns)}, expected {expected} (missing {missing})")
+        where = f"task {self.name!r}: {self.source}, column"
+        df[self.entity_col] = to_rows(df[self.entity_col], db, self.entity_table,
+                                      f"{where} {self.entity_col!r}")
+        if not self.kind.per_seed:
+            df[self.target_col] = lists_to_rows(df[self.target_col], db, self.target_table,
+                                                f"{where} {self.target_col!r}")
         df = df.dropna(subset=[self.entity_col])  # rows of dangling foreign keys
         try:
             df["timestamp"] = df["timestamp"].astype("datetime64[s]")

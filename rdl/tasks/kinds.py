@@ -49,6 +49,8 @@ class Kind:
     monitor: ClassVar[tuple] = ("", "max")
     #: the kind needs its number of classes (``num_classes``)
     counts_classes: ClassVar[bool] = False
+    #: the model (rdl/conf/model/<name>.yaml) a task of the kind trains with where none is named
+    default_model: ClassVar[str] = "sage"
 
     def __init__(self, task_name: str, num_classes: int | None = None,
                  target_table: str | None = None):
@@ -291,6 +293,7 @@ class LinkPrediction(Kind):
 
     name = "link_prediction"
     per_seed = False
+    default_model = "contextgnn"
     percent = ("map",)
     relbench = ("recommendation", "link_prediction")
     monitor = ("map", "max")

@@ -11,7 +11,8 @@ Two layouts, as RelBench writes them:
 * **1.x/2.x**: ``tasks/<task>/{train,val,test}.parquet`` with RelBench's key metadata in
   the parquet schema: the entity is the foreign key, the time its ``time_col``; the target
   is the one other column; the kind follows from it (lists: link prediction; 0/1: binary
-  classification; else regression; ``task.kind`` overrides); the window is the step between
+  classification; else regression, with a warning where whole numbers may be classes; text
+  stops; ``task.kind`` overrides); the window is the step between
   the train times, the split times the first val and test times. A label column that is
   also a column of the entity table marks an autocomplete task (that column is hidden).
 
@@ -21,8 +22,10 @@ kind's (:meth:`~rdl.tasks.kinds.Kind.default_metrics`), unless ``metrics`` names
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,6 +37,8 @@ from rdl.graph.columns import LIST_TYPES
 from rdl.tasks.kinds import KINDS, relbench_kind
 from rdl.tasks.relbench_task import AUTO_KEY, RelBenchTask
 
+log = logging.getLogger(__name__)
+
 SPLIT_FILES = ("train", "val", "test")
 
 
@@ -43,20 +48,24 @@ def relbench_task(path, name: str | None = None, kind: str | None = None,
                   num_eval_timestamps: int | None = None, eval_k: int | None = None,
                   remove_columns: list | None = None, metrics: dict | None = None,
                   monitor: str | None = None, monitor_mode: str | None = None,
-                  backtest: int = 0, data_defaults: dict | None = None) -> RelBenchTask:
+                  backtest: int = 0, data_defaults: dict | None = None,
+                  dataset=None) -> RelBenchTask:
     """The RelBench task in folder ``path`` (see the module's docstring); each other
-    argument, if given, replaces what the folder says."""
+    argument, if given, replaces what the folder says. ``dataset``: its dataset's folder
+    (``task=relbench`` passes ``data.db.path``); None: the folder two above ``path``
+    (``<dataset>/tasks/<task>``)."""
     if path is None or str(path) in ("", "???"):
         raise DataError("no task folder given: task=relbench needs task.path=<dataset>/tasks/<task>")
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder (task.path: a RelBench task folder, "
                         "<dataset>/tasks/<task>)")
-    dataset = folder.parent.parent
+    dataset = (folder.parent.parent if dataset in (None, "", "???")
+               else dataset_folder(dataset)[0])
     if (folder / MANIFEST).is_file():
         spec = _from_manifest(folder, dataset)
     elif all((folder / f"{s}.parquet").is_file() for s in SPLIT_FILES):
-        spec = _from_files(folder, dataset)
+        spec = _from_files(folder, dataset, kind)
     else:
         raise DataError(f"{folder}: not a RelBench task folder: neither {MANIFEST} (3.x) nor "
                         "train.parquet, val.parquet and test.parquet (1.x/2.x)")
@@ -152,8 +161,9 @@ def _autocomplete(dataset: Path, table: str, val: str, test: str) -> dict:
                 test_timestamp=str(max(pd.Timestamp(end), pd.Timestamp(test))))
 
 
-def _from_files(folder: Path, dataset: Path) -> dict:
-    """What 1.x/2.x label files say, read from their metadata and their values."""
+def _from_files(folder: Path, dataset: Path, kind: str | None = None) -> dict:
+    """What 1.x/2.x label files say, read from their metadata and their values (``kind``:
+    the one given, else read from the labels)."""
     tables = {}
     for split in SPLIT_FILES:
         file = folder / f"{split}.parquet"
@@ -189,11 +199,9 @@ def _from_files(folder: Path, dataset: Path) -> dict:
             raise DataError(f"{where}: expected one entity key and one target column; it has "
                             f"keys {fkeys} and columns {rest}")
         (col, table), target = next(iter(fkeys.items())), rest[0]
-        y = df[target].dropna()
-        binary = y.isin([0, 1]).all() and y.nunique() == 2
-        spec.update(kind="binary_classification" if binary else "regression",
+        spec.update(kind=kind or _label_kind(df[target], where, target),
                     entity_table=table, entity_col=col, target_col=target)
-        auto = _autocomplete_of_files(dataset, table, target, time_col)
+        auto = _autocomplete_of_files(dataset, table, target, time_col, folder)
         if auto:
             spec.update(auto)
     times = {s: pd.to_datetime(tables[s][0][time_col]) for s in SPLIT_FILES}
@@ -212,14 +220,42 @@ def _from_files(folder: Path, dataset: Path) -> dict:
     return spec
 
 
-def _autocomplete_of_files(dataset: Path, table: str, target: str, time_col: str) -> dict:
+def _label_kind(labels: pd.Series, where: str, target: str) -> str:
+    """A 1.x/2.x node task's kind, read from its labels (the files do not say it): 0/1 is
+    binary classification, other numbers regression; whole numbers of several values may be
+    classes, which a warning says; text labels stop (rdl's classes are numbers)."""
+    y = labels.dropna()
+    if not (pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y)):
+        values = sorted(map(str, y.unique()))
+        raise DataError(
+            f"{where}: label column {target!r} holds text in {len(y)} rows ({len(values)} "
+            f"values, e.g. {values[:5]}): rdl reads class labels as numbers 0..C-1; write "
+            "each class as its number (and give task.kind=multiclass_classification)")
+    if y.isin([0, 1]).all() and y.nunique() == 2:
+        return "binary_classification"
+    whole = np.isfinite(y.to_numpy(dtype="float64")).all() and (y % 1 == 0).all()
+    if whole and y.nunique() > 2:
+        log.warning("%s: label column %r holds whole numbers (%d values, %s to %s): read as "
+                    "regression; if they are classes, give task.kind=multiclass_classification",
+                    where, target, y.nunique(), y.min(), y.max())
+    return "regression"
+
+
+def _autocomplete_of_files(dataset: Path, table: str, target: str, time_col: str,
+                           folder: Path) -> dict:
     """An autocomplete task's settings if ``target`` is a column of its entity table and the
-    label times are that table's times, else {}."""
+    label times are that table's times, else {}. Without its dataset this cannot be told,
+    and an autocomplete task read as another would keep its label a feature of the very
+    row it predicts: that stops."""
     try:
         ds, db_dir = dataset_folder(dataset)
         specs = table_specs(ds, db_dir)
-    except DataError:
-        return {}
+    except DataError as e:
+        raise DataError(
+            f"{folder}: its dataset is not at {dataset} ({e}), so rdl cannot tell whether "
+            f"label {target!r} is a column of table {table!r} (an autocomplete task, whose "
+            "column must be hidden from the model); give the dataset: task.dataset=<dataset> "
+            "(data=relbench passes data.db.path)") from None
     t = specs.get(table)
     if t is None or t.time_col != time_col or target not in pq.read_schema(t.file).names:
         return {}

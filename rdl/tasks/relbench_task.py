@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 from rdl.data.database import Database, DataError, Table
 from rdl.graph.columns import LIST_TYPES
 from rdl.tasks import Task
+from rdl.tasks.ids import lists_to_rows, to_rows
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,12 @@ class RelBenchTask(Task):
         df["timestamp"] = pd.to_datetime(df["timestamp"]).astype("datetime64[s]")
         n = len(db[self.entity_table])
         ent = df[self.entity_col]
+        where = f"{file}: column"
+        if db.keys:  # rows dropped for a missing time (rdl.data.relbench): ids to rows
+            ent = to_rows(ent, db, self.entity_table, f"{where} {self.entity_col!r}")
+            if not self.kind.per_seed:
+                df[self.target_col] = lists_to_rows(df[self.target_col], db, self.target_table,
+                                                    f"{where} {self.target_col!r}")
         bad = ent.isna() | (ent < 0) | (ent >= n)
         if bad.any():
             raise DataError(f"{file}: {int(bad.sum())} of {len(df)} rows have a "

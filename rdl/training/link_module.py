@@ -2,7 +2,7 @@
 
 Batches are seeded at the task's source rows (a customer at a time); the loader attaches
 the true rows (``batch[src].y``, -1 padded) and marks the true ``dst`` nodes of each
-subgraph (``batch[dst].y``). The model scores and trains through its
+subgraph (``batch[dst].dst_y``). The model scores and trains through its
 :class:`~rdl.nn.interface.LinkPredictor` interface; evaluation scores all ``dst`` rows per
 batch (a ``[B, num_dst]`` matrix, never more) and keeps the top k.
 """

@@ -48,4 +48,17 @@ def test_attach_link_target_marks_true_candidates_of_their_own_seed():
     b = AttachLinkTarget("customer", "article", ptr, idx, num_dst=10)(batch())
     assert b["customer"].y.tolist() == [[7], [8]]
     # article nodes: (seed 0, 7) true, (seed 0, 8) false, (seed 1, 7) false
-    assert b["article"].y.tolist() == [1.0, 0.0, 0.0]
+    assert b["article"].dst_y.tolist() == [1.0, 0.0, 0.0]
+
+
+def test_attach_link_target_from_a_table_to_itself():
+    """RelBench's post-post-related links posts to posts: the seeds' true rows and the
+    candidates' marks live on one node type and neither overwrites the other."""
+    b = HeteroData()
+    b["posts"].input_id = torch.tensor([1, 0])      # seeds: table rows 1 and 0
+    b["posts"].n_id = torch.tensor([3, 4, 9, 5, 9, 2, 2])
+    b["posts"].batch = torch.tensor([0, 0, 0, 1, 1, 1, 1])
+    ptr, idx = torch.tensor([0, 1, 3]), torch.tensor([2, 9, 5])  # row 0 -> {2}, 1 -> {9, 5}
+    b = AttachLinkTarget("posts", "posts", ptr, idx, num_dst=10)(b)
+    assert b["posts"].y.tolist() == [[9, 5], [2, -1]]
+    assert b["posts"].dst_y.tolist() == [0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0]
