@@ -28,6 +28,9 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
 
     cfg = config(f"task={task_name}", f"backtest={back}", *overrides)
     db, task = load_database(cfg), load_task(cfg)
+    if not task.kind.per_seed:
+        raise SystemExit(f"task {task_name!r} is {task.kind.name}: the tree baselines are "
+                         "node tasks' (leave it out of --tasks)")
     db = task.database(db)
     tables = {s: task.split_table(s, db) for s in ("train", "val", "test")}
     history = task.history(tables)
