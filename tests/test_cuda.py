@@ -17,6 +17,7 @@ import torch
 from hydra.utils import instantiate
 
 from rdl.api import build
+from training.test_transfer import batch_tensors as _tensors
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA")]
@@ -77,18 +78,6 @@ def test_a_pinned_batch_reaches_the_gpu_whole(tiny_cfg):
             assert v.is_cuda and torch.equal(v.cpu(), before[k]), k
     finally:
         dm.teardown()
-
-
-def _tensors(batch):
-    """(name, tensor) of every tensor of a batch, TensorFrames' included."""
-    for store in batch.stores:
-        for key, value in store.items():
-            if isinstance(value, torch.Tensor):
-                yield f"{store._key}.{key}", value
-            elif hasattr(value, "feat_dict"):  # a TensorFrame
-                for stype, feat in value.feat_dict.items():
-                    if isinstance(feat, torch.Tensor):
-                        yield f"{store._key}.{key}.{stype}", feat
 
 
 class SyncsAreErrors(pl.Callback):

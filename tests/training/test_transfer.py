@@ -96,14 +96,14 @@ def test_a_pinned_loader_pins_the_batch_its_transforms_make(tiny_cfg, monkeypatc
     _, dm, _ = build(tiny_cfg(*task, "data.pin_memory=true"))
     try:
         batch = next(iter(dm.train_dataloader()))
-        tensors = dict(_tensors(batch))
+        tensors = dict(batch_tensors(batch))
         assert len(tensors) > 10 and any(".tf." in k for k in tensors)
         assert [k for k, v in tensors.items() if not getattr(v, "pinned_here", False)] == []
     finally:
         dm.teardown()
 
 
-def _tensors(batch):
+def batch_tensors(batch):
     """(name, tensor) of every tensor of a batch, TensorFrames' included."""
     for store in batch.stores:
         for key, value in store.items():
