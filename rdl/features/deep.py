@@ -101,37 +101,68 @@ class DeepSettings:
 
 
 def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFrame,
-                  strict: bool = False, settings: DeepSettings | None = None) -> pd.DataFrame:
+                  strict: bool = False, settings: DeepSettings | None = None,
+                  chunk_rows: int = 250_000) -> pd.DataFrame:
     """The depth-2 features of each row ``(task.entity_col, timestamp)`` of ``df``, in its
     order and with its index (to be put beside :func:`~rdl.features.table.entity_features`).
-    ``db``: the database as the graph holds it (no row after the test time)."""
+    ``db``: the database as the graph holds it (no row after the test time). The rows go
+    through in chunks of whole seed times of about ``chunk_rows`` rows, so that memory stays
+    bounded on a full-size train split (millions of rows)."""
     settings = settings or DeepSettings()
     start = time.perf_counter()
-    syn = _Synthesis(task, db, df, strict, settings)
-    parts = [syn.parents(), syn.group_histories(history)]
-    for name, table in db:
-        for fkey in [f for f, ref in table.fkeys.items() if ref == task.entity_table]:
-            if table.time_col is not None:
-                parts.append(syn.child(name, table, fkey))
-    out = pd.concat([p for p in parts if p is not None and len(p.columns)], axis=1) \
-        if any(p is not None and len(p.columns) for p in parts) \
-        else pd.DataFrame(index=pd.RangeIndex(len(df)))
+    times = df["timestamp"].to_numpy()
+    order = np.argsort(times, kind="stable")
+    kinds: dict[str, dict] = {}  # the tables' column kinds, inferred once
+    chunks = []
+    for rows in _chunks(times[order], chunk_rows):
+        sub = df.iloc[order[rows]]
+        part = _features(_Synthesis(task, db, sub, strict, settings, kinds), history)
+        # float32: a full-size train split has millions of rows (LightGBM bins them anyway)
+        part = part.astype({c: np.float32 for c in part.columns
+                            if part[c].dtype == np.float64})
+        part.index = order[rows]
+        chunks.append(part)
+    if chunks:
+        out = pd.concat(chunks).sort_index()
+    else:
+        out = _features(_Synthesis(task, db, df, strict, settings, kinds), history)
     if out.shape[1] > settings.max_features:
         log.info("deep features: %d of %d kept (data.deep_features.max_features)",
                  settings.max_features, out.shape[1])
         out = out.iloc[:, :settings.max_features]
     out.index = df.index
-    # float32: a full-size train split has millions of rows (LightGBM bins them anyway)
-    out = out.astype({c: np.float32 for c in out.columns if out[c].dtype == np.float64})
     log.info("deep features: %d columns for %d rows in %.1f s", out.shape[1], len(df),
              time.perf_counter() - start)
     return out
 
 
+def _chunks(times: np.ndarray, size: int):
+    """Slices of sorted ``times``, each of whole seed times and about ``size`` rows."""
+    cuts = np.flatnonzero(times[1:] != times[:-1]) + 1  # where a seed time starts
+    start = 0
+    while start < len(times):
+        after = cuts[cuts >= start + size]
+        end = int(after[0]) if len(after) else len(times)
+        yield slice(start, end)
+        start = end
+
+
+def _features(syn: "_Synthesis", history: pd.DataFrame | None) -> pd.DataFrame:
+    """Every part of the synthesis for the seeds of ``syn``, side by side."""
+    task, db = syn.task, syn.db
+    parts = [syn.parents(), syn.group_histories(history)]
+    for name, table in db:
+        for fkey in [f for f, ref in table.fkeys.items() if ref == task.entity_table]:
+            if table.time_col is not None:
+                parts.append(syn.child(name, table, fkey))
+    parts = [p for p in parts if p is not None and len(p.columns)]
+    return pd.concat(parts, axis=1) if parts else pd.DataFrame(index=pd.RangeIndex(len(syn.ids)))
+
+
 class _Synthesis:
     """The seeds and settings one :func:`deep_features` call shares among its parts."""
 
-    def __init__(self, task, db, df, strict, settings):
+    def __init__(self, task, db, df, strict, settings, kinds: dict | None = None):
         self.task, self.db, self.strict, self.settings = task, db, strict, settings
         self.ids = df[task.entity_col].to_numpy(dtype=np.int64)
         self.seeds = df["timestamp"].to_numpy().astype("datetime64[ns]")
@@ -139,7 +170,7 @@ class _Synthesis:
                                "s": self.seeds.astype(np.int64)})
         self.w = int(task.delta.value)
         self.le = sql_comparison(strict)
-        self._kinds: dict[str, dict] = {}
+        self._kinds: dict[str, dict] = {} if kinds is None else kinds
         self._popularity: dict = {}
         self._index: dict[str, pd.Index] = {}
         self.erow = self.rows_of(task.entity_table, self.ids)

@@ -163,3 +163,16 @@ def test_the_feature_cap_and_top_k_bound_the_count():
     assert sum("=" in c for c in one.columns) < sum("=" in c for c in full.columns)
     with pytest.raises(ValueError, match="data.deep_features.top_k"):
         DeepSettings(top_k=0)
+
+
+def test_chunks_of_seed_times_give_the_same_features():
+    """A full-size split goes through in chunks of whole seed times (bounded memory): the
+    features, their order and index are those of one pass."""
+    db, labels = chain_db(2)
+    df = labels.sample(frac=1.0, random_state=0)  # seed times interleaved
+    task = make_task()
+    history = task.history({"train": labels, "val": labels.iloc[:0], "test": labels.iloc[:0]})
+    whole = deep_features(task, db, df, history, chunk_rows=10**9)
+    chunked = deep_features(task, db, df, history, chunk_rows=70)
+    assert list(chunked.index) == list(df.index) and len(whole) == len(df)
+    pd.testing.assert_frame_equal(whole, chunked)
