@@ -1,0 +1,312 @@
+"""The parts of the depth-2 feature synthesis (:mod:`rdl.features.deep`), one method each,
+over one chunk of seeds: parents, group label histories, and per child table its
+aggregates, its rows' parents (with their popularity at the seed time) and children.
+Every join is DuckDB SQL on one thread under the one visibility rule."""
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import torch_frame
+
+from rdl.data.database import Table
+from rdl.features.labels import label_matrix
+from rdl.features.table import is_free_text, own_features
+from rdl.visibility import includes_equal, sql_comparison
+
+STATS = ("avg", "min", "max", "stddev_samp")
+
+
+class Synthesis:
+    """The seeds and settings one :func:`deep_features` call shares among its parts."""
+
+    def __init__(self, task, db, df, strict, settings, kinds: dict | None = None):
+        self.task, self.db, self.strict, self.settings = task, db, strict, settings
+        self.ids = df[task.entity_col].to_numpy(dtype=np.int64)
+        self.seeds = df["timestamp"].to_numpy().astype("datetime64[ns]")
+        self.q = pd.DataFrame({"rid": np.arange(len(df)), "e": self.ids,
+                               "s": self.seeds.astype(np.int64)})
+        self.w = int(task.delta.value)
+        self.le = sql_comparison(strict)
+        self._kinds: dict[str, dict] = {} if kinds is None else kinds
+        self._popularity: dict = {}
+        self._index: dict[str, pd.Index] = {}
+        self.erow = self.rows_of(task.entity_table, self.ids)
+
+    def rows_of(self, name: str, keys) -> np.ndarray:
+        """The row positions in table ``name`` of the primary keys ``keys`` (-1: none)."""
+        if name not in self._index:
+            table = self.db[name]
+            self._index[name] = pd.Index(table.df[table.pkey].to_numpy(np.float64, na_value=np.nan))
+        keys = np.asarray(pd.array(keys).to_numpy(np.float64, na_value=np.nan)
+                          if not isinstance(keys, np.ndarray) else keys, dtype=np.float64)
+        return self._index[name].get_indexer(keys)
+
+    # -- column kinds -------------------------------------------------------------------
+    def kinds(self, name: str) -> dict[str, list[str]]:
+        """A table's numerical and categorical feature columns, as the graph types them."""
+        if name not in self._kinds:
+            from rdl.graph.build import infer_stypes
+            table = self.db[name]
+            st = infer_stypes(table, self.db.stypes.get(name))
+            num = [c for c, s in st.items() if s == torch_frame.numerical and c != table.time_col]
+            # strings the graph embeds as text (a small table's few names) are categories
+            # here unless they are free text
+            cat = [c for c, s in st.items()
+                   if s in (torch_frame.categorical, torch_frame.text_embedded)
+                   and c != table.time_col and not is_free_text(table.df[c])]
+            self._kinds[name] = {"num": num, "cat": cat}
+        return self._kinds[name]
+
+    def top_values(self, table: Table, col: str) -> list:
+        """The column's ``top_k`` most frequent values in rows up to the val time."""
+        df = table.df
+        if table.time_col is not None:
+            df = df[df[table.time_col] <= self.task.val_time]
+        counts = df[col].dropna().astype(str).value_counts(sort=False)
+        # most frequent first, ties by value: the same columns on every machine
+        counts = counts.sort_index(kind="stable").sort_values(ascending=False, kind="stable")
+        return list(counts.index[:self.settings.top_k])
+
+    def codes(self, table: Table, col: str, rows=None) -> tuple[np.ndarray, list]:
+        """The column's values as codes of its top values (-1: another or none)."""
+        top = self.top_values(table, col)
+        values = table.df[col] if rows is None else table.df[col].iloc[rows]
+        codes = pd.Categorical(values.astype("string").astype(object), categories=top).codes
+        return np.asarray(codes, dtype=np.int64), top
+
+    # -- parents ------------------------------------------------------------------------
+    def parents(self) -> pd.DataFrame | None:
+        """The columns of each referenced parent row, NaN where it is later than the seed;
+        and the parent's child rows in the last 1 and 4 windows (``E > P < C``)."""
+        task, entity = self.task, self.db[self.task.entity_table]
+        parts = []
+        for fkey, ref in entity.fkeys.items():
+            parent = self.db[ref]
+            if parent.pkey is None:
+                continue
+            fk = entity.df[fkey].to_numpy(dtype=np.float64, na_value=np.nan)
+            pid = np.where(self.erow >= 0, fk[np.maximum(self.erow, 0)], np.nan)
+            prow = self.rows_of(ref, pid)
+            known = prow >= 0
+            pid = np.where(known, pid, -1).astype(np.int64)
+            cols = own_features(f"{task.entity_table}>{ref}", parent, pid, self.seeds)
+            if parent.time_col is not None:  # a parent from after the seed is not there yet
+                t = parent.df[parent.time_col].to_numpy().astype("datetime64[ns]")
+                pt = np.where(known, t[np.maximum(prow, 0)], np.datetime64("NaT"))
+                seen = (pt <= self.seeds) if includes_equal(self.strict) else (pt < self.seeds)
+                known &= seen
+            cols = cols.where(pd.Series(known, index=cols.index), axis=0)
+            parts.append(cols)
+            for name, child in self.db:
+                for cfk in [f for f, r in child.fkeys.items() if r == ref]:
+                    if child.time_col is None or name == task.entity_table:
+                        continue
+                    pop = self.popularity(name, child, cfk)
+                    prefix = f"{task.entity_table}>{ref}<{name}"
+                    parts.append(self.lookup(pop, pid, prefix))
+        return pd.concat(parts, axis=1) if parts else None
+
+    # -- popularity of a parent at each seed time ---------------------------------------
+    def popularity(self, name: str, child: Table, fkey: str) -> pd.DataFrame:
+        """Per distinct seed time ``s`` and parent row ``p``: the child rows of ``p`` in the
+        last 1 and 4 windows before ``s`` (``pop_1``, ``pop_4``)."""
+        key = (name, fkey)
+        if key not in self._popularity:
+            c = pd.DataFrame({"p": child.df[fkey], "t": child.df[child.time_col]}).dropna()
+            c = c.assign(p=c["p"].to_numpy(dtype=np.int64),
+                         t=c["t"].to_numpy().astype("datetime64[ns]").astype(np.int64))
+            s = pd.DataFrame({"s": np.unique(self.q["s"].to_numpy())})
+            sql = (f"SELECT s.s, c.p, count(*) FILTER (WHERE c.t > s.s - {self.w}) AS pop_1, "
+                   "count(*) AS pop_4 FROM s JOIN c "
+                   f"ON c.t > s.s - {4 * self.w} AND c.t {self.le} s.s GROUP BY s.s, c.p")
+            self._popularity[key] = _duck(sql, s=s, c=c)
+        return self._popularity[key]
+
+    def lookup(self, pop: pd.DataFrame, pid: np.ndarray, prefix: str) -> pd.DataFrame:
+        """``pop`` at each seed's time for parent ``pid`` (0 where it had no row)."""
+        q = pd.DataFrame({"rid": np.arange(len(pid)), "p": pid, "s": self.q["s"]})
+        hit = q.merge(pop, on=["s", "p"], how="left").set_index("rid").reindex(q["rid"])
+        return pd.DataFrame({f"{prefix}.count_1": hit["pop_1"].fillna(0).to_numpy(np.float64),
+                             f"{prefix}.count_4": hit["pop_4"].fillna(0).to_numpy(np.float64)})
+
+    # -- group label histories ----------------------------------------------------------
+    def group_histories(self, history: pd.DataFrame | None) -> pd.DataFrame | None:
+        """Per categorical column of the entity (a group), the mean label of the group's
+        entities at its last closed window before ``s`` and over its last 4."""
+        task = self.task
+        if history is None or len(history) == 0:
+            return None
+        entity = self.db[task.entity_table]
+        e, y = task.entity_col, task.target_col
+        h = history[[e, "available", y]].dropna(subset=[y])
+        labels = label_matrix(task, h[y])
+        out = {}
+        for col in self.kinds(task.entity_table)["cat"]:
+            values = entity.df[col].astype("string")
+            if values.nunique() > self.settings.max_group_values or values.nunique() < 2:
+                continue
+            codes = pd.Categorical(values.astype(object)).codes.astype(np.int64)
+            g = pd.DataFrame(labels, columns=[f"y{j}" for j in range(labels.shape[1])])
+            hrow = self.rows_of(task.entity_table, h[e].to_numpy(np.float64))
+            g["g"] = np.where(hrow >= 0, codes[hrow], -1)
+            g["available"] = h["available"].to_numpy().astype("datetime64[ns]")
+            g = g[g["g"] >= 0].groupby(["g", "available"], sort=True).mean().reset_index()
+            ycols = [c for c in g.columns if c.startswith("y")]
+            roll = g.groupby("g", sort=False)[ycols].rolling(4, min_periods=1).mean()
+            g[[f"{c}_4" for c in ycols]] = roll.reset_index(level=0, drop=True).to_numpy()
+            seeds = pd.DataFrame({"rid": np.arange(len(self.ids)), "g": np.where(self.erow >= 0, codes[self.erow], -1),
+                                  "t": self.seeds})
+            hit = pd.merge_asof(seeds.sort_values("t", kind="stable"),
+                                g.sort_values("available", kind="stable"),
+                                left_on="t", right_on="available", by="g",
+                                direction="backward", allow_exact_matches=True)
+            hit = hit.set_index("rid").reindex(np.arange(len(self.ids)))
+            for j, c in enumerate(ycols):
+                tag = "" if len(ycols) == 1 else f".class_{j}"
+                out[f"group[{col}].label_last{tag}"] = hit[c].to_numpy(np.float64)
+                out[f"group[{col}].label_mean_4{tag}"] = hit[f"{c}_4"].to_numpy(np.float64)
+        return pd.DataFrame(out, index=pd.RangeIndex(len(self.ids))) if out else None
+
+    # -- one child table ----------------------------------------------------------------
+    def child(self, name: str, table: Table, fkey: str) -> pd.DataFrame:
+        """Everything of one child table ``C`` (and its parents and children) over the
+        entity's ``C`` rows in the last windows."""
+        task, settings = self.task, self.settings
+        links = [f for f, r in table.fkeys.items() if r == task.entity_table]
+        prefix = name if len(links) == 1 else f"{name}.{fkey}"
+        kinds = self.kinds(name)
+        src = table.df
+        keep = src[fkey].notna().to_numpy() & src[table.time_col].notna().to_numpy()
+        rows = np.flatnonzero(keep)
+        c = pd.DataFrame({"e": src[fkey].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
+                          .astype(np.int64),
+                          "t": src[table.time_col].to_numpy().astype("datetime64[ns]")
+                          [rows].astype(np.int64)})
+        cols = []   # (sql expression over the windows, name), in output order
+        wmax = max(settings.windows)
+        win = {n: f"c.t > q.s - {n * self.w}" for n in (1, *settings.windows)}
+        for n in (1, *settings.windows):
+            cols.append((f"count(*) FILTER (WHERE {win[n]})", f"{prefix}.n_{n}"))
+        for k, col in enumerate(kinds["num"]):
+            c[f"x{k}"] = src[col].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
+            for n in settings.windows:
+                cols += [(f"{f}(c.x{k}) FILTER (WHERE {win[n]})", f"{prefix}.{col}.{f}_{n}")
+                         for f in STATS]
+        others = [f for f in table.fkeys if f != fkey]
+        for k, f in enumerate(others):
+            c[f"k{k}"] = src[f].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
+            for n in settings.windows:
+                cols.append((f"count(DISTINCT c.k{k}) FILTER (WHERE {win[n]})",
+                             f"{prefix}.{f}.distinct_{n}"))
+        cats = [(col, table, None, prefix) for col in kinds["cat"]]
+        # parents of the child rows: their numbers (means) and categories (top-k counts)
+        pops = []
+        for k, f in enumerate(others):
+            ref = table.fkeys[f]
+            parent = self.db[ref]
+            if parent.pkey is None or ref == task.entity_table:
+                continue
+            pidx = self.rows_of(ref, c[f"k{k}"].to_numpy())
+            has = pidx >= 0
+            pidx = np.maximum(pidx, 0)
+            pp = f"{prefix}>{ref}" if len(others) == 1 else f"{prefix}.{f}>{ref}"
+            for j, col in enumerate(self.kinds(ref)["num"]):
+                v = parent.df[col].to_numpy(dtype=np.float64, na_value=np.nan)
+                c[f"p{k}_{j}"] = np.where(has, v[pidx], np.nan)
+                cols += [(f"avg(c.p{k}_{j}) FILTER (WHERE {win[n]})", f"{pp}.{col}.avg_{n}")
+                         for n in settings.windows]
+            cats += [(col, parent, (pidx, has), pp) for col in self.kinds(ref)["cat"]]
+            for cname, ctable in self.db:
+                for cfk in [x for x, r in ctable.fkeys.items() if r == ref]:
+                    if ctable.time_col is not None:
+                        pops.append((f"k{k}", self.popularity(cname, ctable, cfk),
+                                     f"{pp}<{cname}"))
+        for j, (col, owner, via, pp) in enumerate(cats):
+            if via is None:
+                code, top = self.codes(owner, col, rows)
+            else:
+                pcode, top = self.codes(owner, col)
+                code = np.where(via[1], pcode[via[0]], -1)
+            c[f"c{j}"] = code
+            for v, value in enumerate(top):
+                cols.append((f"count(*) FILTER (WHERE c.c{j} = {v})",
+                             f"{pp}.{col}={value}.count_{wmax}"))
+        sql = (f"SELECT q.rid, {', '.join(f'{x} AS f{i}' for i, (x, _) in enumerate(cols))} "
+               f"FROM q JOIN c ON c.e = q.e AND c.t > q.s - {wmax * self.w} "
+               f"AND c.t {self.le} q.s GROUP BY q.rid")
+        agg = _duck(sql, q=self.q, c=c).set_index("rid").reindex(np.arange(len(self.ids)))
+        out = {}
+        for i, (expr, col) in enumerate(cols):
+            v = agg[f"f{i}"].to_numpy(dtype=np.float64, na_value=np.nan)
+            out[col] = np.nan_to_num(v) if expr.startswith("count") else v
+        # the counts themselves are depth 1's; their trends are not
+        n = {w: out.pop(f"{prefix}.n_{w}") for w in (1, *settings.windows)}
+        for a, b in zip((1, *settings.windows), settings.windows):
+            if a < b:
+                out[f"{prefix}.trend_{a}_{b}"] = n[a] / a - n[b] / b
+        for ref_col, pop, pp in pops:
+            out.update(self.popularity_over_rows(c, ref_col, pop, pp, wmax))
+        out.update(self.grandchildren(name, table, fkey, prefix, wmax))
+        return pd.DataFrame(out, index=pd.RangeIndex(len(self.ids)))
+
+    def popularity_over_rows(self, c, ref_col, pop, pp, wmax) -> dict:
+        """The parent's popularity at ``s``, averaged over the entity's child rows."""
+        cc = c[["e", "t", ref_col]].rename(columns={ref_col: "p"}).dropna()
+        cc = cc.assign(p=cc["p"].astype(np.int64))
+        sql = ("SELECT q.rid, avg(coalesce(pop.pop_1, 0)) AS a1, avg(coalesce(pop.pop_4, 0)) "
+               f"AS a4 FROM q JOIN cc ON cc.e = q.e AND cc.t > q.s - {wmax * self.w} "
+               f"AND cc.t {self.le} q.s LEFT JOIN pop ON pop.s = q.s AND pop.p = cc.p "
+               "GROUP BY q.rid")
+        agg = _duck(sql, q=self.q, cc=cc, pop=pop).set_index("rid").reindex(
+            np.arange(len(self.ids)))
+        return {f"{pp}.count_1.avg_{wmax}": agg["a1"].to_numpy(np.float64, na_value=np.nan),
+                f"{pp}.count_4.avg_{wmax}": agg["a4"].to_numpy(np.float64, na_value=np.nan)}
+
+    def grandchildren(self, name, table, fkey, prefix, wmax) -> dict:
+        """Rows of tables ``G`` referencing the entity's ``C`` rows (``C`` needs a primary
+        key): their count and numeric means, both ``C`` and ``G`` rows visible at ``s``."""
+        out = {}
+        if table.pkey is None:
+            return out
+        # per row of C: its entity's key (NaN: none) and its time
+        owner = table.df[fkey].to_numpy(dtype=np.float64, na_value=np.nan)
+        ct = table.df[table.time_col].to_numpy().astype("datetime64[ns]")
+        owner = np.where(np.isnat(ct), np.nan, owner)
+        ct = ct.astype(np.int64)
+        for gname, g in self.db:
+            for gfk in [f for f, r in g.fkeys.items() if r == name]:
+                ridx = self.rows_of(name, g.df[gfk].to_numpy(dtype=np.float64, na_value=np.nan))
+                ok = ridx >= 0
+                ok[ok] = ~np.isnan(owner[ridx[ok]])
+                if g.time_col is not None:
+                    ok &= g.df[g.time_col].notna().to_numpy()
+                gg = pd.DataFrame({"e": owner[ridx[ok]].astype(np.int64), "ct": ct[ridx[ok]]})
+                gg["t"] = (g.df[g.time_col].to_numpy().astype("datetime64[ns]")
+                           .astype(np.int64)[ok] if g.time_col else gg["ct"])
+                nums = self.kinds(gname)["num"]
+                for j, col in enumerate(nums):
+                    gg[f"x{j}"] = g.df[col].to_numpy(dtype=np.float64, na_value=np.nan)[ok]
+                gp = f"{prefix}<{gname}"
+                terms = [f"count(*) AS n"] + [f"avg(gg.x{j}) AS x{j}" for j in range(len(nums))]
+                sql = (f"SELECT q.rid, {', '.join(terms)} FROM q JOIN gg ON gg.e = q.e "
+                       f"AND gg.t > q.s - {wmax * self.w} AND gg.t {self.le} q.s "
+                       f"AND gg.ct {self.le} q.s GROUP BY q.rid")
+                agg = _duck(sql, q=self.q, gg=gg).set_index("rid").reindex(
+                    np.arange(len(self.ids)))
+                out[f"{gp}.count_{wmax}"] = agg["n"].fillna(0).to_numpy(np.float64)
+                for j, col in enumerate(nums):
+                    out[f"{gp}.{col}.avg_{wmax}"] = agg[f"x{j}"].to_numpy(
+                        np.float64, na_value=np.nan)
+        return out
+
+
+def _duck(sql: str, **frames) -> pd.DataFrame:
+    """``sql`` over the given frames in DuckDB, on one thread (float sums in one order)."""
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        for name, frame in frames.items():
+            con.register(name, frame)
+        return con.execute(sql).df()
+    finally:
+        con.close()
