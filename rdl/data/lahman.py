@@ -35,7 +35,6 @@ import io
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 import rdl
