@@ -20,7 +20,7 @@ STATS = ("avg", "min", "max", "stddev_samp")
 class Synthesis:
     """The seeds and settings one :func:`deep_features` call shares among its parts."""
 
-    def __init__(self, task, db, df, strict, settings, kinds: dict | None = None):
+    def __init__(self, task, db, df, strict, settings, shared: dict | None = None):
         self.task, self.db, self.strict, self.settings = task, db, strict, settings
         self.ids = df[task.entity_col].to_numpy(dtype=np.int64)
         self.seeds = df["timestamp"].to_numpy().astype("datetime64[ns]")
@@ -28,7 +28,8 @@ class Synthesis:
                                "s": self.seeds.astype(np.int64)})
         self.w = int(task.delta.value)
         self.le = sql_comparison(strict)
-        self._kinds: dict[str, dict] = {} if kinds is None else kinds
+        # shared by the chunks of one call: column kinds, the child tables as the SQL reads them
+        self._kinds: dict = {} if shared is None else shared
         self._popularity: dict = {}
         self._index: dict[str, pd.Index] = {}
         self.erow = self.rows_of(task.entity_table, self.ids)
@@ -172,6 +173,35 @@ class Synthesis:
     def child(self, name: str, table: Table, fkey: str) -> pd.DataFrame:
         """Everything of one child table ``C`` (and its parents and children) over the
         entity's ``C`` rows in the last windows."""
+        settings = self.settings
+        key = ("child", name, fkey)  # what does not depend on the seeds: once per call
+        if key not in self._kinds:
+            self._kinds[key] = self.child_rows(name, table, fkey)
+        c, cols, pops, prefix = self._kinds[key]
+        wmax = max(settings.windows)
+        sql = (f"SELECT q.rid, {', '.join(f'{x} AS f{i}' for i, (x, _) in enumerate(cols))} "
+               f"FROM q JOIN c ON c.e = q.e AND c.t > q.s - {wmax * self.w} "
+               f"AND c.t {self.le} q.s GROUP BY q.rid")
+        agg = _duck(sql, q=self.q, c=c).set_index("rid").reindex(np.arange(len(self.ids)))
+        out = {}
+        for i, (expr, col) in enumerate(cols):
+            v = agg[f"f{i}"].to_numpy(dtype=np.float64, na_value=np.nan)
+            out[col] = np.nan_to_num(v) if expr.startswith("count") else v
+        # the counts themselves are depth 1's; their trends are not
+        n = {w: out.pop(f"{prefix}.n_{w}") for w in (1, *settings.windows)}
+        for a, b in zip((1, *settings.windows), settings.windows):
+            if a < b:
+                out[f"{prefix}.trend_{a}_{b}"] = n[a] / a - n[b] / b
+        for ref_col, cname, ctable, cfk, pp in pops:
+            pop = self.popularity(cname, ctable, cfk)
+            out.update(self.popularity_over_rows(c, ref_col, pop, pp, wmax))
+        out.update(self.grandchildren(name, table, fkey, prefix, wmax))
+        return pd.DataFrame(out, index=pd.RangeIndex(len(self.ids)))
+
+    def child_rows(self, name: str, table: Table, fkey: str) -> tuple:
+        """The rows of child table ``C`` as the SQL of :meth:`child` reads them (entity,
+        time, numbers, other keys, its parents' numbers and category codes), the
+        aggregates' SQL and names, the parents whose popularity to look up, the prefix."""
         task, settings = self.task, self.settings
         links = [f for f, r in table.fkeys.items() if r == task.entity_table]
         prefix = name if len(links) == 1 else f"{name}.{fkey}"
@@ -220,8 +250,7 @@ class Synthesis:
             for cname, ctable in self.db:
                 for cfk in [x for x, r in ctable.fkeys.items() if r == ref]:
                     if ctable.time_col is not None:
-                        pops.append((f"k{k}", self.popularity(cname, ctable, cfk),
-                                     f"{pp}<{cname}"))
+                        pops.append((f"k{k}", cname, ctable, cfk, f"{pp}<{cname}"))
         for j, (col, owner, via, pp) in enumerate(cats):
             if via is None:
                 code, top = self.codes(owner, col, rows)
@@ -232,23 +261,7 @@ class Synthesis:
             for v, value in enumerate(top):
                 cols.append((f"count(*) FILTER (WHERE c.c{j} = {v})",
                              f"{pp}.{col}={value}.count_{wmax}"))
-        sql = (f"SELECT q.rid, {', '.join(f'{x} AS f{i}' for i, (x, _) in enumerate(cols))} "
-               f"FROM q JOIN c ON c.e = q.e AND c.t > q.s - {wmax * self.w} "
-               f"AND c.t {self.le} q.s GROUP BY q.rid")
-        agg = _duck(sql, q=self.q, c=c).set_index("rid").reindex(np.arange(len(self.ids)))
-        out = {}
-        for i, (expr, col) in enumerate(cols):
-            v = agg[f"f{i}"].to_numpy(dtype=np.float64, na_value=np.nan)
-            out[col] = np.nan_to_num(v) if expr.startswith("count") else v
-        # the counts themselves are depth 1's; their trends are not
-        n = {w: out.pop(f"{prefix}.n_{w}") for w in (1, *settings.windows)}
-        for a, b in zip((1, *settings.windows), settings.windows):
-            if a < b:
-                out[f"{prefix}.trend_{a}_{b}"] = n[a] / a - n[b] / b
-        for ref_col, pop, pp in pops:
-            out.update(self.popularity_over_rows(c, ref_col, pop, pp, wmax))
-        out.update(self.grandchildren(name, table, fkey, prefix, wmax))
-        return pd.DataFrame(out, index=pd.RangeIndex(len(self.ids)))
+        return c, cols, pops, prefix
 
     def popularity_over_rows(self, c, ref_col, pop, pp, wmax) -> dict:
         """The parent's popularity at ``s``, averaged over the entity's child rows."""
