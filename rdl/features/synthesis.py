@@ -64,7 +64,7 @@ class Synthesis:
         df = table.df
         if table.time_col is not None:
             df = df[df[table.time_col] <= self.task.val_time]
-        counts = df[col].dropna().astype(str).value_counts(sort=False)
+        counts = df[col].dropna().astype("string").value_counts(sort=False)
         # most frequent first, ties by value: the same columns on every machine
         counts = counts.sort_index(kind="stable").sort_values(ascending=False, kind="stable")
         return list(counts.index[:self.settings.top_k])
@@ -73,7 +73,7 @@ class Synthesis:
         """The column's values as codes of its top values (-1: another or none)."""
         top = self.top_values(table, col)
         values = table.df[col] if rows is None else table.df[col].iloc[rows]
-        codes = pd.Categorical(values.astype("string").astype(object), categories=top).codes
+        codes = pd.Index(top, dtype="string").get_indexer(values.astype("string"))
         return np.asarray(codes, dtype=np.int64), top
 
     # -- parents ------------------------------------------------------------------------
