@@ -67,7 +67,9 @@ def test_a_users_own_task_sql_in_the_working_directory(tmp_path, monkeypatch):
     (tmp_path / "mine" / "x.sql").write_text("select 1")
     monkeypatch.chdir(tmp_path)
     task = Task("x", "mine/x.sql", "regression", "article", "article_id", "y")
-    assert task.sql_path == Path("mine/x.sql")
+    # found from the working directory, kept whole (a run's config then works from anywhere)
+    assert task.sql_path.is_absolute()
+    assert task.sql_path.resolve() == (tmp_path / "mine" / "x.sql").resolve()
     with pytest.raises(FileNotFoundError, match="nope.sql"):
         Task("x", "mine/nope.sql", "regression", "article", "article_id", "y")
 
