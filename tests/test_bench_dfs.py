@@ -1,9 +1,12 @@
 """``python -m rdl.bench dfs`` and ``trees``: one tiny case each end to end, its report written."""
 import csv
 
+import pytest
+
 from rdl.bench import dfs
 
 
+@pytest.mark.slow  # a fresh database per scale; the trees benchmark stays in CI
 def test_the_dfs_benchmark_reports_rows_features_and_memory(tmp_path, rdl_cache, monkeypatch):
     monkeypatch.setenv("RDL_CACHE", str(rdl_cache))
     dfs.main(["--scale", "0.002", "--tasks", "item-sales", "--splits", "val", "test",

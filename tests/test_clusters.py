@@ -42,6 +42,7 @@ def test_the_slurm_config_composes_into_an_sbatch_script(tmp_path, monkeypatch):
         assert f"#SBATCH {line}\n" in script, line
 
 
+@pytest.mark.slow  # 14 s: two jobs through submitit; the Slurm config is composed in CI
 def test_a_two_job_sweep_runs_through_submitits_local_launcher(run_train, tmp_path):
     sweep = tmp_path / "sweep"
     out = run_train(sweep, "hydra/launcher=submitit_local", f"hydra.sweep.dir={sweep}",

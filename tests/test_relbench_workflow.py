@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from relbench_fake import run_relbench3
 from test_relbench_train import TINY_RUN
 
@@ -75,6 +77,7 @@ print(json.dumps({"tasks": out, "extra": _extra_files(folder)}))
 """
 
 
+@pytest.mark.slow  # 18 s; the 3.x workflow test keeps the command in CI
 def test_the_workflow_over_a_relbench_1x_rel_f1(relbench3, rdl_cache, tmp_path):
     """rel-f1 as RelBench 1.1.0 writes it (its real task classes, several seed times per
     split): every task trained and its file keyed as RelBench's test table, row for row."""
