@@ -214,6 +214,23 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     return db
 
 
+def exported_folder(name: str, export, cache_dir=None) -> Database:
+    """A database shipped inside a package, exported once as a folder ``<cache_dir>/<name>``
+    (``export(folder)`` writes its files and ``schema.yaml``; written beside, then renamed,
+    so a crash never leaves a half-written folder) and read by :func:`load_folder`, as a
+    user's own folder is."""
+    import rdl
+    from rdl import caching
+
+    root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
+    folder = root / name
+    if not (folder / "schema.yaml").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        with caching.atomic_dir(folder, keep_first=True) as tmp:
+            export(tmp)
+    return load_folder(folder)
+
+
 def _near(file: Path) -> str:
     """`` (did you mean 'x.csv'?)``: a data file beside ``file`` named nearly like it."""
     if not file.parent.is_dir():

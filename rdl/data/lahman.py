@@ -37,10 +37,8 @@ from pathlib import Path
 
 import pandas as pd
 
-import rdl
-from rdl import caching
 from rdl.data.database import DataError
-from rdl.data.folder import load_folder
+from rdl.data.folder import exported_folder
 
 #: bump when the exported files change (it is part of the cache folder's name)
 EXPORT_VERSION = 1
@@ -193,15 +191,8 @@ def export(folder, raw: dict[str, pd.DataFrame] | None = None) -> Path:
 def lahman_db(cache_dir=None):
     """The Lahman database as a :class:`~rdl.data.Database`: exported once under
     ``cache_dir`` (default :func:`rdl.cache_dir`), read by :func:`~rdl.data.folder.load_folder`."""
-    root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
-    folder = root / f"lahman-v{EXPORT_VERSION}"
-    if not (folder / "schema.yaml").exists():
-        zip_path = source_zip()
-        root.mkdir(parents=True, exist_ok=True)
-        # written beside, then renamed: a crash never leaves a half-written folder
-        with caching.atomic_dir(folder, keep_first=True) as tmp:
-            export(tmp, read_tables(zip_path))
-    return load_folder(folder)
+    return exported_folder(f"lahman-v{EXPORT_VERSION}",
+                           lambda tmp: export(tmp, read_tables(source_zip())), cache_dir)
 
 
 def main(argv=None) -> None:

