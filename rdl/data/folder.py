@@ -214,6 +214,17 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     return db
 
 
+def write_folder(folder, tables: dict[str, pd.DataFrame], schema: str) -> Path:
+    """``tables`` as parquet files and ``schema`` as ``schema.yaml`` in ``folder``: a folder
+    :func:`load_folder` reads."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, df in tables.items():
+        df.to_parquet(folder / f"{name}.parquet", index=False)
+    (folder / "schema.yaml").write_text(schema)
+    return folder
+
+
 def exported_folder(name: str, export, cache_dir=None) -> Database:
     """A database shipped inside a package, exported once as a folder ``<cache_dir>/<name>``
     (``export(folder)`` writes its files and ``schema.yaml``; written beside, then renamed,

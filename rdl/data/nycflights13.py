@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from rdl.data.database import DataError
-from rdl.data.folder import exported_folder
+from rdl.data.folder import exported_folder, write_folder
 
 #: bump when the exported files change (it is part of the cache folder's name)
 EXPORT_VERSION = 1
@@ -135,12 +135,7 @@ def frames(raw: dict[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame
 
 def export(folder, raw: dict[str, pd.DataFrame] | None = None) -> Path:
     """Write the tables as parquet files and ``schema.yaml`` into ``folder``."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, df in frames(raw).items():
-        df.to_parquet(folder / f"{name}.parquet", index=False)
-    (folder / "schema.yaml").write_text(SCHEMA)
-    return folder
+    return write_folder(folder, frames(raw), SCHEMA)
 
 
 def nycflights13_db(cache_dir=None):
