@@ -17,7 +17,11 @@ This prints, for the task's monitored metric, each run's model and baselines on 
 test, then per baseline the mean difference over the weeks (positive: the model is
 better), its standard error and the weeks the model wins; the table is also written to
 ``backtest.md`` in the folder. Any runs of ``rdl.train`` can be compared this way (a
-seed sweep too: ``seed=0,1,2``), as long as they are of one task.
+seed sweep too: ``seed=0,1,2``), as long as they are of one task. Several folders (a task
+on each database) give one row each: the model, both LightGBMs and the best simple
+baseline as mean ± standard error, and the model's leads::
+
+    python -m rdl.backtest runs/user-churn runs/item-sales --out overview.md
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
+from rdl.baselines.trees import DEPTH1, DEPTH2
 from rdl.caching import write_atomic
 from rdl.report import decimals
 from rdl.tasks import split_times
@@ -169,22 +174,86 @@ def table(runs: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def overview(sweeps: dict[str, list[dict]]) -> str:
+    """One row per sweep (a task on a database): the monitored metric of the model, of both
+    LightGBMs and of the best simple baseline (the one best on val over the runs, so that
+    the test weeks do not choose it), each as mean ± standard error over every val and test
+    score; then the model's lead over each (weeks won), and whether its lead over the
+    depth-2 LightGBM is more than one standard error either way."""
+    head = ["sweep", "metric", "weeks", "model", DEPTH2, DEPTH1, "best simple",
+            f"model over {DEPTH2}", f"model over {DEPTH1}", f"{DEPTH2} over {DEPTH1}",
+            "model over best simple", "model vs depth 2"]
+    rows = [head]
+    for name, runs in sweeps.items():
+        m, sign = runs[0]["monitor"], 1.0 if runs[0]["higher"] else -1.0
+        scores: dict[str, list[float]] = {}
+        for r in runs:
+            for who, res in {"model": r["metrics"]["model"], **baselines(r["metrics"])}.items():
+                scores.setdefault(who, []).extend(res[s][m] for s in ("val", "test"))
+        simple = [w for w in scores if w != "model" and not w.startswith(DEPTH1)]
+        # scores alternate val, test: choose the best simple baseline on its val scores
+        best = max(simple, key=lambda w: sign * statistics.fmean(scores[w][::2]),
+                   default=None)
+        digits = decimals([v for vs in scores.values() for v in vs], percent=False)
+
+        def cell(who):
+            if who not in scores:
+                return "-"
+            v = scores[who]
+            return f"{statistics.fmean(v):.{digits}f} ± {statistics.stdev(v) / math.sqrt(len(v)):.{digits}f}"
+
+        def lead(a, b):
+            if a not in scores or b not in scores:
+                return "-", None
+            d = [sign * (x - y) for x, y in zip(scores[a], scores[b])]
+            return summary(d, digits), d
+
+        weeks = {w for r in runs for w in (r["val"], r["test"])}
+        ahead, d = lead("model", DEPTH2)
+        verdict = "-"
+        if d is not None and len(d) > 1:
+            se = statistics.stdev(d) / math.sqrt(len(d))
+            mean = statistics.fmean(d)
+            verdict = "ahead" if mean > se else "behind" if mean < -se else "level"
+        rows.append([name, m, f"{len(scores['model'])} ({len(weeks)} distinct)",
+                     cell("model"), cell(DEPTH2), cell(DEPTH1),
+                     "-" if best is None else f"{best}: {cell(best)}", ahead,
+                     lead("model", DEPTH1)[0], lead(DEPTH2, DEPTH1)[0],
+                     "-" if best is None else lead("model", best)[0], verdict])
+    lines = ["# Backtests of several sweeps: mean ± standard error over each sweep's val and "
+             "test scores;", "# leads positive where the first is better (weeks won / weeks)",
+             "", *markdown(rows)]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     script = Path(sys.argv[0]).name   # rdl-backtest, or backtest.py under python -m
     prog = script if script == "rdl-backtest" else "python -m rdl.backtest"
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
-    p.add_argument("folder", type=Path, help="a sweep folder of python -m rdl.train -m (or any "
-                   "folder holding runs of one task)")
+    p.add_argument("folders", type=Path, nargs="+", metavar="folder",
+                   help="a sweep folder of python -m rdl.train -m (or any folder holding runs "
+                   "of one task); several: one row each (a task on a database)")
     p.add_argument("--out", type=Path, default=None, help="where to write the table "
-                   "(default: FOLDER/backtest.md)")
+                   "(default: FOLDER/backtest.md; several folders: only printed)")
     args = p.parse_args(argv)
     try:
-        text = table(read_runs(args.folder))
+        names = [f.name for f in args.folders]
+        if len(set(names)) < len(names):  # two sweeps of one name: their whole paths
+            names = [str(f) for f in args.folders]
+        sweeps = {n: read_runs(f) for n, f in zip(names, args.folders)}
     except (FileNotFoundError, ValueError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(1) from None
+    if len(sweeps) == 1:
+        (folder,), (runs,) = args.folders, sweeps.values()
+        text = table(runs)
+        print(text)
+        write_atomic(args.out or folder / "backtest.md", text)
+        return
+    text = overview(sweeps)
     print(text)
-    write_atomic(args.out or args.folder / "backtest.md", text)
+    if args.out:
+        write_atomic(args.out, text)
 
 
 if __name__ == "__main__":

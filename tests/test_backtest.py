@@ -169,3 +169,52 @@ def test_a_relbench_task_s_times_come_from_the_run(tmp_path):
     assert [str(r["val"]) for r in runs] == ["1972-08-16", "1972-07-17"]
     assert all(r["monitor"] == "auroc" and r["higher"] for r in runs)
     assert "1972-07-17" in table(runs)
+
+
+def test_several_sweeps_give_one_row_each_against_a_plain_computation(tmp_path, capsys):
+    """python -m rdl.backtest A B: per sweep the mean ± standard error of the model, both
+    LightGBMs and the simple baseline best on val, and the model's lead over each."""
+    scores = {  # per sweep and run: model, depth 2, depth 1, last label, label mean (val, test)
+        "churn": [((0.75, 0.74), (0.74, 0.73), (0.73, 0.74), (0.60, 0.62), (0.61, 0.58)),
+                  ((0.72, 0.76), (0.73, 0.74), (0.72, 0.72), (0.59, 0.64), (0.62, 0.57)),
+                  ((0.77, 0.71), (0.75, 0.70), (0.74, 0.71), (0.58, 0.61), (0.63, 0.60))]}
+    folder = tmp_path / "churn"
+    for job, (model, deep, lgbm, last, mean) in enumerate(scores["churn"]):
+        fake_run(folder, job, [f"backtest={2 * job}"], 2 * job, model, lgbm,
+                 task="user-churn", mode="max", metric="auroc")
+        path = folder / str(job) / "metrics.json"
+        metrics = json.loads(path.read_text())
+        for who, (v, t) in {"LightGBM (depth 2)": deep, "last label": last,
+                            "label mean (last 4)": mean}.items():
+            metrics[who] = {"val": {"auroc": v}, "test": {"auroc": t}}
+        path.write_text(json.dumps(metrics))
+    other = tmp_path / "sales"
+    for job in range(2):  # no depth-2 LightGBM in this one: its cells are "-"
+        fake_run(other, job, [f"backtest={job}"], job, (0.02, 0.03), (0.021, 0.031))
+    main([str(folder), str(other), "--out", str(tmp_path / "overview.md")])
+    printed = capsys.readouterr().out
+    assert (tmp_path / "overview.md").read_text() + "\n" == printed
+    row = next(line for line in printed.splitlines() if line.startswith("| churn"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+
+    def flat(i):
+        return [v for run in scores["churn"] for v in run[i]]
+
+    def mean_se(values):
+        n = len(values)
+        m = sum(values) / n
+        return m, math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1) / n)
+
+    assert cells[2] == "6 (6 distinct)"
+    for i, col in ((0, 3), (1, 4), (2, 5)):
+        assert cells[col] == "{:.4f} ± {:.4f}".format(*mean_se(flat(i)))
+    # the last label's val mean (0.59) beats the label mean's (0.62)? no: 0.62 > 0.59, so the
+    # label mean is chosen on val, although the last label is better on test
+    assert cells[6].startswith("label mean: ")
+    lead = [a - b for a, b in zip(flat(0), flat(1))]
+    m, se = mean_se(lead)
+    assert cells[7] == f"{m:+.4f} ± {se:.4f} ({sum(v > 0 for v in lead)}/6)"
+    assert cells[11] == ("ahead" if m > se else "behind" if m < -se else "level")
+    sales = re.sub(" +", " ", next(line for line in printed.splitlines()
+                                   if line.startswith("| sales")))
+    assert "| 4 (3 distinct) | 0.0250 ± 0.0029 | - |" in sales  # weeks: val of 0 = test of 1
