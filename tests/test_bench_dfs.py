@@ -16,6 +16,7 @@ def test_the_dfs_benchmark_reports_rows_features_and_memory(tmp_path, rdl_cache,
     for r in rows:
         assert int(r["rows"]) > 0 and int(r["depth 2 features"]) > int(r["depth 1 features"]) > 0
         assert float(r["depth 2 s"]) > 0 and float(r["peak GiB"]) > 0
+        assert 0 < float(r["depth 2 peak GiB"]) <= float(r["peak GiB"])
 
 
 def test_the_trees_benchmark_scores_both_depths_every_week(tmp_path, rdl_cache, monkeypatch):
@@ -32,3 +33,19 @@ def test_the_trees_benchmark_scores_both_depths_every_week(tmp_path, rdl_cache, 
         assert 0 < float(r["LightGBM"]) <= 1 and 0 < float(r["LightGBM (depth 2)"]) <= 1
     lead = list(csv.DictReader(open(tmp_path / "trees-leads.csv")))[0]
     assert lead["weeks"] == "4" and "+-" in lead["depth 2 over depth 1"]
+
+
+def test_a_step_s_peak_memory_is_its_own():
+    """The dfs benchmark's per-step peaks: reset before a step, the peak of what it held."""
+    import numpy as np
+
+    from rdl.bench.report import reset_peak_rss, step_peak_rss_gib
+
+    if not reset_peak_rss():
+        pytest.skip("this system does not let a process reset its peak memory")
+    base = step_peak_rss_gib()
+    big = np.ones(2**28 // 8)  # 256 MiB, every page written
+    held = step_peak_rss_gib()
+    del big
+    assert held - base >= 0.24
+    assert reset_peak_rss() and step_peak_rss_gib() < held - 0.2  # freed, then reset

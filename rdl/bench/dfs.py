@@ -6,7 +6,9 @@ split tables on the synthetic H&M database at that scale (``data.db.scale``; gen
 cached as ``rdl.train`` does), then per split the depth-1 feature table
 (:func:`~rdl.features.table.entity_features`) and the depth-2 features
 (:func:`~rdl.features.deep.deep_features`) with the configured ``data.deep_features``:
-rows, features, seconds, and the process's peak resident memory. ``--set`` adds config
+rows, features, seconds, and peak resident memory: of the data and labels, of each step
+alone (the peak reset before it, ``/proc/self/clear_refs``; the step's peak includes the
+data it starts from), and of the whole process. ``--set`` adds config
 overrides (``data.deep_features.top_k=10``).
 """
 from __future__ import annotations
@@ -17,7 +19,8 @@ import subprocess
 import sys
 import time
 
-from rdl.bench.report import load_average, peak_rss_gib, report
+from rdl.bench.report import (load_average, peak_rss_gib, report, reset_peak_rss,
+                              step_peak_rss_gib)
 
 
 def measure(scale: float, task_name: str, splits: list[str], overrides: list[str]) -> list[dict]:
@@ -32,21 +35,27 @@ def measure(scale: float, task_name: str, splits: list[str], overrides: list[str
     view = task.inputs(db.upto(task.test_time))
     tables = {s: task.split_table(s, db) for s in ("train", "val", "test")}
     history = task.history(tables)
-    setup = time.perf_counter() - t0
+    setup, setup_peak = time.perf_counter() - t0, step_peak_rss_gib()
     settings = DeepSettings.of(cfg.data.deep_features) or DeepSettings()
     rows = []
     for split in splits:
         df = tables[split]
+        reset_peak_rss()  # each step's own peak: what it holds beside the data and labels
         t = time.perf_counter()
         one = entity_features(task, view, df, history)
-        t1 = time.perf_counter()
+        t1, one_peak = time.perf_counter(), step_peak_rss_gib()
+        reset_peak_rss()
         two = deep_features(task, view, df, history, settings=settings)
-        t2 = time.perf_counter()
+        t2, two_peak = time.perf_counter(), step_peak_rss_gib()
+        n_one, n_two = one.shape[1], two.shape[1]
+        del one, two  # the next split's steps start without them
         rows.append({"scale": scale, "task": task_name, "split": split, "rows": len(df),
-                     "depth 1 features": one.shape[1], "depth 1 s": t1 - t,
-                     "depth 2 features": two.shape[1], "depth 2 s": t2 - t1,
+                     "depth 1 features": n_one, "depth 1 s": t1 - t,
+                     "depth 2 features": n_two, "depth 2 s": t2 - t1,
                      "depth 2 rows/s": len(df) / max(t2 - t1, 1e-9),
-                     "data and labels s": setup, "peak GiB": peak_rss_gib()})
+                     "data and labels s": setup, "data and labels peak GiB": setup_peak,
+                     "depth 1 peak GiB": one_peak, "depth 2 peak GiB": two_peak,
+                     "peak GiB": peak_rss_gib()})
     return rows
 
 
@@ -78,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
             for r in got:
                 print(f"scale {scale} {task} {r['split']}: {r['rows']} rows, "
                       f"{r['depth 2 features']} features in {r['depth 2 s']:.1f} s, "
-                      f"peak {r['peak GiB']:.2f} GiB", flush=True)
+                      f"peak {r['depth 2 peak GiB']:.2f} GiB (process {r['peak GiB']:.2f})", flush=True)
             rows += got
     report("dfs", rows, args.out,
            header=f"Depth-2 feature synthesis on synthetic H&M (each scale and task in a fresh "

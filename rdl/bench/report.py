@@ -15,6 +15,29 @@ def peak_rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+def reset_peak_rss() -> bool:
+    """Start this process's peak resident memory afresh (Linux: writing 5 to
+    ``/proc/self/clear_refs`` resets ``VmHWM``), so that :func:`step_peak_rss_gib` reads the
+    peak of the steps after it alone; False where the system does not allow it."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def step_peak_rss_gib() -> float:
+    """Peak resident memory since the last :func:`reset_peak_rss` (``VmHWM``), in GiB;
+    without ``/proc`` the peak of the whole process, as :func:`peak_rss_gib`."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return peak_rss_gib()
+
+
 def load_average() -> str:
     """The machine's load average (1/5/15 min) as text, for a report's header."""
     try:
