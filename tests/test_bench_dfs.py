@@ -33,6 +33,23 @@ def test_the_trees_benchmark_scores_both_depths_every_week(tmp_path, rdl_cache, 
         assert 0 < float(r["LightGBM"]) <= 1 and 0 < float(r["LightGBM (depth 2)"]) <= 1
     lead = list(csv.DictReader(open(tmp_path / "trees-leads.csv")))[0]
     assert lead["weeks"] == "4" and "+-" in lead["depth 2 over depth 1"]
+    gain = list(csv.DictReader(open(tmp_path / "trees-gain.csv")))[0]
+    shares = {k: float(v.rstrip(" %")) for k, v in gain.items() if k != "task"}
+    assert shares["label history"] > 0 and abs(sum(shares.values()) - 100) < 0.5, shares
+
+
+def test_feature_families_by_name():
+    from rdl.bench.trees import family
+
+    depth1 = {"customer.age", "transactions.n_4", "history.last"}
+    got = {c: family(c, "customer", depth1) for c in [
+        "customer.age", "transactions.n_4", "history.mean_4", "group[club].label_last",
+        "customer>club.size", "customer>club<events.count_1", "transactions.price.std_4",
+        "transactions>article.price.avg_4", "transactions>article<transactions.count_1",
+        "transactions<returns.n"]}
+    assert list(got.values()) == [
+        "own row", "children", "label history", "groups", "parents", "parents",
+        "children (depth 2)", "child rows' parents", "child rows' parents", "grandchildren"]
 
 
 def test_a_step_s_peak_memory_is_its_own():

@@ -8,7 +8,11 @@ the run's ``data.deep_features``) and the label-history baselines, scored on val
 by the task's monitored metric. Then per task the lead of depth 2 over depth 1 (positive:
 depth 2 better) as mean +- standard error over every week scored, and weeks won. This is
 the half of a backtest that needs no training: where deep features help the trees, and by
-how much, on any database (``--set data=forum``).
+how much, on any database (``--set data=forum``). A third table says where the depth-2
+trees find their signal: the share of their gain per family of features (the entity's own
+row, its label history, its children at depth 1, and at depth 2 its parents, its
+children's statistics, the child rows' parents, the grandchildren and its groups' labels),
+mean over the weeks.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     history = task.history(tables)
     view = task.inputs(db.upto(task.test_time))
     start = time.perf_counter()
-    fits, _ = fit_tree_baselines(task, view, tables, history, cfg.data.strict,
+    fits, feats = fit_tree_baselines(task, view, tables, history, cfg.data.strict,
                                  deep=DeepSettings.of(cfg.data.deep_features) or DeepSettings())
     seconds = time.perf_counter() - start
     scores = {k: v for fit in fits.values() for k, v in fit.scores().items()}
@@ -46,7 +50,44 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
              "time": str((task.val_time if s == "val" else task.test_time).date()),
              "metric": metric, "mode": task.monitor_mode,
              **{name: res[s][metric] for name, res in scores.items()},
-             "trees s": seconds} for s in ("val", "test")]
+             "trees s": seconds, "gain": gain_shares(fits, feats, task.entity_table)}
+            for s in ("val", "test")]
+
+
+#: the families of feature names (rdl/features/table.py, synthesis.py), in report order
+FAMILIES = ("own row", "label history", "children", "parents", "children (depth 2)",
+            "child rows' parents", "grandchildren", "groups")
+
+
+def family(column: str, entity: str, depth1: set[str]) -> str:
+    """The family of a feature by its name: ``history.*`` and ``<entity>.<col>`` at depth 1,
+    ``<entity>>parent...``, ``group[...]``, ``child>parent...`` and ``child<grandchild...``
+    at depth 2 (a child's own aggregates otherwise)."""
+    if column.startswith("history."):
+        return "label history"
+    if column in depth1:
+        return "own row" if column.startswith(f"{entity}.") else "children"
+    if column.startswith("group["):
+        return "groups"
+    if column.startswith(f"{entity}>"):
+        return "parents"
+    if ">" in column:
+        return "child rows' parents"
+    return "grandchildren" if "<" in column else "children (depth 2)"
+
+
+def gain_shares(fits: dict, feats: dict, entity: str) -> dict[str, float]:
+    """The depth-2 LightGBM's gain per feature family, as shares of its total gain."""
+    from rdl.baselines.trees import DEPTH1, DEPTH2
+
+    depth1 = set(feats[DEPTH1]["train"].columns)
+    booster = fits[DEPTH2].booster
+    gain = booster.feature_importance("gain", iteration=fits[DEPTH2].rounds)
+    out = dict.fromkeys(FAMILIES, 0.0)
+    for column, g in zip(feats[DEPTH2]["train"].columns, gain):
+        out[family(str(column), entity, depth1)] += float(g)
+    total = sum(out.values()) or 1.0
+    return {k: v / total for k, v in out.items()}
 
 
 def lead(rows: list[dict], a: str, b: str) -> str:
@@ -68,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     from rdl.baselines.trees import DEPTH1, DEPTH2
 
-    rows, leads = [], []
+    rows, leads, gains = [], [], []
     for task in args.tasks:
         mine = []
         for back in args.backtest:
@@ -77,15 +118,20 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{task} backtest={back} {r['split']}: depth 1 {r[DEPTH1]:.5f}, "
                       f"depth 2 {r[DEPTH2]:.5f}", flush=True)
             mine += got
+        fitted = [r["gain"] for r in mine[::2]]  # one fit per backtest (its val and test rows)
+        gains.append({"task": task, **{k: f"{100 * statistics.mean(g[k] for g in fitted):.1f} %"
+                                       for k in FAMILIES}})
         rows += mine
         leads.append({"task": task, "metric": mine[0]["metric"], "weeks": len(mine),
                       "depth 2 over depth 1": lead(mine, DEPTH2, DEPTH1),
                       "depth 2 over last label": lead(mine, DEPTH2, "last label")})
-    keys = list(dict.fromkeys(k for r in rows for k in r))
+    keys = list(dict.fromkeys(k for r in rows for k in r if k != "gain"))
     out = report("trees", [{k: r.get(k, "") for k in keys} for r in rows], args.out,
                  header=f"Tree baselines per week ({' '.join(args.set) or 'default data'}), "
                         f"load average {load_average()}")
     report("trees-leads", leads, out, header="Leads over every week scored (val and test)")
+    report("trees-gain", gains, out, header="Depth-2 LightGBM: share of its gain per feature "
+                                            "family, mean over the backtests")
 
 
 if __name__ == "__main__":
