@@ -108,7 +108,36 @@ def fit_tree_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame]
         fits[DEPTH2] = fit_lightgbm(task, db, tables, history, strict, seed, features=both,
                                     name=DEPTH2)
         feats[DEPTH2] = both
+        if deep.select:
+            fits[DEPTH2], feats[DEPTH2] = select_on_val(
+                fits[DEPTH2], both, features["train"].shape[1], deep.select,
+                lambda f: fit_lightgbm(task, db, tables, history, strict, seed, features=f,
+                                       name=DEPTH2))
     return fits, feats
+
+
+def select_on_val(fit: TreeFit, both: dict[str, pd.DataFrame], n_depth1: int, keep: tuple,
+                  refit) -> tuple[TreeFit, dict[str, pd.DataFrame]]:
+    """The depth-2 trees on depth 1's features plus only the ``k`` depth-2 features of the
+    most gain in ``fit`` (all of them fitted), for each ``k`` in ``keep``; the fit best on
+    val is kept (fewer features where two tie). Where the data has no signal two hops out,
+    hundreds of depth-2 columns are noise that the trees still split on (synthetic
+    user-churn: worse than depth 1 in 9 weeks of 10, docs/results.md); the val split that
+    already stops the trees early chooses how many to keep."""
+    gain = fit.booster.feature_importance("gain", iteration=fit.rounds)[n_depth1:]
+    order = np.argsort(-gain, kind="stable")
+    deep_cols = both["train"].columns[n_depth1:]
+    best, best_feats, best_n = fit, both, len(deep_cols)
+    for k in sorted({int(k) for k in keep if int(k) < len(deep_cols)}):
+        cols = [*both["train"].columns[:n_depth1], *deep_cols[np.sort(order[:k])]]
+        feats = {s: df[cols] for s, df in both.items()}
+        candidate = refit(feats)
+        if candidate.val_score() > best.val_score() or (
+                candidate.val_score() == best.val_score() and k < best_n):
+            best, best_feats, best_n = candidate, feats, k
+    log.info("%s: %d of %d depth-2 features, chosen on val among %s and all", best.name,
+             best_n, len(deep_cols), sorted(keep))
+    return best, best_feats
 
 
 def lightgbm_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],

@@ -57,12 +57,16 @@ class DeepSettings:
             no group for label histories (an id in disguise).
         inputs: the depth-2 features are also the node model's seed features (beside
             depth 1's), not only the trees'.
+        select: numbers of depth-2 features to try keeping (those of the most gain in the
+            trees fitted on all); the depth-2 trees keep the count best on val, all of
+            them included (0: depth 1's features alone). Empty: all, no choice.
     """
     top_k: int = 5
     max_features: int = 400
     windows: tuple = (4, 12)
     max_group_values: int = 1000
     inputs: bool = False
+    select: tuple = ()
 
     def __post_init__(self):
         for name in ("top_k", "max_features", "max_group_values"):
@@ -73,6 +77,10 @@ class DeepSettings:
         if not w or any(not isinstance(n, int) or n < 1 for n in w):
             raise ValueError(f"data.deep_features.windows={list(w)}: positive integers")
         object.__setattr__(self, "windows", tuple(sorted(set(w))))
+        k = tuple(self.select)
+        if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in k):
+            raise ValueError(f"data.deep_features.select={list(k)}: integers >= 0")
+        object.__setattr__(self, "select", tuple(sorted(set(k))))
         if not isinstance(self.inputs, bool):
             raise ValueError(f"data.deep_features.inputs={self.inputs}: true or false")
 
@@ -84,8 +92,9 @@ class DeepSettings:
         if value is True:
             return cls()
         value = dict(value)
-        if "windows" in value:
-            value["windows"] = tuple(value["windows"])
+        for name in ("windows", "select"):
+            if name in value:
+                value[name] = tuple(value[name])
         unknown = sorted(set(value) - set(cls.__dataclass_fields__))
         if unknown:
             raise ValueError(f"data.deep_features: unknown setting(s) {unknown}; the settings "

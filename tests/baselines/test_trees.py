@@ -117,7 +117,42 @@ def test_depth_2_beats_depth_1_where_the_signal_is_two_hops_away():
     tables = {"train": labels[labels["timestamp"] < VAL],
               "val": labels[labels["timestamp"] == VAL],
               "test": labels[labels["timestamp"] == TEST]}
-    out = node_baselines(make_task(), db, tables, deep=DeepSettings())
-    assert DEPTH2 in out and "LightGBM" in out
-    one, two = out["LightGBM"]["test"]["mae"], out[DEPTH2]["test"]["mae"]
-    assert two < 0.6 * one, (one, two)
+    for deep in (DeepSettings(), DeepSettings(select=(0, 3))):  # chosen on val: kept too
+        out = node_baselines(make_task(), db, tables, deep=deep)
+        assert DEPTH2 in out and "LightGBM" in out
+        one, two = out["LightGBM"]["test"]["mae"], out[DEPTH2]["test"]["mae"]
+        assert two < 0.6 * one, (deep, one, two)
+
+
+def test_depth_2_features_chosen_on_val_keep_the_best_fit_and_the_signal(caplog):
+    """``data.deep_features.select``: the depth-2 trees refitted on the depth-2 features of
+    the most gain; the fit kept is never worse on val than the one on all of them, its
+    columns are depth 1's plus the kept ones in their order, and where depth 1 has the
+    signal (the shop problem: recent sales and a column of the shop) it keeps few."""
+    from rdl.baselines.trees import DEPTH1, DEPTH2, fit_tree_baselines
+    from rdl.features.deep import DeepSettings
+
+    db, tables = problem("regression")
+    task = make_task()
+    every, every_feats = fit_tree_baselines(task, db, tables, deep=DeepSettings())
+    with caplog.at_level("INFO", logger="rdl.baselines.trees"):
+        chosen, feats = fit_tree_baselines(task, db, tables, deep=DeepSettings(select=(0, 3)))
+    n1, n_all = every_feats[DEPTH1]["train"].shape[1], every_feats[DEPTH2]["train"].shape[1]
+    kept = feats[DEPTH2]["train"].shape[1] - n1
+    assert kept in (0, 3, n_all - n1)
+    assert chosen[DEPTH2].val_score() >= every[DEPTH2].val_score()
+    cols = list(feats[DEPTH2]["train"].columns)
+    assert cols[:n1] == list(every_feats[DEPTH1]["train"].columns)
+    deep = list(every_feats[DEPTH2]["train"].columns[n1:])
+    assert cols[n1:] == [c for c in deep if c in cols[n1:]]  # their order kept
+    assert f"{kept} of {n_all - n1} depth-2 features" in caplog.text
+    assert kept < n_all - n1  # the trees on all the noise were not the best on val here
+    assert chosen[DEPTH1].val_score() == every[DEPTH1].val_score()  # depth 1 untouched
+
+
+def test_select_is_checked():
+    from rdl.features.deep import DeepSettings
+
+    assert DeepSettings.of({"select": [20, 0, 20]}).select == (0, 20)
+    with pytest.raises(ValueError, match=r"data.deep_features.select=\[-1\]"):
+        DeepSettings.of({"select": [-1]})
