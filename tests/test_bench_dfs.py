@@ -24,15 +24,19 @@ def test_the_trees_benchmark_scores_both_depths_every_week(tmp_path, rdl_cache, 
 
     monkeypatch.setenv("RDL_CACHE", str(rdl_cache))
     trees.main(["--tasks", "user-churn", "--backtest", "0", "1", "--set", "data=hm-tiny",
-                "--out", str(tmp_path)])
+                "data.deep_features.select=[0,5]", "--out", str(tmp_path)])
     rows = list(csv.DictReader(open(tmp_path / "trees.csv")))
     assert [(r["backtest"], r["split"]) for r in rows] == [
         ("0", "val"), ("0", "test"), ("1", "val"), ("1", "test")]
     assert rows[0]["time"] > rows[2]["time"]  # backtest=1 is a week earlier
     for r in rows:
         assert 0 < float(r["LightGBM"]) <= 1 and 0 < float(r["LightGBM (depth 2)"]) <= 1
+        # chosen on val among depth 1 alone, 5 and all depth-2 features: not worse on val
+        if r["split"] == "val":
+            assert float(r["LightGBM (depth 2, chosen)"]) >= float(r["LightGBM (depth 2)"])
     lead = list(csv.DictReader(open(tmp_path / "trees-leads.csv")))[0]
     assert lead["weeks"] == "4" and "+-" in lead["depth 2 over depth 1"]
+    assert "+-" in lead["chosen over depth 2"]
     gain = list(csv.DictReader(open(tmp_path / "trees-gain.csv")))[0]
     shares = {k: float(v.rstrip(" %")) for k, v in gain.items() if k != "task"}
     assert shares["label history"] > 0 and abs(sum(shares.values()) - 100) < 0.5, shares

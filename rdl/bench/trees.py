@@ -17,6 +17,7 @@ mean over the weeks.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 
@@ -27,7 +28,8 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     """One task at one ``backtest``: a row per split, each baseline's monitored metric."""
     from rdl.api import config, load_database, load_task
     from rdl.baselines.history import history_baselines, monitor
-    from rdl.baselines.trees import fit_tree_baselines
+    from rdl.baselines.trees import (DEPTH1, DEPTH2, fit_lightgbm, fit_tree_baselines,
+                                     select_on_val)
     from rdl.features.deep import DeepSettings
 
     cfg = config(f"task={task_name}", f"backtest={back}", *overrides)
@@ -40,10 +42,19 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     history = task.history(tables)
     view = task.inputs(db.upto(task.test_time))
     start = time.perf_counter()
+    deep = DeepSettings.of(cfg.data.deep_features) or DeepSettings()
+    # with data.deep_features.select, the depth-2 trees on all features and the ones chosen
+    # on val, side by side: one fit on all, then select_on_val as fit_tree_baselines runs it
     fits, feats = fit_tree_baselines(task, view, tables, history, cfg.data.strict,
-                                 deep=DeepSettings.of(cfg.data.deep_features) or DeepSettings())
+                                     deep=dataclasses.replace(deep, select=()))
     seconds = time.perf_counter() - start
     scores = {k: v for fit in fits.values() for k, v in fit.scores().items()}
+    if deep.select:
+        refit = lambda f: fit_lightgbm(task, view, tables, history, cfg.data.strict,  # noqa: E731
+                                       features=f, name=CHOSEN)
+        chosen, _ = select_on_val(fits[DEPTH2], feats[DEPTH2], feats[DEPTH1]["train"].shape[1],
+                                  deep.select, refit)
+        scores[CHOSEN] = chosen.scores()[chosen.name]
     scores.update(history_baselines(task, tables, history))
     metric = monitor(task)
     return [{"task": task_name, "backtest": back, "split": s,
@@ -53,6 +64,9 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
              "trees s": seconds, "gain": gain_shares(fits, feats, task.entity_table)}
             for s in ("val", "test")]
 
+
+#: the depth-2 trees on the features chosen on val (data.deep_features.select)
+CHOSEN = "LightGBM (depth 2, chosen)"
 
 #: the families of feature names (rdl/features/table.py, synthesis.py), in report order
 FAMILIES = ("own row", "label history", "children", "parents", "children (depth 2)",
@@ -116,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
             got = week_rows(task, back, args.set)
             for r in got:
                 print(f"{task} backtest={back} {r['split']}: depth 1 {r[DEPTH1]:.5f}, "
-                      f"depth 2 {r[DEPTH2]:.5f}", flush=True)
+                      f"depth 2 {r[DEPTH2]:.5f}"
+                      + (f", chosen {r[CHOSEN]:.5f}" if CHOSEN in r else ""), flush=True)
             mine += got
         fitted = [r["gain"] for r in mine[::2]]  # one fit per backtest (its val and test rows)
         gains.append({"task": task, **{k: f"{100 * statistics.mean(g[k] for g in fitted):.1f} %"
@@ -124,7 +139,10 @@ def main(argv: list[str] | None = None) -> None:
         rows += mine
         leads.append({"task": task, "metric": mine[0]["metric"], "weeks": len(mine),
                       "depth 2 over depth 1": lead(mine, DEPTH2, DEPTH1),
-                      "depth 2 over last label": lead(mine, DEPTH2, "last label")})
+                      "depth 2 over last label": lead(mine, DEPTH2, "last label"),
+                      **({"chosen over depth 1": lead(mine, CHOSEN, DEPTH1),
+                          "chosen over depth 2": lead(mine, CHOSEN, DEPTH2)}
+                         if CHOSEN in mine[0] else {})})
     keys = list(dict.fromkeys(k for r in rows for k in r if k != "gain"))
     out = report("trees", [{k: r.get(k, "") for k in keys} for r in rows], args.out,
                  header=f"Tree baselines per week ({' '.join(args.set) or 'default data'}), "
