@@ -53,7 +53,10 @@ def test_database_task_graph_model_and_two_steps(tmp_path, rdl_cache):
     # the tree prior is the tree baseline better on val
     fits = data.tree_fits
     assert data.tree_fit is max(fits.values(), key=lambda f: f.val_score())
-    assert fits["LightGBM (depth 2)"].X["val"].shape[1] > fits["LightGBM"].X["val"].shape[1]
+    # depth 2: depth 1's features and the depth-2 ones chosen on val (none, 10, 30 or all)
+    one, two = fits["LightGBM"].X["val"].columns, fits["LightGBM (depth 2)"].X["val"].columns
+    kept = len(two) - len(one)
+    assert list(two[:len(one)]) == list(one) and (kept in (0, 10, 30) or kept > 30), kept
     changed = [k for k, v in model.state_dict().items() if not torch.equal(v, before[k])]
     assert changed, "two steps changed no weight"
     ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=False)

@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import time
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,18 +113,19 @@ def fit_tree_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame]
             fits[DEPTH2], feats[DEPTH2] = select_on_val(
                 fits[DEPTH2], both, features["train"].shape[1], deep.select,
                 lambda f: fit_lightgbm(task, db, tables, history, strict, seed, features=f,
-                                       name=DEPTH2))
+                                       name=DEPTH2), depth1=fits[DEPTH1])
     return fits, feats
 
 
 def select_on_val(fit: TreeFit, both: dict[str, pd.DataFrame], n_depth1: int, keep: tuple,
-                  refit) -> tuple[TreeFit, dict[str, pd.DataFrame]]:
+                  refit, depth1: TreeFit | None = None) -> tuple[TreeFit, dict[str, pd.DataFrame]]:
     """The depth-2 trees on depth 1's features plus only the ``k`` depth-2 features of the
     most gain in ``fit`` (all of them fitted), for each ``k`` in ``keep``; the fit best on
     val is kept (fewer features where two tie). Where the data has no signal two hops out,
     hundreds of depth-2 columns are noise that the trees still split on (synthetic
     user-churn: worse than depth 1 in 9 weeks of 10, docs/results.md); the val split that
-    already stops the trees early chooses how many to keep."""
+    already stops the trees early chooses how many to keep. ``depth1``: the depth-1 fit, the
+    same trees as keeping none (one fit fewer)."""
     gain = fit.booster.feature_importance("gain", iteration=fit.rounds)[n_depth1:]
     order = np.argsort(-gain, kind="stable")
     deep_cols = both["train"].columns[n_depth1:]
@@ -131,7 +133,8 @@ def select_on_val(fit: TreeFit, both: dict[str, pd.DataFrame], n_depth1: int, ke
     for k in sorted({int(k) for k in keep if int(k) < len(deep_cols)}):
         cols = [*both["train"].columns[:n_depth1], *deep_cols[np.sort(order[:k])]]
         feats = {s: df[cols] for s, df in both.items()}
-        candidate = refit(feats)
+        candidate = (dataclasses.replace(depth1, name=fit.name) if k == 0 and depth1 is not None
+                     else refit(feats))
         if candidate.val_score() > best.val_score() or (
                 candidate.val_score() == best.val_score() and k < best_n):
             best, best_feats, best_n = candidate, feats, k

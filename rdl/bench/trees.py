@@ -53,7 +53,7 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
         refit = lambda f: fit_lightgbm(task, view, tables, history, cfg.data.strict,  # noqa: E731
                                        features=f, name=CHOSEN)
         chosen, _ = select_on_val(fits[DEPTH2], feats[DEPTH2], feats[DEPTH1]["train"].shape[1],
-                                  deep.select, refit)
+                                  deep.select, refit, depth1=fits[DEPTH1])
         scores[CHOSEN] = chosen.scores()[chosen.name]
     scores.update(history_baselines(task, tables, history))
     metric = monitor(task)
