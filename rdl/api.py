@@ -61,11 +61,11 @@ def config(*overrides: str) -> DictConfig:
     command line's)."""
     from hydra import compose, initialize_config_dir
 
-    import rdl
+    from rdl.paths import CONF_DIR
     if not any(o.lstrip("+~").startswith("output_dir=") for o in overrides):
         now = datetime.datetime.now()
         overrides = (*overrides, f"output_dir=outputs/{now:%Y-%m-%d}/{now:%H-%M-%S}")
-    with initialize_config_dir(str(rdl.CONF_DIR), version_base="1.3"):
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return compose("config", list(overrides))
 
 

@@ -14,7 +14,7 @@ import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from rdl import TASKS_DIR
+from rdl.paths import TASKS_DIR
 from rdl.training.datamodule import RelDataModule
 
 log = logging.getLogger("rdl.train")
@@ -107,7 +107,7 @@ def with_kind_model(cfg: DictConfig, task) -> DictConfig:
     model_cls = hydra.utils.get_class(cfg.model._target_)
     if task.kind.per_seed == getattr(model_cls, "per_seed", True) or _named("model"):
         return cfg
-    from rdl import CONF_DIR
+    from rdl.paths import CONF_DIR
     name = task.kind.default_model
     new = OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml")
     default = OmegaConf.load(CONF_DIR / "model" / "sage.yaml")   # the config's default model

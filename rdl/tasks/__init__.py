@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from rdl import TASKS_DIR
+from rdl.paths import TASKS_DIR
 from rdl.data.database import Database, DataError, Table
 from rdl.tasks.ids import lists_to_rows, register, to_rows
 from rdl.tasks.kinds import Kind, kind_of

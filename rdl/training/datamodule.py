@@ -12,7 +12,7 @@ from torch_geometric.loader import LinkLoader, NodeLoader
 from torch_geometric.sampler import NegativeSampling
 from torch_geometric.transforms import Compose
 
-import rdl
+from rdl import paths
 from rdl.data.database import Database, DataError
 from rdl.features.deep import DeepSettings
 from rdl.graph.build import check_stypes, to_seconds
@@ -108,7 +108,7 @@ class RelDataModule(pl.LightningDataModule):
         self.deep_features = DeepSettings.of(deep_features) if task.kind.per_seed else None
         self.stypes, self.text_embedder = stypes, text_embedder
         self.num_workers, self.pin_memory = num_workers, pin_memory
-        self.cache_dir = None if cache_dir is False else (cache_dir or rdl.cache_dir())
+        self.cache_dir = None if cache_dir is False else (cache_dir or paths.cache_dir())
         self.random_seed = random_seed
         #: a split "now" of the seeds of a prediction at the database's last time
         #: (:meth:`~rdl.tasks.Task.now_table`; ``rdl.predict split=now``)
