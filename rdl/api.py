@@ -36,7 +36,7 @@ from torch import nn
 from rdl.caching import write_atomic
 from rdl.checkpoints import CONFIG_KEY, checked_resume
 from rdl.data.database import Database, DataError
-from rdl.families import check_model, family_of
+from rdl.families import check_model, data_module, family_of
 from rdl.report import report
 from rdl.safe_load import allowed
 from rdl.settings import (check_settings, data_key, process_settings, several_processes,
@@ -126,11 +126,11 @@ def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = Non
     check_settings(with_data_defaults(cfg))
     task = task if task is not None else load_task(cfg)
     check_model(task, hydra.utils.get_class(cfg.model._target_))   # rdl/nn/interface.py
-    family, settings = family_of(task), data_settings(cfg)
-    family.check(settings, task)
+    settings = data_settings(cfg)
+    family_of(task).check(settings, task)   # before the database is read
     db = db if db is not None else load_database(cfg)
-    return family.data_module(settings, family.prepare(task, db, settings, prepared_path),
-                              Exact())   # batches as sampled, no pad rows
+    # batches as sampled, no pad rows
+    return data_module(db, task, settings, Exact(), prepared_path)
 
 
 def make_model(cfg: DictConfig, data: RelDataModule) -> nn.Module:

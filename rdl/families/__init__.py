@@ -95,3 +95,13 @@ def relbench_task(path, name: str | None = None, kind: str | None = None,
     return cls(**spec, metrics=metrics, monitor=monitor or watch,
                monitor_mode=monitor_mode or mode, backtest=backtest,
                data_defaults=data_defaults or {})
+
+
+def data_module(db, task, settings, shapes=None, shared_path: str | None = None):
+    """The data module of ``task`` on ``db`` as ``settings`` (a
+    :class:`~rdl.training.data_settings.DataSettings`) say, prepared by the task's family
+    (``shapes``: how batches are shaped, :mod:`rdl.training.shapes`; ``shared_path``:
+    :func:`rdl.preparation.shared`)."""
+    family = family_of(task)
+    family.check(settings, task)
+    return family.data_module(settings, family.prepare(task, db, settings, shared_path), shapes)
