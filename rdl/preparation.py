@@ -165,7 +165,8 @@ def shared(path: str | None, compute: Callable[[], dict], keys: tuple[str, ...])
     out = _load_shared(path)
     if out is None:
         out = compute()
-        _save_shared({k: out[k] for k in keys}, path)
+        if path is not None:
+            _save_shared({k: out.get(k) for k in keys}, path)
     return out
 
 

@@ -63,12 +63,13 @@ class DataSettings:
     tree_prior: bool
     tree_blocks: int
     deep_features: DeepSettings | None
-    stypes: dict | None
     text_embedder: object
     num_workers: int
     pin_memory: bool | None
     cache_dir: str | bool | None
     buckets: BucketSettings | None
+    # a database's own (its data YAML's ``stypes``, where it has any): none
+    stypes: dict | None = None
     # chosen by the task or the model where the config leaves them null
     num_neighbors: tuple = (128, 64)
     strategy: str = "uniform"
