@@ -64,8 +64,8 @@ def test_task_sql_sees_the_files_ids(tmp_path):
         "FROM timestamps s, users u LEFT JOIN orders o ON o.user = u.name "
         "WHERE u.name IN ('zoe', 'amy') GROUP BY s.timestamp, u.name")
     task = NodeTask(name="abc", sql=str(tmp_path / "abc.sql"), kind="regression",
-                entity_table="users", entity_col="name", target_col="abc", window="6d",
-                val_timestamp="2024-01-25", test_timestamp="2024-02-01")
+                    entity_table="users", entity_col="name", target_col="abc", window="6d",
+                    val_timestamp="2024-01-25", test_timestamp="2024-02-01")
     df = task.split_table("val", db)
     names = list(db.keys["users"][df["name"]])
     # order i (Jan 1 + i) is of ABC where i % 3 == 0, by zoe where i is even: in
@@ -77,9 +77,9 @@ def test_task_sql_sees_the_files_ids(tmp_path):
         "JOIN orders o ON o.day > s.timestamp AND o.day <= s.timestamp + $window "
         "WHERE o.product <> 'QRS' GROUP BY s.timestamp, o.user")
     link = LinkTask(name="bought", sql=str(tmp_path / "bought.sql"), kind="link_prediction",
-                entity_table="users", entity_col="user", target_col="product",
-                target_table="products", window="6d", val_timestamp="2024-01-25",
-                test_timestamp="2024-02-01")
+                    entity_table="users", entity_col="user", target_col="product",
+                    target_table="products", window="6d", val_timestamp="2024-01-25",
+                    test_timestamp="2024-02-01")
     df = link.split_table("val", db)
     got = {db.keys["users"][u]: sorted(db.keys["products"][list(p)])
            for u, p in zip(df["user"], df["product"])}

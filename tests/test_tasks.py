@@ -34,8 +34,9 @@ def tiny_db() -> Database:
 
 
 def task(name, entity_table, entity_col, target_col, kind):
-    return NodeTask(val_timestamp="2020-09-07", test_timestamp="2020-09-14", name=name, sql=f"hm/{name}.sql", kind=kind, entity_table=entity_table,
-                entity_col=entity_col, target_col=target_col)
+    return NodeTask(name=name, sql=f"hm/{name}.sql", kind=kind, entity_table=entity_table,
+                    entity_col=entity_col, target_col=target_col,
+                    val_timestamp="2020-09-07", test_timestamp="2020-09-14")
 
 
 T = pd.Timestamp("2020-01-08")
@@ -74,8 +75,8 @@ def test_item_sales_every_article_window_edges():
 def test_splits_are_labelled_on_their_cut():
     db = tiny_db()
     sales = NodeTask(name="item-sales", sql="hm/item-sales.sql", kind="regression",
-                 entity_table="article", entity_col="article_id", target_col="sales",
-                 val_timestamp="2020-01-08", test_timestamp="2020-01-09", window="1d")
+                     entity_table="article", entity_col="article_id", target_col="sales",
+                     val_timestamp="2020-01-08", test_timestamp="2020-01-09", window="1d")
     # Train seed times run back from val - 1d to the first row; a train label window never
     # extends past val_timestamp, and the table is computed with rows <= val only.
     train = sales.split_table("train", db)
@@ -107,8 +108,8 @@ def test_backtest_moves_every_split_back_whole_windows():
 
 def test_split_without_enough_future_rows_is_an_error():
     sales = NodeTask(name="item-sales", sql="hm/item-sales.sql", kind="regression",
-                 entity_table="article", entity_col="article_id", target_col="sales",
-                 val_timestamp="2020-01-08", test_timestamp="2020-01-14")
+                     entity_table="article", entity_col="article_id", target_col="sales",
+                     val_timestamp="2020-01-08", test_timestamp="2020-01-14")
     with pytest.raises(DataError, match="test split is empty: test labels need rows up to"):
         sales.split_table("test", tiny_db())
 
@@ -116,8 +117,9 @@ def test_split_without_enough_future_rows_is_an_error():
 def test_bad_sql_names_the_file(tmp_path):
     bad = tmp_path / "bad.sql"
     bad.write_text("SELECT nope FROM timestamps")
-    t = NodeTask(val_timestamp="2020-09-07", test_timestamp="2020-09-14", name="bad", sql=str(bad), kind="regression", entity_table="article",
-             entity_col="article_id", target_col="sales")
+    t = NodeTask(name="bad", sql=str(bad), kind="regression", entity_table="article",
+                 entity_col="article_id", target_col="sales",
+                 val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     with pytest.raises(DataError, match="bad.sql"):
         t.make_table(tiny_db(), [T])
 
@@ -126,15 +128,17 @@ def test_unknown_kind_and_missing_sql():
     with pytest.raises(ValueError, match="kind"):
         task("user-churn", "customer", "customer_id", "churn", "classification")
     with pytest.raises(FileNotFoundError, match="nope.sql"):
-        NodeTask(val_timestamp="2020-09-07", test_timestamp="2020-09-14", name="x", sql="hm/nope.sql", kind="regression", entity_table="a",
-             entity_col="a", target_col="y")
+        NodeTask(name="x", sql="hm/nope.sql", kind="regression", entity_table="a",
+                 entity_col="a", target_col="y",
+                 val_timestamp="2020-09-07", test_timestamp="2020-09-14")
 
 
 def test_window_in_days_parses_without_pandas_deprecation():
     """'7d', every task YAML's window, is 7 days, and no warning that pandas 4 drops it."""
     import warnings
     kw = dict(name="s", sql="hm/item-sales.sql", kind="regression", entity_table="article",
-              entity_col="article_id", target_col="sales", val_timestamp="2020-09-07", test_timestamp="2020-09-14")
+              entity_col="article_id", target_col="sales",
+              val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert NodeTask(**kw, window="7d").delta == pd.Timedelta(days=7)
@@ -154,9 +158,10 @@ def test_bad_window_and_dates_are_named():
 
 
 def test_user_item_purchase_lists_distinct_articles_in_the_window():
-    t = LinkTask(val_timestamp="2020-09-07", test_timestamp="2020-09-14", name="user-item-purchase", sql="hm/user-item-purchase.sql", kind="link_prediction",
-             entity_table="customer", entity_col="customer_id", target_table="article",
-             target_col="article_id")
+    t = LinkTask(name="user-item-purchase", sql="hm/user-item-purchase.sql", kind="link_prediction",
+                 entity_table="customer", entity_col="customer_id", target_table="article",
+                 target_col="article_id",
+                 val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     df = t.make_table(tiny_db(), [T])
     # (t, t + 7d]: c0 bought a0 twice on t + 1d (one distinct article); c1 bought a2 on
     # t + 7d (inclusive end). c2 bought on t (not after t) and on t + 8d (outside): no row.
@@ -166,8 +171,9 @@ def test_user_item_purchase_lists_distinct_articles_in_the_window():
 
 def test_link_task_needs_a_target_table():
     with pytest.raises(ValueError, match="target_table"):
-        LinkTask(val_timestamp="2020-09-07", test_timestamp="2020-09-14", name="x", sql="hm/user-item-purchase.sql", kind="link_prediction",
-             entity_table="customer", entity_col="customer_id", target_col="article_id")
+        LinkTask(name="x", sql="hm/user-item-purchase.sql", kind="link_prediction",
+                 entity_table="customer", entity_col="customer_id", target_col="article_id",
+                 val_timestamp="2020-09-07", test_timestamp="2020-09-14")
 
 
 def test_labels_repeat_to_the_last_bit():

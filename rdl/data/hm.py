@@ -20,8 +20,7 @@ from rdl import paths
 from rdl.data import synthetic_hm
 from rdl.data.database import Database, DataError, cached_database
 # the schema, re-exported: rdl.data.hm is where readers of the H&M database look for it
-from rdl.data.hm_schema import (KAGGLE, START, as_dates, check_columns,  # noqa: F401
-                                hm_database)
+from rdl.data.hm_schema import KAGGLE, START, hm_database  # noqa: F401
 
 # -- synthetic, cached, and the loader ----------------------------------------------------------------------
 def synthetic_cache_path(seed: int = 0, scale: float = 0.02, cache_dir=None) -> Path:

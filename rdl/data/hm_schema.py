@@ -11,7 +11,6 @@ Its own module, below both :mod:`rdl.data.hm` (the loader the configs name) and
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rdl.data import checks, synthetic_hm
-from rdl.data.database import Database, DataError, Table, cached_database
+from rdl.data.database import Database, DataError, Table
 
 log = logging.getLogger(__name__)
 

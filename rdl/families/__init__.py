@@ -30,8 +30,9 @@ def family_of(task):
     for family in families():
         if isinstance(task, family.task):
             return family
+    classes = ", ".join(f.task.__name__ for f in families())
     raise ValueError(f"task {getattr(task, 'name', task)!r}: its class {type(task).__name__} "
-                     f"is no family's task class ({', '.join(f.task.__name__ for f in families())})")
+                     f"is no family's task class ({classes})")
 
 
 def model_family(model_cls):

@@ -24,7 +24,7 @@ import duckdb
 import pandas as pd
 
 from rdl.paths import TASKS_DIR
-from rdl.data.database import Database, DataError, Table
+from rdl.data.database import Database, DataError
 from rdl.tasks.ids import register, to_rows
 from rdl.tasks.kinds import Kind
 

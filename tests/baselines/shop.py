@@ -29,10 +29,10 @@ def make_task(kind: str = "regression") -> NodeTask:
     """A task on ``shop`` whose labels the tests write by hand (its SQL is never run)."""
     monitor, mode = MONITOR[kind]
     return NodeTask(name="shop-task", sql="hm/item-sales.sql", kind=kind, entity_table="shop",
-                entity_col="shop_id", target_col="y", window="7d",
-                val_timestamp=str(VAL.date()), test_timestamp=str(TEST.date()),
-                num_classes=3 if kind == "multiclass_classification" else None,
-                metrics=METRICS[kind](), monitor=monitor, monitor_mode=mode)
+                    entity_col="shop_id", target_col="y", window="7d",
+                    val_timestamp=str(VAL.date()), test_timestamp=str(TEST.date()),
+                    num_classes=3 if kind == "multiclass_classification" else None,
+                    metrics=METRICS[kind](), monitor=monitor, monitor_mode=mode)
 
 
 def shop_db() -> Database:

@@ -170,7 +170,8 @@ def test_task_sql_error_and_wrong_columns(tmp_path):
     db = small_db(["2020-08-01", "2020-09-30"])
     sql = tmp_path / "mine.sql"
     kw = dict(name="mine", sql=str(sql), kind="regression", entity_table="customer",
-              entity_col="customer_id", target_col="y", val_timestamp="2020-09-07", test_timestamp="2020-09-14")
+              entity_col="customer_id", target_col="y",
+              val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     rows = "FROM timestamps WHERE $window IS NOT NULL"  # the SQL must take $window
     sql.write_text(f"SELECT nope {rows}")
     with pytest.raises(DataError, match=rf"task 'mine': {sql} failed in DuckDB: .*nope"):
@@ -222,7 +223,8 @@ def test_task_tables_must_be_keyed_tables_of_the_database(frames):
 
     db, settings = hm_database(**frames), DataSettings.of()
     kw = dict(name="t", sql="hm/user-churn.sql", kind="binary_classification",
-              entity_col="customer_id", target_col="churn", val_timestamp="2020-09-07", test_timestamp="2020-09-14")
+              entity_col="customer_id", target_col="churn",
+              val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     with pytest.raises(DataError, match="task 't': entity_table 'customers' is not a table of "
                                         r"the database; its tables: \['article', 'customer', "
                                         "'transactions'"):

@@ -15,8 +15,8 @@ from tests.training.test_label_history import make_task, random_db
 
 @pytest.fixture(scope="module")
 def setup():
-    dm = data_module(random_db(), make_task("user-churn"), DataSettings.of(batch_size=16,
-                       num_neighbors=[6, 3], cache_dir=False, tree_prior=False))
+    dm = data_module(random_db(), make_task("user-churn"), DataSettings.of(
+        batch_size=16, num_neighbors=[6, 3], cache_dir=False, tree_prior=False))
     torch.manual_seed(0)
     model = RelGraphTransformer(budgets={"customer": 2, "transactions": 5, "article": 4,
                                          "label_history": 3},
@@ -91,7 +91,7 @@ def test_static_token_batches_give_the_dynamic_outputs(setup):
     outs, shapes = {}, {}
     for static in (False, True):
         dm = data_module(random_db(), task, DataSettings.of(batch_size=B, num_neighbors=[6, 3],
-                           cache_dir=False, tree_prior=False))
+                                                            cache_dir=False, tree_prior=False))
         dm = dm.with_shapes(Tokens(model.budgets, static))
         module = NodeTaskModule(model, task, optimizer=torch.optim.Adam, compile=False,
                                 shapes=dm.shapes).eval()
@@ -120,8 +120,8 @@ def test_context_transformer_scores_its_candidate_tokens_pairwise_and_the_rest_b
                     kind="link_prediction", entity_table="customer", entity_col="customer_id",
                     target_table="article", target_col="article_id", window="7d",
                     val_timestamp="2020-02-26", test_timestamp="2020-03-04", eval_k=4)
-    dm = data_module(random_db(), task, DataSettings.of(batch_size=8, num_neighbors=[6, 3], cache_dir=False,
-                       tree_prior=False))
+    dm = data_module(random_db(), task, DataSettings.of(batch_size=8, num_neighbors=[6, 3],
+                                                        cache_dir=False, tree_prior=False))
     torch.manual_seed(0)
     model = ContextGT(budgets={"customer": 1, "transactions": 4, "article": 8}, channels=16,
                       encoder_layers=1, heads=2, num_centroids=4, **dm.model_kwargs()).eval()

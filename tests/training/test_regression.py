@@ -37,8 +37,9 @@ def test_robust_encoder_spreads_a_heavy_tail():
 
 
 def module(stats) -> NodeTaskModule:
-    task = NodeTask(val_timestamp="2020-09-07", test_timestamp="2020-09-14", name="item-sales", sql="hm/item-sales.sql", kind="regression",
-                entity_table="article", entity_col="article_id", target_col="sales")
+    task = NodeTask(name="item-sales", sql="hm/item-sales.sql", kind="regression",
+                    entity_table="article", entity_col="article_id", target_col="sales",
+                    val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     model = torch.nn.Linear(1, 1)
     model.time_types = []
     return NodeTaskModule(model, task, optimizer=torch.optim.Adam, compile=False,

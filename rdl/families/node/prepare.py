@@ -114,7 +114,8 @@ def prepare(task: Task, db: Database, settings, shared_path: str | None = None) 
         return Database({**d.tables, HISTORY: table})
 
     data, col_stats = build_graph(task, db, graph_db, stypes, settings, extend)
-    return NodePrepared(task, db, data=data, col_stats=col_stats, label_history=settings.label_history,
+    return NodePrepared(task, db, data=data, col_stats=col_stats,
+                        label_history=settings.label_history,
                         **{k: v for k, v in out.items() if k != "seed_feature_names"},
                         seed_feature_names=tuple(out.get("seed_feature_names") or ()))
 
