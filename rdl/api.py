@@ -105,7 +105,7 @@ def data_settings(cfg: DictConfig) -> DataSettings:
     with_data_defaults`), the run's seed, and one sampled hop per message-passing layer
     (more hops would be sampled for nothing; a token model samples every hop of
     ``data.num_neighbors``: its layers attend over tokens)."""
-    cfg = with_data_defaults(cfg)
+    cfg = with_data_defaults(cfg)   # (no change to a config whose choices are made)
     model_cls = hydra.utils.get_class(cfg.model._target_)
     hops = list(cfg.data.num_neighbors)
     if not getattr(model_cls, "takes_tokens", False):
@@ -123,7 +123,8 @@ def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = Non
     cannot train raise a :class:`ValueError` before any data is read. ``prepared_path``:
     with several processes, the file through which the first shares what it prepared
     (:func:`rdl.preparation.shared`)."""
-    check_settings(with_data_defaults(cfg))
+    cfg = with_data_defaults(cfg)   # each choice logged once
+    check_settings(cfg)
     task = task if task is not None else load_task(cfg)
     check_model(task, hydra.utils.get_class(cfg.model._target_))   # rdl/nn/interface.py
     settings = data_settings(cfg)
