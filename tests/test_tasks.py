@@ -215,3 +215,13 @@ def test_each_family_trains_its_own_kinds():
     with pytest.raises(ValueError, match="kind 'regression' is not one of"):
         LinkTask(kind="regression", target_table="article", **kw)
     assert not hasattr(NodeTask(kind="regression", **kw), "target_table")
+
+
+def test_the_base_task_class_names_the_families():
+    """A task YAML written before the families (``_target_: rdl.tasks.Task``) is told which
+    class to name instead."""
+    from rdl.tasks import Task
+    with pytest.raises(ValueError, match="rdl.families.node.NodeTask"):
+        Task(name="x", sql="hm/item-sales.sql", kind="regression", entity_table="article",
+             entity_col="article_id", target_col="sales", val_timestamp="2020-09-07",
+             test_timestamp="2020-09-14")

@@ -126,6 +126,11 @@ class Task:
     labels_elsewhere: ClassVar[bool] = False
 
     def __post_init__(self):
+        if not self.kinds:   # a YAML written before the families: _target_: rdl.tasks.Task
+            raise ValueError(f"task {self.name!r}: {type(self).__name__} is what every family's "
+                             "task has; name a family's task class as the task's _target_: "
+                             "rdl.families.node.NodeTask (a label per row) or "
+                             "rdl.families.link.LinkTask (a list of rows to rank)")
         if not isinstance(self.kind, Kind):
             if self.kind not in self.kinds:
                 raise ValueError(f"task {self.name!r}: kind {self.kind!r} is not one of "
