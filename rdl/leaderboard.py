@@ -51,7 +51,7 @@ def one_task(dataset: Path, folder: Path, out: Path, name: str, overrides: list[
 
     from rdl.api import config, fit
     from rdl.predict import predict
-    from rdl.tasks.relbench import relbench_task
+    from rdl.families import relbench_task
     from rdl.training.process import configured
     task = relbench_task(folder, dataset=dataset)
     run_dir = out / "runs" / task.name

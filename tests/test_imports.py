@@ -165,6 +165,45 @@ def test_no_circle():
     assert circles(imports(modules())) == []
 
 
+def defined(file: Path) -> set[str] | None:
+    """The names a module defines at its top level (None: it makes names on demand, a
+    module ``__getattr__``)."""
+    names = set()
+    for node in ast.parse(file.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == "__getattr__":
+                return None
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.If, ast.Try)):
+            names |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            names |= {n.name for n in ast.walk(node)
+                      if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    return names
+
+
+def test_every_name_imported_from_rdl_exists():
+    """``from rdl.x import y``: ``y`` is a module of rdl or a name ``rdl.x`` defines (a name
+    moved to another module would otherwise fail only when that line runs)."""
+    mods, missing = modules(), []
+    for mod, file in mods.items():
+        for node in ast.walk(ast.parse(file.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level or \
+                    not (node.module or "").startswith("rdl"):
+                continue
+            names = defined(mods[node.module]) if node.module in mods else None
+            for a in node.names:
+                if names is not None and f"{node.module}.{a.name}" not in mods and \
+                        a.name not in names:
+                    missing.append(f"{mod}: from {node.module} import {a.name}")
+    assert not missing, "\n".join(missing)
+
+
 if __name__ == "__main__":
     for i, floor in reversed(list(enumerate(FLOORS))):
         print(f"floor {i:2d}: {'  '.join(floor)}")
