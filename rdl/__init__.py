@@ -4,21 +4,9 @@ The public API (docs/api.md): :func:`config`, :func:`load_database`, :func:`load
 :func:`prepare`, :func:`make_model` and :func:`fit`, defined in :mod:`rdl.api` and imported
 on first use, so that ``import rdl`` stays light.
 """
-import os
-from pathlib import Path
+from rdl.paths import CONF_DIR, TASKS_DIR, cache_dir
 
 __version__ = "0.1.0"
-
-#: rdl's Hydra configs and its tasks' SQL, shipped inside the package.
-CONF_DIR = Path(__file__).resolve().parent / "conf"
-TASKS_DIR = Path(__file__).resolve().parent / "tasks"
-
-
-def cache_dir() -> Path:
-    """Where rdl caches generated databases and materialised graphs: ``$RDL_CACHE`` or
-    ``~/.cache/rdl``."""
-    return Path(os.environ.get("RDL_CACHE") or Path.home() / ".cache" / "rdl")
-
 
 #: the public API, from :mod:`rdl.api`
 __all__ = ["config", "load_database", "load_task", "prepare", "make_model", "fit",

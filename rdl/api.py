@@ -27,15 +27,16 @@ from pathlib import Path
 import hydra
 import pytorch_lightning as pl
 import torch
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
 from torch import nn
 
-from rdl import baselines
 from rdl.caching import write_atomic
 from rdl.checkpoints import CONFIG_KEY, checked_resume
-from rdl.data.database import Database
+from rdl.data.database import Database, DataError
+from rdl.families import check_model, data_module, family_of
 from rdl.report import report
 from rdl.safe_load import allowed
 from rdl.settings import (check_settings, data_key, process_settings, several_processes,
@@ -44,14 +45,31 @@ from rdl.tasks import Task
 from rdl.tracking import log_results
 from rdl.training.compile import STATIC_GRAPHS
 from rdl.training.compile import stats as compile_stats
+from rdl.training.data_settings import DataSettings
 from rdl.training.datamodule import RelDataModule
-from rdl.training.link_module import LinkTaskModule
-from rdl.training.module import NodeTaskModule, TaskModule
+from rdl.training.module import TaskModule
 from rdl.training.process import configured
 from rdl.training.resume import AtomicCheckpointIO
 from rdl.training.shapes import Exact, shapes_for
 
+#: Errors that mean "your data or your settings are wrong", not "rdl has a bug"
+#: (:func:`user_error`).
+USER_ERRORS = (DataError, FileNotFoundError, ValueError)
+
 log = logging.getLogger("rdl.train")
+
+
+def user_error(e: BaseException) -> BaseException | None:
+    """The error to show a user for ``e`` (one message, no stack trace), or None where
+    ``e`` is a bug, whose traceback must stay. Hydra wraps what a class raises while
+    instantiated (``InstantiationException``): its cause tells. A ``TypeError`` is the
+    user's only as that cause, where the config's keys do not fit the signature of the
+    class it names; anywhere else it is a bug."""
+    if isinstance(e, InstantiationException):
+        cause = e.__cause__
+        mismatch = isinstance(cause, TypeError) and "argument" in str(cause)
+        return cause if isinstance(cause, USER_ERRORS) or mismatch else None
+    return e if isinstance(e, USER_ERRORS) else None
 
 
 def config(*overrides: str) -> DictConfig:
@@ -61,11 +79,11 @@ def config(*overrides: str) -> DictConfig:
     command line's)."""
     from hydra import compose, initialize_config_dir
 
-    import rdl
+    from rdl.paths import CONF_DIR
     if not any(o.lstrip("+~").startswith("output_dir=") for o in overrides):
         now = datetime.datetime.now()
         overrides = (*overrides, f"output_dir=outputs/{now:%Y-%m-%d}/{now:%H-%M-%S}")
-    with initialize_config_dir(str(rdl.CONF_DIR), version_base="1.3"):
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return compose("config", list(overrides))
 
 
@@ -81,40 +99,39 @@ def load_task(cfg: DictConfig) -> Task:
     return instantiate(cfg.task, _convert_="all", backtest=cfg.get("backtest", 0))
 
 
-def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = None, *,
-            prepared_path: str | None = None) -> RelDataModule:
-    """The data of a run, set up: a :class:`~rdl.training.datamodule.RelDataModule` whose
-    ``data`` is the graph (PyG ``HeteroData``, a TensorFrame per table), ``tables`` the
-    split tables, and whose ``train_dataloader()``... serve temporal neighbour-sampled
-    batches, as sampled (:func:`fit` pads them as a compiled model needs). Settings that
-    cannot train raise a :class:`ValueError` before any data is read. ``prepared_path``:
-    see :attr:`RelDataModule.prepared_path`."""
-    cfg = with_data_defaults(cfg)
-    check_settings(cfg)
-    task = task if task is not None else load_task(cfg)
+def data_settings(cfg: DictConfig) -> DataSettings:
+    """The run's :class:`~rdl.training.data_settings.DataSettings`, built once: ``data.*``
+    with the choices of the task and the model filled in (:func:`~rdl.settings.
+    with_data_defaults`), the run's seed, and one sampled hop per message-passing layer
+    (more hops would be sampled for nothing; a token model samples every hop of
+    ``data.num_neighbors``: its layers attend over tokens)."""
+    cfg = with_data_defaults(cfg)   # (no change to a config whose choices are made)
     model_cls = hydra.utils.get_class(cfg.model._target_)
-    if task.kind.per_seed != getattr(model_cls, "per_seed", True):  # rdl/nn/interface.py
-        raise ValueError(f"model {model_cls.__name__} cannot be trained on task {task.name!r} "
-                         f"({task.kind}); choose " + ("a node model such as model=sage"
-                                                      if task.kind.per_seed else
-                                                      "model=contextgnn, context-transformer, "
-                                                      "idgnn or two-tower"))
-    # One sampled hop per message-passing layer: more hops would be sampled for nothing.
-    # A token model samples every hop of data.num_neighbors (its layers attend over tokens).
     hops = list(cfg.data.num_neighbors)
     if not getattr(model_cls, "takes_tokens", False):
         hops = hops[: cfg.model.num_layers]
+    return DataSettings.from_config(cfg.data, num_neighbors=hops, random_seed=cfg.seed)
+
+
+def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = None, *,
+            prepared_path: str | None = None) -> RelDataModule:
+    """The data of a run, set up: its family's data module (a
+    :class:`~rdl.training.datamodule.RelDataModule`) whose ``data`` is the graph (PyG
+    ``HeteroData``, a TensorFrame per table), ``tables`` the split tables, and whose
+    ``train_dataloader()``... serve temporal neighbour-sampled batches, as sampled
+    (:func:`shaped` gives the same data shaped as a run's model needs). Settings that
+    cannot train raise a :class:`ValueError` before any data is read. ``prepared_path``:
+    with several processes, the file through which the first shares what it prepared
+    (:func:`rdl.preparation.shared`)."""
+    cfg = with_data_defaults(cfg)   # each choice logged once
+    check_settings(cfg)
+    task = task if task is not None else load_task(cfg)
+    check_model(task, hydra.utils.get_class(cfg.model._target_))   # rdl/nn/interface.py
+    settings = data_settings(cfg)
+    family_of(task).check(settings, task)   # before the database is read
     db = db if db is not None else load_database(cfg)
-    # Objects built from data go to partials: passed to instantiate, Hydra would turn them
-    # into configs (dataclasses to dicts, tuples to lists).
-    settings = OmegaConf.masked_copy(cfg.data, [k for k in cfg.data if k != "db"])
-    dm = instantiate(settings, _partial_=True, _convert_="all")(
-        db=db, task=task, num_neighbors=hops, random_seed=cfg.seed)
-    dm.prepared_path = prepared_path
-    # batches as sampled, no pad rows: a run's own shapes are set by task_module
-    dm.shapes = Exact()
-    dm.setup()
-    return dm
+    # batches as sampled, no pad rows
+    return data_module(db, task, settings, Exact(), prepared_path)
 
 
 def make_model(cfg: DictConfig, data: RelDataModule) -> nn.Module:
@@ -125,41 +142,39 @@ def make_model(cfg: DictConfig, data: RelDataModule) -> nn.Module:
                        _convert_="all")(**data.model_kwargs())
 
 
-def task_module(cfg: DictConfig, data: RelDataModule, model: nn.Module) -> TaskModule:
-    """The LightningModule that trains ``model`` on ``data``'s task with ``cfg``'s
-    optimiser, schedule and compile settings; it also sets how ``data`` shapes batches."""
-    task = data.task
+def shaped(cfg: DictConfig, data: RelDataModule, model: nn.Module) -> RelDataModule:
+    """``data`` with batches shaped as ``cfg``'s run of ``model`` needs
+    (:mod:`rdl.training.shapes`): a token model's token sets, buckets, pads for a compiled
+    model, else as sampled. The loaders and the LightningModule read the same shapes."""
     compile_options = instantiate(cfg.compile, _convert_="all")
     dynamic = compile_options.kwargs.get("dynamic", True)
-    static = compile_options.enabled and dynamic is False
-    # How batches are shaped, for the loaders and the module alike (rdl/training/shapes.py):
-    # a token model's token sets, buckets, pads for a compiled model, else as sampled.
-    data.shapes = shapes_for(model, compile_options.enabled, dynamic, data.buckets)
-    if static and data.buckets is None and not getattr(model, "takes_tokens", False):
+    buckets = data.settings.buckets
+    if compile_options.enabled and dynamic is False and buckets is None and \
+            not getattr(model, "takes_tokens", False):
         log.warning("compile.kwargs.dynamic=false without data.buckets: every batch shape "
                     "compiles a graph of its own (and after %d, Dynamo runs the model "
                     "eagerly); static-shape buckets pad batches to a few shapes: "
                     "experiment=buckets (docs/compile.md)", STATIC_GRAPHS)
-    common = dict(optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
-                  scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
-                  compile=compile_options, shapes=data.shapes)
-    if not task.kind.per_seed:
-        return LinkTaskModule(model, task, num_dst_nodes=data.model_kwargs()["num_dst_nodes"],
-                              **common)
-    module = NodeTaskModule(model, task, **common,
-                            target_stats=task.kind.target_stats(data.train_targets()))
-    if data.prior is not None:
-        # The model starts as the tree prior exactly and moves away from it only where
-        # training finds a correction.
-        model.start_from_base()
-    return module
+    return data.with_shapes(shapes_for(model, compile_options.enabled, dynamic, buckets))
+
+
+def task_module(cfg: DictConfig, data: RelDataModule, model: nn.Module) -> TaskModule:
+    """The LightningModule that trains ``model`` on ``data``'s task with ``cfg``'s
+    optimiser, schedule and compile settings, shaping batches as ``data`` does (give it
+    :func:`shaped` data)."""
+    return family_of(data.task).task_module(
+        model, data, optimizer=instantiate(cfg.optimizer), lr=cfg.lr,
+        scheduler=instantiate(cfg.scheduler) if cfg.get("scheduler") else None,
+        compile=instantiate(cfg.compile, _convert_="all"), shapes=data.shapes)
 
 
 def build(cfg: DictConfig, prepared_path: str | None = None) -> tuple:
-    """``(task, data, module)``: the task, the set-up data module and the LightningModule
-    ``cfg`` describes, each made as above."""
+    """``(task, data, module)``: the task, the data module shaped for the run and the
+    LightningModule ``cfg`` describes, each made as above."""
     data = prepare(cfg, prepared_path=prepared_path)
-    return data.task, data, task_module(cfg, data, make_model(cfg, data))
+    model = make_model(cfg, data)
+    data = shaped(cfg, data, model)
+    return data.task, data, task_module(cfg, data, model)
 
 
 def fit(cfg: DictConfig, data: RelDataModule | None = None, model: nn.Module | None = None
@@ -180,6 +195,30 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
     compiled_before = compile_stats()
     ckpt_path = checked_resume(cfg)
     out = Path(cfg.output_dir)
+    cfg, data, module, shared = _run_pieces(cfg, data, model)
+    trainer = _trainer(cfg, ckpt_path)
+    ckpt, val, test = _train(cfg, trainer, module, data, ckpt_path, shared)
+    results = {"model": {"val": _strip(val, "val/"), "test": _strip(test, "test/")}}
+    if not trainer.is_global_zero:  # one process reports
+        return results
+    task = data.task
+    results.update(family_of(task).baselines(data, _scored_rows(trainer, data)))
+    report(task, results, out)
+    log_results(trainer.loggers, results, out, ckpt)  # MLflow, W&B: rdl/tracking.py
+    # the task as run (a RelBench task's times and metric are its folder's): rdl.backtest
+    write_atomic(out / "task.json", json.dumps(
+        {"name": task.name, "val": str(task.val_time), "test": str(task.test_time),
+         "monitor": task.monitor, "monitor_mode": task.monitor_mode}, indent=2))
+    if module.compile_options.enabled:
+        _print_compiled(data, compiled_before)
+    return results
+
+
+def _run_pieces(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None
+                ) -> tuple[DictConfig, RelDataModule, TaskModule, str | None]:
+    """The config as run, the data shaped for the model, the LightningModule, whose
+    checkpoints carry the config (``rdl.predict`` rebuilds the run from it), and the file
+    through which the processes of a multi-process run share what was prepared."""
     shared = None
     if data is None:
         pl.seed_everything(cfg.seed, workers=True)
@@ -187,13 +226,18 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
         if model is None:  # a link task read from its folder: a link model
             cfg = with_kind_model(cfg, task)
         if several_processes(cfg):
-            shared = str(out / f".prepared-{data_key(cfg)}.pt")
+            shared = str(Path(cfg.output_dir) / f".prepared-{data_key(cfg)}.pt")
         data = prepare(cfg, task=task, prepared_path=shared)
-    task = data.task
-    module = task_module(cfg, data, model if model is not None else make_model(cfg, data))
-    with_task_settings(cfg, task)
-    # The composed config travels in every checkpoint: `rdl.predict` rebuilds the run from it.
+    model = model if model is not None else make_model(cfg, data)
+    data = shaped(cfg, data, model)
+    module = task_module(cfg, data, model)
+    with_task_settings(cfg, data.task)
     module.save_hyperparameters({CONFIG_KEY: OmegaConf.to_container(cfg, resolve=False)})
+    return cfg, data, module, shared
+
+
+def _trainer(cfg: DictConfig, ckpt_path: str | None) -> pl.Trainer:
+    """Lightning's trainer with ``cfg``'s callbacks and logger."""
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     if ckpt_path:
         # A resumed run keeps writing to the folder of the checkpoint it resumes from: there
@@ -205,8 +249,15 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
     logger = instantiate(cfg.logger) if cfg.get("logger") else False
     # Checkpoints written whole or not at all, whatever the temporary directory
     # (rdl/training/resume.py): a run killed while writing one resumes from the one before.
-    trainer: pl.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger,
-                                      plugins=[AtomicCheckpointIO()])
+    return instantiate(cfg.trainer, callbacks=callbacks, logger=logger,
+                       plugins=[AtomicCheckpointIO()])
+
+
+def _train(cfg: DictConfig, trainer: pl.Trainer, module: TaskModule, data: RelDataModule,
+           ckpt_path: str | None, shared: str | None) -> tuple:
+    """Trains, then evaluates the best checkpoint: ``(its path, val metrics, test
+    metrics)``. The prepared file of a multi-process run is removed once every process has
+    read it (before fit starts)."""
     # Lightning reads checkpoints as rdl.safe_load does: weights-only, unless trusted
     # (Lightning before 2.6 takes no weights_only: torch's default, weights-only, then)
     trusted = (dict(weights_only=not cfg.get("trust_checkpoint"))
@@ -223,41 +274,33 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
                                **trusted)[0]
         test = trainer.test(module, datamodule=data, ckpt_path=ckpt, verbose=False,
                             **trusted)[0]
+    return ckpt, val, test
 
-    results = {"model": {"val": _strip(val, "val/"), "test": _strip(test, "test/")}}
-    if not trainer.is_global_zero:  # one process reports
-        return results
-    # With limit_val/test_batches (or fast_dev_run) the model saw the first rows of a split
-    # only (evaluation is in table order): the baselines are scored on the same rows.
+
+def _scored_rows(trainer: pl.Trainer, data: RelDataModule) -> dict:
+    """Split -> the rows the model was scored on, where not all: with
+    limit_val/test_batches (or fast_dev_run) the model saw the first rows of a split only
+    (evaluation is in table order), and the baselines are scored on the same rows."""
     rows = {s: data.rows_in(s, n) for s, n in (("val", trainer.num_val_batches[0]),
                                               ("test", trainer.num_test_batches[0]))}
     rows = {s: n for s, n in rows.items() if n < len(data.tables[s])}
     for s, n in rows.items():
         log.info("%s: model and baselines scored on the first %d of %d rows", s, n,
                  len(data.tables[s]))
-    if task.kind.per_seed:
-        results.update(baselines.node_baselines(task, data.db, data.tables, strict=data.strict,
-                                                history=data.history, trees=data.tree_fits,
-                                                rows=rows, deep=data.deep_features))
-    else:
-        results.update(baselines.link_baselines(task, data.tables, rows=rows))
-    report(task, results, out)
-    log_results(trainer.loggers, results, out, ckpt)  # MLflow, W&B: rdl/tracking.py
-    # the task as run (a RelBench task's times and metric are its folder's): rdl.backtest
-    write_atomic(out / "task.json", json.dumps(
-        {"name": task.name, "val": str(task.val_time), "test": str(task.test_time),
-         "monitor": task.monitor, "monitor_mode": task.monitor_mode}, indent=2))
-    if module.compile_options.enabled:
-        # This job's own: the jobs of a multirun share a process and Dynamo's counters.
-        c = {k: v - compiled_before[k] for k, v in compile_stats().items()}
-        expected = "one graph per mode, train and eval, is expected"
-        if data.buckets is not None:
-            planned = sum(len(p) for p in data.bucket_profiles.values())
-            expected = (f"one graph per mode and bucket used is expected, of {planned} "
-                        "buckets planned")
-        print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
-              f"breaks ({expected}; compile.log=true says why each happened)")
-    return results
+    return rows
+
+
+def _print_compiled(data: RelDataModule, compiled_before: dict) -> None:
+    """How many graphs this job compiled, against what is expected (this job's own: the
+    jobs of a multirun share a process and Dynamo's counters)."""
+    c = {k: v - compiled_before[k] for k, v in compile_stats().items()}
+    expected = "one graph per mode, train and eval, is expected"
+    if data.settings.buckets is not None:
+        planned = sum(len(p) for p in data.bucket_profiles.values())
+        expected = (f"one graph per mode and bucket used is expected, of {planned} "
+                    "buckets planned")
+    print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
+          f"breaks ({expected}; compile.log=true says why each happened)")
 
 
 def _strip(metrics: dict, prefix: str) -> dict:

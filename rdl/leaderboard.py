@@ -51,7 +51,7 @@ def one_task(dataset: Path, folder: Path, out: Path, name: str, overrides: list[
 
     from rdl.api import config, fit
     from rdl.predict import predict
-    from rdl.tasks.relbench import relbench_task
+    from rdl.families import relbench_task
     from rdl.training.process import configured
     task = relbench_task(folder, dataset=dataset)
     run_dir = out / "runs" / task.name
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         folders = [f for f in folders if f.name in args.tasks]
     if not folders:
         p.error(f"{dataset}: no RelBench task folders in {dataset / 'tasks'}")
-    from rdl.train import USER_ERRORS
+    from rdl.api import user_error
     name = dataset_name(dataset)
     out = (args.out or Path(f"{name}-rdl")).resolve()
     (out / "submission").mkdir(parents=True, exist_ok=True)
@@ -99,12 +99,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {name}/{folder.name}", flush=True)
         try:
             print(one_task(dataset, folder, out, name, args.overrides), "\n", flush=True)
-        except USER_ERRORS as e:   # one task's failure leaves the others to run
+        except Exception as e:   # one task's failure leaves the others to run
             failed.append(folder.name)
-            print(f"error: {folder.name}: {e}\n", file=sys.stderr, flush=True)
-        except Exception:   # a bug: its traceback
-            failed.append(folder.name)
-            traceback.print_exc()
+            if user_error(e) is None:   # a bug: its traceback
+                traceback.print_exc()
+            else:
+                print(f"error: {folder.name}: {user_error(e)}\n", file=sys.stderr, flush=True)
     print(f"submission: {out / 'submission'} ({len(os.listdir(out / 'submission'))} files; "
           f"check it with: python -m relbench.submit {out / 'submission'})")
     if failed:

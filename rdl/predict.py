@@ -33,15 +33,14 @@ import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rdl.baselines.link import pad_lists
+from rdl.api import build, user_error
 from rdl.caching import atomic_file
-from rdl.baselines.scoring import score, score_tensors
-from rdl.data.database import DataError
-from rdl.graph.columns import is_list_column
-from rdl.api import build
 from rdl.checkpoints import read_checkpoint
+from rdl.data.database import DataError
+from rdl.families import family_of
+from rdl.families.family import original_ids
+from rdl.graph.columns import is_list_column
 from rdl.safe_load import check_targets
-from rdl.train import USER_ERRORS
 from rdl.training.process import configured
 
 log = logging.getLogger("rdl.predict")
@@ -70,12 +69,12 @@ def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
     run = OmegaConf.merge(run, cfg.get("run") or {})
     if cfg.split == "now":  # the seeds at the database's last time, the whole database in the graph
         OmegaConf.update(run, "data.now", True, force_add=True)
+    OmegaConf.update(run, "data.predict_split", cfg.split, force_add=True)
     pl.seed_everything(run.seed, workers=True)
     task, dm, module = build(run)
     state = ckpt["state_dict"]
     check_schema(cfg.ckpt_path, module.state_dict(), state)
     module.load_state_dict(state)
-    dm.predict_split = cfg.split
     trainer = pl.Trainer(accelerator=cfg.accelerator, devices=1, logger=False,
                          enable_checkpointing=False, inference_mode=False,
                          enable_progress_bar=False, enable_model_summary=False)
@@ -87,7 +86,7 @@ def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
         raise RuntimeError(f"predicted {len(ids)} rows for the {len(dm.tables[cfg.split])} "
                            f"rows of split {cfg.split!r}")
     pred = pred[torch.from_numpy(order)]
-    table, metrics = layout(task, dm, cfg.split, pred)
+    table, metrics = layout(dm, cfg.split, pred)
     out = Path(cfg.output) if cfg.get("output") else (
         Path(cfg.ckpt_path).resolve().parent.parent / f"predictions_{cfg.split}.{cfg.format}")
     write(table, out, cfg.format)
@@ -110,31 +109,19 @@ def check_schema(path, want: dict, got: dict) -> None:
                         "parameters " + "; ".join(parts))
 
 
-def layout(task, dm, split: str, pred: torch.Tensor) -> tuple[pd.DataFrame, dict]:
-    """The split's predictions in RelBench's layout, and its metrics."""
-    df = dm.tables[split]
-    keys = getattr(dm.db, "keys", {})
-    ent = df[task.entity_col].to_numpy()
-    # the seed time under the task's own name (a RelBench autocomplete task's is its
-    # table's time column): RelBench's evaluator joins on it
+def layout(dm, split: str, pred: torch.Tensor) -> tuple[pd.DataFrame, dict]:
+    """The split's predictions in RelBench's layout, and its metrics: the seed time under
+    the task's own name (a RelBench autocomplete task's is its table's time column, which
+    RelBench's evaluator joins on), the entity's id, and the family's columns."""
+    task, df = dm.task, dm.tables[split]
     table = pd.DataFrame({task.time_col: df["timestamp"].to_numpy(),
-                          task.entity_col: _original(keys, task.entity_table, ent)})
-    labelled = split != "now"  # "now" has no labels yet: nothing to score
-    if not task.kind.per_seed:   # the top k target rows, as the files' keys
-        top = pred.numpy()
-        original = _original(keys, task.target_table, top.reshape(-1)).reshape(top.shape)
-        table[task.target_col] = list(original)
-        truth = pad_lists(df[task.target_col].map(list).tolist(), 1)
-        return table, score_tensors(task, pred, truth) if labelled else {}
-    for col, values in task.kind.prediction_columns(task.target_col, pred).items():
+                          task.entity_col: original_ids(dm.db, task.entity_table,
+                                                        df[task.entity_col].to_numpy())})
+    # "now" has no labels yet: nothing to score
+    columns, metrics = family_of(task).predictions(dm, split, pred, labelled=split != "now")
+    for col, values in columns.items():
         table[col] = values
-    return table, score(task, pred.numpy(), df) if labelled else {}
-
-
-def _original(keys: dict, table: str, rows: np.ndarray) -> np.ndarray:
-    """Row positions as the source files' keys, where the loader kept them."""
-    index = keys.get(table)
-    return rows if index is None else index.to_numpy()[rows]
+    return table, metrics
 
 
 def _plain(x):
@@ -159,10 +146,10 @@ def main(cfg: DictConfig) -> None:
     try:
         with configured(verbose=bool(cfg.get("verbose", False))):   # undone when it ends
             out, table, metrics = predict(cfg)
-    except USER_ERRORS as e:
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+    except Exception as e:
+        if user_error(e) is None or os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {user_error(e)}", file=sys.stderr)
         raise SystemExit(1) from None
     print(f"{len(table)} predictions written to {out}")
     if metrics:

@@ -3,19 +3,19 @@ refused before any data is read, the data settings a task or model chose are fil
 and what a run sets up in its process is read off the config."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import inspect
 import logging
 import math
-
 from pathlib import Path
 
 import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from rdl import TASKS_DIR
-from rdl.training.datamodule import RelDataModule
+from rdl.families import family_of, model_family
+from rdl.paths import CONF_DIR, TASKS_DIR
+from rdl.training.data_settings import CHOSEN, DataSettings
 
 log = logging.getLogger("rdl.train")
 
@@ -50,7 +50,8 @@ def check_settings(cfg: DictConfig) -> None:
     need(all(_whole(k) and (k >= 1 or k == -1) for k in hops), "data.num_neighbors",
          hops, "each fan-out must be an integer >= 1, or -1 for all neighbours")
     if not getattr(model_cls, "takes_tokens", False):
-        # one sampled hop per message-passing layer (see build): missing hops sample nothing
+        # one sampled hop per message-passing layer (rdl.api.data_settings): missing hops
+        # sample nothing
         need(len(hops) >= layers, "data.num_neighbors", hops,
              f"one fan-out per message-passing layer is needed: model.num_layers={layers}")
     for key in ("batch_size", "eval_batch_size"):
@@ -70,19 +71,16 @@ def check_settings(cfg: DictConfig) -> None:
          "windows >= 0 (how far back to move the val and test times)")
 
 
-#: the data settings a task or a model may choose (``data_defaults`` in its own section)
-CHOSEN = ("num_neighbors", "strategy", "bidirectional", "triplets")
-
-
 def with_data_defaults(cfg: DictConfig) -> DictConfig:
     """``cfg`` with each data setting of :data:`CHOSEN` that is null filled in: from the
     task's ``data_defaults`` (what won its validation sweep), else the model's (what it
     needs: ID-GNN messages both ways, two-tower triplets), else the data module's own
-    default. Each value a task or model chose is logged: no group writes into another's
-    section, and a value given on the command line always stands."""
+    default (:class:`~rdl.training.data_settings.DataSettings`, where it lives). Each value a
+    task or model chose is logged: no group writes into another's section, and a value
+    given on the command line always stands."""
     cfg = cfg.copy()
     task, model = cfg.task.get("data_defaults") or {}, cfg.model.get("data_defaults") or {}
-    own = inspect.signature(RelDataModule).parameters
+    own = {f.name: f.default for f in dataclasses.fields(DataSettings)}
     for key in CHOSEN:
         if cfg.data.get(key) is not None:
             continue
@@ -93,7 +91,7 @@ def with_data_defaults(cfg: DictConfig) -> DictConfig:
                 cfg.data[key] = chosen[key]
                 break
         else:
-            default = own[key].default
+            default = own[key]
             cfg.data[key] = list(default) if isinstance(default, tuple) else default
     return cfg
 
@@ -105,9 +103,8 @@ def with_kind_model(cfg: DictConfig, task) -> DictConfig:
     trains with a link model. The model settings the config changed from the default model's
     (``model.channels=16``) carry over where the new model has them."""
     model_cls = hydra.utils.get_class(cfg.model._target_)
-    if task.kind.per_seed == getattr(model_cls, "per_seed", True) or _named("model"):
+    if model_family(model_cls) is family_of(task) or _named("model"):
         return cfg
-    from rdl import CONF_DIR
     name = task.kind.default_model
     new = OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml")
     default = OmegaConf.load(CONF_DIR / "model" / "sage.yaml")   # the config's default model

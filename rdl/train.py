@@ -12,30 +12,22 @@ import os
 import sys
 
 import hydra
-from hydra.errors import InstantiationException
 from omegaconf import DictConfig
 
-from rdl.api import fit
-from rdl.data.database import DataError
-
-# Errors that mean "your data or your settings are wrong", not "rdl has a bug".
-USER_ERRORS = (DataError, FileNotFoundError, ValueError, TypeError)
+from rdl.api import fit, user_error
 
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float:
     try:
         results = fit(cfg)   # sets up the process for the run, undone when it ends
-    except (InstantiationException, *USER_ERRORS) as e:
+    except Exception as e:
         # Bad data or settings: one clear message, no stack trace (HYDRA_FULL_ERROR=1 shows
         # it). Anything else is a bug and keeps its traceback.
-        if isinstance(e, InstantiationException) and not isinstance(e.__cause__, USER_ERRORS):
+        error = user_error(e)
+        if error is None or os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        if isinstance(e, InstantiationException):  # the cause's message, not Hydra's wrapping
-            e = e.__cause__
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {error}", file=sys.stderr)
         raise SystemExit(1) from None
     return results["model"]["val"].get(cfg.task.monitor)  # for sweepers
 

@@ -85,17 +85,17 @@ def test_link_task_trains_on_the_generated_forum(tmp_path, run_train):
     assert {"popularity (last window)", "past links"} <= set(results)
 
 
-def test_the_readme_shows_the_forum_s_schema():
-    """The README's data=folder example is the generator's schema (test_readme.py runs its
-    command on the README's copy)."""
+def test_the_docs_show_the_forum_s_schema():
+    """docs/data.md's schema example is the generator's schema (the README's data=folder
+    command reads the generated forum, test_readme.py runs it)."""
     import re
 
     import yaml
 
     import rdl
     from rdl.data.forum import SCHEMA
-    readme = (rdl.CONF_DIR.parents[1] / "README.md").read_text()
-    shown = re.search(r"^```yaml\n(# forum/schema.yaml.*?)^```", readme, re.M | re.S)
+    page = (rdl.CONF_DIR.parents[1] / "docs" / "data.md").read_text()
+    shown = re.search(r"^```yaml\n(# forum/schema.yaml.*?)^```", page, re.M | re.S)
     assert shown and yaml.safe_load(shown.group(1)) == yaml.safe_load(SCHEMA)
 
 

@@ -52,8 +52,9 @@ def test_installed_rdl_composes_from_any_directory(installed, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "name: item-sales" in out.stdout and "sql: hm/item-sales.sql" in out.stdout
     # the task's SQL and the installed copy of rdl are what it found
-    check = ("import rdl; from rdl.tasks import Task; "
-             "t = Task('x', 'hm/item-sales.sql', 'regression', 'article', 'article_id', 'y'); "
+    check = ("import rdl; from rdl.families.node import NodeTask; "
+             "t = NodeTask('x', 'hm/item-sales.sql', 'regression', 'article', 'article_id', 'y', "
+             "'7d', '2020-09-07', '2020-09-14'); "
              "print(rdl.__file__, t.sql_path)")
     out = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300, check=True)
@@ -62,16 +63,17 @@ def test_installed_rdl_composes_from_any_directory(installed, tmp_path):
 
 
 def test_a_users_own_task_sql_in_the_working_directory(tmp_path, monkeypatch):
-    from rdl.tasks import Task
+    from rdl.families.node import NodeTask
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "x.sql").write_text("select 1")
     monkeypatch.chdir(tmp_path)
-    task = Task("x", "mine/x.sql", "regression", "article", "article_id", "y")
+    dates = ("7d", "2020-09-07", "2020-09-14")
+    task = NodeTask("x", "mine/x.sql", "regression", "article", "article_id", "y", *dates)
     # found from the working directory, kept whole (a run's config then works from anywhere)
     assert task.sql_path.is_absolute()
     assert task.sql_path.resolve() == (tmp_path / "mine" / "x.sql").resolve()
     with pytest.raises(FileNotFoundError, match="nope.sql"):
-        Task("x", "mine/nope.sql", "regression", "article", "article_id", "y")
+        NodeTask("x", "mine/nope.sql", "regression", "article", "article_id", "y", *dates)
 
 
 def test_console_scripts_run_the_commands(installed, tmp_path):

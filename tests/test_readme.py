@@ -263,8 +263,8 @@ class Project:
         from rdl.data.forum import write_forum
         self.root, self.cwd, self.home = root, root / "project", root / "home"
         self.cwd.mkdir()
-        # The files of the README's data=folder example (a tiny generated forum); its
-        # schema.yaml is then replaced by the README's own.
+        # The files of the README's data=folder example (a tiny generated forum, with the
+        # schema docs/data.md shows: tests/test_forum.py)
         write_forum(self.cwd / "forum", scale=TINY_DATA.db.scale)
         for name, text in readme_files(TEXT).items():
             (self.cwd / name).parent.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ def test_an_autocomplete_task_outside_its_dataset_hides_its_label(rel_stack, tmp
 
     from rdl.data import DataError
     from rdl.data.relbench import load_relbench
-    from rdl.tasks.relbench import relbench_task
+    from rdl.families import relbench_task
     from relbench_shapes import write_autocomplete_files
     folder = write_autocomplete_files(rel_stack, tmp_path / "my-tasks" / "user-reputation")
     with pytest.raises(DataError, match=r"user-reputation: its dataset is not at .* label "
@@ -78,7 +78,7 @@ def test_class_labels_in_label_files_are_not_silently_regression(rel_stack, tmp_
     import logging
 
     from rdl.data import DataError
-    from rdl.tasks.relbench import relbench_task
+    from rdl.families import relbench_task
     ints = relabel(rel_stack, tmp_path, "user-level", lambda df: df["OwnerUserId"] % 3)
     with caplog.at_level(logging.WARNING, logger="rdl.tasks.relbench"):
         assert relbench_task(ints, dataset=rel_stack).kind.name == "regression"
@@ -108,7 +108,7 @@ def test_rows_without_a_time_are_dropped_and_counted(tmp_path, caplog):
     from relbench_shapes import stack_tables, write_rel_stack
 
     from rdl.data.relbench import load_relbench
-    from rdl.tasks.relbench import relbench_task
+    from rdl.families import relbench_task
     frames = stack_tables()
     users = frames["users"]
     users.loc[[3, 17, 30], "CreationDate"] = pd.NaT

@@ -85,23 +85,24 @@ def test_relbench_accepts_rdls_files_and_scores_as_rdl(relbench_v3, relbench3, t
     from rdl.baselines.scoring import score
     from rdl.data.relbench import load_relbench
     from rdl.predict import layout, write
-    from rdl.tasks.relbench import relbench_task
+    from rdl.families import relbench_task
+    from rdl.families.link import LinkTask
     db = load_relbench(relbench_v3)
     gen = torch.Generator().manual_seed(0)
     files, ours = {}, {}
     for name in ("user-churn", "user-ltv", "user-item-purchase", "review-rating"):
         task = relbench_task(relbench_v3 / "tasks" / name)
         test = task.split_table("test", task.database(db))
-        if task.kind.per_seed:
+        if not isinstance(task, LinkTask):
             pred = torch.rand(len(test), generator=gen) * (1 if name == "user-churn" else 5)
         else:
             pred = torch.stack([torch.randperm(len(db["product"]), generator=gen)[:task.eval_k]
                                 for _ in range(len(test))])
-        table, ours[name] = layout(task, types.SimpleNamespace(tables={"test": test}, db=db),
-                                   "test", pred)
+        table, ours[name] = layout(
+            types.SimpleNamespace(task=task, tables={"test": test}, db=db), "test", pred)
         files[name] = tmp_path / f"{name}.csv"
         write(table, files[name], "csv")
-        if task.kind.per_seed:
+        if not isinstance(task, LinkTask):
             assert ours[name] == pytest.approx(score(task, pred.numpy(), test))
         else:  # a JSON list per cell
             cell = pd.read_csv(files[name])["product_id"].iloc[0]
@@ -165,6 +166,7 @@ def test_rel_hm_through_relbench_is_rel_hm(rel_hm, tiny_cfg):
     rel-hm tasks label it as RelBench's rel-hm task classes do, row for row."""
     from hydra.utils import instantiate
     from rdl.data.hm import load_hm
+    from rdl.families.link import LinkTask
     db, root = rel_hm
     back = load_hm("relbench", path=root)
     for name, tab in db:
@@ -175,7 +177,7 @@ def test_rel_hm_through_relbench_is_rel_hm(rel_hm, tiny_cfg):
         for split in SPLITS:
             assert_same(task.split_table(split, back),
                         theirs.get_table(split, mask_input_cols=False).df,
-                        task.entity_col, task.target_col, per_seed=task.kind.per_seed)
+                        task.entity_col, task.target_col, lists=isinstance(task, LinkTask))
 
 
 @pytest.mark.slow

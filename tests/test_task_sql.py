@@ -55,16 +55,17 @@ def test_task_sql_sees_the_files_ids(tmp_path):
     """``WHERE o.product = 'ABC'``: the SQL filters by the files' own ids (it failed:
     "Could not convert string 'ABC' to INT64"); the rows it returns are mapped to rows,
     node and link tasks alike."""
-    from rdl.tasks import Task
+    from rdl.families.node import NodeTask
+    from rdl.families.link import LinkTask
     db = shop(tmp_path)
     (tmp_path / "abc.sql").write_text(
         "SELECT s.timestamp, u.name, COUNT(o.product) FILTER (WHERE o.product = 'ABC' AND "
         "o.day > s.timestamp AND o.day <= s.timestamp + $window) AS abc "
         "FROM timestamps s, users u LEFT JOIN orders o ON o.user = u.name "
         "WHERE u.name IN ('zoe', 'amy') GROUP BY s.timestamp, u.name")
-    task = Task(name="abc", sql=str(tmp_path / "abc.sql"), kind="regression",
-                entity_table="users", entity_col="name", target_col="abc", window="6d",
-                val_timestamp="2024-01-25", test_timestamp="2024-02-01")
+    task = NodeTask(name="abc", sql=str(tmp_path / "abc.sql"), kind="regression",
+                    entity_table="users", entity_col="name", target_col="abc", window="6d",
+                    val_timestamp="2024-01-25", test_timestamp="2024-02-01")
     df = task.split_table("val", db)
     names = list(db.keys["users"][df["name"]])
     # order i (Jan 1 + i) is of ABC where i % 3 == 0, by zoe where i is even: in
@@ -75,10 +76,10 @@ def test_task_sql_sees_the_files_ids(tmp_path):
         "SELECT s.timestamp, o.user, LIST(DISTINCT o.product) AS product FROM timestamps s "
         "JOIN orders o ON o.day > s.timestamp AND o.day <= s.timestamp + $window "
         "WHERE o.product <> 'QRS' GROUP BY s.timestamp, o.user")
-    link = Task(name="bought", sql=str(tmp_path / "bought.sql"), kind="link_prediction",
-                entity_table="users", entity_col="user", target_col="product",
-                target_table="products", window="6d", val_timestamp="2024-01-25",
-                test_timestamp="2024-02-01")
+    link = LinkTask(name="bought", sql=str(tmp_path / "bought.sql"), kind="link_prediction",
+                    entity_table="users", entity_col="user", target_col="product",
+                    target_table="products", window="6d", val_timestamp="2024-01-25",
+                    test_timestamp="2024-02-01")
     df = link.split_table("val", db)
     got = {db.keys["users"][u]: sorted(db.keys["products"][list(p)])
            for u, p in zip(df["user"], df["product"])}

@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from rdl.data import Database, DataError, Table
-from rdl.tasks import Task
+from rdl.families.link import LinkTask
+from rdl.families.node import NodeTask
 
 
 def tiny_db() -> Database:
@@ -33,8 +34,9 @@ def tiny_db() -> Database:
 
 
 def task(name, entity_table, entity_col, target_col, kind):
-    return Task(name=name, sql=f"hm/{name}.sql", kind=kind, entity_table=entity_table,
-                entity_col=entity_col, target_col=target_col)
+    return NodeTask(name=name, sql=f"hm/{name}.sql", kind=kind, entity_table=entity_table,
+                    entity_col=entity_col, target_col=target_col,
+                    val_timestamp="2020-09-07", test_timestamp="2020-09-14")
 
 
 T = pd.Timestamp("2020-01-08")
@@ -72,9 +74,9 @@ def test_item_sales_every_article_window_edges():
 
 def test_splits_are_labelled_on_their_cut():
     db = tiny_db()
-    sales = Task(name="item-sales", sql="hm/item-sales.sql", kind="regression",
-                 entity_table="article", entity_col="article_id", target_col="sales",
-                 val_timestamp="2020-01-08", test_timestamp="2020-01-09", window="1d")
+    sales = NodeTask(name="item-sales", sql="hm/item-sales.sql", kind="regression",
+                     entity_table="article", entity_col="article_id", target_col="sales",
+                     val_timestamp="2020-01-08", test_timestamp="2020-01-09", window="1d")
     # Train seed times run back from val - 1d to the first row; a train label window never
     # extends past val_timestamp, and the table is computed with rows <= val only.
     train = sales.split_table("train", db)
@@ -92,21 +94,22 @@ def test_backtest_moves_every_split_back_whole_windows():
     db = tiny_db()
     kw = dict(name="item-sales", sql="hm/item-sales.sql", kind="regression",
               entity_table="article", entity_col="article_id", target_col="sales", window="1d")
-    moved = Task(**kw, val_timestamp="2020-01-10", test_timestamp="2020-01-11", backtest=2)
-    same = Task(**kw, val_timestamp="2020-01-08", test_timestamp="2020-01-09")
+    moved = NodeTask(**kw, val_timestamp="2020-01-10", test_timestamp="2020-01-11", backtest=2)
+    same = NodeTask(**kw, val_timestamp="2020-01-08", test_timestamp="2020-01-09")
     assert (moved.val_time, moved.test_time) == (same.val_time, same.test_time)
     for split in ("train", "val", "test"):
         pd.testing.assert_frame_equal(moved.split_table(split, db), same.split_table(split, db))
     assert moved.split_table("train", db)["timestamp"].max() == pd.Timestamp("2020-01-07")
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match=f"backtest {bad!r} must be a whole number"):
-            Task(**kw, backtest=bad)
+            NodeTask(**kw, val_timestamp="2020-01-08", test_timestamp="2020-01-09",
+                     backtest=bad)
 
 
 def test_split_without_enough_future_rows_is_an_error():
-    sales = Task(name="item-sales", sql="hm/item-sales.sql", kind="regression",
-                 entity_table="article", entity_col="article_id", target_col="sales",
-                 val_timestamp="2020-01-08", test_timestamp="2020-01-14")
+    sales = NodeTask(name="item-sales", sql="hm/item-sales.sql", kind="regression",
+                     entity_table="article", entity_col="article_id", target_col="sales",
+                     val_timestamp="2020-01-08", test_timestamp="2020-01-14")
     with pytest.raises(DataError, match="test split is empty: test labels need rows up to"):
         sales.split_table("test", tiny_db())
 
@@ -114,8 +117,9 @@ def test_split_without_enough_future_rows_is_an_error():
 def test_bad_sql_names_the_file(tmp_path):
     bad = tmp_path / "bad.sql"
     bad.write_text("SELECT nope FROM timestamps")
-    t = Task(name="bad", sql=str(bad), kind="regression", entity_table="article",
-             entity_col="article_id", target_col="sales")
+    t = NodeTask(name="bad", sql=str(bad), kind="regression", entity_table="article",
+                 entity_col="article_id", target_col="sales",
+                 val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     with pytest.raises(DataError, match="bad.sql"):
         t.make_table(tiny_db(), [T])
 
@@ -124,37 +128,40 @@ def test_unknown_kind_and_missing_sql():
     with pytest.raises(ValueError, match="kind"):
         task("user-churn", "customer", "customer_id", "churn", "classification")
     with pytest.raises(FileNotFoundError, match="nope.sql"):
-        Task(name="x", sql="hm/nope.sql", kind="regression", entity_table="a",
-             entity_col="a", target_col="y")
+        NodeTask(name="x", sql="hm/nope.sql", kind="regression", entity_table="a",
+                 entity_col="a", target_col="y",
+                 val_timestamp="2020-09-07", test_timestamp="2020-09-14")
 
 
 def test_window_in_days_parses_without_pandas_deprecation():
     """'7d', every task YAML's window, is 7 days, and no warning that pandas 4 drops it."""
     import warnings
     kw = dict(name="s", sql="hm/item-sales.sql", kind="regression", entity_table="article",
-              entity_col="article_id", target_col="sales")
+              entity_col="article_id", target_col="sales",
+              val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert Task(**kw, window="7d").delta == pd.Timedelta(days=7)
-        assert Task(**kw, window="1d12h").delta == pd.Timedelta(hours=36)
-        assert Task(**kw, window="2 days").delta == pd.Timedelta(days=2)
+        assert NodeTask(**kw, window="7d").delta == pd.Timedelta(days=7)
+        assert NodeTask(**kw, window="1d12h").delta == pd.Timedelta(hours=36)
+        assert NodeTask(**kw, window="2 days").delta == pd.Timedelta(days=2)
 
 
 def test_bad_window_and_dates_are_named():
     kw = dict(name="s", sql="hm/item-sales.sql", kind="regression", entity_table="article",
               entity_col="article_id", target_col="sales")
     with pytest.raises(ValueError, match="window 'abc'"):
-        Task(**kw, window="abc")
+        NodeTask(**kw, window="abc")
     with pytest.raises(ValueError, match="val_timestamp 'soon'"):
-        Task(**kw, val_timestamp="soon")
+        NodeTask(**kw, val_timestamp="soon")
     with pytest.raises(ValueError, match="precedes"):
-        Task(**kw, val_timestamp="2020-09-14", test_timestamp="2020-09-07")
+        NodeTask(**kw, val_timestamp="2020-09-14", test_timestamp="2020-09-07")
 
 
 def test_user_item_purchase_lists_distinct_articles_in_the_window():
-    t = Task(name="user-item-purchase", sql="hm/user-item-purchase.sql", kind="link_prediction",
-             entity_table="customer", entity_col="customer_id", target_table="article",
-             target_col="article_id")
+    t = LinkTask(name="user-item-purchase", sql="hm/user-item-purchase.sql", kind="link_prediction",
+                 entity_table="customer", entity_col="customer_id", target_table="article",
+                 target_col="article_id",
+                 val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     df = t.make_table(tiny_db(), [T])
     # (t, t + 7d]: c0 bought a0 twice on t + 1d (one distinct article); c1 bought a2 on
     # t + 7d (inclusive end). c2 bought on t (not after t) and on t + 8d (outside): no row.
@@ -164,8 +171,9 @@ def test_user_item_purchase_lists_distinct_articles_in_the_window():
 
 def test_link_task_needs_a_target_table():
     with pytest.raises(ValueError, match="target_table"):
-        Task(name="x", sql="hm/user-item-purchase.sql", kind="link_prediction",
-             entity_table="customer", entity_col="customer_id", target_col="article_id")
+        LinkTask(name="x", sql="hm/user-item-purchase.sql", kind="link_prediction",
+                 entity_table="customer", entity_col="customer_id", target_col="article_id",
+                 val_timestamp="2020-09-07", test_timestamp="2020-09-14")
 
 
 def test_labels_repeat_to_the_last_bit():
@@ -187,3 +195,33 @@ def test_labels_repeat_to_the_last_bit():
     first = sales.make_table(db, times)["sales"].to_numpy()
     for _ in range(5):
         assert np.array_equal(sales.make_table(db, times)["sales"].to_numpy(), first)
+
+
+def test_a_task_has_no_default_split_dates():
+    """The split times are a task's own: a generic task does not fall back on H&M's."""
+    with pytest.raises(ValueError, match="val_timestamp is missing"):
+        NodeTask(name="x", sql="hm/item-sales.sql", kind="regression", entity_table="article",
+                 entity_col="article_id", target_col="sales")
+
+
+def test_each_family_trains_its_own_kinds():
+    """A node task cannot be link prediction, nor a link task regression: the kinds are
+    the family's (a link task holds the link-only settings, a node task none of them)."""
+    kw = dict(name="x", sql="hm/user-item-purchase.sql", entity_table="customer",
+              entity_col="customer_id", target_col="article_id", val_timestamp="2020-09-07",
+              test_timestamp="2020-09-14")
+    with pytest.raises(ValueError, match="kind 'link_prediction' is not one of"):
+        NodeTask(kind="link_prediction", **kw)
+    with pytest.raises(ValueError, match="kind 'regression' is not one of"):
+        LinkTask(kind="regression", target_table="article", **kw)
+    assert not hasattr(NodeTask(kind="regression", **kw), "target_table")
+
+
+def test_the_base_task_class_names_the_families():
+    """A task YAML written before the families (``_target_: rdl.tasks.Task``) is told which
+    class to name instead."""
+    from rdl.tasks import Task
+    with pytest.raises(ValueError, match="rdl.families.node.NodeTask"):
+        Task(name="x", sql="hm/item-sales.sql", kind="regression", entity_table="article",
+             entity_col="article_id", target_col="sales", val_timestamp="2020-09-07",
+             test_timestamp="2020-09-14")

@@ -15,7 +15,7 @@ from rdl.data.database import Table
 from rdl.features.labels import visible_labels
 from rdl.features.table import WINDOWS, child_features
 from rdl.graph import TemporalSampler
-from rdl.tasks import Task
+from rdl.families.node import NodeTask
 from rdl.visibility import visible
 
 RNG = np.random.default_rng(0)
@@ -66,8 +66,9 @@ def test_the_feature_table_counts_exactly_the_visible_rows(strict):
 def test_the_label_history_shows_exactly_the_closed_windows():
     """A label is a row at the time its window closes, visible at that very time (strict
     or not: every row it counts lies before)."""
-    task = Task(name="t", sql="hm/user-churn.sql", kind="regression", entity_table="e",
-                entity_col="ent", target_col="y")
+    task = NodeTask(name="t", sql="hm/user-churn.sql", kind="regression", entity_table="e",
+                    entity_col="ent", target_col="y",
+                    val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     t0 = pd.Timestamp("2024-01-01")
     # one label per entity and seed time, as a task's are
     first = pd.DataFrame({"ent": ENT, "day": TIME}).drop_duplicates().index.to_numpy()

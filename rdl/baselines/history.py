@@ -1,7 +1,7 @@
 """Baselines from the entity's own earlier labels (the task's label history).
 
 A seed ``(entity, s)`` sees the labels of the entity's earlier seed times whose window has
-closed by ``s`` (``available <= s``, :meth:`~rdl.tasks.Task.history`), in either sampling
+closed by ``s`` (``available <= s``, :meth:`~rdl.families.node.NodeTask.history`), in either sampling
 mode. From them:
 
 - **last label**: the most recent such label;

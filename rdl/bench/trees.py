@@ -31,10 +31,11 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     from rdl.baselines.trees import (DEPTH1, DEPTH2, fit_lightgbm, fit_tree_baselines,
                                      select_on_val)
     from rdl.features.deep import DeepSettings
+    from rdl.families.node import NodeTask
 
     cfg = config(f"task={task_name}", f"backtest={back}", *overrides)
     db, task = load_database(cfg), load_task(cfg)
-    if not task.kind.per_seed:
+    if not isinstance(task, NodeTask):   # the node family's baselines
         raise SystemExit(f"task {task_name!r} is {task.kind.name}: the tree baselines are "
                          "node tasks' (leave it out of --tasks)")
     db = task.database(db)

@@ -38,6 +38,7 @@ import yaml
 
 from rdl.data import files
 from rdl.data.keys import check_references, map_foreign_keys
+from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
 from rdl.data.checks import (check_finite, check_key, looks_like_times, missing_words,
                              numbers, parse_numbers, parse_times)
@@ -48,31 +49,6 @@ TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing"}
 SCHEMA_KEYS = {"tables", "dangling", "missing"}
 DANGLING = ("null", "drop", "fail")
 STYPES = {s.value for s in torch_frame.stype} | {"drop"}
-
-
-class TableSchema:
-    """One table of a schema: where its rows are and what its columns mean."""
-
-    def __init__(self, name: str, file: Path, pkey: str | None, fkeys: dict[str, str],
-                 time: str | None, stypes: dict[str, str | None]):
-        self.name, self.file, self.pkey, self.fkeys = name, file, pkey, fkeys
-        self.time, self.stypes = time, stypes
-        self.parts: list[Path] = []   # its data files (files.parts)
-        self.missing: list[str] = []  # words the schema says mean missing
-
-    @property
-    def base(self) -> Path | None:
-        """The folder of a table written as parts (hive partitions below it), else None."""
-        return self.file if self.file.is_dir() else None
-
-    def where(self, col: str | None = None) -> str:
-        """``file (table 't', column 'c')``: how errors name a place."""
-        return f"{self.file} (table {self.name!r}" + (f", column {col!r})" if col else ")")
-
-    def required(self) -> list[str]:
-        """The columns the schema names (keys, time, declared stypes)."""
-        cols = [self.pkey, *self.fkeys, self.time, *self.stypes]
-        return list(dict.fromkeys(c for c in cols if c is not None))
 
 
 def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
@@ -230,10 +206,10 @@ def exported_folder(name: str, export, cache_dir=None) -> Database:
     (``export(folder)`` writes its files and ``schema.yaml``; written beside, then renamed,
     so a crash never leaves a half-written folder) and read by :func:`load_folder`, as a
     user's own folder is."""
-    import rdl
+    from rdl import paths
     from rdl import caching
 
-    root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
+    root = Path(cache_dir) if cache_dir is not None else paths.cache_dir()
     folder = root / name
     if not (folder / "schema.yaml").exists():
         root.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import rdl
+from rdl import paths
 from rdl import caching
 from rdl.data.folder import load_folder
 
@@ -185,7 +185,7 @@ def forum_db(seed: int = 0, scale: float = 0.02, cache_dir=None):
     """The generated forum as a :class:`~rdl.data.Database`: its files are written once
     under ``cache_dir`` (default :func:`rdl.cache_dir`) and read by
     :func:`~rdl.data.folder.load_folder`, as a folder of your own would be."""
-    root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
+    root = Path(cache_dir) if cache_dir is not None else paths.cache_dir()
     folder = root / f"forum-v{GENERATOR_VERSION}-seed{int(seed)}-scale{float(scale):g}"
     if not (folder / "schema.yaml").exists():
         # written beside, then renamed: a crash never leaves a half-written folder

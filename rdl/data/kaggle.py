@@ -15,11 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-import rdl
+from rdl import paths
 from rdl import caching
 from rdl.data import checks
 from rdl.data.database import Database, DataError, cached_database
-from rdl.data.hm import KAGGLE, START, as_dates, check_columns, hm_database
+from rdl.data.hm_schema import KAGGLE, START, as_dates, check_columns, hm_database
 
 _INT_COLUMNS = {"article_id", "product_code", "product_type_no", "graphical_appearance_no",
                 "colour_group_code", "perceived_colour_value_id", "perceived_colour_master_id",
@@ -177,6 +177,6 @@ def kaggle_hm_db(folder, cache_dir=None) -> Database:
         st = f.stat() if f.exists() else None
         stamp.append((str(f), st and st.st_size, st and st.st_mtime_ns))
     key = hashlib.sha1(repr(stamp).encode()).hexdigest()[:16]
-    root = Path(cache_dir) if cache_dir is not None else rdl.cache_dir()
+    root = Path(cache_dir) if cache_dir is not None else paths.cache_dir()
     path = root / f"kaggle-hm-{key}"
     return cached_database(path, lambda: hm_database(**read_kaggle(folder), start=START))

@@ -3,16 +3,13 @@ one error for a foreign key that matches nothing at all (types that differ)."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from rdl.data.checks import show
 from rdl.data.database import DataError
-
-if TYPE_CHECKING:
-    from rdl.data.folder import TableSchema
+from rdl.data.schema import TableSchema
 
 log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one place
 

@@ -3,7 +3,7 @@ history (:func:`visible_labels`), used by the model's seed features and base, th
 table and the history baselines alike.
 
 A seed ``(entity, s)`` sees the labels of the entity's earlier seed times whose window has
-closed by ``s`` (``available <= s``, :meth:`~rdl.tasks.Task.history`), in either sampling
+closed by ``s`` (``available <= s``, :meth:`~rdl.families.node.NodeTask.history`), in either sampling
 mode. The statistics come from one ``merge_asof`` of the seeds on the per-entity running
 sums of the history, so they cost the same for one seed time or many.
 """

@@ -10,10 +10,17 @@ Every model is a plain ``nn.Module`` built with the data's constructor arguments
 types whose times it encodes) and ``reset_parameters()``. Its ``forward`` takes a batch's
 inputs (:meth:`TaskModule.inputs <rdl.training.module.TaskModule.inputs>`).
 
+Which interface it subclasses says which family of tasks it trains on
+(:func:`rdl.families.model_family`): :class:`NodePredictor` (one output per seed) or
+:class:`LinkPredictor` (a ranking of the ``dst_table`` rows).
+
+Its YAML (``conf/model/<name>.yaml``) must set ``channels`` (its width, an integer >= 1) and
+``num_layers`` (its message-passing or attention layers): rdl checks both before any data
+is read, and samples one hop of ``data.num_neighbors`` per layer
+(:func:`rdl.settings.check_settings`, :func:`rdl.api.data_settings`).
+
 Class attributes say what the model needs:
 
-- ``per_seed``: a node model (one output per seed) or a link model (a ranking of the
-  ``dst_table`` rows); the task's kind must agree (:attr:`rdl.tasks.kinds.Kind.per_seed`);
 - ``min_layers``: the fewest ``num_layers`` it trains with;
 - ``takes_tokens``: it takes token sets (:class:`~rdl.graph.tokens.TokenSet`) instead of
   edges, and samples every hop of ``data.num_neighbors``; it has ``budgets``.
@@ -49,7 +56,6 @@ class NodePredictor:
     """A node model: ``forward`` returns ``[B, out_channels]`` for the batch's ``B`` seeds.
     It has an MLP ``head`` (PyG's ``MLP``) whose output is the prediction."""
 
-    per_seed: ClassVar[bool] = True
     min_layers: ClassVar[int] = 1
     takes_tokens: ClassVar[bool] = False
 
@@ -68,7 +74,6 @@ class LinkPredictor:
     The loader attaches each seed's true rows as ``batch[src_table].y`` (``[B, L]``, -1
     padded) and marks true ``dst_table`` nodes of the subgraph as ``batch[dst_table].dst_y``."""
 
-    per_seed: ClassVar[bool] = False
     min_layers: ClassVar[int] = 1
     takes_tokens: ClassVar[bool] = False
     #: the candidates are embedded once per evaluation time (:meth:`candidate_embeddings`,

@@ -17,18 +17,19 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from typing import ClassVar
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import pandas as pd
 
-from rdl import TASKS_DIR
-from rdl.data.database import Database, DataError, Table
-from rdl.tasks.ids import lists_to_rows, register, to_rows
-from rdl.tasks.kinds import Kind, kind_of
+from rdl.paths import TASKS_DIR
+from rdl.data.database import Database, DataError
+from rdl.tasks.ids import register, to_rows
+from rdl.tasks.kinds import Kind
 
-#: The node type of a node task's label history in the graph (see :meth:`Task.history_table`).
+#: The node type of a node task's label history in the graph
+#: (:meth:`rdl.families.node.task.NodeTask.history_table`); a name no database table may take.
 HISTORY = "label_history"
 #: The table of seed times a task's SQL reads (:meth:`Task.make_table`), beside the database's.
 TIMESTAMPS = "timestamps"
@@ -65,24 +66,23 @@ def _config_folders() -> list[Path]:
 
 @dataclass
 class Task:
-    """A prediction task over a database.
+    """A prediction task over a database: what every family's task has (the SQL, the
+    split times, the seeds). A family's task class (:class:`~rdl.families.node.NodeTask`,
+    :class:`~rdl.families.link.LinkTask`) adds its own settings and its kinds
+    (:attr:`kinds`); a task YAML's ``_target_`` names it.
 
     Args:
         name: e.g. ``user-churn``.
         sql: path of the SQL file: absolute, relative to the working directory (your own
             task), or else relative to rdl's packaged task SQL (``rdl/tasks/``, e.g.
             ``hm/user-churn.sql``).
-        kind: one of :data:`~rdl.tasks.kinds.KINDS` (``regression``, ...); the task holds
+        kind: one of the family's :attr:`kinds` (``regression``, ...); the task holds
             it as a :class:`~rdl.tasks.kinds.Kind`.
         entity_table: the table whose rows are predicted (the seed node type).
         entity_col: the column of the SQL result holding the entity's primary key.
-        target_col: the column of the SQL result holding the label (for link prediction:
-            the list of ``target_table`` keys linked to the entity in the window).
-        target_table: link prediction only: the table at the other end of the links.
-        eval_k: link prediction only: how many ranked candidates are scored (MAP@k).
+        target_col: the column of the SQL result holding the label.
         window: the label window, a pandas timedelta string (``7d``).
-        val_timestamp, test_timestamp: the split times.
-        num_classes: for multiclass classification.
+        val_timestamp, test_timestamp: the split times (no default: a task's own).
         metrics: metric name -> torchmetrics ``Metric`` (built by Hydra from the YAML).
         monitor, monitor_mode: the validation metric that selects the model, and whether
             higher (``max``) or lower (``min``) is better.
@@ -109,11 +109,8 @@ class Task:
     entity_col: str
     target_col: str
     window: str = "7d"
-    val_timestamp: str = "2020-09-07"
-    test_timestamp: str = "2020-09-14"
-    num_classes: int | None = None
-    target_table: str | None = None
-    eval_k: int = 12
+    val_timestamp: str | None = None
+    test_timestamp: str | None = None
     metrics: dict = field(default_factory=dict)
     monitor: str = ""
     monitor_mode: str = "max"
@@ -123,10 +120,22 @@ class Task:
     query: str | None = None
     time_col: str = "timestamp"
 
+    #: the family's kinds by name (a subclass's); the base class trains none
+    kinds: ClassVar[dict[str, type[Kind]]] = {}
+    #: the labels may come from elsewhere than SQL (RelBench's files or a column)
+    labels_elsewhere: ClassVar[bool] = False
+
     def __post_init__(self):
+        if not self.kinds:   # a YAML written before the families: _target_: rdl.tasks.Task
+            raise ValueError(f"task {self.name!r}: {type(self).__name__} is what every family's "
+                             "task has; name a family's task class as the task's _target_: "
+                             "rdl.families.node.NodeTask (a label per row) or "
+                             "rdl.families.link.LinkTask (a list of rows to rank)")
         if not isinstance(self.kind, Kind):
-            self.kind = kind_of(self.kind, self.name, num_classes=self.num_classes,
-                                target_table=self.target_table)
+            if self.kind not in self.kinds:
+                raise ValueError(f"task {self.name!r}: kind {self.kind!r} is not one of "
+                                 f"{tuple(self.kinds)} ({type(self).__name__})")
+            self.kind = self.kinds[self.kind](self.name, **self.kind_settings())
         if self.monitor and self.metrics and self.monitor not in self.metrics:
             raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} is not one of its "
                              f"metrics {sorted(self.metrics)}")
@@ -136,6 +145,9 @@ class Task:
             raise ValueError(f"task {self.name!r}: window {self.window!r} is not a duration "
                              "such as '7d'") from None
         for attr in ("val_timestamp", "test_timestamp"):
+            if getattr(self, attr) is None:
+                raise ValueError(f"task {self.name!r}: {attr} is missing (a date such as "
+                                 "'2020-09-07')")
             try:
                 pd.Timestamp(getattr(self, attr))
             except ValueError:
@@ -155,9 +167,9 @@ class Task:
                              "number >= 1")
         self.sql_path = None
         if self.sql is None:
-            if self.query is None and type(self) is Task:
+            if self.query is None and not self.labels_elsewhere:
                 raise ValueError(f"task {self.name!r}: no labels: give sql (a file) or query")
-            return  # labels from self.query, or from a subclass (rdl.tasks.relbench)
+            return  # labels from self.query, or from a subclass (rdl.tasks.relbench_task)
         path = Path(self.sql).expanduser()
         # relative: from the task's YAML's own folder, the working folder, rdl's tasks
         folders = [] if path.is_absolute() else [*_config_folders(), Path.cwd(), TASKS_DIR]
@@ -166,6 +178,15 @@ class Task:
         if not self.sql_path.exists():
             raise FileNotFoundError(f"task {self.name!r}: SQL file {self.sql!r} does not exist "
                                     f"(looked in {', '.join(map(str, folders)) or 'its path'})")
+
+    def kind_settings(self) -> dict:
+        """What the family's kinds are made with besides the task's name."""
+        return {}
+
+    def checked_tables(self) -> list[tuple[str, str]]:
+        """``(setting, table)``: the tables the task names, each a keyed table of the
+        database (:func:`rdl.preparation.check_task_tables`)."""
+        return [("entity_table", self.entity_table)]
 
     @property
     def source(self) -> str:
@@ -215,9 +236,7 @@ class Task:
         where = f"task {self.name!r}: {self.source}, column"
         df[self.entity_col] = to_rows(df[self.entity_col], db, self.entity_table,
                                       f"{where} {self.entity_col!r}")
-        if not self.kind.per_seed:
-            df[self.target_col] = lists_to_rows(df[self.target_col], db, self.target_table,
-                                                f"{where} {self.target_col!r}")
+        df = self.target_rows(df, db, f"{where} {self.target_col!r}")
         df = df.dropna(subset=[self.entity_col])  # rows of dangling foreign keys
         try:
             df["timestamp"] = df["timestamp"].astype("datetime64[s]")
@@ -227,6 +246,11 @@ class Task:
                             f"type (timestamp must hold times, {self.entity_col} the "
                             f"{self.entity_table} table's keys): {e}") from None
         return df.sort_values(["timestamp", self.entity_col], kind="stable").reset_index(drop=True)
+
+    def target_rows(self, df: pd.DataFrame, db: Database, where: str) -> pd.DataFrame:
+        """``df`` with its targets as the model takes them where they name rows of a table
+        (the files' ids to rows); the labels themselves here."""
+        return df
 
     def _split_times(self, db: Database) -> str:
         """The split times and the data's time range, for messages about an empty split."""
@@ -257,18 +281,8 @@ class Task:
 
     def now_table(self, db: Database, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         """The seeds of a prediction at the database's last time, which has no labels yet
-        (target NaN, or empty lists): for a node task the entities its SQL selects then
-        (its selection may only read the past, as every RelBench node task's does); for a
-        link task, whose SQL selects by the future, every entity it ever labelled."""
-        t = db.max_time
-        if not self.kind.per_seed:
-            ids = sorted(set().union(*(tables[s][self.entity_col] for s in SPLITS)))
-            return pd.DataFrame({"timestamp": pd.Series([t] * len(ids), dtype="datetime64[s]"),
-                                 self.entity_col: pd.Series(ids, dtype="int64"),
-                                 self.target_col: [[] for _ in ids]})
-        df = self.make_table(db, [t])
-        df[self.target_col] = float("nan")
-        return df
+        (the family's rule for which entities those are)."""
+        raise NotImplementedError(f"{type(self).__name__} predicts no split 'now'")
 
     def split_table(self, split: str, db: Database) -> pd.DataFrame:
         """The labelled rows of one split, computed on the database cut for that split."""
@@ -279,41 +293,3 @@ class Task:
             raise DataError(f"task {self.name!r}: the {split} split is empty: {self.source} "
                             f"labels no row at its seed times ({self._split_times(db)})")
         return df
-
-    def history(self, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-        """The task's label history: its train and val labels, each with the time
-        ``available = timestamp + window`` at which its window has closed. A seed at time
-        ``s`` may see a label only if ``available <= s`` (in strict mode too: the label's
-        rows all lie in ``(timestamp, available]``). Test labels are never history: their
-        windows close after every seed time. A val label is available no earlier than the
-        test time: with several val seed times (``num_eval_timestamps``) a later val seed
-        sees no earlier val seed's label, as no test seed sees a test label (with one, its
-        window closes by the test time anyway).
-        """
-        cols = ["timestamp", self.entity_col, self.target_col]
-        # With a "now" table (predictions at the database's end) the test labels have
-        # closed too: they are history for it (and, closing after every other seed time,
-        # for nothing else).
-        splits = ["train", "val", *(["test"] if "now" in tables else [])]
-        df = pd.concat([tables[s][cols] for s in splits], ignore_index=True)
-        df["available"] = df["timestamp"] + self.delta
-        val = np.zeros(len(df), dtype=bool)
-        start = len(tables["train"])
-        val[start:start + len(tables["val"])] = True
-        df.loc[val, "available"] = df.loc[val, "available"].clip(lower=self.test_time)
-        return df.sort_values(["available", self.entity_col], kind="stable").reset_index(drop=True)
-
-    def history_table(self, tables: dict[str, pd.DataFrame],
-                      history: pd.DataFrame | None = None) -> tuple[Table, dict[str, str]]:
-        """The label history as a table of the graph, and its stypes: one row per earlier
-        label, a foreign key to the entity, the label as its one feature, and the time
-        ``available`` (the sampler's time rule then shows a seed only closed windows).
-        ``history``: :meth:`history` of ``tables`` if already computed."""
-        if not self.kind.per_seed:
-            raise ValueError(f"task {self.name!r}: label history is for node tasks")
-        history = self.history(tables) if history is None else history
-        df = history[[self.entity_col, self.target_col, "available"]]
-        table = Table(df, pkey=None, fkeys={self.entity_col: self.entity_table},
-                      time_col="available")
-        # ``available`` is encoded relative to the seed by the model, not as a feature
-        return table, {self.target_col: self.kind.history_stype, "available": None}

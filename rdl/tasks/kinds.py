@@ -1,46 +1,24 @@
 """Task kinds: what a kind of label means wherever it matters (RelBench's ``TaskType``, as
-objects). A task's YAML names its kind (``kind: regression``); :func:`kind_of` makes the
-object, and the rest of rdl asks it, never its name:
+objects). A task's YAML names its kind (``kind: regression``); its family's task class makes
+the object (:attr:`rdl.tasks.Task.kinds`), and the rest of rdl asks it, never its name.
 
-- the labels: their tensor for the model (:meth:`~Kind.train_target`) and for the metrics
-  (:meth:`~Kind.metric_target`), as a matrix for the label history's statistics
-  (:meth:`~Kind.label_matrix`), the label history's stype;
-- the model: its output width, the loss, the mapping of its output to what the metrics
-  take (:meth:`~Kind.prediction`), a start it corrects (:meth:`~Kind.from_base`);
-- the baselines: the constants, the prior of a row nothing is known of, LightGBM's
-  objective and the mapping of its raw scores, the prior as a logit;
-- the outputs: the columns of a prediction file;
-- a task defined elsewhere (RelBench's): the kind's names there (:attr:`Kind.relbench`) and
-  the metrics a task of the kind is scored by when its YAML names none
-  (:meth:`Kind.default_metrics`).
-
-Node kinds have one label per seed (:attr:`Kind.per_seed`: label history, seed features,
-the tree prior and static-shape buckets apply); link prediction has a list of target rows.
+:class:`Kind` is what every kind says, whatever its family: its name and RelBench's names
+for it (:attr:`Kind.relbench`), the metric that selects the model, the metrics a task of the
+kind is scored by when its YAML names none (:meth:`Kind.default_metrics`), and the model a
+task of it trains with where none is named. A family's kinds add what its training needs:
+the node family's (:mod:`rdl.families.node.kinds`: binary, regression, multiclass) the
+loss, the output mapping and the baselines' objective; the link family's
+(:mod:`rdl.families.link.kind`) only what is here.
 """
 from __future__ import annotations
 
 from typing import ClassVar
-
-import numpy as np
-import torch
-import torch.nn.functional as F
-from torch import Tensor
-
-from rdl.scaling import robust_asinh, robust_sinh
-
-
-def asinh_space(y: Tensor, stats: Tensor) -> Tensor:
-    """Regression targets in the space the model predicts: ``asinh((y - center) / scale)``
-    (``stats``: ``(center, scale, low, high)``, :meth:`Regression.target_stats`)."""
-    return robust_asinh(y, stats[0], stats[1])
 
 
 class Kind:
     """A kind of task. Subclasses say what differs; see the module's docstring."""
 
     name: ClassVar[str]
-    #: one label per seed: label history, seed features, tree prior and buckets apply
-    per_seed: ClassVar[bool] = True
     #: metrics the report also shows in %
     percent: ClassVar[tuple] = ()
     #: RelBench's names of the kind (its ``TaskType`` values)
@@ -52,8 +30,7 @@ class Kind:
     #: the model (rdl/conf/model/<name>.yaml) a task of the kind trains with where none is named
     default_model: ClassVar[str] = "sage"
 
-    def __init__(self, task_name: str, num_classes: int | None = None,
-                 target_table: str | None = None):
+    def __init__(self, task_name: str, **settings):
         self.task_name = task_name
 
     def __str__(self) -> str:
@@ -61,270 +38,6 @@ class Kind:
 
     __repr__ = __str__
 
-    # -- labels --------------------------------------------------------------------------
-    def train_target(self, values) -> Tensor:
-        """A split's labels as the model's ``y``."""
-        # a copy: a table's column is read-only under pandas' copy-on-write
-        return torch.tensor(np.asarray(values), dtype=torch.float)
-
-    def metric_target(self, y: Tensor) -> Tensor:
-        """Labels as the metrics take them."""
-        return y.float()
-
-    def label_matrix(self, y: np.ndarray) -> np.ndarray:
-        """Labels as an ``(n, c)`` float matrix (the label itself, ``c = 1``)."""
-        return np.asarray(y, dtype=np.float64)[:, None]
-
-    def from_matrix(self, values: np.ndarray) -> np.ndarray:
-        """Rows of :meth:`label_matrix` back as predictions the metrics take."""
-        return values[:, 0]
-
-    history_stype: ClassVar[str] = "numerical"
-
-    # -- the model -----------------------------------------------------------------------
-    out_channels: int = 1
-    #: classes of a multiclass label (None: the label is one number)
-    num_classes: int | None = None
-
-    def target_stats(self, y: Tensor) -> tuple | None:
-        """Statistics of the train labels the loss and the output mapping use (None)."""
-        return None
-
-    def loss(self, pred: Tensor, y: Tensor, stats: Tensor | None) -> Tensor:
-        raise NotImplementedError
-
-    def prediction(self, pred: Tensor, stats: Tensor | None) -> Tensor:
-        """The model's output as the metrics take it."""
-        raise NotImplementedError
-
-    def from_base(self, out: Tensor, base: Tensor, stats: Tensor | None) -> Tensor:
-        """The model's output as a correction of ``base`` (a prior logit, class scores)."""
-        return out + base
-
-    # -- baselines -----------------------------------------------------------------------
-    def prior(self, y: np.ndarray) -> np.ndarray:
-        """What a baseline predicts for a row it knows nothing of, from the train labels
-        ``y`` (no NaN): their mean (the positive rate)."""
-        return np.array(y.mean())
-
-    def constants(self, y: np.ndarray) -> dict[str, np.ndarray]:
-        """The constant baselines, from the train labels ``y`` (NaN possible)."""
-        raise NotImplementedError
-
-    #: regression starts from each row's last visible label (the model's ``base``, and
-    #: LightGBM's boosting)
-    starts_from_last_label: ClassVar[bool] = False
-
-    def lightgbm_params(self, monitor: str) -> dict:
-        raise NotImplementedError
-
-    def from_raw(self, raw: np.ndarray) -> np.ndarray:
-        """LightGBM's raw scores as the metrics take them."""
-        return raw
-
-    def as_logit(self, p: np.ndarray) -> np.ndarray:
-        """A prior probability as the model's start (the tree prior where trees have none)."""
-        return np.log(p)
-
-    # -- outputs -------------------------------------------------------------------------
-    def prediction_columns(self, target_col: str, pred: Tensor) -> dict:
-        """The columns of a prediction file for predictions ``pred``."""
-        return {target_col: pred.numpy()}
-
     def default_metrics(self, eval_k: int = 12) -> dict:
         """name -> torchmetrics ``Metric``: what a task of this kind is scored by."""
         raise NotImplementedError
-
-
-class BinaryClassification(Kind):
-    name = "binary_classification"
-    relbench = ("binary_classification",)
-    monitor = ("auroc", "max")
-
-    def default_metrics(self, eval_k=12):
-        from torchmetrics import classification as c
-        return {"auroc": c.BinaryAUROC(validate_args=False),
-                "average_precision": c.BinaryAveragePrecision(validate_args=False),
-                "accuracy": c.BinaryAccuracy(validate_args=False),
-                "f1": c.BinaryF1Score(validate_args=False)}
-
-    def metric_target(self, y: Tensor) -> Tensor:
-        return y.long()
-
-    def loss(self, pred, y, stats):
-        return F.binary_cross_entropy_with_logits(pred, y)
-
-    def prediction(self, pred, stats):
-        return pred.sigmoid()
-
-    def constants(self, y):
-        return {"constant (train rate)": self.prior(y[~np.isnan(y)])}
-
-    def lightgbm_params(self, monitor):
-        return {"objective": "binary"}
-
-    def from_raw(self, raw):
-        from scipy.special import expit  # SciPy: a dependency of LightGBM
-        return expit(raw)
-
-    def as_logit(self, p):
-        return np.log(p / (1 - p))
-
-
-class Regression(Kind):
-    """The model predicts ``asinh((y - center) / scale)`` (:meth:`target_stats`) and is
-    trained with the L1 loss there: the L1 loss's minimiser, the conditional median,
-    commutes with any increasing map, so the optimum is the same as in the target's units,
-    while a heavy-tailed target (rel-hm's item sales span five orders of magnitude) comes
-    within reach of a head on layer-normed features. Predictions map back and are clamped
-    to ``[low, high]``, the range of the train targets (RelBench clamps to the 2nd-98th
-    percentiles, which on item sales alone costs an exact prediction 0.022 MAE)."""
-
-    name = "regression"
-    relbench = ("regression",)
-    monitor = ("mae", "min")
-    starts_from_last_label = True
-
-    def default_metrics(self, eval_k=12):
-        import torchmetrics
-        return {"mae": torchmetrics.MeanAbsoluteError(),
-                "rmse": torchmetrics.MeanSquaredError(squared=False),
-                "r2": torchmetrics.R2Score()}
-
-    def target_stats(self, y: Tensor) -> tuple:
-        """Median, mean absolute deviation from it (the L1 loss's own centre and scale;
-        1 if zero), minimum and maximum of ``y``."""
-        y = y.float()
-        center = y.median()
-        scale = (y - center).abs().mean()
-        scale = scale if scale > 0 else torch.ones(())
-        return center.item(), scale.item(), y.min().item(), y.max().item()
-
-    def loss(self, pred, y, stats):
-        if stats is not None:
-            y = asinh_space(y, stats)
-        return F.l1_loss(pred, y)
-
-    def prediction(self, pred, stats):
-        if stats is None:
-            return pred
-        center, scale, low, high = stats
-        return robust_sinh(pred, center, scale).clamp(low, high)
-
-    def from_base(self, out, base, stats):
-        """From each seed's last visible label or tree prior (NaN: none, the change from
-        the median), in asinh space."""
-        if stats is None:
-            return out
-        return out + torch.nan_to_num(asinh_space(base, stats), nan=0.0)
-
-    def constants(self, y):
-        return {"zero": np.array(0.0), "train median": np.array(np.nanmedian(y))}
-
-    def lightgbm_params(self, monitor):
-        return {"objective": "l1" if monitor == "mae" else "l2"}
-
-
-class MulticlassClassification(Kind):
-    name = "multiclass_classification"
-    relbench = ("multiclass_classification",)
-    monitor = ("accuracy", "max")
-    counts_classes = True
-    history_stype = "categorical"
-
-    def default_metrics(self, eval_k=12):
-        from torchmetrics import classification as c
-        n = self.num_classes
-        return {"accuracy": c.MulticlassAccuracy(n, average="micro", validate_args=False),
-                "macro_f1": c.MulticlassF1Score(n, average="macro", validate_args=False)}
-
-    def __init__(self, task_name: str, num_classes: int | None = None, **kwargs):
-        super().__init__(task_name)
-        if not num_classes:
-            raise ValueError(f"task {task_name!r}: a multiclass_classification task needs "
-                             "num_classes")
-        self.num_classes = self.out_channels = int(num_classes)
-
-    def train_target(self, values):
-        return torch.tensor(np.asarray(values), dtype=torch.long)   # a copy (see Kind's)
-
-    def metric_target(self, y):
-        return y.long()
-
-    def label_matrix(self, y):
-        y, c = np.asarray(y, dtype=np.float64), self.num_classes
-        bad = (y < 0) | (y >= c) | (y != np.round(y))
-        if bad.any():
-            raise ValueError(f"task {self.task_name!r}: label {y[bad][0]} is not a class in "
-                             f"0..{c - 1}")
-        return np.eye(c)[y.astype(np.int64)]
-
-    def from_matrix(self, values):
-        return values
-
-    def loss(self, pred, y, stats):
-        return F.cross_entropy(pred, y)
-
-    def prediction(self, pred, stats):
-        return pred.softmax(-1)
-
-    def prior(self, y):
-        """The train class frequencies (whose argmax is the majority class)."""
-        return np.bincount(y.astype(np.int64), minlength=self.num_classes) / len(y)
-
-    def constants(self, y):
-        return {"constant (train class rates)": self.prior(y[~np.isnan(y)])}
-
-    def lightgbm_params(self, monitor):
-        return {"objective": "multiclass", "num_class": self.num_classes}
-
-    def from_raw(self, raw):
-        from scipy.special import softmax
-        return softmax(raw, axis=1)
-
-    def prediction_columns(self, target_col, pred):
-        return {target_col: pred.argmax(-1).numpy(),
-                **{f"prob_{c}": pred[:, c].numpy() for c in range(pred.size(-1))}}
-
-
-class LinkPrediction(Kind):
-    """Each seed's label is the list of ``target_table`` rows it links to in the window;
-    the model ranks every row of that table (MAP@k)."""
-
-    name = "link_prediction"
-    per_seed = False
-    default_model = "contextgnn"
-    percent = ("map",)
-    relbench = ("recommendation", "link_prediction")
-    monitor = ("map", "max")
-
-    def default_metrics(self, eval_k=12):
-        from rdl.training.metrics import LinkMAP, LinkPrecision, LinkRecall
-        return {"map": LinkMAP(k=eval_k), "precision": LinkPrecision(k=eval_k),
-                "recall": LinkRecall(k=eval_k)}
-
-    def __init__(self, task_name: str, target_table: str | None = None, **kwargs):
-        super().__init__(task_name)
-        if not target_table:
-            raise ValueError(f"task {task_name!r}: a link_prediction task needs target_table")
-
-
-KINDS = {k.name: k for k in (BinaryClassification, Regression, MulticlassClassification,
-                             LinkPrediction)}
-
-
-def relbench_kind(task_type: str, task_name: str) -> str:
-    """The kind RelBench's ``task_type`` names (``recommendation``: link prediction)."""
-    for kind in KINDS.values():
-        if task_type in kind.relbench:
-            return kind.name
-    raise ValueError(f"task {task_name!r}: RelBench task_type {task_type!r} is not one rdl "
-                     f"trains; it trains {sorted(n for k in KINDS.values() for n in k.relbench)}")
-
-
-def kind_of(name: str, task_name: str, **settings) -> Kind:
-    """The kind called ``name`` (a task's ``kind:``), checked against the task's settings
-    (``num_classes``, ``target_table``)."""
-    if name not in KINDS:
-        raise ValueError(f"task {task_name!r}: kind {name!r} is not one of {tuple(KINDS)}")
-    return KINDS[name](task_name, **settings)

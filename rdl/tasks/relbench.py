@@ -34,24 +34,18 @@ import yaml
 from rdl.data.database import DataError
 from rdl.data.relbench import MANIFEST, META_KEYS, dataset_folder, dataset_times, table_specs
 from rdl.graph.columns import LIST_TYPES
-from rdl.tasks.kinds import KINDS, relbench_kind
-from rdl.tasks.relbench_task import AUTO_KEY, RelBenchTask
+from rdl.tasks.relbench_task import AUTO_KEY
 
 log = logging.getLogger(__name__)
 
 SPLIT_FILES = ("train", "val", "test")
 
 
-def relbench_task(path, name: str | None = None, kind: str | None = None,
-                  num_classes: int | None = None, window: str | None = None,
-                  val_timestamp: str | None = None, test_timestamp: str | None = None,
-                  num_eval_timestamps: int | None = None, eval_k: int | None = None,
-                  remove_columns: list | None = None, metrics: dict | None = None,
-                  monitor: str | None = None, monitor_mode: str | None = None,
-                  backtest: int = 0, data_defaults: dict | None = None,
-                  dataset=None) -> RelBenchTask:
-    """The RelBench task in folder ``path`` (see the module's docstring); each other
-    argument, if given, replaces what the folder says. ``dataset``: its dataset's folder
+def task_spec(path, given: dict, dataset=None) -> tuple[Path, dict]:
+    """The task folder ``path`` and what it says of its task (see the module's docstring),
+    each value of ``given`` that is not None instead. Its ``kind`` is rdl's name of a
+    kind or RelBench's ``task_type`` (a 3.x manifest's): :func:`rdl.families.relbench_task`
+    finds the family that trains it and makes the task. ``dataset``: its dataset's folder
     (``task=relbench`` passes ``data.db.path``); None: the folder two above ``path``
     (``<dataset>/tasks/<task>``)."""
     if path is None or str(path) in ("", "???"):
@@ -65,34 +59,16 @@ def relbench_task(path, name: str | None = None, kind: str | None = None,
     if (folder / MANIFEST).is_file():
         spec = _from_manifest(folder, dataset)
     elif all((folder / f"{s}.parquet").is_file() for s in SPLIT_FILES):
-        spec = _from_files(folder, dataset, kind)
+        spec = _from_files(folder, dataset, given.get("kind"))
     else:
         raise DataError(f"{folder}: not a RelBench task folder: neither {MANIFEST} (3.x) nor "
                         "train.parquet, val.parquet and test.parquet (1.x/2.x)")
-    given = dict(name=name, kind=kind, num_classes=num_classes, window=window,
-                 val_timestamp=val_timestamp, test_timestamp=test_timestamp,
-                 num_eval_timestamps=num_eval_timestamps, eval_k=eval_k,
-                 remove_columns=remove_columns)
     spec.update({k: v for k, v in given.items() if v is not None})
     spec.setdefault("name", folder.name)
-    cls = KINDS.get(spec["kind"])
-    if cls is None:
-        raise DataError(f"task {spec['name']!r}: kind {spec['kind']!r} is not one of {tuple(KINDS)}")
-    if cls.counts_classes and not spec.get("num_classes"):
-        spec["num_classes"] = _classes(folder, spec)
-    if cls.per_seed:  # a node task: no other end of a link
-        spec.pop("target_table", None)
-        spec.pop("eval_k", None)
-    task_kind = cls(spec["name"], num_classes=spec.get("num_classes"),
-                    target_table=spec.get("target_table"))
-    metrics = metrics or task_kind.default_metrics(spec.get("eval_k") or 12)
-    watch, mode = task_kind.monitor
-    return RelBenchTask(**spec, metrics=metrics, monitor=monitor or watch,
-                        monitor_mode=monitor_mode or mode, backtest=backtest,
-                        data_defaults=data_defaults or {})
+    return folder, spec
 
 
-def _classes(folder: Path, spec: dict) -> int:
+def count_classes(folder: Path, spec: dict) -> int:
     """A multiclass task's number of classes: one more than the largest label RelBench's
     label files beside its manifest hold (classes are ``0..C-1``)."""
     files = [folder / f"{s}.parquet" for s in SPLIT_FILES]
@@ -113,15 +89,14 @@ def _from_manifest(folder: Path, dataset: Path) -> dict:
         raise DataError(f"{file}: not valid YAML: {e}") from None
     if not isinstance(m, dict) or "task_type" not in m:
         raise DataError(f"{file}: not a RelBench task manifest (no task_type)")
-    name = m.get("name") or folder.name
     times = dataset_times(dataset) if (dataset / MANIFEST).is_file() else None
     if times is None:
         raise DataError(f"{dataset / MANIFEST}: missing; a 3.x task's split times are its "
                         "dataset's (or give task.val_timestamp= and task.test_timestamp=)")
     val, test = (str(t) for t in times)
-    kind = relbench_kind(m["task_type"], name)
-    link = not KINDS[kind].per_seed
-    spec = dict(kind=kind, window=m.get("timedelta") or "1s", val_timestamp=val,
+    # a recommendation task names a source and a destination (its kind: the family's)
+    link = "src_entity_table" in m
+    spec = dict(kind=m["task_type"], window=m.get("timedelta") or "1s", val_timestamp=val,
                 test_timestamp=test, num_eval_timestamps=int(m.get("num_eval_timestamps") or 1),
                 remove_columns=[list(p) for p in m.get("remove_columns") or []])
     if link:

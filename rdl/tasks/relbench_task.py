@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import ClassVar
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +29,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rdl.data.database import Database, DataError, Table
-from rdl.graph.columns import LIST_TYPES
 from rdl.tasks import Task
-from rdl.tasks.ids import lists_to_rows, to_rows
+from rdl.tasks.ids import to_rows
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,8 @@ class RelBenchTask(Task):
     remove_columns: list = field(default_factory=list)
     dataset_val: str | None = None
     dataset_test: str | None = None
+
+    labels_elsewhere: ClassVar[bool] = True
 
     def __post_init__(self):
         super().__post_init__()
@@ -117,8 +119,7 @@ class RelBenchTask(Task):
             # RelBench: entities that do not exist by the test time are dropped
             n = len(db.upto(self.test_time)[self.entity_table])
             df = df[df[self.entity_col] < n].reset_index(drop=True)
-        if not self.kind.per_seed:  # destination lists as sets, in RelBench's order
-            df[self.target_col] = df[self.target_col].map(lambda v: np.sort(np.asarray(v, dtype="int64")))
+        df = self.as_relbench(df)
         if df.empty:
             raise DataError(f"task {self.name!r}: the {split} split is empty "
                             f"({self._split_times(db)})")
@@ -163,9 +164,7 @@ class RelBenchTask(Task):
         where = f"{file}: column"
         if db.keys:  # rows dropped for a missing time (rdl.data.relbench): ids to rows
             ent = to_rows(ent, db, self.entity_table, f"{where} {self.entity_col!r}")
-            if not self.kind.per_seed:
-                df[self.target_col] = lists_to_rows(df[self.target_col], db, self.target_table,
-                                                    f"{where} {self.target_col!r}")
+            df = self.target_rows(df, db, f"{where} {self.target_col!r}")
         bad = ent.isna() | (ent < 0) | (ent >= n)
         if bad.any():
             raise DataError(f"{file}: {int(bad.sum())} of {len(df)} rows have a "
@@ -173,14 +172,16 @@ class RelBenchTask(Task):
                             f"({n} rows), e.g. row {int(bad.to_numpy().argmax())}: are the "
                             "labels of this database?")
         df[self.entity_col] = ent.astype("int64")
-        if not self.kind.per_seed and not df[self.target_col].map(
-                lambda v: isinstance(v, LIST_TYPES)).all():
-            raise DataError(f"{file}: column {self.target_col!r} must hold lists of "
-                            f"{self.target_table!r} rows (a recommendation task's)")
+        self.check_file_targets(df, file)
         return df.sort_values(["timestamp", self.entity_col], kind="stable").reset_index(drop=True)
 
+    # -- what a family's RelBench task says differently ------------------------------------
+    def as_relbench(self, df: pd.DataFrame) -> pd.DataFrame:
+        """A split's rows with their targets as RelBench holds them (the labels here)."""
+        return df
+
+    def check_file_targets(self, df: pd.DataFrame, file: Path) -> None:
+        """A :class:`DataError` where a label file's targets are not the family's (none)."""
+
     def now_table(self, db: Database, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-        if self.kind.per_seed and (self.labels is not None or self.autocomplete):
-            raise DataError(f"task {self.name!r}: split=now needs the task's SQL (a RelBench "
-                            "3.x forecast task) to select the entities at the data's end")
         return super().now_table(self.inputs(self.database(db)), tables)

@@ -1,4 +1,5 @@
-"""Opt-in speed-ups of rdl's compiled model on the CPU: ``compile.cpu_patches.<name>``.
+"""Speed-ups of rdl's compiled model on the CPU, each on by default on the torch release it was
+tested on (2.13): ``compile.cpu_patches.<name>``, all off with ``compile.cpu_patches=false``.
 
 Each was found in the profile of the compiled user-churn train step on a 2-core CPU, and
 each changes only rdl's compiled model, and only its CPU tensors (``docs/compile.md`` has

@@ -16,7 +16,7 @@ still differ from the uninterrupted one in four ways, which this module closes:
   ``(seed, epoch)`` alone and sample each batch from a generator seeded by its seeds
   (:mod:`rdl.training.batches`, ``TemporalSampler(rng_per_batch=True)``), so the resumed
   loader only has to start at the checkpoint's epoch and leave out the batches already
-  trained on. It is told so before it is made (:attr:`RelDataModule.start_at
+  trained on. It is told so before it is made (:meth:`RelDataModule.start_at
   <rdl.training.datamodule.RelDataModule.start_at>`): loader workers, which fetch their
   first batches as soon as the loader's iterator exists, fetch the right ones.
 - **a checkpoint Lightning resumes from wrongly**: one written at an epoch's last batch,
@@ -96,7 +96,8 @@ class ResumeState(pl.Callback):
         the number of steps and so makes the train loader: this runs at the restore."""
         dm = None if self._trainer is None else self._trainer.datamodule
         if self._start is not None and dm is not None and hasattr(dm, "start_at"):
-            dm.start_at, self._start = self._start, None
+            dm.start_at(self._start)
+            self._start = None
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._trainer = trainer
@@ -104,14 +105,14 @@ class ResumeState(pl.Callback):
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         dm = trainer.datamodule
-        pending = self._start or getattr(dm, "start_at", None)
+        pending = self._start or getattr(dm, "pending_start", None)
         if pending is None:
             return
         # The train loader was made before the data module could be told (or is not rdl's):
         # skip on its batch sampler, where its iterator has not read it yet (no workers).
         self._start = None
         if dm is not None and hasattr(dm, "start_at"):
-            dm.start_at = None
+            dm.start_at(None)
         sampler = getattr(trainer.train_dataloader, "batch_sampler", None)
         if isinstance(sampler, SeedBatches) and not getattr(trainer.train_dataloader,
                                                             "num_workers", 0):

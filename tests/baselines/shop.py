@@ -7,7 +7,7 @@ import torchmetrics
 from torchmetrics import classification as tmc
 
 from rdl.data import Database, Table
-from rdl.tasks import Task
+from rdl.families.node import NodeTask
 
 W = pd.Timedelta("7d")
 #: the val and test seed times of :func:`make_task`
@@ -25,14 +25,14 @@ MONITOR = {"regression": ("mae", "min"), "binary_classification": ("auroc", "max
            "multiclass_classification": ("accuracy", "max")}
 
 
-def make_task(kind: str = "regression") -> Task:
+def make_task(kind: str = "regression") -> NodeTask:
     """A task on ``shop`` whose labels the tests write by hand (its SQL is never run)."""
     monitor, mode = MONITOR[kind]
-    return Task(name="shop-task", sql="hm/item-sales.sql", kind=kind, entity_table="shop",
-                entity_col="shop_id", target_col="y", window="7d",
-                val_timestamp=str(VAL.date()), test_timestamp=str(TEST.date()),
-                num_classes=3 if kind == "multiclass_classification" else None,
-                metrics=METRICS[kind](), monitor=monitor, monitor_mode=mode)
+    return NodeTask(name="shop-task", sql="hm/item-sales.sql", kind=kind, entity_table="shop",
+                    entity_col="shop_id", target_col="y", window="7d",
+                    val_timestamp=str(VAL.date()), test_timestamp=str(TEST.date()),
+                    num_classes=3 if kind == "multiclass_classification" else None,
+                    metrics=METRICS[kind](), monitor=monitor, monitor_mode=mode)
 
 
 def shop_db() -> Database:

@@ -8,7 +8,7 @@ import pytest
 from rdl.data import DataError, Database, Table, checks, synthetic_hm
 from rdl.data.hm import hm_database
 from rdl.data.kaggle import read_kaggle, write_kaggle
-from rdl.tasks import Task
+from rdl.families.node import NodeTask
 
 
 @pytest.fixture(scope="module")
@@ -121,9 +121,10 @@ def test_transactions_all_before_the_start(frames):
         hm_database(**dict(frames, transactions=tx.iloc[:0]))
 
 
-def churn(**kw) -> Task:
-    return Task(name="user-churn", sql="hm/user-churn.sql", kind="binary_classification",
-                entity_table="customer", entity_col="customer_id", target_col="churn", **kw)
+def churn(**kw) -> NodeTask:
+    return NodeTask(name="user-churn", sql="hm/user-churn.sql", kind="binary_classification",
+                    entity_table="customer", entity_col="customer_id", target_col="churn",
+                    **{"val_timestamp": "2020-09-07", "test_timestamp": "2020-09-14", **kw})
 
 
 def small_db(times) -> Database:
@@ -169,19 +170,20 @@ def test_task_sql_error_and_wrong_columns(tmp_path):
     db = small_db(["2020-08-01", "2020-09-30"])
     sql = tmp_path / "mine.sql"
     kw = dict(name="mine", sql=str(sql), kind="regression", entity_table="customer",
-              entity_col="customer_id", target_col="y")
+              entity_col="customer_id", target_col="y",
+              val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     rows = "FROM timestamps WHERE $window IS NOT NULL"  # the SQL must take $window
     sql.write_text(f"SELECT nope {rows}")
     with pytest.raises(DataError, match=rf"task 'mine': {sql} failed in DuckDB: .*nope"):
-        Task(**kw).make_table(db, [pd.Timestamp("2020-09-01")])
+        NodeTask(**kw).make_table(db, [pd.Timestamp("2020-09-01")])
     sql.write_text(f"SELECT timestamp, 0 AS customer, 1.0 AS y {rows}")
     with pytest.raises(DataError) as e:
-        Task(**kw).make_table(db, [pd.Timestamp("2020-09-01")])
+        NodeTask(**kw).make_table(db, [pd.Timestamp("2020-09-01")])
     assert str(e.value) == (f"task 'mine': {sql} returned columns ['timestamp', 'customer', 'y'], "
                             "expected ['timestamp', 'customer_id', 'y'] (missing ['customer_id'])")
     sql.write_text(f"SELECT timestamp, 'x' AS customer_id, 1.0 AS y {rows}")
     with pytest.raises(DataError, match=rf"task 'mine': {sql} returned a column of the wrong type"):
-        Task(**kw).make_table(db, [pd.Timestamp("2020-09-01")])
+        NodeTask(**kw).make_table(db, [pd.Timestamp("2020-09-01")])
 
 
 # -- through python -m rdl.train --------------------------------------------------------------
@@ -214,19 +216,22 @@ def test_train_refuses_bad_files_before_training(frames, tmp_path, run_train, ba
 
 def test_task_tables_must_be_keyed_tables_of_the_database(frames):
     """A task naming a table the database lacks, or a table without a primary key, fails
-    when the datamodule is made, before any label or graph (it was a KeyError after them)."""
-    from rdl.training.datamodule import RelDataModule
+    when its data is prepared, before any label or graph (it was a KeyError after them)."""
+    from rdl.families.link import LinkTask
+    from rdl.preparation import task_database
+    from rdl.training.data_settings import DataSettings
 
-    db = hm_database(**frames)
+    db, settings = hm_database(**frames), DataSettings.of()
     kw = dict(name="t", sql="hm/user-churn.sql", kind="binary_classification",
-              entity_col="customer_id", target_col="churn")
+              entity_col="customer_id", target_col="churn",
+              val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     with pytest.raises(DataError, match="task 't': entity_table 'customers' is not a table of "
                                         r"the database; its tables: \['article', 'customer', "
                                         "'transactions'"):
-        RelDataModule(db, Task(entity_table="customers", **kw))
+        task_database(NodeTask(entity_table="customers", **kw), db, settings)
     with pytest.raises(DataError, match="entity_table 'transactions' has no primary key"):
-        RelDataModule(db, Task(entity_table="transactions", **kw))
+        task_database(NodeTask(entity_table="transactions", **kw), db, settings)
     link = dict(kw, kind="link_prediction", target_col="article_id", entity_table="customer")
     with pytest.raises(DataError, match="target_table 'articles' is not a table"):
-        RelDataModule(db, Task(target_table="articles", **link))
-    RelDataModule(db, Task(target_table="article", **link))  # as configured: fine
+        task_database(LinkTask(target_table="articles", **link), db, settings)
+    task_database(LinkTask(target_table="article", **link), db, settings)  # as configured

@@ -4,25 +4,25 @@ import pytest
 import torch
 
 from rdl.nn import ContextGT, RelGraphTransformer
-from rdl.tasks import Task
-from rdl.training.datamodule import RelDataModule
-from rdl.training.link_module import LinkTaskModule
-from rdl.training.module import NodeTaskModule
+from rdl.families.link import LinkTask
+from rdl.families import data_module
+from rdl.training.data_settings import DataSettings
+from rdl.families.link.module import LinkTaskModule
+from rdl.families.node.module import NodeTaskModule
 from rdl.training.shapes import Tokens
 from tests.training.test_label_history import make_task, random_db
 
 
 @pytest.fixture(scope="module")
 def setup():
-    dm = RelDataModule(random_db(), make_task("user-churn"), batch_size=16,
-                       num_neighbors=[6, 3], cache_dir=False, tree_prior=False)
-    dm.setup()
+    dm = data_module(random_db(), make_task("user-churn"), DataSettings.of(
+        batch_size=16, num_neighbors=[6, 3], cache_dir=False, tree_prior=False))
     torch.manual_seed(0)
     model = RelGraphTransformer(budgets={"customer": 2, "transactions": 5, "article": 4,
                                          "label_history": 3},
                                 channels=16, encoder_layers=1, heads=2, num_centroids=4,
                                 **dm.model_kwargs()).eval()
-    dm.shapes = Tokens(model.budgets)
+    dm = dm.with_shapes(Tokens(model.budgets))
     module = NodeTaskModule(model, dm.task, optimizer=torch.optim.Adam, compile=False,
                             shapes=dm.shapes)
     batch = next(iter(dm.loader("val", shuffle=False)))
@@ -90,10 +90,9 @@ def test_static_token_batches_give_the_dynamic_outputs(setup):
     task = make_task("user-churn")
     outs, shapes = {}, {}
     for static in (False, True):
-        dm = RelDataModule(random_db(), task, batch_size=B, num_neighbors=[6, 3],
-                           cache_dir=False, tree_prior=False)
-        dm.setup()
-        dm.shapes = Tokens(model.budgets, static)
+        dm = data_module(random_db(), task, DataSettings.of(batch_size=B, num_neighbors=[6, 3],
+                                                            cache_dir=False, tree_prior=False))
+        dm = dm.with_shapes(Tokens(model.budgets, static))
         module = NodeTaskModule(model, task, optimizer=torch.optim.Adam, compile=False,
                                 shapes=dm.shapes).eval()
         outs[static], shapes[static] = [], set()
@@ -117,17 +116,16 @@ def test_static_token_batches_give_the_dynamic_outputs(setup):
 
 
 def test_context_transformer_scores_its_candidate_tokens_pairwise_and_the_rest_by_embedding():
-    task = Task(name="user-item-purchase", sql="hm/user-item-purchase.sql",
-                kind="link_prediction", entity_table="customer", entity_col="customer_id",
-                target_table="article", target_col="article_id", window="7d",
-                val_timestamp="2020-02-26", test_timestamp="2020-03-04", eval_k=4)
-    dm = RelDataModule(random_db(), task, batch_size=8, num_neighbors=[6, 3], cache_dir=False,
-                       tree_prior=False)
-    dm.setup()
+    task = LinkTask(name="user-item-purchase", sql="hm/user-item-purchase.sql",
+                    kind="link_prediction", entity_table="customer", entity_col="customer_id",
+                    target_table="article", target_col="article_id", window="7d",
+                    val_timestamp="2020-02-26", test_timestamp="2020-03-04", eval_k=4)
+    dm = data_module(random_db(), task, DataSettings.of(batch_size=8, num_neighbors=[6, 3],
+                                                        cache_dir=False, tree_prior=False))
     torch.manual_seed(0)
     model = ContextGT(budgets={"customer": 1, "transactions": 4, "article": 8}, channels=16,
                       encoder_layers=1, heads=2, num_centroids=4, **dm.model_kwargs()).eval()
-    dm.shapes = Tokens(model.budgets)
+    dm = dm.with_shapes(Tokens(model.budgets))
     module = LinkTaskModule(model, task, optimizer=torch.optim.Adam, compile=False,
                             num_dst_nodes=dm.model_kwargs()["num_dst_nodes"], shapes=dm.shapes)
     batch = next(iter(dm.loader("val", shuffle=False)))

@@ -45,7 +45,7 @@ def test_padding_to_a_bucket_changes_no_real_output(tiny_cfg, task, overrides):
         padded = pad(copy.deepcopy(batch))
         assert padded.bucket is not None
         assert sizes(padded, entity) != real, "the batch was not padded"
-        assert padded[entity].seed_time.numel() == dm.batch_size
+        assert padded[entity].seed_time.numel() == dm.settings.batch_size
         with torch.no_grad():
             want, got = module(batch), module(padded)
         assert got.shape == want.shape == (batch[entity].batch_size,)

@@ -140,7 +140,8 @@ def test_distinct_rows_and_padding_change_no_output(tiny_cfg, shapes):
     nodes and edges that change no real output."""
     _, dm, module = setup(tiny_cfg, "user-churn", "sage", "compile.enabled=false")
     assert isinstance(dm.shapes, Exact) and module.shapes is dm.shapes
-    dm.shapes = module.shapes = shapes
+    dm = dm.with_shapes(shapes)
+    module.shapes = shapes
     model = module.model.eval()
     batch = next(iter(dm.val_dataloader()))
     args, kwargs = module.inputs(batch)

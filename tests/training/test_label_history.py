@@ -7,8 +7,11 @@ import torch
 
 from rdl.data import Database, Table
 from rdl.graph.build import to_seconds
-from rdl.tasks import HISTORY, Task
-from rdl.training.datamodule import RelDataModule
+from rdl.families.node import NodeTask
+from rdl.tasks import HISTORY
+from rdl.families import data_module
+from rdl.families.link import LinkTask
+from rdl.training.data_settings import DataSettings
 
 
 def random_db(seed: int = 0, days: int = 75) -> Database:
@@ -30,20 +33,18 @@ def random_db(seed: int = 0, days: int = 75) -> Database:
     })
 
 
-def make_task(name: str) -> Task:
+def make_task(name: str):
     entity = {"item-sales": ("article", "article_id", "sales", "regression"),
               "user-churn": ("customer", "customer_id", "churn", "binary_classification")}[name]
     table, col, target, kind = entity
-    return Task(name=name, sql=f"hm/{name}.sql", kind=kind, entity_table=table, entity_col=col,
-                target_col=target, window="7d", val_timestamp="2020-02-26",
-                test_timestamp="2020-03-04")
+    return NodeTask(name=name, sql=f"hm/{name}.sql", kind=kind, entity_table=table,
+                    entity_col=col, target_col=target, window="7d",
+                    val_timestamp="2020-02-26", test_timestamp="2020-03-04")
 
 
-def datamodule(task: Task, **kwargs) -> RelDataModule:
-    dm = RelDataModule(random_db(), task, batch_size=16, num_neighbors=[-1], cache_dir=False,
-                       **{"tree_prior": False, **kwargs})
-    dm.setup()
-    return dm
+def datamodule(task, **kwargs):
+    return data_module(random_db(), task, DataSettings.of(
+        batch_size=16, num_neighbors=[-1], cache_dir=False, **{"tree_prior": False, **kwargs}))
 
 
 def test_history_holds_train_and_val_labels_with_their_closing_time():
@@ -93,19 +94,17 @@ def test_history_switch_and_link_tasks():
     assert HISTORY not in datamodule(task, label_history=False).data.node_types
     dm = datamodule(task)
     assert HISTORY in dm.data.node_types and HISTORY in dm.model_kwargs()["time_types"]
-    link = Task(name="user-item-purchase", sql="hm/user-item-purchase.sql",
-                kind="link_prediction", entity_table="customer", entity_col="customer_id",
-                target_table="article", target_col="article_id", window="7d",
-                val_timestamp="2020-02-26", test_timestamp="2020-03-04")
+    link = LinkTask(name="user-item-purchase", sql="hm/user-item-purchase.sql",
+                    kind="link_prediction", entity_table="customer", entity_col="customer_id",
+                    target_table="article", target_col="article_id", window="7d",
+                    val_timestamp="2020-02-26", test_timestamp="2020-03-04")
     assert HISTORY not in datamodule(link).data.node_types  # node tasks only
-    with pytest.raises(ValueError, match="node tasks"):
-        link.history_table(dm.tables)
+    assert not hasattr(link, "history_table")   # the node family's alone
 
 
 def test_a_table_named_like_the_history_is_an_error():
     db = random_db()
     db.tables[HISTORY] = Table(pd.DataFrame({"x": [1]}))
-    dm = RelDataModule(db, make_task("user-churn"), num_neighbors=[-1], cache_dir=False,
-                       tree_prior=False)
     with pytest.raises(Exception, match="label_history=false"):
-        dm.setup()
+        data_module(db, make_task("user-churn"),
+                    DataSettings.of(num_neighbors=[-1], cache_dir=False, tree_prior=False))

@@ -12,7 +12,7 @@ from hydra.utils import instantiate
 from pytorch_lightning.loggers import CSVLogger
 
 from rdl.api import build
-from rdl.training.module import NodeTaskModule
+from rdl.families.node.module import NodeTaskModule
 
 
 class PerStepLogging(NodeTaskModule):

@@ -10,9 +10,9 @@ import torch_frame
 from torch_frame.data.stats import StatType
 
 from rdl.nn.encoder import RobustLinearEncoder
-from rdl.tasks import Task
-from rdl.tasks.kinds import Regression
-from rdl.training.module import NodeTaskModule
+from rdl.families.node import NodeTask
+from rdl.families.node.kinds import Regression
+from rdl.families.node.module import NodeTaskModule
 
 from tests.training.test_label_history import datamodule, make_task
 
@@ -37,8 +37,9 @@ def test_robust_encoder_spreads_a_heavy_tail():
 
 
 def module(stats) -> NodeTaskModule:
-    task = Task(name="item-sales", sql="hm/item-sales.sql", kind="regression",
-                entity_table="article", entity_col="article_id", target_col="sales")
+    task = NodeTask(name="item-sales", sql="hm/item-sales.sql", kind="regression",
+                    entity_table="article", entity_col="article_id", target_col="sales",
+                    val_timestamp="2020-09-07", test_timestamp="2020-09-14")
     model = torch.nn.Linear(1, 1)
     model.time_types = []
     return NodeTaskModule(model, task, optimizer=torch.optim.Adam, compile=False,

@@ -7,7 +7,7 @@ import torch
 from rdl.features.table import entity_features
 from rdl.data import Database, Table
 from rdl.nn import NodeModel
-from rdl.training.module import NodeTaskModule
+from rdl.families.node.module import NodeTaskModule
 from rdl.features.seed import seed_features
 from tests.training.test_label_history import datamodule, make_task, random_db
 

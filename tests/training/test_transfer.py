@@ -66,16 +66,16 @@ def test_batches_carry_no_edge_ids(built):
 @pytest.mark.parametrize("setting, device, expected", [
     (None, "cuda", True), (None, "cpu", False), (False, "cuda", False), (True, "cpu", True)])
 def test_loaders_pin_batches_when_training_on_cuda(built, setting, device, expected):
-    _, dm, _ = built
-    trainer = SimpleNamespace(strategy=SimpleNamespace(root_device=torch.device(device)),
-                              global_rank=0, world_size=1)
-    old = dm.pin_memory, dm.trainer
+    _, built_dm, _ = built
+    dm = type(built_dm)(built_dm.settings.replace(pin_memory=setting), built_dm.prepared,
+                        built_dm.shapes)
+    # what Lightning does when it trains with the data module
+    dm.trainer = SimpleNamespace(strategy=SimpleNamespace(root_device=torch.device(device)),
+                                 global_rank=0, world_size=1)
     try:
-        dm.pin_memory, dm.trainer = setting, trainer
         loader = dm.val_dataloader()
         assert loader.pin_memory is expected
     finally:
-        dm.pin_memory, dm.trainer = old
         dm.teardown()
 
 

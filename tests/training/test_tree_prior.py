@@ -9,7 +9,7 @@ from rdl.features.table import entity_features
 from rdl.features.labels import visible_labels
 from rdl.baselines.trees import fit_lightgbm, to_prediction
 from rdl.api import build
-from rdl.features.prior import tree_prior
+from rdl.families.node.prior import tree_prior
 from tests.baselines.shop import make_task
 from tests.baselines.test_trees import problem
 

@@ -32,7 +32,7 @@ def _task(name: str):
 
 
 def _graph(db, task):
-    """The training graph (as ``RelDataModule.setup`` builds it, same cache)."""
+    """The training graph (as a node task's preparation builds it, same cache)."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 

@@ -1,4 +1,4 @@
-"""LightningModule for link prediction: rank every ``dst`` row for each seed, on the device.
+"""The link family's LightningModule: rank every ``dst`` row for each seed, on the device.
 
 Batches are seeded at the task's source rows (a customer at a time); the loader attaches
 the true rows (``batch[src].y``, -1 padded) and marks the true ``dst`` nodes of each
@@ -29,10 +29,6 @@ class LinkTaskModule(TaskModule):
         super().__init__(model, task, *args, **kwargs)
         self.dst = task.target_table
         self.num_dst, self.k = num_dst_nodes, task.eval_k
-        if getattr(model, "per_seed", True):
-            raise TypeError(f"task {task.name!r} is link prediction; model "
-                            f"{type(model).__name__} is not a link model (model=idgnn, "
-                            "contextgnn, context-transformer or two-tower)")
 
     def run(self, batch) -> Run:
         """The model's forward over ``batch`` (:class:`~rdl.nn.interface.Run`)."""
@@ -69,7 +65,7 @@ class LinkTaskModule(TaskModule):
 
     def on_predict_epoch_start(self):
         if self.model.embeds_candidates:
-            self.embed_candidates(self.trainer.datamodule.predict_split)
+            self.embed_candidates(self.trainer.datamodule.settings.predict_split)
 
     def predict_step(self, batch, batch_idx):
         """``(row of the split table [B], the top k target rows [B, k], best first)``."""

@@ -1,0 +1,31 @@
+"""One table of a folder's schema (:class:`TableSchema`): the object the folder loader
+(:mod:`rdl.data.folder`) reads a ``schema.yaml`` into and the foreign-key checks
+(:mod:`rdl.data.keys`) read, in a module of its own below both."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class TableSchema:
+    """One table of a schema: where its rows are and what its columns mean."""
+
+    def __init__(self, name: str, file: Path, pkey: str | None, fkeys: dict[str, str],
+                 time: str | None, stypes: dict[str, str | None]):
+        self.name, self.file, self.pkey, self.fkeys = name, file, pkey, fkeys
+        self.time, self.stypes = time, stypes
+        self.parts: list[Path] = []   # its data files (files.parts)
+        self.missing: list[str] = []  # words the schema says mean missing
+
+    @property
+    def base(self) -> Path | None:
+        """The folder of a table written as parts (hive partitions below it), else None."""
+        return self.file if self.file.is_dir() else None
+
+    def where(self, col: str | None = None) -> str:
+        """``file (table 't', column 'c')``: how errors name a place."""
+        return f"{self.file} (table {self.name!r}" + (f", column {col!r})" if col else ")")
+
+    def required(self) -> list[str]:
+        """The columns the schema names (keys, time, declared stypes)."""
+        cols = [self.pkey, *self.fkeys, self.time, *self.stypes]
+        return list(dict.fromkeys(c for c in cols if c is not None))

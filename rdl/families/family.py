@@ -1,0 +1,74 @@
+"""What a task family gives the rest of rdl (:class:`Family`): a family is a package under
+``rdl/families/`` whose ``FAMILY`` is one; :mod:`rdl.families` finds them. Everything that
+differs between node tasks and link tasks is behind these few methods, so that no module
+outside a family asks which family a task is of."""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pandas as pd
+import torch
+from torch import nn
+
+from rdl.data.database import Database
+from rdl.preparation import Prepared
+from rdl.tasks import Task
+from rdl.training.data_settings import DataSettings
+from rdl.training.datamodule import RelDataModule
+from rdl.training.module import TaskModule
+from rdl.training.shapes import Shapes
+
+
+class Family:
+    """A family of tasks: its task classes, the model interface its models implement, and
+    its part of every step of a run (preparation, loaders, training, baselines, prediction
+    files)."""
+
+    #: the family's name, for messages
+    name: ClassVar[str]
+    #: its task class (a task YAML's ``_target_``) and its RelBench task class
+    task: ClassVar[type[Task]]
+    relbench_task: ClassVar[type[Task]]
+    #: the model interface its models subclass (:mod:`rdl.nn.interface`)
+    predictor: ClassVar[type]
+    #: the models a task of the family trains with, for messages
+    models: ClassVar[str]
+    #: its data module class
+    data_module_class: ClassVar[type[RelDataModule]]
+
+    def check(self, settings: DataSettings, task: Task) -> None:
+        """A :class:`ValueError` where a data setting cannot train a task of the family,
+        before any data is read (none here)."""
+
+    def prepare(self, task: Task, db: Database, settings: DataSettings,
+                shared_path: str | None = None) -> Prepared:
+        """What the family's loaders and baselines need (:mod:`rdl.preparation`)."""
+        raise NotImplementedError
+
+    def data_module(self, settings: DataSettings, prepared: Prepared,
+                    shapes: Shapes | None = None) -> RelDataModule:
+        """The family's data module over ``prepared``."""
+        return self.data_module_class(settings, prepared, shapes)
+
+    def task_module(self, model: nn.Module, data: RelDataModule, **common) -> TaskModule:
+        """The LightningModule that trains ``model`` on ``data``'s task (``common``:
+        :class:`~rdl.training.module.TaskModule`'s arguments)."""
+        raise NotImplementedError
+
+    def baselines(self, data: RelDataModule, rows: dict) -> dict:
+        """``{baseline: {split: {metric: value}}}`` beside the model in the report
+        (``rows``: split -> score the first ``n`` rows only)."""
+        raise NotImplementedError
+
+    def predictions(self, data: RelDataModule, split: str, pred: torch.Tensor,
+                    labelled: bool) -> tuple[dict, dict]:
+        """A prediction file's columns of the predictions ``pred`` of ``split`` (in its
+        table's order) besides the seed time and the entity, and their metrics (none
+        where not ``labelled``)."""
+        raise NotImplementedError
+
+
+def original_ids(db: Database, table: str, rows) -> pd.Series:
+    """Row positions of ``table`` as the source files' keys, where the loader kept them."""
+    index = getattr(db, "keys", {}).get(table)
+    return rows if index is None else index.to_numpy()[rows]

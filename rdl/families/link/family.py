@@ -1,0 +1,60 @@
+"""The link family: each seed's label is a list of rows of a target table, which the model
+ranks (RelBench's recommendation)."""
+from __future__ import annotations
+
+from rdl.baselines.link import link_baselines, pad_lists
+from rdl.baselines.scoring import score_tensors
+from rdl.families.family import Family, original_ids
+from rdl.families.link.data import LinkDataModule
+from rdl.families.link.module import LinkTaskModule
+from rdl.families.link.task import LinkTask, RelBenchLinkTask
+from rdl.nn.interface import LinkPredictor
+from rdl.preparation import Prepared, build_graph, graph_database, shared, split_tables, \
+    task_database
+
+
+class LinkPrepared(Prepared):
+    """What a link task prepares: :class:`~rdl.preparation.Prepared`'s, and the model's
+    arguments of the link's two ends."""
+
+    def model_kwargs(self) -> dict:
+        task = self.task
+        return dict(super().model_kwargs(), src_table=task.entity_table,
+                    dst_table=task.target_table,
+                    num_dst_nodes=self.data[task.target_table].num_nodes)
+
+
+class LinkFamily(Family):
+    name = "link"
+    task = LinkTask
+    relbench_task = RelBenchLinkTask
+    predictor = LinkPredictor
+    models = "model=contextgnn, context-transformer, idgnn or two-tower"
+    data_module_class = LinkDataModule
+
+    def check(self, settings, task):
+        if settings.buckets:
+            raise ValueError(f"data.buckets: static-shape buckets pad node-task batches; task "
+                             f"{task.name!r} is link prediction (set data.buckets=null)")
+
+    def prepare(self, task, db, settings, shared_path=None):
+        db = task_database(task, db, settings)
+        graph_db, stypes = graph_database(task, db, settings)
+        tables = shared(shared_path, lambda: {"tables": split_tables(task, db, settings.now)},
+                        ("tables",))["tables"]
+        data, col_stats = build_graph(task, db, graph_db, stypes, settings)
+        return LinkPrepared(task, db, tables, data, col_stats)
+
+    def task_module(self, model, data, **common):
+        return LinkTaskModule(model, data.task,
+                              num_dst_nodes=data.model_kwargs()["num_dst_nodes"], **common)
+
+    def baselines(self, data, rows):
+        return link_baselines(data.task, data.tables, rows=rows)
+
+    def predictions(self, data, split, pred, labelled):
+        """The top k target rows of each seed, best first, as the files' keys."""
+        task, top = data.task, pred.numpy()
+        ids = original_ids(data.db, task.target_table, top.reshape(-1)).reshape(top.shape)
+        truth = pad_lists(data.tables[split][task.target_col].map(list).tolist(), 1)
+        return {task.target_col: list(ids)}, score_tensors(task, pred, truth) if labelled else {}

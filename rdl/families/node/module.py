@@ -1,0 +1,69 @@
+"""The node family's LightningModule: one label per seed; the task's kind gives the loss
+and the mapping of the model's output, which may start from each seed's tree prior or last
+label."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torchmetrics import MetricCollection
+
+from rdl.training.module import TaskModule, pad_seeds
+
+
+class NodeTaskModule(TaskModule):
+    """Node-level tasks: one label per seed; the task's kind
+    (:mod:`rdl.families.node.kinds`) gives the loss and the mapping of the model's output.
+
+    Args:
+        target_stats: the kind's statistics of the train labels
+            (:meth:`~rdl.families.node.kinds.NodeKind.target_stats`; regression: ``(center, scale,
+            low, high)``, the space the model predicts in), or None. When the batch
+            carries each seed's last visible label or tree prior (``batch[entity].base``),
+            the model's output is the change from it, as a forecaster starts from last
+            week's value.
+        **kwargs: see :class:`~rdl.training.module.TaskModule`.
+    """
+
+    def __init__(self, model, task, *args, target_stats: tuple | None = None, **kwargs):
+        super().__init__(model, task, *args, **kwargs)
+        self.kind = task.kind
+        stats = None if target_stats is None else torch.tensor(target_stats, dtype=torch.float)
+        self.register_buffer("target_stats", stats)
+
+    def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
+        args, kwargs = super().inputs(batch, seed_table)
+        if "seed_x" in batch[self.entity]:
+            kwargs["seed_x"] = pad_seeds(batch[self.entity].seed_x, args[-1].size(0))
+        return args, kwargs
+
+    def forward(self, batch) -> Tensor:
+        out = super().forward(batch)
+        out = out.squeeze(-1) if out.size(-1) == 1 else out
+        return self.from_base(out, batch[self.entity].get("base"))
+
+    def from_base(self, out: Tensor, base: Tensor | None) -> Tensor:
+        """The model's output ``out`` as the change from ``base`` (each seed's last visible
+        label or tree prior; :meth:`~rdl.families.node.kinds.NodeKind.from_base`), if any."""
+        return out if base is None else self.kind.from_base(out, base, self.target_stats)
+
+    def loss(self, pred: Tensor, y: Tensor) -> Tensor:
+        return self.kind.loss(pred, y, self.target_stats)
+
+    def predict_value(self, pred: Tensor) -> Tensor:
+        """The model output as the metrics expect it: probabilities or clamped values."""
+        return self.kind.prediction(pred, self.target_stats)
+
+    def step_loss(self, batch) -> tuple[Tensor, int]:
+        y = batch[self.entity].y
+        return self.loss(self(batch), y), y.size(0)
+
+    def predict_step(self, batch, batch_idx):
+        """``(row of the split table [B], prediction [B] or [B, C])``, on the CPU."""
+        return batch[self.entity].input_id.cpu(), self.predict_value(self(batch)).cpu()
+
+    def eval_step(self, batch, metrics: MetricCollection):
+        y = batch[self.entity].y
+        pred = self(batch)
+        metrics.update(self.predict_value(pred), self.kind.metric_target(y))
+        self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0),
+                 sync_dist=True)

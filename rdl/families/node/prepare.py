@@ -1,0 +1,169 @@
+"""The node family's part of preparation (:mod:`rdl.preparation` has every family's): the
+task's label history, as a table of the graph and for the features; the tree prior
+(LightGBM's forward-chained prediction the model corrects, :mod:`rdl.families.node.prior`); and
+each seed's features (:mod:`rdl.features.seed`). A link task has none of them."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+
+from rdl.data.database import Database, DataError
+from rdl.preparation import (Prepared, build_graph, graph_database, shared, split_tables,
+                             task_database)
+from rdl.tasks import HISTORY, SPLITS, Task
+
+log = logging.getLogger("rdl.preparation")
+
+
+@dataclass(frozen=True)
+class NodePrepared(Prepared):
+    """What :func:`prepare` computes for a node task (besides :class:`Prepared`'s).
+
+    Attributes:
+        history: the task's label history (:meth:`~rdl.families.node.NodeTask.history`).
+        tree_fit: with the tree prior, the LightGBM baseline it comes from (of
+            ``tree_fits``, the better on val).
+        tree_fits: with the tree prior, the LightGBM baselines by name (depth 1, and
+            depth 2 with ``deep_features``).
+        prior: with the tree prior, per split each seed's raw prior (NaN: none).
+        seed_x: with seed features, per split each seed's vector; seed_feature_names
+            their names.
+        label_history: whether the label history is part of the graph.
+    """
+
+    history: pd.DataFrame | None = None
+    tree_fit: object = None
+    tree_fits: dict | None = None
+    prior: dict[str, np.ndarray] | None = None
+    seed_x: dict[str, Tensor] | None = None
+    seed_feature_names: tuple = ()
+    label_history: bool = False
+
+    #: what the first process of a machine shares with the others (the graph they read
+    #: from the graph cache; the tree fits only the first process of all reports, and it
+    #: computes them itself)
+    SHARED = ("tables", "history", "prior", "seed_x", "seed_feature_names")
+
+    def targets(self, split: str) -> Tensor:
+        """The labels of a split as the model's ``y``."""
+        return self.task.kind.train_target(self.tables[split][self.task.target_col].to_numpy())
+
+    def base(self, split: str) -> Tensor | None:
+        """What the model's output starts from (see
+        :class:`~rdl.families.node.module.NodeTaskModule`), or None: with the tree prior, each
+        seed's prior (where it has none: its last label for regression, the train rate's
+        logit for classification); else, for regression with label history, each seed's
+        last label whose window has closed by its time (NaN if none)."""
+        task = self.task
+        last = None
+        if self.label_history and task.kind.starts_from_last_label:
+            from rdl.features.labels import visible_labels
+            last = visible_labels(task, self.tables[split], self.history, ks=())["last"][:, 0]
+        if self.prior is None:
+            return None if last is None else torch.from_numpy(last).float()
+        prior = self.prior[split]
+        if task.kind.starts_from_last_label:
+            fill = np.full(len(prior), np.nan) if last is None else last
+        else:
+            from rdl.families.node.prior import fallback
+            fill = np.broadcast_to(fallback(task, self.tables["train"]), prior.shape)
+        return torch.from_numpy(np.where(np.isnan(prior), fill, prior)).float()
+
+    def model_kwargs(self) -> dict:
+        """The model's constructor arguments that come from the data
+        (:mod:`rdl.nn.interface`)."""
+        task = self.task
+        kwargs = dict(super().model_kwargs(), entity_table=task.entity_table,
+                      out_channels=task.kind.out_channels)
+        if self.seed_x is not None:
+            kwargs["seed_features"] = len(self.seed_feature_names)
+        return kwargs
+
+
+def prepare(task: Task, db: Database, settings, shared_path: str | None = None) -> NodePrepared:
+    """Everything a run of node task ``task`` on ``db`` needs before its loaders, as
+    ``settings`` (:class:`~rdl.training.data_settings.DataSettings`) say. ``shared_path``:
+    with several processes, the file through which the first of all shares the tables,
+    features and prior with the others (:func:`rdl.preparation.shared`)."""
+    db = task_database(task, db, settings)
+    if settings.label_history and HISTORY in db.tables:
+        raise DataError(f"the database has a table named {HISTORY!r}, the name of the "
+                        "task's label history; rename it or set data.label_history=false")
+    graph_db, stypes = graph_database(task, db, settings)
+    out = shared(shared_path, lambda: _labels_and_features(task, db, graph_db, settings),
+                 NodePrepared.SHARED)
+    tables, history = out["tables"], out["history"]
+    if settings.label_history:
+        history_table, stypes[HISTORY] = task.history_table(tables, history)
+        log.info("label history: %d earlier labels", len(history_table))
+
+    def extend(d: Database, train: bool) -> Database:
+        """``d`` with the label history as a table (the training graph's: without the
+        labels of a "now" table)."""
+        if not settings.label_history:
+            return d
+        table = history_table
+        if train:
+            splits = {s: tables[s] for s in SPLITS}
+            table = task.history_table(splits, task.history(splits))[0]
+        return Database({**d.tables, HISTORY: table})
+
+    data, col_stats = build_graph(task, db, graph_db, stypes, settings, extend)
+    return NodePrepared(task, db, data=data, col_stats=col_stats,
+                        label_history=settings.label_history,
+                        **{k: v for k, v in out.items() if k != "seed_feature_names"},
+                        seed_feature_names=tuple(out.get("seed_feature_names") or ()))
+
+
+def _labels_and_features(task: Task, db: Database, graph_db: Database, settings) -> dict:
+    """Split tables, label history, tree prior and seed features: the work that processes
+    share (``shared_path``)."""
+    tables = split_tables(task, db, settings.now)
+    out = dict(tables=tables, history=task.history(tables))
+    rest = None
+    if settings.tree_prior:
+        fits, rest = _fit_prior(task, tables, out["history"], graph_db, settings)
+        out.update(fits)
+    if settings.seed_features:
+        from rdl.features.seed import seed_features as features
+        out["seed_x"], names = features(task, graph_db, tables, out["history"],
+                                        settings.strict, features=rest)
+        out["seed_feature_names"] = names
+        log.info("seed features: %d columns", len(names))
+    return out
+
+
+def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Database,
+               settings) -> tuple[dict, dict[str, pd.DataFrame]]:
+    """The tree baselines and the prior (``tree_fits``, ``tree_fit``, ``prior``: the prior
+    from the baseline better on val, depth 1 or, with ``deep_features``, depth 2), and the
+    splits' feature tables without the entity's own columns and with the prior's columns
+    (the seed features)."""
+    strict, deep = settings.strict, settings.deep_features
+    from rdl.features.table import entity_features, with_own
+    from rdl.baselines.trees import DEPTH2, fit_tree_baselines
+    from rdl.families.node.prior import tree_prior
+
+    rest = {s: entity_features(task, graph_db, df, history, strict, own=False)
+            for s, df in tables.items()}
+    full = {s: with_own(task, graph_db, tables[s], rest[s]) for s in rest}
+    fits, feats = fit_tree_baselines(task, graph_db, tables, history, strict,
+                                     settings.random_seed, features=full, deep=deep)
+    best = max(fits, key=lambda name: fits[name].val_score())
+    if len(fits) > 1:
+        log.info("tree prior: %s, the better on val", best)
+    prior = tree_prior(fits[best], tables, feats[best], history, settings.tree_blocks,
+                       settings.random_seed)
+    if deep is not None and deep.inputs:  # the depth-2 columns as model inputs too
+        rest = {s: pd.concat([rest[s], feats[DEPTH2][s].iloc[:, full[s].shape[1]:]], axis=1)
+                for s in rest}
+    for s, df in rest.items():
+        p = prior[s].reshape(len(df), -1)
+        cols = ["prior"] if p.shape[1] == 1 else [f"prior.class_{j}" for j in range(p.shape[1])]
+        rest[s] = df.assign(**{c: p[:, j] for j, c in enumerate(cols)})
+    return dict(tree_fits=fits, tree_fit=fits[best], prior=prior), rest

@@ -1,0 +1,118 @@
+"""The data settings of a run (``data.*``), as one frozen object built once from the config.
+
+Where each default lives, once:
+
+- every setting of ``data/loader/default.yaml`` has its default there (the YAML is what
+  a user reads and overrides); Python reads it from there too (:meth:`DataSettings.of`),
+  and :class:`DataSettings` has no default of its own for it;
+- the settings a task or a model may choose (:data:`CHOSEN`) are null in the YAML, meaning
+  "the task's ``data_defaults``, else the model's, else this class's default", and that
+  last default is the field's default here (:func:`rdl.settings.with_data_defaults`);
+- what the run decides (the random seed, the ``now`` split, the split ``rdl.predict``
+  scores) comes from the run, with its default here.
+
+Nothing writes into a :class:`DataSettings` after it is built (``frozen``): a changed
+setting is a new object (:func:`dataclasses.replace`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from omegaconf import OmegaConf
+
+from rdl.features.deep import DeepSettings
+from rdl.paths import CONF_DIR
+from rdl.training.buckets import BucketSettings
+
+#: the data settings a task or a model may choose (``data_defaults`` in its own section)
+CHOSEN = ("num_neighbors", "strategy", "bidirectional", "triplets")
+
+
+@dataclass(frozen=True)
+class DataSettings:
+    """``data.*`` (``rdl/conf/data/loader/default.yaml`` documents each).
+
+    Args:
+        batch_size: seeds per batch (RelBench: 512); eval_batch_size: per evaluation
+            batch (None: ``batch_size``).
+        strict: neighbours must be strictly older than the seed (RelBench v3 rule).
+        label_history, seed_features, tree_prior, tree_blocks, deep_features: the node
+            family's (:mod:`rdl.families.node`); a link task leaves them out.
+        stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
+        num_workers: loader worker processes; pin_memory: page-locked batches (None:
+            when training on CUDA).
+        cache_dir: where materialised graphs are cached (None: ``$RDL_CACHE`` or
+            ``~/.cache/rdl``; False: no cache).
+        buckets: static-shape buckets for a model compiled with ``dynamic=False`` (node
+            tasks; :class:`~rdl.training.buckets.BucketSettings`).
+        num_neighbors: fan-out per hop, one hop per message-passing layer (the run trims
+            it, :func:`rdl.api.prepare`); strategy: ``uniform``, ``last`` or ``mix``;
+            bidirectional: messages both ways (ID-GNN); triplets: link tasks train on
+            (seed, true row, random row) triplets (two-tower).
+        random_seed: the run's seed (``seed``); now: also a split ``now``, the seeds of a
+            prediction at the database's last time (``rdl.predict split=now``);
+            predict_split: the split ``predict_dataloader`` serves.
+    """
+
+    batch_size: int
+    eval_batch_size: int | None
+    strict: bool
+    label_history: bool
+    seed_features: bool
+    tree_prior: bool
+    tree_blocks: int
+    deep_features: DeepSettings | None
+    text_embedder: object
+    num_workers: int
+    pin_memory: bool | None
+    cache_dir: str | bool | None
+    buckets: BucketSettings | None
+    # a database's own (its data YAML's ``stypes``, where it has any): none
+    stypes: dict | None = None
+    # chosen by the task or the model where the config leaves them null
+    num_neighbors: tuple = (128, 64)
+    strategy: str = "uniform"
+    bidirectional: bool = False
+    triplets: bool = False
+    # the run's
+    random_seed: int = 0
+    now: bool = False
+    predict_split: str = "test"
+
+    def __post_init__(self):
+        # dicts from the config become the objects they describe, once, here
+        convert = {"deep_features": DeepSettings.of(self.deep_features),
+                   "buckets": BucketSettings.of(self.buckets),
+                   "num_neighbors": tuple(self.num_neighbors)}
+        for name, value in convert.items():
+            object.__setattr__(self, name, value)
+
+    def batch_size_of(self, split: str) -> int:
+        """Seeds per batch of a split's loader."""
+        return self.batch_size if split == "train" else (self.eval_batch_size or self.batch_size)
+
+    @classmethod
+    def of(cls, **settings) -> "DataSettings":
+        """The packaged defaults (``data/loader/default.yaml``, the one place they live)
+        with ``settings`` instead: for code and tests that build data without Hydra."""
+        from hydra.utils import instantiate
+        packaged = OmegaConf.load(CONF_DIR / "data" / "loader" / "default.yaml")
+        given = {k: v for k, v in packaged.items() if k != "_target_"}
+        given = instantiate(OmegaConf.create(given), _convert_="all")
+        given = {k: v for k, v in given.items() if v is not None or k not in CHOSEN}
+        return cls(**{**given, **settings})
+
+    @classmethod
+    def from_config(cls, data, **run) -> "DataSettings":
+        """From a composed ``data`` section (its ``db`` left out: the database is read
+        apart) and what the run decides (``random_seed``, ``now``, ``predict_split``,
+        the trimmed ``num_neighbors``)."""
+        from hydra.utils import instantiate
+        keep = [k for k in data if k not in ("db", "_target_")]
+        given = instantiate(OmegaConf.masked_copy(data, keep), _convert_="all")
+        return cls(**{**given, **run})
+
+    def replace(self, **changes) -> "DataSettings":
+        """A copy with ``changes``."""
+        return dataclasses.replace(self, **changes)
