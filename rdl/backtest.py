@@ -178,19 +178,26 @@ def overview(sweeps: dict[str, list[dict]]) -> str:
     """One row per sweep (a task on a database): the monitored metric of the model, of both
     LightGBMs and of the best simple baseline (the one best on val over the runs, so that
     the test weeks do not choose it), each as mean ± standard error over every val and test
-    score; then the model's lead over each (weeks won), and whether its lead over the
-    depth-2 LightGBM is more than one standard error either way."""
+    score; then the model's lead over each and over its tree prior (in each run the
+    LightGBM better on val, as :mod:`rdl.preparation` chooses it: what the graph model adds
+    to where it starts), with weeks won, and whether its lead over the depth-2 LightGBM is
+    more than one standard error either way."""
+    prior = "the LightGBM better on val"
     head = ["sweep", "metric", "weeks", "model", DEPTH2, DEPTH1, "best simple",
-            f"model over {DEPTH2}", f"model over {DEPTH1}", f"{DEPTH2} over {DEPTH1}",
-            "model over best simple", "model vs depth 2"]
+            f"model over {DEPTH2}", f"model over {DEPTH1}", f"model over {prior}",
+            f"{DEPTH2} over {DEPTH1}", "model over best simple", "model vs depth 2"]
     rows = [head]
     for name, runs in sweeps.items():
         m, sign = runs[0]["monitor"], 1.0 if runs[0]["higher"] else -1.0
         scores: dict[str, list[float]] = {}
         for r in runs:
-            for who, res in {"model": r["metrics"]["model"], **baselines(r["metrics"])}.items():
+            row = {"model": r["metrics"]["model"], **baselines(r["metrics"])}
+            for who, res in row.items():
                 scores.setdefault(who, []).extend(res[s][m] for s in ("val", "test"))
-        simple = [w for w in scores if w != "model" and not w.startswith(DEPTH1)]
+            if trees := [w for w in (DEPTH1, DEPTH2) if w in row]:  # a tie: depth 1, as there
+                chosen = max(trees, key=lambda w: sign * row[w]["val"][m])
+                scores.setdefault(prior, []).extend(row[chosen][s][m] for s in ("val", "test"))
+        simple = [w for w in scores if w not in ("model", prior) and not w.startswith(DEPTH1)]
         # scores alternate val, test: choose the best simple baseline on its val scores
         best = max(simple, key=lambda w: sign * statistics.fmean(scores[w][::2]),
                    default=None)
@@ -218,7 +225,7 @@ def overview(sweeps: dict[str, list[dict]]) -> str:
         rows.append([name, m, f"{len(scores['model'])} ({len(weeks)} distinct)",
                      cell("model"), cell(DEPTH2), cell(DEPTH1),
                      "-" if best is None else f"{best}: {cell(best)}", ahead,
-                     lead("model", DEPTH1)[0], lead(DEPTH2, DEPTH1)[0],
+                     lead("model", DEPTH1)[0], lead("model", prior)[0], lead(DEPTH2, DEPTH1)[0],
                      "-" if best is None else lead("model", best)[0], verdict])
     lines = ["# Backtests of several sweeps: mean ± standard error over each sweep's val and "
              "test scores;", "# leads positive where the first is better (weeks won / weeks)",
