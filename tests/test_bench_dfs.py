@@ -17,6 +17,7 @@ def test_the_dfs_benchmark_reports_rows_features_and_memory(tmp_path, rdl_cache,
         assert int(r["rows"]) > 0 and int(r["depth 2 features"]) > int(r["depth 1 features"]) > 0
         assert float(r["depth 2 s"]) > 0 and float(r["peak GiB"]) > 0
         assert 0 < float(r["depth 2 peak GiB"]) <= float(r["peak GiB"])
+        assert float(r["data and labels peak GiB"]) <= float(r["peak GiB"])  # the whole process
 
 
 def test_the_trees_benchmark_scores_both_depths_every_week(tmp_path, rdl_cache, monkeypatch):
