@@ -207,7 +207,8 @@ def overview(sweeps: dict[str, list[dict]]) -> str:
             if who not in scores:
                 return "-"
             v = scores[who]
-            return f"{statistics.fmean(v):.{digits}f} ± {statistics.stdev(v) / math.sqrt(len(v)):.{digits}f}"
+            se = statistics.stdev(v) / math.sqrt(len(v))
+            return f"{statistics.fmean(v):.{digits}f} ± {se:.{digits}f}"
 
         def lead(a, b):
             if a not in scores or b not in scores:

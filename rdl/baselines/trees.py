@@ -129,15 +129,15 @@ def select_on_val(fit: TreeFit, both: dict[str, pd.DataFrame], n_depth1: int, ke
     gain = fit.booster.feature_importance("gain", iteration=fit.rounds)[n_depth1:]
     order = np.argsort(-gain, kind="stable")
     deep_cols = both["train"].columns[n_depth1:]
-    best, best_feats, best_n = fit, both, len(deep_cols)
+    best, best_feats, best_n, best_score = fit, both, len(deep_cols), fit.val_score()
     for k in sorted({int(k) for k in keep if int(k) < len(deep_cols)}):
         cols = [*both["train"].columns[:n_depth1], *deep_cols[np.sort(order[:k])]]
         feats = {s: df[cols] for s, df in both.items()}
         candidate = (dataclasses.replace(depth1, name=fit.name) if k == 0 and depth1 is not None
                      else refit(feats))
-        if candidate.val_score() > best.val_score() or (
-                candidate.val_score() == best.val_score() and k < best_n):
-            best, best_feats, best_n = candidate, feats, k
+        score = candidate.val_score()  # each call predicts val and test: once a fit
+        if score > best_score or (score == best_score and k < best_n):
+            best, best_feats, best_n, best_score = candidate, feats, k, score
     log.info("%s: %d of %d depth-2 features, chosen on val among %s and all", best.name,
              best_n, len(deep_cols), sorted(keep))
     return best, best_feats

@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> None:
             for r in got:
                 print(f"scale {scale} {task} {r['split']}: {r['rows']} rows, "
                       f"{r['depth 2 features']} features in {r['depth 2 s']:.1f} s, "
-                      f"peak {r['depth 2 peak GiB']:.2f} GiB (process {r['peak GiB']:.2f})", flush=True)
+                      f"peak {r['depth 2 peak GiB']:.2f} GiB "
+                      f"(process {r['peak GiB']:.2f})", flush=True)
             rows += got
     report("dfs", rows, args.out,
            header=f"Depth-2 feature synthesis on synthetic H&M (each scale and task in a fresh "
