@@ -197,8 +197,8 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
     out = Path(cfg.output_dir)
     cfg, data, module, shared = _run_pieces(cfg, data, model)
     trainer = _trainer(cfg, ckpt_path)
-    ckpt, val, test = _train(cfg, trainer, module, data, ckpt_path, shared)
-    results = {"model": {"val": _strip(val, "val/"), "test": _strip(test, "test/")}}
+    ckpt, model = _train(cfg, trainer, module, data, ckpt_path, shared)
+    results = {"model": model}
     if not trainer.is_global_zero:  # one process reports
         return results
     task = data.task
@@ -255,8 +255,8 @@ def _trainer(cfg: DictConfig, ckpt_path: str | None) -> pl.Trainer:
 
 def _train(cfg: DictConfig, trainer: pl.Trainer, module: TaskModule, data: RelDataModule,
            ckpt_path: str | None, shared: str | None) -> tuple:
-    """Trains, then evaluates the best checkpoint: ``(its path, val metrics, test
-    metrics)``. The prepared file of a multi-process run is removed once every process has
+    """Trains, then evaluates the best checkpoint as the task's family does: ``(its path,
+    the model's entry in the results)``. The prepared file of a multi-process run is removed once every process has
     read it (before fit starts)."""
     # Lightning reads checkpoints as rdl.safe_load does: weights-only, unless trusted
     # (Lightning before 2.6 takes no weights_only: torch's default, weights-only, then)
@@ -270,11 +270,9 @@ def _train(cfg: DictConfig, trainer: pl.Trainer, module: TaskModule, data: RelDa
                 os.remove(shared)  # every process has read it before fit starts
         best = [c for c in trainer.checkpoint_callbacks if c.monitor and c.best_model_path]
         ckpt = best[0].best_model_path if best else None
-        val = trainer.validate(module, datamodule=data, ckpt_path=ckpt, verbose=False,
-                               **trusted)[0]
-        test = trainer.test(module, datamodule=data, ckpt_path=ckpt, verbose=False,
-                            **trusted)[0]
-    return ckpt, val, test
+        model = family_of(data.task).evaluate(trainer, module, data, ckpt,
+                                              cfg.get("evaluation"), **trusted)
+    return ckpt, model
 
 
 def _scored_rows(trainer: pl.Trainer, data: RelDataModule) -> dict:
@@ -302,7 +300,3 @@ def _print_compiled(data: RelDataModule, compiled_before: dict) -> None:
     print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
           f"breaks ({expected}; compile.log=true says why each happened)")
 
-
-def _strip(metrics: dict, prefix: str) -> dict:
-    return {k[len(prefix):]: float(v) for k, v in metrics.items()
-            if k.startswith(prefix) and not k.endswith("loss")}

@@ -75,6 +75,8 @@ def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
     state = ckpt["state_dict"]
     check_schema(cfg.ckpt_path, module.state_dict(), state)
     module.load_state_dict(state)
+    if "rdl_correction_scale" in ckpt:  # chosen on val after training (node tasks)
+        module.correction_scale = float(ckpt["rdl_correction_scale"])
     trainer = pl.Trainer(accelerator=cfg.accelerator, devices=1, logger=False,
                          enable_checkpointing=False, inference_mode=False,
                          enable_progress_bar=False, enable_model_summary=False)

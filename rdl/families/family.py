@@ -55,6 +55,16 @@ class Family:
         :class:`~rdl.training.module.TaskModule`'s arguments)."""
         raise NotImplementedError
 
+    def evaluate(self, trainer, module: TaskModule, data: RelDataModule, ckpt: str | None,
+                 settings: dict | None = None, **load) -> dict:
+        """The model's entry in the results (``{"val": {metric: value}, "test": {...}}``,
+        and what else a family reports of it) with the weights of ``ckpt`` (the best
+        checkpoint; None: as they are), by Lightning's loops (``load``: how they read
+        ``ckpt``). ``settings``: the run's ``evaluation`` section, which a family may act on."""
+        val = trainer.validate(module, datamodule=data, ckpt_path=ckpt, verbose=False, **load)[0]
+        test = trainer.test(module, datamodule=data, ckpt_path=ckpt, verbose=False, **load)[0]
+        return scores(val, test)
+
     def baselines(self, data: RelDataModule, rows: dict) -> dict:
         """``{baseline: {split: {metric: value}}}`` beside the model in the report
         (``rows``: split -> score the first ``n`` rows only)."""
@@ -66,6 +76,14 @@ class Family:
         table's order) besides the seed time and the entity, and their metrics (none
         where not ``labelled``)."""
         raise NotImplementedError
+
+
+def scores(val: dict, test: dict) -> dict:
+    """``{"val": {metric: value}, "test": {...}}`` from what Lightning's validation and test
+    loops return (``val/auroc``, ...), without the losses."""
+    return {split: {k[len(split) + 1:]: float(v) for k, v in metrics.items()
+                    if k.startswith(f"{split}/") and not k.endswith("loss")}
+            for split, metrics in (("val", val), ("test", test))}
 
 
 def original_ids(db: Database, table: str, rows) -> pd.Series:

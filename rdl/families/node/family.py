@@ -4,6 +4,7 @@ from __future__ import annotations
 from rdl.baselines import node_baselines
 from rdl.baselines.scoring import score
 from rdl.families.family import Family
+from rdl.families.node.correction import scaled_on_val
 from rdl.families.node.data import NodeDataModule
 from rdl.families.node.module import NodeTaskModule
 from rdl.families.node.prepare import prepare
@@ -31,6 +32,13 @@ class NodeFamily(Family):
             # training finds a correction.
             model.start_from_base()
         return module
+
+    def evaluate(self, trainer, module, data, ckpt, settings=None, **load):
+        scales = list((settings or {}).get("correction_scales") or [])
+        if data.prior is None or scales in ([], [1], [1.0]):
+            return super().evaluate(trainer, module, data, ckpt, settings, **load)
+        # how much of its correction of the tree prior the model keeps, chosen on val
+        return scaled_on_val(trainer, module, data, ckpt, scales, **load)
 
     def baselines(self, data, rows):
         return node_baselines(data.task, data.db, data.tables, strict=data.strict,

@@ -29,6 +29,9 @@ class NodeTaskModule(TaskModule):
         self.kind = task.kind
         stats = None if target_stats is None else torch.tensor(target_stats, dtype=torch.float)
         self.register_buffer("target_stats", stats)
+        #: the share of its correction of the base the model's output keeps: 1 in
+        #: training, then chosen on val (:mod:`rdl.families.node.correction`)
+        self.correction_scale = 1.0
 
     def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
         args, kwargs = super().inputs(batch, seed_table)
@@ -39,12 +42,17 @@ class NodeTaskModule(TaskModule):
     def forward(self, batch) -> Tensor:
         out = super().forward(batch)
         out = out.squeeze(-1) if out.size(-1) == 1 else out
-        return self.from_base(out, batch[self.entity].get("base"))
+        return self.from_base(out * self.correction_scale, batch[self.entity].get("base"))
 
     def from_base(self, out: Tensor, base: Tensor | None) -> Tensor:
         """The model's output ``out`` as the change from ``base`` (each seed's last visible
         label or tree prior; :meth:`~rdl.families.node.kinds.NodeKind.from_base`), if any."""
         return out if base is None else self.kind.from_base(out, base, self.target_stats)
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        super().on_save_checkpoint(checkpoint)
+        # read by rdl.predict only: training, resumed or not, runs at 1
+        checkpoint["rdl_correction_scale"] = self.correction_scale
 
     def loss(self, pred: Tensor, y: Tensor) -> Tensor:
         return self.kind.loss(pred, y, self.target_stats)

@@ -1,0 +1,53 @@
+"""How much of its correction of the tree prior a node model keeps, chosen on val.
+
+With the tree prior a node model's output is a correction of it
+(:class:`~rdl.families.node.module.NodeTaskModule`): training fits the correction on train
+and chooses its checkpoint on val. Where the correction does not carry over to new weeks
+(on the binary tasks of docs/results.md the best checkpoint was still below its own prior
+on val) the model would print a score below the trees it starts from. So, after training,
+the correction is scaled by the factor of ``evaluation.correction_scales`` whose val score
+is best (1: as trained, 0: the prior alone), the first one unless another is strictly
+better: a blend of model and trees fitted on val, as the checkpoint is. Each factor's val
+and test scores go to metrics.json (the test scores are reported, never used to choose).
+
+Written here, not as a Lightning callback: the choice runs Lightning's validation loop
+once per factor, which a callback cannot call from inside a loop.
+"""
+from __future__ import annotations
+
+import logging
+
+from rdl.families.family import scores
+
+log = logging.getLogger("rdl.train")
+
+
+def scaled_on_val(trainer, module, data, ckpt: str | None, scales, **load) -> dict:
+    """The model's entry in the results (:meth:`rdl.families.family.Family.evaluate`) with
+    the correction of ``module`` scaled by the factor of ``scales`` best on val, and
+    ``"correction": {"scale": s, "by_scale": {s: {"val": ..., "test": ...}}}``; the factor
+    is saved into ``ckpt`` (the best checkpoint) for ``rdl.predict``."""
+    task = data.task
+    key, higher = f"val/{task.monitor}", task.monitor_mode != "min"
+    run = dict(datamodule=data, verbose=False)
+    # the best weights loaded once (the factor is not read from a checkpoint: training and
+    # its validations always run at 1), then every factor evaluated on them
+    module.correction_scale = 1.0
+    trainer.validate(module, ckpt_path=ckpt, **run, **load)
+    by_scale, best = {}, None
+    for s in scales:
+        module.correction_scale = float(s)
+        val = trainer.validate(module, **run)[0]
+        test = trainer.test(module, **run)[0]
+        by_scale[float(s)] = (val, test)
+        if best is None or (val[key] > by_scale[best][0][key] if higher
+                            else val[key] < by_scale[best][0][key]):
+            best = float(s)
+    module.correction_scale = best
+    if ckpt:  # every process saves (Lightning writes on the first only)
+        trainer.save_checkpoint(ckpt, weights_only=False)
+    log.info("the correction of the tree prior scaled by %g, the best on val of %s (%s: %s)",
+             best, ", ".join(f"{s:g}" for s in by_scale), key,
+             ", ".join(f"{v[key]:.4f}" for v, _ in by_scale.values()))
+    table = {f"{s:g}": scores(v, t) for s, (v, t) in by_scale.items()}
+    return {**table[f"{best:g}"], "correction": {"scale": best, "by_scale": table}}

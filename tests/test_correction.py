@@ -1,0 +1,125 @@
+"""How much of its correction of the tree prior a node model keeps, chosen on val
+(``evaluation.correction_scales``, rdl/families/node/correction.py)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import torch
+
+from rdl.families.node.correction import scaled_on_val
+from tests.conftest import task_overrides
+
+
+class _Task:
+    def __init__(self, mode):
+        self.monitor, self.monitor_mode = "score", mode
+
+
+class _Data:
+    def __init__(self, mode):
+        self.task = _Task(mode)
+
+
+class _Module:
+    correction_scale = 1.0
+
+
+class _Trainer:
+    """Lightning's loops as the choice sees them: a val score of the module's factor
+    (``val(scale)``), a test score of its own, and the checkpoints it saves."""
+
+    def __init__(self, module, val):
+        self.module, self.val, self.saved, self.loaded = module, val, [], []
+
+    def validate(self, module, ckpt_path=None, **kwargs):
+        if ckpt_path:
+            self.loaded.append((ckpt_path, module.correction_scale))
+        return [{"val/score": self.val(module.correction_scale), "val/loss": 9.0}]
+
+    def test(self, module, ckpt_path=None, **kwargs):
+        assert ckpt_path is None, "the weights loaded once, for val"
+        return [{"test/score": 10 * module.correction_scale}]
+
+    def save_checkpoint(self, path, weights_only=None):
+        self.saved.append((path, self.module.correction_scale))
+
+
+@pytest.mark.parametrize("mode,val,want", [
+    ("max", lambda s: 0.7 - (s - 0.5) ** 2, 0.5),   # a peak inside the grid
+    ("min", lambda s: abs(s - 0.25), 0.25),          # lower is better
+    ("max", lambda s: 0.7, 1.0),                     # a tie keeps the first (as trained)
+    ("max", lambda s: 0.7 - s, 0.0),                 # the prior alone
+])
+def test_the_factor_best_on_val_is_kept_and_saved(mode, val, want):
+    module = _Module()
+    trainer = _Trainer(module, val)
+    model = scaled_on_val(trainer, module, _Data(mode), "best.ckpt", [1.0, 0.75, 0.5, 0.25, 0])
+    assert module.correction_scale == want
+    assert trainer.loaded == [("best.ckpt", 1.0)], "the best weights loaded once, at 1"
+    assert trainer.saved == [("best.ckpt", want)], "the factor saved with them, for predict"
+    by = model["correction"]["by_scale"]
+    assert list(by) == ["1", "0.75", "0.5", "0.25", "0"]
+    assert model["correction"]["scale"] == want
+    assert model["val"] == {"score": val(want)} and model["test"] == {"score": 10 * want}
+    assert by["0.5"] == {"val": {"score": val(0.5)}, "test": {"score": 5.0}}
+
+
+def _predict(rdl_cache, ckpt, out):
+    env = {**os.environ, "RDL_CACHE": str(rdl_cache)}
+    res = subprocess.run([sys.executable, "-m", "rdl.predict", f"ckpt_path={ckpt}", "split=val",
+                          "format=csv", f"output={out}", f"hydra.run.dir={out.parent / 'p'}"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    line = next(x for x in res.stdout.splitlines() if x.startswith("val: "))
+    return dict((k, float(v)) for k, v in (kv.rsplit(" ", 1) for kv in line[5:].split(", ")))
+
+
+def test_at_zero_the_model_is_its_tree_prior_and_predict_keeps_the_factor(
+        tmp_path, run_train, rdl_cache):
+    run = tmp_path / "run"
+    out = run_train(run, *task_overrides("user-churn"), "compile.enabled=false",
+                    "evaluation.correction_scales=[0.0]")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "the correction of the tree prior scaled by 0," in out.stderr + out.stdout
+    results = json.loads((run / "metrics.json").read_text())
+    model = results["model"]
+    assert model["correction"]["scale"] == 0.0 and list(model["correction"]["by_scale"]) == ["0"]
+    # the prior is the LightGBM better on val; at 0 the model scores as it does, both splits
+    trees = [results[k] for k in results if k.startswith("LightGBM")]
+    prior = max(trees, key=lambda r: r["val"]["auroc"])
+    for split in ("val", "test"):
+        assert model[split]["auroc"] == pytest.approx(prior[split]["auroc"], abs=1e-4)
+    # rdl.predict applies the factor the checkpoint holds; without it, the trained correction
+    ckpt = run / "checkpoints" / "best.ckpt"
+    assert _predict(rdl_cache, ckpt, tmp_path / "a.csv")["auroc"] == pytest.approx(
+        model["val"]["auroc"], abs=1e-4)
+    state = torch.load(ckpt, weights_only=False)
+    assert state.pop("rdl_correction_scale") == 0.0
+    torch.save(state, tmp_path / "as_trained.ckpt")
+    _predict(rdl_cache, tmp_path / "as_trained.ckpt", tmp_path / "b.csv")
+    at_zero, as_trained = (pd.read_csv(tmp_path / f)["churn"] for f in ("a.csv", "b.csv"))
+    assert (at_zero - as_trained).abs().max() > 1e-4, "the trained correction is not zero"
+
+
+def test_one_factor_of_one_is_the_run_as_before():
+    from rdl.families.node.family import NodeFamily
+    calls = []
+
+    class T:
+        def validate(self, module, **kw):
+            calls.append("val")
+            return [{"val/score": 1.0}]
+
+        def test(self, module, **kw):
+            calls.append("test")
+            return [{"test/score": 2.0}]
+
+    class D:
+        prior = object()
+    model = NodeFamily().evaluate(T(), _Module(), D(), None, {"correction_scales": [1.0]})
+    assert model == {"val": {"score": 1.0}, "test": {"score": 2.0}} and calls == ["val", "test"]
