@@ -102,13 +102,28 @@ def baselines(metrics: dict) -> dict[str, dict]:
     return {short[who]: metrics[who] for who in names}
 
 
+#: the model with its correction of the tree prior as trained, where the run scaled it on
+#: val (rdl/families/node/correction.py): what the scaling changed
+AS_TRAINED = "model as trained"
+
+
+def entries(metrics: dict) -> dict[str, dict]:
+    """A run's model, its correction as trained where it was scaled on val, and its
+    baselines (:func:`baselines`), each ``{split: {metric: value}}``."""
+    by_scale = metrics["model"].get("correction", {}).get("by_scale", {})
+    out = {"model": metrics["model"]}
+    if "1" in by_scale:
+        out[AS_TRAINED] = by_scale["1"]
+    return {**out, **baselines(metrics)}
+
+
 def differences(runs: list[dict]) -> dict[str, dict[str, list[float]]]:
     """Per baseline and split, the model's lead in each run (positive: better)."""
     out: dict[str, dict[str, list[float]]] = {}
     for r in runs:
         m, sign = r["monitor"], 1.0 if r["higher"] else -1.0
         model = r["metrics"]["model"]
-        for who, res in baselines(r["metrics"]).items():
+        for who, res in list(entries(r["metrics"]).items())[1:]:
             for split in ("val", "test"):
                 lead = sign * (model[split][m] - res[split][m])
                 out.setdefault(who, {"val": [], "test": []})[split].append(lead)
@@ -143,18 +158,18 @@ def table(runs: list[dict]) -> str:
     model and baselines on val, then on test (the best of each run marked), then the
     model's lead over each baseline."""
     m, higher = runs[0]["monitor"], runs[0]["higher"]
-    who = ["model", *baselines(runs[0]["metrics"])]
+    who = list(entries(runs[0]["metrics"]))
     arrow = "↑" if higher else "↓"
     # the report's decimals (four significant digits: an MAE of 0.025 as 0.02464)
     digits = decimals([res[split][m] for r in runs
-                       for res in (r["metrics"]["model"], *baselines(r["metrics"]).values())
+                       for res in entries(r["metrics"]).values()
                        for split in ("val", "test")], percent=False)
     lines = [f"# Backtest: {runs[0]['task']}, {m} "
              f"({'higher' if higher else 'lower'} is better), {len(runs)} runs"]
     for split in ("val", "test"):
         rows = [["run", f"{split} week", *who]]
         for r in runs:
-            row = {"model": r["metrics"]["model"], **baselines(r["metrics"])}
+            row = entries(r["metrics"])
             values = [row[w][split][m] if w in row else None for w in who]
             shown = [None if v is None else f"{v:.{digits}f}" for v in values]
             finite = [float(x) for x in shown if x is not None and math.isfinite(float(x))]
@@ -180,24 +195,28 @@ def overview(sweeps: dict[str, list[dict]]) -> str:
     the test weeks do not choose it), each as mean ± standard error over every val and test
     score; then the model's lead over each and over its tree prior (in each run the
     LightGBM better on val, as :mod:`rdl.preparation` chooses it: what the graph model adds
-    to where it starts), with weeks won, and whether its lead over the depth-2 LightGBM is
+    to where it starts) and that of the model as trained over the depth-2 LightGBM (where
+    every run scaled its correction on val), with weeks won, and whether its lead over the depth-2 LightGBM is
     more than one standard error either way."""
     prior = "the LightGBM better on val"
     head = ["sweep", "metric", "weeks", "model", DEPTH2, DEPTH1, "best simple",
-            f"model over {DEPTH2}", f"model over {DEPTH1}", f"model over {prior}",
+            f"model over {DEPTH2}", f"{AS_TRAINED} over {DEPTH2}", f"model over {DEPTH1}", f"model over {prior}",
             f"{DEPTH2} over {DEPTH1}", "model over best simple", "model vs depth 2"]
     rows = [head]
     for name, runs in sweeps.items():
         m, sign = runs[0]["monitor"], 1.0 if runs[0]["higher"] else -1.0
         scores: dict[str, list[float]] = {}
         for r in runs:
-            row = {"model": r["metrics"]["model"], **baselines(r["metrics"])}
+            row = entries(r["metrics"])
             for who, res in row.items():
                 scores.setdefault(who, []).extend(res[s][m] for s in ("val", "test"))
             if trees := [w for w in (DEPTH1, DEPTH2) if w in row]:  # a tie: depth 1, as there
                 chosen = max(trees, key=lambda w: sign * row[w]["val"][m])
                 scores.setdefault(prior, []).extend(row[chosen][s][m] for s in ("val", "test"))
-        simple = [w for w in scores if w not in ("model", prior) and not w.startswith(DEPTH1)]
+        if len(scores.get(AS_TRAINED, [])) != len(scores["model"]):  # not in every run
+            scores.pop(AS_TRAINED, None)
+        simple = [w for w in scores
+                  if w not in ("model", AS_TRAINED, prior) and not w.startswith(DEPTH1)]
         # scores alternate val, test: choose the best simple baseline on its val scores
         best = max(simple, key=lambda w: sign * statistics.fmean(scores[w][::2]),
                    default=None)
@@ -226,7 +245,7 @@ def overview(sweeps: dict[str, list[dict]]) -> str:
         rows.append([name, m, f"{len(scores['model'])} ({len(weeks)} distinct)",
                      cell("model"), cell(DEPTH2), cell(DEPTH1),
                      "-" if best is None else f"{best}: {cell(best)}", ahead,
-                     lead("model", DEPTH1)[0], lead("model", prior)[0], lead(DEPTH2, DEPTH1)[0],
+                     lead(AS_TRAINED, DEPTH2)[0], lead("model", DEPTH1)[0], lead("model", prior)[0], lead(DEPTH2, DEPTH1)[0],
                      "-" if best is None else lead("model", best)[0], verdict])
     lines = ["# Backtests of several sweeps: mean ± standard error over each sweep's val and "
              "test scores;", "# leads positive where the first is better (weeks won / weeks)",

@@ -174,12 +174,16 @@ def test_a_relbench_task_s_times_come_from_the_run(tmp_path):
 def test_several_sweeps_give_one_row_each_against_a_plain_computation(tmp_path, capsys):
     """python -m rdl.backtest A B: per sweep the mean ± standard error of the model, both
     LightGBMs and the simple baseline best on val, and the model's lead over each."""
-    scores = {  # per sweep and run: model, depth 2, depth 1, last label, label mean (val, test)
-        "churn": [((0.75, 0.74), (0.74, 0.73), (0.73, 0.74), (0.60, 0.62), (0.61, 0.58)),
-                  ((0.72, 0.76), (0.73, 0.74), (0.735, 0.72), (0.59, 0.64), (0.62, 0.57)),
-                  ((0.77, 0.71), (0.75, 0.70), (0.74, 0.71), (0.58, 0.61), (0.63, 0.60))]}
+    scores = {  # per sweep and run: model, depth 2, depth 1, last label, label mean, and the
+        # model as trained (its correction at factor 1; val, test)
+        "churn": [((0.75, 0.74), (0.74, 0.73), (0.73, 0.74), (0.60, 0.62), (0.61, 0.58),
+                   (0.74, 0.75)),
+                  ((0.72, 0.76), (0.73, 0.74), (0.735, 0.72), (0.59, 0.64), (0.62, 0.57),
+                   (0.71, 0.70)),
+                  ((0.77, 0.71), (0.75, 0.70), (0.74, 0.71), (0.58, 0.61), (0.63, 0.60),
+                   (0.77, 0.71))]}
     folder = tmp_path / "churn"
-    for job, (model, deep, lgbm, last, mean) in enumerate(scores["churn"]):
+    for job, (model, deep, lgbm, last, mean, trained) in enumerate(scores["churn"]):
         fake_run(folder, job, [f"backtest={2 * job}"], 2 * job, model, lgbm,
                  task="user-churn", mode="max", metric="auroc")
         path = folder / str(job) / "metrics.json"
@@ -187,6 +191,9 @@ def test_several_sweeps_give_one_row_each_against_a_plain_computation(tmp_path, 
         for who, (v, t) in {"LightGBM (depth 2)": deep, "last label": last,
                             "label mean (last 4)": mean}.items():
             metrics[who] = {"val": {"auroc": v}, "test": {"auroc": t}}
+        res = lambda v, t: {"val": {"auroc": v}, "test": {"auroc": t}}  # noqa: E731
+        metrics["model"]["correction"] = {"scale": 0.5, "by_scale": {
+            "1": res(*trained), "0.5": res(*model)}}
         path.write_text(json.dumps(metrics))
     other = tmp_path / "sales"
     for job in range(2):  # no depth-2 LightGBM in this one: its cells are "-"
@@ -214,12 +221,17 @@ def test_several_sweeps_give_one_row_each_against_a_plain_computation(tmp_path, 
     lead = [a - b for a, b in zip(flat(0), flat(1))]
     m, se = mean_se(lead)
     assert cells[7] == f"{m:+.4f} ± {se:.4f} ({sum(v > 0 for v in lead)}/6)"
-    assert cells[12] == ("ahead" if m > se else "behind" if m < -se else "level")
+    assert cells[13] == ("ahead" if m > se else "behind" if m < -se else "level")
+    # the model with its correction as trained (where scaled on val: these runs' factor 1)
+    lead = [a - b for a, b in zip(flat(5), flat(1))]
+    m, se = mean_se(lead)
+    assert cells[8] == f"{m:+.4f} ± {se:.4f} ({sum(v > 0 for v in lead)}/6)"
     # the prior: per run the LightGBM better on val (depth 2, depth 1, depth 2 here)
     prior = [v for run, pick in zip(scores["churn"], (1, 2, 1)) for v in run[pick]]
     lead = [a - b for a, b in zip(flat(0), prior)]
     m, se = mean_se(lead)
-    assert cells[9] == f"{m:+.4f} ± {se:.4f} ({sum(v > 0 for v in lead)}/6)"
+    assert cells[10] == f"{m:+.4f} ± {se:.4f} ({sum(v > 0 for v in lead)}/6)"
     sales = re.sub(" +", " ", next(line for line in printed.splitlines()
                                    if line.startswith("| sales")))
     assert "| 4 (3 distinct) | 0.0250 ± 0.0029 | - |" in sales  # weeks: val of 0 = test of 1
+    assert sales.split(" | ")[8] == "-", "no correction scaled in these runs"
