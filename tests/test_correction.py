@@ -66,7 +66,10 @@ def test_the_factor_best_on_val_is_kept_and_saved(mode, val, want):
     assert list(by) == ["1", "0.75", "0.5", "0.25", "0"]
     assert model["correction"]["scale"] == want
     assert model["val"] == {"score": val(want)} and model["test"] == {"score": 10 * want}
-    assert by["0.5"] == {"val": {"score": val(0.5)}, "test": {"score": 5.0}}
+    # every factor's val score; the test scores of the one kept and of 1 (as trained) only
+    assert all(by[f"{s:g}"]["val"] == {"score": val(s)} for s in (1, .75, .5, .25, 0))
+    assert {s for s in by if "test" in by[s]} == {"1", f"{want:g}"}
+    assert by["1"]["test"] == {"score": 10.0}
 
 
 def _predict(rdl_cache, ckpt, out):
@@ -88,7 +91,9 @@ def test_at_zero_the_model_is_its_tree_prior_and_predict_keeps_the_factor(
     assert "the correction of the tree prior scaled by 0," in out.stderr + out.stdout
     results = json.loads((run / "metrics.json").read_text())
     model = results["model"]
-    assert model["correction"]["scale"] == 0.0 and list(model["correction"]["by_scale"]) == ["0"]
+    # factor 0 chosen, and the model as trained (factor 1) scored beside it
+    assert model["correction"]["scale"] == 0.0
+    assert sorted(model["correction"]["by_scale"]) == ["0", "1"]
     # the prior is the LightGBM better on val; at 0 the model scores as it does, both splits
     trees = [results[k] for k in results if k.startswith("LightGBM")]
     prior = max(trees, key=lambda r: r["val"]["auroc"])

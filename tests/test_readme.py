@@ -56,6 +56,8 @@ BACKTEST = ["python", "-m", "rdl.backtest"]
 #: rdl's RelBench workflow (pyproject's console script; run as python -m rdl.leaderboard)
 RELBENCH = ["rdl-relbench"]
 #: how the README names the folder of a finished run, a checkpoint in it, and a sweep's folder
+#: the README's main command: its run is the finished one the resume and predict commands name
+MAIN = "python -m rdl.train task=user-churn"
 RUN_DIR, SOME_CKPT, SWEEP_DIR = "outputs/<date>/<time>", "ckpt_path=...", "multirun/<date>/<time>"
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 TINY_DATA = OmegaConf.load(rdl.CONF_DIR / "data" / "hm-tiny.yaml")
@@ -287,10 +289,15 @@ class Project:
         self.pool = ThreadPoolExecutor(WORKERS)
         # The finished run the README's resume and predict commands name: started first.
         self.finished = self.root / "finished"
+        # It is the README's main command's run too, where that is selected (one run, not two).
+        self.runs = {}
         if any(RUN_DIR in c or SOME_CKPT in c or SWEEP_DIR in c for c in todo):
-            self.base = self.pool.submit(self.run, -1, "python -m rdl.train")
+            self.base = self.pool.submit(self.run, -1, MAIN)
+            if MAIN in todo:
+                self.runs[MAIN] = self.base
         # (The graph cache is written file by file through a rename: runs may race on it.)
-        self.runs = {c: self.pool.submit(self.run, i, c) for i, c in enumerate(todo)}
+        self.runs.update({c: self.pool.submit(self.run, i, c) for i, c in enumerate(todo)
+                          if c not in self.runs})
 
     def relbench_datasets(self) -> str | None:
         """RelBench's fake dataset where the README's RelBench commands look (1.x layout in
@@ -370,6 +377,10 @@ SLOW_COMMANDS = {
     "python -m rdl.train compile.cpu_patches=false keep_freed_memory=false",
     "python -m rdl.train trainer.max_time=00:00:10:00",
     "python -m rdl.train callbacks.early_stopping.patience=1 trainer.max_epochs=20",
+    # tests/test_correction.py trains with one factor; the default scales every CI run
+    "python -m rdl.train task=item-sales evaluation.correction_scales=[1.0]",
+    # a sweep: the one over task and lr runs in CI; moved splits end to end: test_report.py
+    "python -m rdl.train -m task=user-churn backtest=0,2,4,6,8",
     # every task of the fake dataset: tests/test_relbench_workflow.py runs it in CI
     "rdl-relbench rel-amazon --out rel-amazon-rdl trainer.max_epochs=2",
 }

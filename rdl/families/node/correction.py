@@ -25,29 +25,34 @@ log = logging.getLogger("rdl.train")
 def scaled_on_val(trainer, module, data, ckpt: str | None, scales, **load) -> dict:
     """The model's entry in the results (:meth:`rdl.families.family.Family.evaluate`) with
     the correction of ``module`` scaled by the factor of ``scales`` best on val, and
-    ``"correction": {"scale": s, "by_scale": {s: {"val": ..., "test": ...}}}``; the factor
-    is saved into ``ckpt`` (the best checkpoint) for ``rdl.predict``."""
-    task = data.task
-    key, higher = f"val/{task.monitor}", task.monitor_mode != "min"
+    ``"correction": {"scale": s, "by_scale": {s: {"val": ..., "test": ...}}}``: every
+    factor's val scores, and the test scores of the one kept and of 1 (as trained, the
+    model's before scaling, there whether ``scales`` holds it or not); the factor is saved
+    into ``ckpt`` (the best checkpoint) for ``rdl.predict``."""
+    key, higher = f"val/{data.task.monitor}", data.task.monitor_mode != "min"
     run = dict(datamodule=data, verbose=False)
-    # the best weights loaded once (the factor is not read from a checkpoint: training and
-    # its validations always run at 1), then every factor evaluated on them
+    # The best weights loaded once, scored at 1 (the factor is not read from a checkpoint:
+    # training and its validations always run at 1), then every other factor on them.
     module.correction_scale = 1.0
-    trainer.validate(module, ckpt_path=ckpt, **run, **load)
-    by_scale, best = {}, None
-    for s in scales:
-        module.correction_scale = float(s)
-        val = trainer.validate(module, **run)[0]
-        test = trainer.test(module, **run)[0]
-        by_scale[float(s)] = (val, test)
-        if best is None or (val[key] > by_scale[best][0][key] if higher
-                            else val[key] < by_scale[best][0][key]):
-            best = float(s)
+    val = {1.0: trainer.validate(module, ckpt_path=ckpt, **run, **load)[0]}
+    best = None
+    for s in map(float, scales):
+        if s not in val:
+            module.correction_scale = s
+            val[s] = trainer.validate(module, **run)[0]
+        if best is None or (val[s][key] > val[best][key] if higher
+                            else val[s][key] < val[best][key]):
+            best = s
+    test = {}
+    for s in dict.fromkeys((best, 1.0)):
+        module.correction_scale = s
+        test[s] = trainer.test(module, **run)[0]
     module.correction_scale = best
     if ckpt:  # every process saves (Lightning writes on the first only)
         trainer.save_checkpoint(ckpt, weights_only=False)
     log.info("the correction of the tree prior scaled by %g, the best on val of %s (%s: %s)",
-             best, ", ".join(f"{s:g}" for s in by_scale), key,
-             ", ".join(f"{v[key]:.4f}" for v, _ in by_scale.values()))
-    table = {f"{s:g}": scores(v, t) for s, (v, t) in by_scale.items()}
+             best, ", ".join(f"{s:g}" for s in map(float, scales)), key,
+             ", ".join(f"{val[s][key]:.4f}" for s in map(float, scales)))
+    table = {f"{s:g}": {split: m for split, m in scores(v, test.get(s, {})).items() if m}
+             for s, v in val.items()}
     return {**table[f"{best:g}"], "correction": {"scale": best, "by_scale": table}}
