@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from rdl.families.node.correction import scaled_on_val
+from rdl.predict import predict
 from tests.conftest import task_overrides
 
 
@@ -72,14 +71,12 @@ def test_the_factor_best_on_val_is_kept_and_saved(mode, val, want):
     assert by["1"]["test"] == {"score": 10.0}
 
 
-def _predict(rdl_cache, ckpt, out):
-    env = {**os.environ, "RDL_CACHE": str(rdl_cache)}
-    res = subprocess.run([sys.executable, "-m", "rdl.predict", f"ckpt_path={ckpt}", "split=val",
-                          "format=csv", f"output={out}", f"hydra.run.dir={out.parent / 'p'}"],
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    line = next(x for x in res.stdout.splitlines() if x.startswith("val: "))
-    return dict((k, float(v)) for k, v in (kv.rsplit(" ", 1) for kv in line[5:].split(", ")))
+def _predict(rdl_cache, ckpt, out) -> dict:
+    """``rdl.predict`` of the val split from ``ckpt`` (in this process): its metrics."""
+    cfg = OmegaConf.create({"ckpt_path": str(ckpt), "split": "val", "format": "csv",
+                            "output": str(out), "accelerator": "cpu",
+                            "run": {"data": {"cache_dir": str(rdl_cache)}}})
+    return predict(cfg)[2]
 
 
 def test_at_zero_the_model_is_its_tree_prior_and_predict_keeps_the_factor(

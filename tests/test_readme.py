@@ -377,10 +377,16 @@ SLOW_COMMANDS = {
     "python -m rdl.train compile.cpu_patches=false keep_freed_memory=false",
     "python -m rdl.train trainer.max_time=00:00:10:00",
     "python -m rdl.train callbacks.early_stopping.patience=1 trainer.max_epochs=20",
+    # test_train.py's and test_predict.py's short runs train these three already
+    "python -m rdl.train task=item-sales",
+    "python -m rdl.train task=user-item-purchase model=idgnn",
+    "python -m rdl.train experiment=user-item-purchase",
     # tests/test_correction.py trains with one factor; the default scales every CI run
     "python -m rdl.train task=item-sales evaluation.correction_scales=[1.0]",
-    # a sweep: the one over task and lr runs in CI; moved splits end to end: test_report.py
+    # sweeps: test_search.py runs rdl.train -m end to end (Hydra's launcher, a sweeper,
+    # resumed); moved splits end to end: test_report.py
     "python -m rdl.train -m task=user-churn backtest=0,2,4,6,8",
+    "python -m rdl.train -m task=user-churn,item-sales lr=0.001,0.005",
     # every task of the fake dataset: tests/test_relbench_workflow.py runs it in CI
     "rdl-relbench rel-amazon --out rel-amazon-rdl trainer.max_epochs=2",
 }

@@ -135,12 +135,13 @@ def test_compiled_bf16_mixed_run(tmp_path, run_train):
 
 
 @pytest.mark.parametrize("override,message", [
+    # Hydra's own errors, as its command line prints them
     ("task=nope", "task"),
     ("model.channel=16", "channel"),
-    ("data.db.source=nope", "nope"),
+    # a model named on the command line (model=...) that cannot train the task: the kind's
+    # default model replaces only a model no one named, which Hydra's command line tells
     ("model=idgnn", "cannot be trained on task 'user-churn'"),
     ("task=user-item-purchase model=sage", "model=contextgnn"),
-    ("+compile.cpu_patches.no_such_patch=true", "unknown patch ['no_such_patch']"),
     # checked before the database is read (rdl.settings.check_settings)
     ("model.channels=0", "error: model.channels=0: must be an integer >= 1"),
     # (these two as channels=0 end to end; check_settings is tested for each in test_settings)
@@ -161,3 +162,23 @@ def test_bad_settings_fail_with_a_clear_message(tmp_path, run_train, override, m
     assert "Traceback" not in err  # one clear message, not a stack trace
     # nothing trained or written: only Hydra's own config and log
     assert {p.name for p in tmp_path.iterdir()} <= {".hydra", "train.log"}
+
+
+@pytest.mark.parametrize("override,message", [
+    ("data.db.source=nope", "nope"),
+    ("+compile.cpu_patches.no_such_patch=true", "unknown patch ['no_such_patch']"),
+])
+def test_more_bad_settings_are_user_errors(tmp_path, rdl_cache, override, message):
+    """The command line's path (rdl.train.main, tested above end to end) in this process:
+    ``fit`` fails before anything is written, and the error is one to show (``user_error``:
+    printed as ``error: ...``, no traceback)."""
+    from rdl.api import config, fit, user_error
+    from tests.conftest import SHORT, TINY
+    cfg = config(*TINY, *SHORT, f"data.cache_dir={rdl_cache}", *override.split(),
+                 f"output_dir={tmp_path / 'run'}")
+    with pytest.raises(Exception) as raised:
+        fit(cfg)
+    error = user_error(raised.value)
+    assert error is not None, raised.value
+    assert message in str(error)
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
