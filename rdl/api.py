@@ -256,8 +256,8 @@ def _trainer(cfg: DictConfig, ckpt_path: str | None) -> pl.Trainer:
 def _train(cfg: DictConfig, trainer: pl.Trainer, module: TaskModule, data: RelDataModule,
            ckpt_path: str | None, shared: str | None) -> tuple:
     """Trains, then evaluates the best checkpoint as the task's family does: ``(its path,
-    the model's entry in the results)``. The prepared file of a multi-process run is removed once every process has
-    read it (before fit starts)."""
+    the model's entry in the results)``. The prepared file of a multi-process run is
+    removed once every process has read it (before fit starts)."""
     # Lightning reads checkpoints as rdl.safe_load does: weights-only, unless trusted
     # (Lightning before 2.6 takes no weights_only: torch's default, weights-only, then)
     trusted = (dict(weights_only=not cfg.get("trust_checkpoint"))

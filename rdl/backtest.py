@@ -196,12 +196,13 @@ def overview(sweeps: dict[str, list[dict]]) -> str:
     score; then the model's lead over each and over its tree prior (in each run the
     LightGBM better on val, as :mod:`rdl.preparation` chooses it: what the graph model adds
     to where it starts) and that of the model as trained over the depth-2 LightGBM (where
-    every run scaled its correction on val), with weeks won, and whether its lead over the depth-2 LightGBM is
-    more than one standard error either way."""
+    every run scaled its correction on val), with weeks won, and whether its lead over the
+    depth-2 LightGBM is more than one standard error either way."""
     prior = "the LightGBM better on val"
     head = ["sweep", "metric", "weeks", "model", DEPTH2, DEPTH1, "best simple",
-            f"model over {DEPTH2}", f"{AS_TRAINED} over {DEPTH2}", f"model over {DEPTH1}", f"model over {prior}",
-            f"{DEPTH2} over {DEPTH1}", "model over best simple", "model vs depth 2"]
+            f"model over {DEPTH2}", f"{AS_TRAINED} over {DEPTH2}", f"model over {DEPTH1}",
+            f"model over {prior}", f"{DEPTH2} over {DEPTH1}", "model over best simple",
+            "model vs depth 2"]
     rows = [head]
     for name, runs in sweeps.items():
         m, sign = runs[0]["monitor"], 1.0 if runs[0]["higher"] else -1.0
@@ -245,7 +246,8 @@ def overview(sweeps: dict[str, list[dict]]) -> str:
         rows.append([name, m, f"{len(scores['model'])} ({len(weeks)} distinct)",
                      cell("model"), cell(DEPTH2), cell(DEPTH1),
                      "-" if best is None else f"{best}: {cell(best)}", ahead,
-                     lead(AS_TRAINED, DEPTH2)[0], lead("model", DEPTH1)[0], lead("model", prior)[0], lead(DEPTH2, DEPTH1)[0],
+                     lead(AS_TRAINED, DEPTH2)[0], lead("model", DEPTH1)[0],
+                     lead("model", prior)[0], lead(DEPTH2, DEPTH1)[0],
                      "-" if best is None else lead("model", best)[0], verdict])
     lines = ["# Backtests of several sweeps: mean ± standard error over each sweep's val and "
              "test scores;", "# leads positive where the first is better (weeks won / weeks)",

@@ -7,8 +7,9 @@ and chooses its checkpoint on val. Where the correction does not carry over to n
 on val) the model would print a score below the trees it starts from. So, after training,
 the correction is scaled by the factor of ``evaluation.correction_scales`` whose val score
 is best (1: as trained, 0: the prior alone), the first one unless another is strictly
-better: a blend of model and trees fitted on val, as the checkpoint is. Each factor's val
-and test scores go to metrics.json (the test scores are reported, never used to choose).
+better: a blend of model and trees fitted on val, as the checkpoint is. Every factor's val
+score, and the test scores of the one kept and of 1, go to metrics.json (test scores are
+reported, never used to choose).
 
 Written here, not as a Lightning callback: the choice runs Lightning's validation loop
 once per factor, which a callback cannot call from inside a loop.
