@@ -35,7 +35,7 @@ class NodeFamily(Family):
 
     def evaluate(self, trainer, module, data, ckpt, settings=None, **load):
         scales = list((settings or {}).get("correction_scales") or [])
-        if data.prior is None or scales in ([], [1], [1.0]):
+        if data.prior is None or scales in ([], [1.0]):
             return super().evaluate(trainer, module, data, ckpt, settings, **load)
         # how much of its correction of the tree prior the model keeps, chosen on val
         return scaled_on_val(trainer, module, data, ckpt, scales, **load)

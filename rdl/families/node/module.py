@@ -42,7 +42,9 @@ class NodeTaskModule(TaskModule):
     def forward(self, batch) -> Tensor:
         out = super().forward(batch)
         out = out.squeeze(-1) if out.size(-1) == 1 else out
-        return self.from_base(out * self.correction_scale, batch[self.entity].get("base"))
+        if self.correction_scale != 1.0:  # chosen after training: no extra op in a step
+            out = out * self.correction_scale
+        return self.from_base(out, batch[self.entity].get("base"))
 
     def from_base(self, out: Tensor, base: Tensor | None) -> Tensor:
         """The model's output ``out`` as the change from ``base`` (each seed's last visible
