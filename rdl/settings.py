@@ -99,15 +99,19 @@ def with_data_defaults(cfg: DictConfig) -> DictConfig:
 def with_kind_model(cfg: DictConfig, task) -> DictConfig:
     """``cfg`` with the default model of ``task``'s kind (:attr:`Kind.default_model
     <rdl.tasks.kinds.Kind.default_model>`) where the config's model cannot train the task
-    and no model was named (``model=``): a link task read from its folder (``task=relbench``)
-    trains with a link model. The model settings the config changed from the default model's
+    and no model was chosen: a link task read from its folder (``task=relbench``) trains with
+    a link model. A model was chosen where the command line names one (``model=...``) or the
+    config's model is not the default one (``rdl.config("model=idgnn")`` in Python, which has
+    no command line to read); a chosen model that cannot train the task is an error, not
+    replaced. The model settings the config changed from the default model's
     (``model.channels=16``) carry over where the new model has them."""
     model_cls = hydra.utils.get_class(cfg.model._target_)
-    if model_family(model_cls) is family_of(task) or _named("model"):
+    default = OmegaConf.load(CONF_DIR / "model" / "sage.yaml")   # the config's default model
+    if (model_family(model_cls) is family_of(task) or _named("model")
+            or cfg.model._target_ != default._target_):
         return cfg
     name = task.kind.default_model
     new = OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml")
-    default = OmegaConf.load(CONF_DIR / "model" / "sage.yaml")   # the config's default model
     for key, value in cfg.model.items():
         if key in new and key != "_target_" and value != default.get(key):
             new[key] = value

@@ -140,7 +140,7 @@ def test_compiled_bf16_mixed_run(tmp_path, run_train):
     ("model.channel=16", "channel"),
     # a model named on the command line (model=...) that cannot train the task: the kind's
     # default model replaces only a model no one named, which Hydra's command line tells
-    ("model=idgnn", "cannot be trained on task 'user-churn'"),
+    # (model=sage is the default model, named; model=idgnn is checked in this process below)
     ("task=user-item-purchase model=sage", "model=contextgnn"),
     # checked before the database is read (rdl.settings.check_settings)
     ("model.channels=0", "error: model.channels=0: must be an integer >= 1"),
@@ -167,6 +167,8 @@ def test_bad_settings_fail_with_a_clear_message(tmp_path, run_train, override, m
 @pytest.mark.parametrize("override,message", [
     ("data.db.source=nope", "nope"),
     ("+compile.cpu_patches.no_such_patch=true", "unknown patch ['no_such_patch']"),
+    # a model other than the default one is a choice in Python too (no command line to read)
+    ("model=idgnn", "cannot be trained on task 'user-churn'"),
 ])
 def test_more_bad_settings_are_user_errors(tmp_path, rdl_cache, override, message):
     """The command line's path (rdl.train.main, tested above end to end) in this process:
