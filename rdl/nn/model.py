@@ -152,6 +152,13 @@ class NodeModel(NodePredictor, torch.nn.Module):
             to ``channels`` and adds it to the seed's encoding before message passing
             (see :mod:`~rdl.features.seed`).
         seed_layers: layers of that MLP.
+        entity_embeddings: a learned vector per row of ``entity_table`` (``[num_entities,
+            channels]``, zero at the start), added to the seed's encoding before message
+            passing: what the model learns of a recurring entity (a customer seen in many
+            training weeks) beyond its features. An entity no training seed was keeps
+            zero, its features alone. Opt-in: rows x channels parameters, with Adam's two
+            moments three times that in memory.
+        num_entities: rows of ``entity_table`` (from the data).
         **kwargs: the :class:`RelGNN` arguments (``num_layers=0``: no message passing, the
             entity-features-only baseline).
     """
@@ -159,9 +166,18 @@ class NodeModel(NodePredictor, torch.nn.Module):
     min_layers = 0
 
     def __init__(self, entity_table: str, out_channels: int = 1, head_layers: int = 1,
-                 channels: int = 128, seed_features: int = 0, seed_layers: int = 2, **kwargs):
+                 channels: int = 128, seed_features: int = 0, seed_layers: int = 2,
+                 entity_embeddings: bool = False, num_entities: int = 0, **kwargs):
         super().__init__()
+        if entity_embeddings and num_entities < 1:
+            raise ValueError("NodeModel(entity_embeddings=True) needs num_entities >= 1, the "
+                             "rows of the entity table")
         self.entity_table = entity_table
+        self.takes_seed_ids = bool(entity_embeddings)
+        self.entity_emb = (torch.nn.Embedding(num_entities, channels)
+                           if entity_embeddings else None)
+        if self.entity_emb is not None:
+            torch.nn.init.zeros_(self.entity_emb.weight)
         self.gnn = RelGNN(channels=channels, **kwargs)
         self.head = MLP(channels, out_channels=out_channels, num_layers=head_layers,
                         norm="layer_norm", norm_kwargs=NODE_NORM)
@@ -179,18 +195,27 @@ class NodeModel(NodePredictor, torch.nn.Module):
         self.head.reset_parameters()
         if self.seed_encoder is not None:
             self.seed_encoder.reset_parameters()
+        if self.entity_emb is not None:
+            torch.nn.init.zeros_(self.entity_emb.weight)
 
     def forward(self, tf_dict: dict, edge_index_dict: dict, time_dict: dict,
                 batch_dict: dict, seed_time: Tensor, row_dict: dict | None = None,
-                seed_x: Tensor | None = None) -> Tensor:
+                seed_x: Tensor | None = None, seed_id: Tensor | None = None) -> Tensor:
         """Returns ``[B, out_channels]`` for the ``B = len(seed_time)`` seed nodes, which
         come first among the ``entity_table`` nodes (inputs: see :class:`RelGNN`;
-        ``seed_x [B, seed_features]``: required if ``seed_features`` is set)."""
-        seed_add = None
+        ``seed_x [B, seed_features]``: required if ``seed_features`` is set; ``seed_id
+        [B]``, each seed's row of ``entity_table``: required with ``entity_embeddings``)."""
+        add = None
         if self.seed_encoder is not None:
             if seed_x is None:
                 raise ValueError("NodeModel(seed_features=...) needs each seed's seed_x")
-            seed_add = (self.entity_table, self.seed_encoder(seed_x))
+            add = self.seed_encoder(seed_x)
+        if self.entity_emb is not None:
+            if seed_id is None:
+                raise ValueError("NodeModel(entity_embeddings=True) needs each seed's seed_id")
+            emb = self.entity_emb(seed_id)
+            add = emb if add is None else add + emb
+        seed_add = None if add is None else (self.entity_table, add)
         x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
                           out_types=(self.entity_table,), seed_add=seed_add)
         return self.head(x_dict[self.entity_table][: seed_time.size(0)])

@@ -37,6 +37,10 @@ class NodeTaskModule(TaskModule):
         args, kwargs = super().inputs(batch, seed_table)
         if "seed_x" in batch[self.entity]:
             kwargs["seed_x"] = pad_seeds(batch[self.entity].seed_x, args[-1].size(0))
+        if self.model.takes_seed_ids:   # the seeds are the first entity nodes
+            store = batch[self.entity]
+            kwargs["seed_id"] = pad_seeds(store.n_id[: store.input_id.numel()],
+                                          args[-1].size(0))
         return args, kwargs
 
     def forward(self, batch) -> Tensor:

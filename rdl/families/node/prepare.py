@@ -79,7 +79,8 @@ class NodePrepared(Prepared):
         (:mod:`rdl.nn.interface`)."""
         task = self.task
         kwargs = dict(super().model_kwargs(), entity_table=task.entity_table,
-                      out_channels=task.kind.out_channels)
+                      out_channels=task.kind.out_channels,
+                      num_entities=self.data[task.entity_table].num_nodes)
         if self.seed_x is not None:
             kwargs["seed_features"] = len(self.seed_feature_names)
         return kwargs
