@@ -37,7 +37,6 @@ from rdl.caching import write_atomic
 from rdl.checkpoints import CONFIG_KEY, checked_resume
 from rdl.data.database import Database, DataError
 from rdl.families import check_model, data_module, family_of
-from rdl.nn.interface import model_arguments
 from rdl.report import report
 from rdl.safe_load import allowed
 from rdl.settings import (check_settings, data_key, process_settings, several_processes,
@@ -139,7 +138,7 @@ def make_model(cfg: DictConfig, data: RelDataModule) -> nn.Module:
     """The model ``cfg.model`` describes, for the graph and task of ``data``: a plain
     ``nn.Module`` (:mod:`rdl.nn.interface` says what it is given and must return)."""
     keep = [k for k in cfg.model if k != "data_defaults"]
-    kwargs = model_arguments(hydra.utils.get_class(cfg.model._target_), data.model_kwargs())
+    kwargs = data.model_kwargs(hydra.utils.get_class(cfg.model._target_))
     return instantiate(OmegaConf.masked_copy(cfg.model, keep), _partial_=True,
                        _convert_="all")(**kwargs)
 

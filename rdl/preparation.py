@@ -115,6 +115,12 @@ class Prepared:
                     col_stats=self.col_stats,
                     time_types=[nt for nt in data.node_types if "time" in data[nt]])
 
+    def named_model_kwargs(self) -> dict:
+        """Constructor arguments given only to a model whose constructor names them
+        (:meth:`RelDataModule.model_kwargs <rdl.training.datamodule.RelDataModule.
+        model_kwargs>`); a family adds its own."""
+        return {}
+
 
 def graph_database(task: Task, db: Database, settings) -> tuple[Database, dict]:
     """The database the graph, the features and the baselines see, and its stypes.

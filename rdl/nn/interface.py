@@ -5,8 +5,8 @@ model class. A new model is a module that subclasses one of them, and a YAML in
 Every model is a plain ``nn.Module`` built with the data's constructor arguments
 (:meth:`RelDataModule.model_kwargs <rdl.training.datamodule.RelDataModule.model_kwargs>`:
 ``metadata``, ``col_names``, ``col_stats``, ``time_types``, and for a node model
-``entity_table``, ``out_channels``, ``seed_features`` and, only to a model whose
-constructor names it, ``num_entities`` (rows of the entity table), for a link model ``src_table``,
+``entity_table``, ``out_channels``, ``seed_features`` and, to a model whose constructor
+names it, ``num_entities`` (rows of the entity table), for a link model ``src_table``,
 ``dst_table`` and ``num_dst_nodes``) and the YAML's own, with ``time_types`` (the node
 types whose times it encodes) and ``reset_parameters()``. Its ``forward`` takes a batch's
 inputs (:meth:`TaskModule.inputs <rdl.training.module.TaskModule.inputs>`).
@@ -28,21 +28,10 @@ Class attributes say what the model needs:
 """
 from __future__ import annotations
 
-import inspect
 from typing import Callable, ClassVar
 
 import torch
 from torch import Tensor
-
-#: constructor arguments the data gives only to a model that names them: a model written
-#: before them, which passes its ``**kwargs`` on (to :class:`~rdl.nn.RelGNN`), is unchanged
-NAMED_ONLY = ("num_entities",)
-
-
-def model_arguments(model_cls, kwargs: dict) -> dict:
-    """The data's constructor arguments ``kwargs`` that ``model_cls`` takes."""
-    named = inspect.signature(model_cls).parameters
-    return {k: v for k, v in kwargs.items() if k not in NAMED_ONLY or k in named}
 
 class Run:
     """The model's forward over one batch: ``run(*extra)``, ``extra`` appended to the

@@ -10,6 +10,7 @@ shaped. A run with other shapes makes another (:meth:`RelDataModule.with_shapes`
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 
 import pytorch_lightning as pl
@@ -92,9 +93,17 @@ class RelDataModule(pl.LightningDataModule):
     data = property(lambda self: self.prepared.data)
     col_stats = property(lambda self: self.prepared.col_stats)
 
-    def model_kwargs(self) -> dict:
-        """Data-dependent constructor arguments of the model."""
-        return self.prepared.model_kwargs()
+    def model_kwargs(self, model_cls: type | None = None) -> dict:
+        """Data-dependent constructor arguments of the model; with ``model_cls``, also
+        those it names of the ones a model gets only by naming them (a node model's
+        ``num_entities``): a model written before them, which passes its ``**kwargs`` on
+        (to :class:`~rdl.nn.RelGNN`), is given what it was."""
+        kwargs = self.prepared.model_kwargs()
+        if model_cls is not None:
+            named = inspect.signature(model_cls).parameters
+            kwargs.update({k: v for k, v in self.prepared.named_model_kwargs().items()
+                           if k in named})
+        return kwargs
 
     def transform(self, split: str, probe: bool = False):
         """A split's loader transform: its labels (the family's), then the shapes'."""

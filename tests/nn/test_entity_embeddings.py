@@ -41,22 +41,27 @@ def test_off_by_default_and_needs_the_row_count():
 
 
 def test_a_model_that_does_not_name_num_entities_is_not_given_it():
-    from rdl.nn.interface import model_arguments
+    from rdl.families import data_module
+    from rdl.training.data_settings import DataSettings
+    from tests.training.test_label_history import make_task, random_db
 
     class Old(torch.nn.Module):   # an own model from before, passing **kwargs on
         def __init__(self, entity_table, **kwargs):
             super().__init__()
 
-    data = {"entity_table": "c", "num_entities": 5}
-    assert model_arguments(Old, data) == {"entity_table": "c"}
-    assert model_arguments(NodeModel, data) == data
+    dm = data_module(random_db(), make_task("user-churn"), DataSettings.of(
+        batch_size=16, num_neighbors=[2], cache_dir=False, tree_prior=False))
+    plain = dm.model_kwargs()
+    assert "num_entities" not in plain and dm.model_kwargs(Old) == plain
+    assert dm.model_kwargs(NodeModel) == {**plain, "num_entities": dm.data["customer"].num_nodes}
 
 
 def test_training_moves_only_the_rows_of_training_seeds(tmp_path, rdl_cache):
     from rdl.api import config, fit, make_model, prepare
     from tests.conftest import SHORT, TINY
     cfg = config(*TINY, *SHORT, f"data.cache_dir={rdl_cache}", "model.entity_embeddings=true",
-                 "evaluation.correction_scales=[1.0]", f"output_dir={tmp_path}")
+                 "data.tree_prior=false", "data.deep_features=null", "compile.enabled=false",
+                 f"output_dir={tmp_path}")
     data = prepare(cfg)
     model = make_model(cfg, data)
     task = data.task

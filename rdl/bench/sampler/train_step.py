@@ -15,7 +15,6 @@ def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = N
     from torch_geometric.sampler import NodeSamplerInput
 
     from rdl.graph.build import to_seconds
-    from rdl.nn.interface import model_arguments
     from rdl.training.compile import compile_model
     from rdl.training.shapes import pad_inputs
 
@@ -31,7 +30,7 @@ def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = N
     setup_s = time.perf_counter() - t0
     torch.manual_seed(int(root.seed))
     model = instantiate(model_cfg, _partial_=True)(
-        **model_arguments(get_class(model_cfg._target_), dm.model_kwargs()))
+        **dm.model_kwargs(get_class(model_cfg._target_)))
     compiled = compile_model(model, **dict(root.compile.kwargs))
     lr = torch.tensor(float(root.lr))
     opt = instantiate(_conf("optimizer/adam"))(model.parameters(), lr=lr)

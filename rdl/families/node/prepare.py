@@ -79,11 +79,13 @@ class NodePrepared(Prepared):
         (:mod:`rdl.nn.interface`)."""
         task = self.task
         kwargs = dict(super().model_kwargs(), entity_table=task.entity_table,
-                      out_channels=task.kind.out_channels,
-                      num_entities=self.data[task.entity_table].num_nodes)
+                      out_channels=task.kind.out_channels)
         if self.seed_x is not None:
             kwargs["seed_features"] = len(self.seed_feature_names)
         return kwargs
+
+    def named_model_kwargs(self) -> dict:
+        return {"num_entities": self.data[self.task.entity_table].num_nodes}
 
 
 def prepare(task: Task, db: Database, settings, shared_path: str | None = None) -> NodePrepared:
