@@ -12,6 +12,23 @@ from hydra import compose, initialize_config_dir
 
 import rdl
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto`` (pyproject's addopts): a worker per core, at most four. Each test file
+    stays on one worker (``--dist loadfile``): test_readme.py starts its commands together."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def pytest_configure(config):
+    """With several workers, each gets its share of the cores, it and the runs it starts
+    (OMP_NUM_THREADS): OpenMP threads that outnumber the cores spin against each other."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        import torch
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        torch.set_num_threads(threads)
+
+
 #: A tiny database and model (the debug preset rdl ships): a test run takes seconds.
 TINY = ("debug=tiny",)
 #: How the README trains each task: a link task with the model its experiment picks (a node

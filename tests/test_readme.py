@@ -59,7 +59,9 @@ RELBENCH = ["rdl-relbench"]
 #: the README's main command: its run is the finished one the resume and predict commands name
 MAIN = "python -m rdl.train task=user-churn"
 RUN_DIR, SOME_CKPT, SWEEP_DIR = "outputs/<date>/<time>", "ckpt_path=...", "multirun/<date>/<time>"
-WORKERS = max(1, min(4, os.cpu_count() or 1))
+#: commands run at once: this test worker's share of the cores (pytest -n), at most four
+WORKERS = max(1, min(4, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT",
+                                                                      "1"))))
 TINY_DATA = OmegaConf.load(rdl.CONF_DIR / "data" / "hm-tiny.yaml")
 TIMEOUT = 600
 #: PyTorch's index of CPU wheels (https://pytorch.org/get-started/locally/)
