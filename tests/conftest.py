@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 
 import rdl
 
+
 def pytest_xdist_auto_num_workers(config) -> int:
     """``-n auto`` (pyproject's addopts): a worker per core, at most four. Each test file
     stays on one worker (``--dist loadfile``): test_readme.py starts its commands together."""
