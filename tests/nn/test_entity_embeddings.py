@@ -56,9 +56,19 @@ def test_a_model_that_does_not_name_num_entities_is_not_given_it():
     assert dm.model_kwargs(NodeModel) == {**plain, "num_entities": dm.data["customer"].num_nodes}
 
 
-def test_training_moves_only_the_rows_of_training_seeds(tmp_path, rdl_cache):
+def test_training_moves_only_the_rows_of_training_seeds(tmp_path, rdl_cache, monkeypatch):
     from rdl.api import config, fit, make_model, prepare
+    from rdl.families.node.module import NodeTaskModule
     from tests.conftest import SHORT, TINY
+    seen = []   # (training?, each seed's row of its split table, the seed_id the model got)
+    inputs = NodeTaskModule.inputs
+
+    def recording(self, batch, seed_table=None):
+        args, kwargs = inputs(self, batch, seed_table)
+        seen.append((self.training, batch[self.entity].input_id.clone(), kwargs["seed_id"]))
+        return args, kwargs
+
+    monkeypatch.setattr(NodeTaskModule, "inputs", recording)
     cfg = config(*TINY, *SHORT, f"data.cache_dir={rdl_cache}", "model.entity_embeddings=true",
                  "data.tree_prior=false", "data.deep_features=null", "compile.enabled=false",
                  f"output_dir={tmp_path}")
@@ -67,6 +77,12 @@ def test_training_moves_only_the_rows_of_training_seeds(tmp_path, rdl_cache):
     task = data.task
     assert model.entity_emb.num_embeddings == data.data[task.entity_table].num_nodes
     fit(cfg, data, model)
+    # the wiring: in every training step each seed's vector is its own entity's row
+    train_rows = torch.as_tensor(data.tables["train"][task.entity_col].to_numpy())
+    steps = [(i, s) for training, i, s in seen if training]
+    assert steps, "no training step passed seed ids"
+    for input_id, seed_id in steps:
+        assert torch.equal(seed_id[: input_id.numel()], train_rows[input_id])
     moved = set(torch.nonzero(model.entity_emb.weight.abs().sum(-1)).flatten().tolist())
     train = set(data.tables["train"][task.entity_col].tolist())
     assert moved, "no entity's vector was trained"
