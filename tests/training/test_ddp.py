@@ -146,7 +146,7 @@ def test_injected_distributed_sampler(kind, num_workers, device):
             check_shares(shares)
             epochs.append(shares)
     finally:
-        for dl in new:  # shut persistent workers down now (see test_sampler.workers_closed)
+        for dl in new:  # shut persistent workers down now (see tests/graph/sampling.workers_closed)
             it, dl._iterator = dl._iterator, None
             del it
     assert epochs[0][0] != epochs[1][0]  # reshuffled across epochs
