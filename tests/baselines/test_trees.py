@@ -156,3 +156,25 @@ def test_select_is_checked():
     assert DeepSettings.of({"select": [20, 0, 20]}).select == (0, 20)
     with pytest.raises(ValueError, match=r"data.deep_features.select=\[-1\]"):
         DeepSettings.of({"select": [-1]})
+
+
+def test_regression_trees_keep_to_the_range_of_the_train_labels_as_the_model_does():
+    """Boosted from last week's label, trees can predict outside the train labels' range;
+    the model's predictions are clamped to it (``Regression.prediction``), so the trees'
+    are too: a clamp only the model had would be a lead that is only the clamp's."""
+    from rdl.baselines.trees import fit_lightgbm, to_prediction
+    task = make_task("regression")
+    db, tables = problem("regression")
+    fit = fit_lightgbm(task, db, tables, max_train_rows=500)
+    y = tables["train"][task.target_col].to_numpy()
+    assert len(fit.frames["train"]) == 500 < len(y)
+    assert np.array_equal(fit.y_train, y)   # the range of the whole split, not the sample's
+    raw, truth = fit.raw("test"), tables["test"][task.target_col].to_numpy()
+    assert np.array_equal(to_prediction(task, raw, y), np.clip(raw, y.min(), y.max()))
+    fit.y_train = np.quantile(y, [0.4, 0.6])   # a range that binds: the scores follow it
+    clipped = np.clip(raw, *fit.y_train)
+    assert not np.array_equal(clipped, raw)
+    assert fit.scores()["LightGBM"]["test"]["mae"] == pytest.approx(np.abs(clipped - truth).mean())
+    binary = make_task("binary_classification")   # other kinds: no clamp
+    assert np.array_equal(to_prediction(binary, np.array([-9.0, 9.0]), np.array([0.0, 1.0])),
+                          1 / (1 + np.exp([9.0, -9.0])))

@@ -86,8 +86,9 @@ class NodeKind(Kind):
     def lightgbm_params(self, monitor: str) -> dict:
         raise NotImplementedError
 
-    def from_raw(self, raw: np.ndarray) -> np.ndarray:
-        """LightGBM's raw scores as the metrics take them."""
+    def from_raw(self, raw: np.ndarray, y_train: np.ndarray | None = None) -> np.ndarray:
+        """LightGBM's raw scores as the metrics take them (``y_train``: the train labels,
+        for a kind that keeps its predictions to their range)."""
         return raw
 
     def as_logit(self, p: np.ndarray) -> np.ndarray:
@@ -133,7 +134,7 @@ class BinaryClassification(NodeKind):
     def lightgbm_params(self, monitor):
         return {"objective": "binary"}
 
-    def from_raw(self, raw):
+    def from_raw(self, raw, y_train=None):
         from scipy.special import expit  # SciPy: a dependency of LightGBM
         return expit(raw)
 
@@ -187,6 +188,15 @@ class Regression(NodeKind):
         if stats is None:
             return out
         return out + torch.nan_to_num(asinh_space(base, stats), nan=0.0)
+
+    def from_raw(self, raw, y_train=None):
+        """Values clamped to ``[low, high]`` of the train labels, as the model's are
+        (:meth:`prediction`): a tree boosted from last week's label can leave that range,
+        and a baseline without the clamp would hand the model a lead that is only the
+        clamp's."""
+        if y_train is None or not np.isfinite(y_train).any():
+            return raw
+        return np.clip(raw, np.nanmin(y_train), np.nanmax(y_train))
 
     def constants(self, y):
         return {"zero": np.array(0.0), "train median": np.array(np.nanmedian(y))}
@@ -248,7 +258,7 @@ class MulticlassClassification(NodeKind):
     def lightgbm_params(self, monitor):
         return {"objective": "multiclass", "num_class": self.num_classes}
 
-    def from_raw(self, raw):
+    def from_raw(self, raw, y_train=None):
         from scipy.special import softmax
         return softmax(raw, axis=1)
 
