@@ -52,8 +52,8 @@ ROUNDS, PATIENCE = 2000, 50
 class TreeFit:
     """LightGBM fitted on a task's train split, early-stopped on val, and what it needs to
     predict each split: ``X`` (features), ``base`` (regression: the last label it boosts
-    from, else None), ``frames`` (the split tables, train possibly a sample) and ``y_train``
-    (the labels of the whole train split, whose range a regression's predictions keep to)."""
+    from, else None), ``frames`` (the split tables, train possibly a sample) and ``bounds``
+    (the kind's ``label_range`` of the whole train split, which regression keeps to)."""
 
     task: Task
     booster: object
@@ -61,7 +61,7 @@ class TreeFit:
     X: dict
     base: dict
     name: str = DEPTH1
-    y_train: np.ndarray | None = None
+    bounds: tuple | None = None
 
     @property
     def rounds(self) -> int:
@@ -79,7 +79,7 @@ class TreeFit:
         out = {}
         for s in ("val", "test"):
             n = rows.get(s, len(self.frames[s]))
-            pred = to_prediction(self.task, self.raw(s), self.y_train)[:n]
+            pred = to_prediction(self.task, self.raw(s), self.bounds)[:n]
             out[s] = score(self.task, pred, self.frames[s].iloc[:n])
         return {self.name: out}
 
@@ -178,8 +178,8 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     featurised = time.perf_counter()
     booster = train_trees(task, X["train"], y["train"], base["train"], seed,
                           valid=(X["val"], y["val"], base["val"]))
-    fit = TreeFit(task, booster, frames, X, base, name,
-                  tables["train"][task.target_col].to_numpy(dtype=np.float64))
+    fit = TreeFit(task, booster, frames, X, base, name, task.kind.label_range(
+        tables["train"][task.target_col].to_numpy(dtype=np.float64)))
     log.info("%s: %.1f s (features %.1f s, fit %.1f s); %d trees, %d train rows x "
              "%d features", name, time.perf_counter() - start, featurised - start,
              time.perf_counter() - featurised, fit.rounds, len(train), X["train"].shape[1])
@@ -220,11 +220,11 @@ def raw_scores(booster, X: pd.DataFrame, base: np.ndarray | None, rounds: int) -
     return raw if base is None else raw + base
 
 
-def to_prediction(task: Task, raw: np.ndarray, y_train: np.ndarray | None = None) -> np.ndarray:
-    """Raw scores as the task's metrics take them: values (clamped to the range of
-    ``y_train``, the train labels, as the model's are), the positive-class probability, or
-    class probabilities ``(N, C)``."""
-    return task.kind.from_raw(raw, y_train)
+def to_prediction(task: Task, raw: np.ndarray, bounds: tuple | None = None) -> np.ndarray:
+    """Raw scores as the task's metrics take them: values (clamped to ``bounds``, the
+    train labels' range, as the model's are), the positive-class probability, or class
+    probabilities ``(N, C)``."""
+    return task.kind.from_raw(raw, bounds)
 
 
 def threads() -> int:

@@ -168,13 +168,17 @@ def test_regression_trees_keep_to_the_range_of_the_train_labels_as_the_model_doe
     fit = fit_lightgbm(task, db, tables, max_train_rows=500)
     y = tables["train"][task.target_col].to_numpy()
     assert len(fit.frames["train"]) == 500 < len(y)
-    assert np.array_equal(fit.y_train, y)   # the range of the whole split, not the sample's
+    assert fit.bounds == (y.min(), y.max())   # the range of the whole split, not the sample's
+    import torch   # one rule for the model's clamp and the trees' (float32 for the model)
+    assert task.kind.target_stats(torch.tensor(y))[2:] == pytest.approx(fit.bounds, rel=1e-6)
+    assert task.kind.label_range(np.array([np.nan, 3.0, -1.0])) == (-1.0, 3.0)
+    assert task.kind.label_range(np.array([np.nan])) is None
     raw, truth = fit.raw("test"), tables["test"][task.target_col].to_numpy()
-    assert np.array_equal(to_prediction(task, raw, y), np.clip(raw, y.min(), y.max()))
-    fit.y_train = np.quantile(y, [0.4, 0.6])   # a range that binds: the scores follow it
-    clipped = np.clip(raw, *fit.y_train)
+    assert np.array_equal(to_prediction(task, raw, fit.bounds), np.clip(raw, y.min(), y.max()))
+    fit.bounds = tuple(np.quantile(y, [0.4, 0.6]))   # a range that binds: the scores follow it
+    clipped = np.clip(raw, *fit.bounds)
     assert not np.array_equal(clipped, raw)
     assert fit.scores()["LightGBM"]["test"]["mae"] == pytest.approx(np.abs(clipped - truth).mean())
     binary = make_task("binary_classification")   # other kinds: no clamp
-    assert np.array_equal(to_prediction(binary, np.array([-9.0, 9.0]), np.array([0.0, 1.0])),
+    assert np.array_equal(to_prediction(binary, np.array([-9.0, 9.0]), (0.0, 1.0)),
                           1 / (1 + np.exp([9.0, -9.0])))

@@ -86,9 +86,14 @@ class NodeKind(Kind):
     def lightgbm_params(self, monitor: str) -> dict:
         raise NotImplementedError
 
-    def from_raw(self, raw: np.ndarray, y_train: np.ndarray | None = None) -> np.ndarray:
-        """LightGBM's raw scores as the metrics take them (``y_train``: the train labels,
-        for a kind that keeps its predictions to their range)."""
+    def label_range(self, y: np.ndarray) -> tuple[float, float] | None:
+        """The bounds a kind keeps its predictions to, from the train labels ``y`` (None:
+        no bounds)."""
+        return None
+
+    def from_raw(self, raw: np.ndarray, bounds: tuple | None = None) -> np.ndarray:
+        """LightGBM's raw scores as the metrics take them (``bounds``: :meth:`label_range`
+        of the train labels, for a kind that keeps its predictions to it)."""
         return raw
 
     def as_logit(self, p: np.ndarray) -> np.ndarray:
@@ -134,7 +139,7 @@ class BinaryClassification(NodeKind):
     def lightgbm_params(self, monitor):
         return {"objective": "binary"}
 
-    def from_raw(self, raw, y_train=None):
+    def from_raw(self, raw, bounds=None):
         from scipy.special import expit  # SciPy: a dependency of LightGBM
         return expit(raw)
 
@@ -164,12 +169,12 @@ class Regression(NodeKind):
 
     def target_stats(self, y: Tensor) -> tuple:
         """Median, mean absolute deviation from it (the L1 loss's own centre and scale;
-        1 if zero), minimum and maximum of ``y``."""
+        1 if zero), and :meth:`label_range` of ``y``."""
         y = y.float()
         center = y.median()
         scale = (y - center).abs().mean()
         scale = scale if scale > 0 else torch.ones(())
-        return center.item(), scale.item(), y.min().item(), y.max().item()
+        return center.item(), scale.item(), *self.label_range(y.cpu().numpy())
 
     def loss(self, pred, y, stats):
         if stats is not None:
@@ -189,14 +194,19 @@ class Regression(NodeKind):
             return out
         return out + torch.nan_to_num(asinh_space(base, stats), nan=0.0)
 
-    def from_raw(self, raw, y_train=None):
-        """Values clamped to ``[low, high]`` of the train labels, as the model's are
-        (:meth:`prediction`): a tree boosted from last week's label can leave that range,
-        and a baseline without the clamp would hand the model a lead that is only the
-        clamp's."""
-        if y_train is None or not np.isfinite(y_train).any():
-            return raw
-        return np.clip(raw, np.nanmin(y_train), np.nanmax(y_train))
+    def label_range(self, y):
+        """The smallest and largest finite train label (None if there is none): the one
+        rule for both the model's clamp (:meth:`target_stats`) and the trees'."""
+        y = np.asarray(y)
+        y = y[np.isfinite(y)]
+        return (float(y.min()), float(y.max())) if len(y) else None
+
+    def from_raw(self, raw, bounds=None):
+        """Values clamped to ``bounds`` (:meth:`label_range` of the train labels), as the
+        model's are (:meth:`prediction`): a tree boosted from last week's label can leave
+        that range, and a baseline without the clamp would hand the model a lead that is
+        only the clamp's."""
+        return raw if bounds is None else np.clip(raw, *bounds)
 
     def constants(self, y):
         return {"zero": np.array(0.0), "train median": np.array(np.nanmedian(y))}
@@ -258,7 +268,7 @@ class MulticlassClassification(NodeKind):
     def lightgbm_params(self, monitor):
         return {"objective": "multiclass", "num_class": self.num_classes}
 
-    def from_raw(self, raw, y_train=None):
+    def from_raw(self, raw, bounds=None):
         from scipy.special import softmax
         return softmax(raw, axis=1)
 
