@@ -22,6 +22,9 @@ on each database) give one row each: the model, both LightGBMs and the best simp
 baseline as mean ± standard error, and the model's leads::
 
     python -m rdl.backtest runs/user-churn runs/item-sales --out overview.md
+
+``--split test`` averages the test weeks only: the val weeks chose the checkpoint, the
+correction's factor and the depth-2 features, so only test weeks are unseen by every choice.
 """
 from __future__ import annotations
 
@@ -189,11 +192,17 @@ def table(runs: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def overview(sweeps: dict[str, list[dict]]) -> str:
+#: which of a run's two scores the overview averages: val weeks are where the checkpoint,
+#: the correction's factor and the depth-2 features were chosen, so ``test`` is the
+#: measure that no choice saw
+SPLITS = {"both": slice(None), "val": slice(0, None, 2), "test": slice(1, None, 2)}
+
+
+def overview(sweeps: dict[str, list[dict]], split: str = "both") -> str:
     """One row per sweep (a task on a database): the monitored metric of the model, of both
     LightGBMs and of the best simple baseline (the one best on val over the runs, so that
-    the test weeks do not choose it), each as mean ± standard error over every val and test
-    score; then the model's lead over each and over its tree prior (in each run the
+    the test weeks do not choose it), each as mean ± standard error over the val and test
+    scores (``split``: ``both``, or only ``val`` or ``test`` ones); then the model's lead over each and over its tree prior (in each run the
     LightGBM better on val, as :mod:`rdl.preparation` chooses it: what the graph model adds
     to where it starts) and that of the model as trained over the depth-2 LightGBM (where
     every run scaled its correction on val), with weeks won, and whether its lead over the
@@ -222,6 +231,7 @@ def overview(sweeps: dict[str, list[dict]]) -> str:
         best = max(simple, key=lambda w: sign * statistics.fmean(scores[w][::2]),
                    default=None)
         digits = decimals([v for vs in scores.values() for v in vs], percent=False)
+        scores = {who: v[SPLITS[split]] for who, v in scores.items()}
 
         def cell(who):
             if who not in scores:
@@ -236,7 +246,7 @@ def overview(sweeps: dict[str, list[dict]]) -> str:
             d = [sign * (x - y) for x, y in zip(scores[a], scores[b])]
             return summary(d, digits), d
 
-        weeks = {w for r in runs for w in (r["val"], r["test"])}
+        weeks = {r[s] for r in runs for s in ("val", "test") if split in (s, "both")}
         ahead, d = lead("model", DEPTH2)
         verdict = "-"
         if d is not None and len(d) > 1:
@@ -249,8 +259,10 @@ def overview(sweeps: dict[str, list[dict]]) -> str:
                      lead(AS_TRAINED, DEPTH2)[0], lead("model", DEPTH1)[0],
                      lead("model", prior)[0], lead(DEPTH2, DEPTH1)[0],
                      "-" if best is None else lead("model", best)[0], verdict])
-    lines = ["# Backtests of several sweeps: mean ± standard error over each sweep's val and "
-             "test scores;", "# leads positive where the first is better (weeks won / weeks)",
+    over = {"both": "val and test scores", "val": "val scores only",
+            "test": "test scores only"}[split]
+    lines = [f"# Backtests of several sweeps: mean ± standard error over each sweep's {over};",
+             "# leads positive where the first is better (weeks won / weeks)",
              "", *markdown(rows)]
     return "\n".join(lines) + "\n"
 
@@ -264,6 +276,9 @@ def main(argv: list[str] | None = None) -> None:
                    "of one task); several: one row each (a task on a database)")
     p.add_argument("--out", type=Path, default=None, help="where to write the table "
                    "(default: FOLDER/backtest.md; several folders: only printed)")
+    p.add_argument("--split", choices=list(SPLITS), default="both", help="several folders: "
+                   "average val and test scores (both), or only one; test is the measure no "
+                   "choice on val has seen")
     args = p.parse_args(argv)
     try:
         names = [f.name for f in args.folders]
@@ -279,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         print(text)
         write_atomic(args.out or folder / "backtest.md", text)
         return
-    text = overview(sweeps)
+    text = overview(sweeps, args.split)
     print(text)
     if args.out:
         write_atomic(args.out, text)

@@ -235,3 +235,37 @@ def test_several_sweeps_give_one_row_each_against_a_plain_computation(tmp_path, 
                                    if line.startswith("| sales")))
     assert "| 4 (3 distinct) | 0.0250 ± 0.0029 | - |" in sales  # weeks: val of 0 = test of 1
     assert sales.split(" | ")[8] == "-", "no correction scaled in these runs"
+
+
+@pytest.mark.parametrize("split", ["test", "val"])
+def test_the_overview_can_average_one_split_only(tmp_path, capsys, split):
+    """--split test: every cell over the test scores alone; the best simple baseline is
+    still chosen on val (the last label here, although the label mean wins on test)."""
+    runs = [((0.02, 0.030), (0.021, 0.031), (0.03, 0.028)),
+            ((0.024, 0.026), (0.022, 0.029), (0.031, 0.027)),
+            ((0.019, 0.033), (0.023, 0.030), (0.029, 0.031))]   # model, LightGBM, last label
+    for name in ("a", "b"):
+        for job, (model, lgbm, last) in enumerate(runs):
+            fake_run(tmp_path / name, job, [f"backtest={2 * job}"], 2 * job, model, lgbm)
+            path = tmp_path / name / str(job) / "metrics.json"
+            metrics = json.loads(path.read_text())
+            metrics["last label"] = {"val": {"mae": last[0]}, "test": {"mae": last[1]}}
+            metrics["label mean (last 4)"] = {"val": {"mae": 0.04}, "test": {"mae": 0.025}}
+            path.write_text(json.dumps(metrics))
+    main([str(tmp_path / "a"), str(tmp_path / "b"), "--split", split])
+    printed = capsys.readouterr().out
+    assert f"{split} scores only" in printed
+    cells = [c.strip() for c in next(line for line in printed.splitlines()
+                                     if line.startswith("| a")).strip("|").split("|")]
+    i = 1 if split == "test" else 0
+
+    def mean_se(values):
+        m = sum(values) / len(values)
+        return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1) / len(values))
+
+    model, lgbm, last = ([r[j][i] for r in runs] for j in range(3))
+    assert cells[2] == "3 (3 distinct)"   # three runs, one score each
+    assert cells[3] == "{:.5f} ± {:.5f}".format(*mean_se(model))
+    assert cells[6] == "last label: {:.5f} ± {:.5f}".format(*mean_se(last))
+    lead = [b - a for a, b in zip(model, lgbm)]   # MAE: lower is better
+    assert cells[9] == "{:+.5f} ± {:.5f} ({}/3)".format(*mean_se(lead), sum(v > 0 for v in lead))
