@@ -112,11 +112,61 @@ def fit_tree_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame]
                                     name=DEPTH2)
         feats[DEPTH2] = both
         if deep.select:
-            fits[DEPTH2], feats[DEPTH2] = select_on_val(
-                fits[DEPTH2], both, features["train"].shape[1], deep.select,
-                lambda f: fit_lightgbm(task, db, tables, history, strict, seed, features=f,
-                                       name=DEPTH2), depth1=fits[DEPTH1])
+            fits[DEPTH2], feats[DEPTH2] = choose_depth2(task, db, tables, history, strict, seed,
+                                                        fits[DEPTH1], fits[DEPTH2], both, deep)
     return fits, feats
+
+
+def choose_depth2(task: Task, db: Database, tables: dict[str, pd.DataFrame],
+                  history: pd.DataFrame, strict: bool, seed: int, depth1: TreeFit,
+                  whole: TreeFit, both: dict[str, pd.DataFrame], deep,
+                  name: str = DEPTH2) -> tuple[TreeFit, dict[str, pd.DataFrame]]:
+    """The depth-2 trees on depth 1's features and the depth-2 features ``deep.select``
+    keeps, chosen on val (:func:`select_on_val`) or on the train split's last weeks
+    (:func:`select_on_train_tail`, ``deep.select_weeks``): ``(fit, feature tables)``.
+    ``whole``: the trees on all of ``both``; ``depth1``: on depth 1's features alone."""
+    refit = lambda f, t=tables: fit_lightgbm(task, db, t, history, strict, seed,  # noqa: E731
+                                             features=f, name=name)
+    n1 = depth1.X["train"].shape[1]
+    if not deep.select_weeks:
+        return select_on_val(whole, both, n1, deep.select, refit, depth1=depth1)
+    cols = select_on_train_tail(tables["train"], both["train"], n1, deep.select,
+                                deep.select_weeks, refit)
+    if len(cols) == both["train"].shape[1]:   # all kept: the fit on all
+        return whole, both
+    chosen = {s: df[cols] for s, df in both.items()}
+    return (dataclasses.replace(depth1, name=whole.name) if len(cols) == n1
+            else refit(chosen)), chosen
+
+
+def select_on_train_tail(train: pd.DataFrame, both: pd.DataFrame, n_depth1: int, keep: tuple,
+                         weeks: int, refit) -> list:
+    """The columns of ``both`` (the train split's depth-1 then depth-2 features) to keep:
+    depth 1's and the ``k`` depth-2 features of the most gain, ``k`` in ``keep`` or all,
+    chosen on the train split's last ``weeks`` seed times by trees fitted on its earlier
+    ones (``refit(features, tables)``; fewer features where two tie). Val, which chooses
+    the tree prior and the model's correction after this, is not read."""
+    times = np.sort(train["timestamp"].unique())
+    if len(times) <= weeks:
+        raise ValueError(f"data.deep_features.select_weeks={weeks}: the train split has "
+                         f"{len(times)} seed time(s); it needs more than {weeks} (0: choose on val)")
+    held = train["timestamp"].isin(times[-weeks:])
+    inner = {"train": train[~held], "val": train[held], "test": train[held]}
+    fit = lambda cols: refit({s: both[cols] for s in inner}, inner)  # noqa: E731
+    whole = fit(list(both.columns))
+    gain = whole.booster.feature_importance("gain", iteration=whole.rounds)[n_depth1:]
+    order = np.argsort(-gain, kind="stable")
+    deep_cols = both.columns[n_depth1:]
+    best, best_score = list(both.columns), whole.val_score()
+    for k in sorted({int(k) for k in keep if int(k) < len(deep_cols)}):
+        cols = [*both.columns[:n_depth1], *deep_cols[np.sort(order[:k])]]
+        score = fit(cols).val_score()
+        if score > best_score or (score == best_score and len(cols) < len(best)):
+            best, best_score = cols, score
+    log.info("%s: %d of %d depth-2 features, chosen on the train split's last %d seed "
+             "time(s) among %s and all", DEPTH2, len(best) - n_depth1, len(deep_cols), weeks,
+             sorted(keep))
+    return best
 
 
 def select_on_val(fit: TreeFit, both: dict[str, pd.DataFrame], n_depth1: int, keep: tuple,

@@ -28,8 +28,7 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     """One task at one ``backtest``: a row per split, each baseline's monitored metric."""
     from rdl.api import config, load_database, load_task
     from rdl.baselines.history import history_baselines, monitor
-    from rdl.baselines.trees import (DEPTH1, DEPTH2, fit_lightgbm, fit_tree_baselines,
-                                     select_on_val)
+    from rdl.baselines.trees import DEPTH1, DEPTH2, choose_depth2, fit_tree_baselines
     from rdl.features.deep import DeepSettings
     from rdl.families.node import NodeTask
 
@@ -50,11 +49,9 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
                                      deep=dataclasses.replace(deep, select=()))
     seconds = time.perf_counter() - start
     scores = {k: v for fit in fits.values() for k, v in fit.scores().items()}
-    if deep.select:
-        refit = lambda f: fit_lightgbm(task, view, tables, history, cfg.data.strict,  # noqa: E731
-                                       features=f, name=CHOSEN)
-        chosen, _ = select_on_val(fits[DEPTH2], feats[DEPTH2], feats[DEPTH1]["train"].shape[1],
-                                  deep.select, refit, depth1=fits[DEPTH1])
+    if deep.select:   # as fit_tree_baselines chooses (on val, or data.deep_features.select_weeks)
+        chosen, _ = choose_depth2(task, view, tables, history, cfg.data.strict, 0,
+                                  fits[DEPTH1], fits[DEPTH2], feats[DEPTH2], deep, name=CHOSEN)
         scores[CHOSEN] = chosen.scores()[chosen.name]
     scores.update(history_baselines(task, tables, history))
     metric = monitor(task)
@@ -66,7 +63,8 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
             for s in ("val", "test")]
 
 
-#: the depth-2 trees on the features chosen on val (data.deep_features.select)
+#: the depth-2 trees on the features chosen (data.deep_features.select, on val or on
+#: data.deep_features.select_weeks of train)
 CHOSEN = "LightGBM (depth 2, chosen)"
 
 #: the families of feature names (rdl/features/table.py, synthesis.py), in report order

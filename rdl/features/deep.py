@@ -60,6 +60,10 @@ class DeepSettings:
         select: numbers of depth-2 features to try keeping (those of the most gain in the
             trees fitted on all); the depth-2 trees keep the count best on val, all of
             them included (0: depth 1's features alone). Empty: all, no choice.
+        select_weeks: 0: the count is chosen on val; n >= 1: on the train split's last
+            n seed times, held out of trees fitted on its earlier ones, so that the one val
+            week, which also chooses the tree prior and the model's correction, does not
+            choose it too (val then only stops the chosen trees early).
     """
     top_k: int = 5
     max_features: int = 400
@@ -67,6 +71,7 @@ class DeepSettings:
     max_group_values: int = 1000
     inputs: bool = False
     select: tuple = ()
+    select_weeks: int = 0
 
     def __post_init__(self):
         for name in ("top_k", "max_features", "max_group_values"):
@@ -81,6 +86,9 @@ class DeepSettings:
         if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in k):
             raise ValueError(f"data.deep_features.select={list(k)}: integers >= 0")
         object.__setattr__(self, "select", tuple(sorted(set(k))))
+        n = self.select_weeks
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"data.deep_features.select_weeks={n}: an integer >= 0")
         if not isinstance(self.inputs, bool):
             raise ValueError(f"data.deep_features.inputs={self.inputs}: true or false")
 

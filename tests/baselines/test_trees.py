@@ -150,12 +150,46 @@ def test_depth_2_features_chosen_on_val_keep_the_best_fit_and_the_signal(caplog)
     assert chosen[DEPTH1].val_score() == every[DEPTH1].val_score()  # depth 1 untouched
 
 
+def test_depth_2_features_chosen_on_the_train_tail_never_read_val(monkeypatch, caplog):
+    """``data.deep_features.select_weeks=2``: the count of depth-2 features is chosen by
+    trees fitted on the train split's earlier seed times and scored on its last two; no
+    choosing fit sees a val row, scrambled val labels choose the same columns, and the
+    trees kept are then fitted on the whole train split and scored on the real val."""
+    import rdl.baselines.trees as trees
+    from rdl.features.deep import DeepSettings
+
+    db, tables = problem("regression")
+    task, settings = make_task(), DeepSettings(select=(0, 3), select_weeks=2)
+    calls, real = [], trees.fit_lightgbm
+    monkeypatch.setattr(trees, "fit_lightgbm", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    with caplog.at_level("INFO", logger="rdl.baselines.trees"):
+        fits, feats = trees.fit_tree_baselines(task, db, tables, deep=settings)
+    assert "chosen on the train split's last 2 seed time(s) among [0, 3] and all" in caplog.text
+    last = np.sort(tables["train"]["timestamp"].unique())[-2:]
+    choosing = [t for t in calls if len(t["val"]) < len(tables["val"]) or
+                not t["val"]["timestamp"].eq(VAL).all()]
+    assert len(choosing) == 3   # all, 0 and 3 depth-2 features
+    for t in choosing:
+        assert set(t["val"]["timestamp"]) == set(last) and t["train"]["timestamp"].max() < last[0]
+    fit = fits[trees.DEPTH2]
+    assert fit.frames["val"]["timestamp"].eq(VAL).all() and len(fit.frames["val"]) == len(tables["val"])
+    scrambled = dict(tables, val=tables["val"].assign(y=np.random.default_rng(1).permutation(
+        tables["val"]["y"].to_numpy())))
+    _, again = trees.fit_tree_baselines(task, db, scrambled, deep=settings)
+    assert list(again[trees.DEPTH2]["train"].columns) == list(feats[trees.DEPTH2]["train"].columns)
+    n = tables["train"]["timestamp"].nunique()
+    with pytest.raises(ValueError, match=rf"select_weeks={n}: the train split has {n} seed time"):
+        trees.fit_tree_baselines(task, db, tables, deep=DeepSettings(select=(0,), select_weeks=n))
+
+
 def test_select_is_checked():
     from rdl.features.deep import DeepSettings
 
     assert DeepSettings.of({"select": [20, 0, 20]}).select == (0, 20)
     with pytest.raises(ValueError, match=r"data.deep_features.select=\[-1\]"):
         DeepSettings.of({"select": [-1]})
+    with pytest.raises(ValueError, match=r"data.deep_features.select_weeks=-1"):
+        DeepSettings.of({"select_weeks": -1})
 
 
 def test_regression_trees_keep_to_the_range_of_the_train_labels_as_the_model_does():
