@@ -98,6 +98,8 @@ def fit_tree_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame]
     {name: feature tables per split})``."""
     from rdl.features.deep import deep_features
 
+    if deep is not None and deep.select and deep.select_weeks:   # before any heavy work
+        tail_weeks(tables["train"], deep.select_weeks)
     history = task.history(tables) if history is None else history
     view = db if "now" in tables else db.upto(task.test_time)
     if features is None:
@@ -139,6 +141,15 @@ def choose_depth2(task: Task, db: Database, tables: dict[str, pd.DataFrame],
             else refit(chosen)), chosen
 
 
+def tail_weeks(train: pd.DataFrame, weeks: int) -> np.ndarray:
+    """The train split's last ``weeks`` seed times, or one clear error if it has too few."""
+    times = np.sort(train["timestamp"].unique())
+    if len(times) <= weeks:
+        raise ValueError(f"data.deep_features.select_weeks={weeks}: the train split has "
+                         f"{len(times)} seed time(s); it needs more than {weeks} (0: choose on val)")
+    return times[-weeks:]
+
+
 def select_on_train_tail(train: pd.DataFrame, both: pd.DataFrame, n_depth1: int, keep: tuple,
                          weeks: int, refit) -> list:
     """The columns of ``both`` (the train split's depth-1 then depth-2 features) to keep:
@@ -146,11 +157,7 @@ def select_on_train_tail(train: pd.DataFrame, both: pd.DataFrame, n_depth1: int,
     chosen on the train split's last ``weeks`` seed times by trees fitted on its earlier
     ones (``refit(features, tables)``; fewer features where two tie). Val, which chooses
     the tree prior and the model's correction after this, is not read."""
-    times = np.sort(train["timestamp"].unique())
-    if len(times) <= weeks:
-        raise ValueError(f"data.deep_features.select_weeks={weeks}: the train split has "
-                         f"{len(times)} seed time(s); it needs more than {weeks} (0: choose on val)")
-    held = train["timestamp"].isin(times[-weeks:])
+    held = train["timestamp"].isin(tail_weeks(train, weeks))
     inner = {"train": train[~held], "val": train[held], "test": train[held]}
     fit = lambda cols: refit({s: both[cols] for s in inner}, inner)  # noqa: E731
     whole = fit(list(both.columns))

@@ -177,9 +177,10 @@ def test_depth_2_features_chosen_on_the_train_tail_never_read_val(monkeypatch, c
         tables["val"]["y"].to_numpy())))
     _, again = trees.fit_tree_baselines(task, db, scrambled, deep=settings)
     assert list(again[trees.DEPTH2]["train"].columns) == list(feats[trees.DEPTH2]["train"].columns)
-    n = tables["train"]["timestamp"].nunique()
+    n, fitted = tables["train"]["timestamp"].nunique(), len(calls)
     with pytest.raises(ValueError, match=rf"select_weeks={n}: the train split has {n} seed time"):
         trees.fit_tree_baselines(task, db, tables, deep=DeepSettings(select=(0,), select_weeks=n))
+    assert len(calls) == fitted   # the error comes before any fit
 
 
 def test_select_is_checked():
