@@ -202,11 +202,12 @@ def overview(sweeps: dict[str, list[dict]], split: str = "both") -> str:
     """One row per sweep (a task on a database): the monitored metric of the model, of both
     LightGBMs and of the best simple baseline (the one best on val over the runs, so that
     the test weeks do not choose it), each as mean ± standard error over the val and test
-    scores (``split``: ``both``, or only ``val`` or ``test`` ones); then the model's lead over each and over its tree prior (in each run the
-    LightGBM better on val, as :mod:`rdl.preparation` chooses it: what the graph model adds
-    to where it starts) and that of the model as trained over the depth-2 LightGBM (where
-    every run scaled its correction on val), with weeks won, and whether its lead over the
-    depth-2 LightGBM is more than one standard error either way."""
+    scores (``split``: ``both``, or only ``val`` or ``test`` ones); then the model's lead
+    over each and over its tree prior (in each run the LightGBM better on val, as
+    :mod:`rdl.preparation` chooses it: what the graph model adds to where it starts) and
+    that of the model as trained over the depth-2 LightGBM (where every run scaled its
+    correction on val), with weeks won, and whether its lead over the depth-2 LightGBM is
+    more than one standard error either way."""
     prior = "the LightGBM better on val"
     head = ["sweep", "metric", "weeks", "model", DEPTH2, DEPTH1, "best simple",
             f"model over {DEPTH2}", f"{AS_TRAINED} over {DEPTH2}", f"model over {DEPTH1}",

@@ -146,7 +146,8 @@ def tail_weeks(train: pd.DataFrame, weeks: int) -> np.ndarray:
     times = np.sort(train["timestamp"].unique())
     if len(times) <= weeks:
         raise ValueError(f"data.deep_features.select_weeks={weeks}: the train split has "
-                         f"{len(times)} seed time(s); it needs more than {weeks} (0: choose on val)")
+                         f"{len(times)} seed time(s); it needs more than {weeks} "
+                         "(0: choose on val)")
     return times[-weeks:]
 
 
@@ -160,20 +161,32 @@ def select_on_train_tail(train: pd.DataFrame, both: pd.DataFrame, n_depth1: int,
     held = train["timestamp"].isin(tail_weeks(train, weeks))
     inner = {"train": train[~held], "val": train[held], "test": train[held]}
     fit = lambda cols: refit({s: both[cols] for s in inner}, inner)  # noqa: E731
-    whole = fit(list(both.columns))
+    _, best = keep_most_gain(fit(list(both.columns)), both.columns, n_depth1, keep, fit)
+    log.info("%s: %d of %d depth-2 features, chosen on the train split's last %d seed "
+             "time(s) among %s and all", DEPTH2, len(best) - n_depth1,
+             len(both.columns) - n_depth1, weeks, sorted(keep))
+    return best
+
+
+def keep_most_gain(whole: TreeFit, cols: pd.Index, n_depth1: int, keep: tuple, fit_cols,
+                   depth1: TreeFit | None = None) -> tuple[TreeFit, list]:
+    """Of ``whole`` (the trees on all ``cols``: depth 1's ``n_depth1``, then depth 2's) and
+    the trees ``fit_cols(kept)`` on depth 1's columns plus the ``k`` depth-2 columns of the
+    most gain in ``whole``, for each ``k`` in ``keep``: the one best on its own val split
+    (fewer columns where two tie), and its columns. ``depth1``: the trees on depth 1's
+    columns if fitted already (``k = 0``, one fit fewer)."""
     gain = whole.booster.feature_importance("gain", iteration=whole.rounds)[n_depth1:]
     order = np.argsort(-gain, kind="stable")
-    deep_cols = both.columns[n_depth1:]
-    best, best_score = list(both.columns), whole.val_score()
+    deep_cols = cols[n_depth1:]
+    best, best_cols, best_score = whole, list(cols), whole.val_score()
     for k in sorted({int(k) for k in keep if int(k) < len(deep_cols)}):
-        cols = [*both.columns[:n_depth1], *deep_cols[np.sort(order[:k])]]
-        score = fit(cols).val_score()
-        if score > best_score or (score == best_score and len(cols) < len(best)):
-            best, best_score = cols, score
-    log.info("%s: %d of %d depth-2 features, chosen on the train split's last %d seed "
-             "time(s) among %s and all", DEPTH2, len(best) - n_depth1, len(deep_cols), weeks,
-             sorted(keep))
-    return best
+        kept = [*cols[:n_depth1], *deep_cols[np.sort(order[:k])]]
+        candidate = (dataclasses.replace(depth1, name=whole.name) if k == 0 and depth1 is not None
+                     else fit_cols(kept))
+        score = candidate.val_score()  # each call predicts val and test: once a fit
+        if score > best_score or (score == best_score and len(kept) < len(best_cols)):
+            best, best_cols, best_score = candidate, kept, score
+    return best, best_cols
 
 
 def select_on_val(fit: TreeFit, both: dict[str, pd.DataFrame], n_depth1: int, keep: tuple,
@@ -185,21 +198,12 @@ def select_on_val(fit: TreeFit, both: dict[str, pd.DataFrame], n_depth1: int, ke
     user-churn: worse than depth 1 in 9 weeks of 10, docs/results.md); the val split that
     already stops the trees early chooses how many to keep. ``depth1``: the depth-1 fit, the
     same trees as keeping none (one fit fewer)."""
-    gain = fit.booster.feature_importance("gain", iteration=fit.rounds)[n_depth1:]
-    order = np.argsort(-gain, kind="stable")
-    deep_cols = both["train"].columns[n_depth1:]
-    best, best_feats, best_n, best_score = fit, both, len(deep_cols), fit.val_score()
-    for k in sorted({int(k) for k in keep if int(k) < len(deep_cols)}):
-        cols = [*both["train"].columns[:n_depth1], *deep_cols[np.sort(order[:k])]]
-        feats = {s: df[cols] for s, df in both.items()}
-        candidate = (dataclasses.replace(depth1, name=fit.name) if k == 0 and depth1 is not None
-                     else refit(feats))
-        score = candidate.val_score()  # each call predicts val and test: once a fit
-        if score > best_score or (score == best_score and k < best_n):
-            best, best_feats, best_n, best_score = candidate, feats, k, score
+    cols = both["train"].columns
+    best, kept = keep_most_gain(fit, cols, n_depth1, keep,
+                                lambda c: refit({s: df[c] for s, df in both.items()}), depth1)
     log.info("%s: %d of %d depth-2 features, chosen on val among %s and all", best.name,
-             best_n, len(deep_cols), sorted(keep))
-    return best, best_feats
+             len(kept) - n_depth1, len(cols) - n_depth1, sorted(keep))
+    return best, (both if len(kept) == len(cols) else {s: df[kept] for s, df in both.items()})
 
 
 def lightgbm_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],

@@ -172,7 +172,8 @@ def test_depth_2_features_chosen_on_the_train_tail_never_read_val(monkeypatch, c
     for t in choosing:
         assert set(t["val"]["timestamp"]) == set(last) and t["train"]["timestamp"].max() < last[0]
     fit = fits[trees.DEPTH2]
-    assert fit.frames["val"]["timestamp"].eq(VAL).all() and len(fit.frames["val"]) == len(tables["val"])
+    assert fit.frames["val"]["timestamp"].eq(VAL).all()
+    assert len(fit.frames["val"]) == len(tables["val"])
     scrambled = dict(tables, val=tables["val"].assign(y=np.random.default_rng(1).permutation(
         tables["val"]["y"].to_numpy())))
     _, again = trees.fit_tree_baselines(task, db, scrambled, deep=settings)
