@@ -10,6 +10,7 @@ from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
 
+from rdl.nn.fused import resnet_forward, stackable, stacked_resnets
 from rdl.nn.names import TypeDict
 from rdl.scaling import iqr_scale, robust_asinh
 
@@ -176,10 +177,17 @@ class HeteroEncoder(torch.nn.Module):
         col_names: node type -> ``TensorFrame.col_names_dict``.
         col_stats: node type -> column stats from materialisation.
         num_layers: ResNet blocks per table (RelBench uses 4).
+        fused: the first block's two linear maps of a table's encodings as one matmul
+            (:func:`~rdl.nn.fused.resnet_forward`; same parameters and outputs).
+        stacked: every later block and the decoder of all tables as one batched matmul
+            per layer over rows padded to the largest table's
+            (:func:`~rdl.nn.fused.stacked_resnets`): fewer kernels, more arithmetic.
     """
 
-    def __init__(self, channels: int, col_names: dict, col_stats: dict, num_layers: int = 4):
+    def __init__(self, channels: int, col_names: dict, col_stats: dict, num_layers: int = 4,
+                 fused: bool = True, stacked: bool = False):
         super().__init__()
+        self.fused, self.stacked = bool(fused), bool(stacked)
         self.encoders = TypeDict({
             nt: table_encoder(channels, names, col_stats[nt], num_layers)
             for nt, names in col_names.items()
@@ -193,7 +201,13 @@ class HeteroEncoder(torch.nn.Module):
         """``tf_dict``: node type -> TensorFrame ``[R_t]``; ``row_dict``: node type -> the
         row of each node, ``[N_t]`` (default: node i is row i). Returns node type ->
         ``[N_t, C]``: rows shared by several nodes are encoded once."""
-        out = {nt: self.encoders[nt](tf) for nt, tf in tf_dict.items()}
+        models = [self.encoders[nt] for nt in tf_dict]
+        if self.stacked and stackable(models):
+            out = dict(zip(tf_dict, stacked_resnets(models, list(tf_dict.values()))))
+        elif self.fused:
+            out = {nt: resnet_forward(m, tf) for m, (nt, tf) in zip(models, tf_dict.items())}
+        else:
+            out = {nt: m(tf) for m, (nt, tf) in zip(models, tf_dict.items())}
         if row_dict is not None:
             # index_select, not x[rows]: on the CPU the gradient of x[rows] is an
             # accumulating index_put (5-10 ms a call here), index_select's an index_add.

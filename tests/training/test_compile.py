@@ -99,17 +99,20 @@ def odd_batches(dm) -> list:
     return out
 
 
-@pytest.mark.parametrize("task,model,dynamic", [
-    ("user-churn", "sage", True),
+@pytest.mark.parametrize("task,model,dynamic,extra", [
+    ("user-churn", "sage", True, ()),
+    # the tables' encoders stacked: row counts padded to a symbolic maximum
+    pytest.param("user-churn", "sage", True, ("model.stacked_encoders=true",),
+                 marks=pytest.mark.slow),
     # slow: more compiles than CI's 15 minutes on 2 cores hold (77 s for the link model on
     # a cold cache); run with -m slow
-    pytest.param("user-item-purchase", "contextgnn", True, marks=pytest.mark.slow),
-    pytest.param("user-churn", "graph-transformer", True, marks=pytest.mark.slow),
+    pytest.param("user-item-purchase", "contextgnn", True, (), marks=pytest.mark.slow),
+    pytest.param("user-churn", "graph-transformer", True, (), marks=pytest.mark.slow),
     # static shapes: token sets padded to the batch size, one row per token
-    pytest.param("user-churn", "graph-transformer", False, marks=pytest.mark.slow)])
-def test_no_recompiles_over_varying_batches(tiny_cfg, task, model, dynamic):
+    pytest.param("user-churn", "graph-transformer", False, (), marks=pytest.mark.slow)])
+def test_no_recompiles_over_varying_batches(tiny_cfg, task, model, dynamic, extra):
     _, dm, module = setup(tiny_cfg, task, model, "+compile.kwargs.fullgraph=true",
-                          f"compile.kwargs.dynamic={str(dynamic).lower()}")
+                          f"compile.kwargs.dynamic={str(dynamic).lower()}", *extra)
     assert dm.shapes.static == (not dynamic) and module.shapes is dm.shapes
     opt = torch.optim.Adam(module.model.parameters(), lr=torch.tensor(1e-3), fused=True)
     module.train()

@@ -1,0 +1,172 @@
+"""Fused heterogeneous ops (rdl/nn/fused.py): each gives the outputs and gradients of the
+per-type version it replaces, from the same parameters."""
+import copy
+
+import pandas as pd
+import pytest
+import torch
+import torch_frame
+from torch_frame.data import Dataset
+
+from rdl.nn.encoder import HeteroEncoder
+from rdl.nn.fused import resnet_forward, stackable, stacked_layer_norm, stacked_resnets
+from rdl.nn.model import HeteroGraphSAGE
+
+NODES = {"a": 7, "b": 5, "c": 4, "d": 3}
+# a self-relation, two edge types from one source into one destination, a type ("d") that
+# only sends, and an edge type that will have no edges
+EDGES = [("a", "r1", "b"), ("b", "r2", "a"), ("c", "r3", "a"), ("a", "r4", "c"),
+         ("b", "r5", "b"), ("a", "r6", "b"), ("d", "r7", "a")]
+
+
+def graph(empty=("a", "r6", "b"), channels=6, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = {t: torch.randn(n, channels, dtype=torch.float64, generator=g, requires_grad=True)
+         for t, n in NODES.items()}
+    ei = {}
+    for et in EDGES:
+        e = 0 if et == empty else 13
+        ei[et] = torch.stack([torch.randint(NODES[et[0]], (e,), generator=g),
+                              torch.randint(NODES[et[2]], (e,), generator=g)])
+    return x, ei
+
+
+def grads(model, x, out, keys):
+    loss = sum((out[k] * torch.linspace(-1, 2, out[k].numel(), dtype=out[k].dtype)
+                .view_as(out[k])).sum() for k in keys)
+    params = [p for _, p in sorted(model.named_parameters())]
+    return torch.autograd.grad(loss, params + [x[t] for t in sorted(x)], allow_unused=True)
+
+
+def assert_same_grads(g1, g2):
+    assert len(g1) == len(g2)
+    for a, b in zip(g1, g2):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("aggr", ["sum", "mean", "max", ["sum", "max"]])
+@pytest.mark.parametrize("out_types", [None, ("a",)])
+def test_fused_sage_equals_heteroconv_per_edge_type(aggr, out_types):
+    torch.manual_seed(0)
+    ref = HeteroGraphSAGE(list(NODES), EDGES, 6, num_layers=2, aggr=aggr, fused=False).double()
+    fused = copy.deepcopy(ref)
+    fused.fused = True
+    x, ei = graph()
+    out_ref, out = ref(x, ei, out_types), fused(x, ei, out_types)
+    keys = out_types or list(NODES)
+    for k in keys:
+        torch.testing.assert_close(out[k], out_ref[k], rtol=1e-10, atol=1e-12)
+    # "d" receives nothing: its features pass through unchanged, as per type
+    assert out["d"] is x["d"] and out_ref["d"] is x["d"]
+    assert_same_grads(grads(ref, x, out_ref, keys), grads(fused, x, out, keys))
+
+
+def test_fused_is_the_default_and_aggregations_it_cannot_fuse_run_per_edge_type():
+    assert HeteroGraphSAGE(list(NODES), EDGES, 6).fused
+    model = HeteroGraphSAGE(list(NODES), EDGES, 6, aggr="std")
+    assert not model.fused
+    x, ei = graph()
+    assert model.float()({t: v.float() for t, v in x.items()}, ei)["a"].shape == (7, 6)
+
+
+def test_stacked_layer_norm_equals_a_norm_per_type():
+    torch.manual_seed(0)
+    norms = [torch.nn.LayerNorm(5).double() for _ in range(3)]
+    for n in norms:
+        torch.nn.init.normal_(n.weight)
+        torch.nn.init.normal_(n.bias)
+    xs = [torch.randn(r, 5, dtype=torch.float64, requires_grad=True) for r in (4, 0, 9)]
+    ref = [n(x) for n, x in zip(norms, xs)]
+    out = stacked_layer_norm(xs, norms)
+    for a, b in zip(out, ref):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    w = [torch.randn_like(r) for r in ref]
+    params = [p for n in norms for p in n.parameters()] + xs
+    g_ref = torch.autograd.grad(sum((r * v).sum() for r, v in zip(ref, w)), params)
+    g_out = torch.autograd.grad(sum((r * v).sum() for r, v in zip(out, w)), params)
+    assert_same_grads(g_ref, g_out)
+
+
+# -- table encoders -----------------------------------------------------------------------
+
+def table(rows: int, seed: int, categorical: int, numerical: int):
+    g = torch.Generator().manual_seed(seed)
+    df = pd.DataFrame({
+        **{f"c{i}": [f"v{int(v)}" for v in torch.randint(4, (rows,), generator=g)]
+           for i in range(categorical)},
+        **{f"n{i}": torch.randn(rows, generator=g).numpy() for i in range(numerical)}})
+    stypes = {**{f"c{i}": torch_frame.categorical for i in range(categorical)},
+              **{f"n{i}": torch_frame.numerical for i in range(numerical)}}
+    ds = Dataset(df, stypes).materialize()
+    return ds.tensor_frame, ds.col_stats
+
+
+def encoder(num_layers=3, **kw):
+    tables = {"x": table(11, 0, 2, 1), "y": table(4, 1, 1, 3), "z": table(7, 2, 3, 0)}
+    torch.manual_seed(0)
+    enc = HeteroEncoder(8, {t: tf.col_names_dict for t, (tf, _) in tables.items()},
+                        {t: s for t, (_, s) in tables.items()}, num_layers=num_layers, **kw)
+    return enc.double().eval(), {t: tf for t, (tf, _) in tables.items()}
+
+
+def double(tf):
+    feat = {st: v.double() if v.is_floating_point() else v for st, v in tf.feat_dict.items()}
+    return torch_frame.TensorFrame(feat, tf.col_names_dict)
+
+
+def run(enc, tfs):
+    enc.zero_grad()
+    out = enc({t: double(tf) for t, tf in tfs.items()})
+    loss = sum((o * torch.linspace(-1, 1, o.numel(), dtype=o.dtype).view_as(o)).sum()
+               for o in out.values())
+    loss.backward()
+    return out, {n: p.grad.clone() for n, p in enc.named_parameters()}
+
+
+@pytest.mark.parametrize("fused,stacked", [(True, False), (True, True), (False, True)])
+def test_fused_and_stacked_table_encoders_equal_pytorch_frames_resnets(fused, stacked):
+    enc, tfs = encoder(fused=False, stacked=False)
+    out_ref, g_ref = run(enc, tfs)
+    enc.fused, enc.stacked = fused, stacked
+    out, g = run(enc, tfs)
+    assert out.keys() == out_ref.keys() and g.keys() == g_ref.keys()
+    for t in out:
+        assert out[t].shape == (tfs[t].num_rows, 8)
+        torch.testing.assert_close(out[t], out_ref[t], rtol=1e-10, atol=1e-12)
+    for name in g:
+        torch.testing.assert_close(g[name], g_ref[name], rtol=1e-9, atol=1e-12)
+
+
+def test_stacked_encoders_batch_the_later_blocks_over_tables():
+    """The stacked path runs a batched matmul per linear map of the later blocks and the
+    decoder, not one per table; it falls back per table where it cannot stack."""
+    enc, tfs = encoder()
+    models = [enc.encoders[t] for t in tfs]
+    assert stackable(models) and not stackable(models[:1])
+    calls = []
+    real = torch.baddbmm
+
+    def spy(*args, **kw):
+        calls.append(args[1].shape[0])
+        return real(*args, **kw)
+
+    torch.baddbmm = spy
+    try:
+        stacked_resnets(models, [double(tf) for tf in tfs.values()])
+    finally:
+        torch.baddbmm = real
+    # blocks 2 and 3 (two maps each) and the decoder, each over the three tables
+    assert calls == [3] * 5
+    shallow, _ = encoder(num_layers=1)
+    deep, _ = encoder(num_layers=2)
+    assert not stackable([shallow.encoders["x"], deep.encoders["y"]])
+
+
+def test_fused_first_block_equals_a_resnet_of_one_block():
+    enc, tfs = encoder(num_layers=1)
+    m = enc.encoders["x"]
+    tf = double(tfs["x"])
+    assert m.backbone[0].shortcut is not None
+    torch.testing.assert_close(resnet_forward(m, tf), m(tf), rtol=1e-10, atol=1e-12)
