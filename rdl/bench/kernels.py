@@ -1,0 +1,149 @@
+"""Kernels per compiled training step, read from Inductor's generated code:
+``python -m rdl.bench kernels``.
+
+``python -m rdl.bench kernels [--tasks user-churn item-sales user-item-purchase]
+[--variants per-type fused stacked] [--device cpu|cuda] [--set HYDRA_OVERRIDE ...]
+[--timeout S] [--out DIR]``
+
+A step's kernels are what bounds a GPU step by its host: each one a launch
+(docs/performance.md). Each row compiles one task's model (``torch.compile(dynamic=True)``,
+as ``rdl.train`` does), runs its training loss and backward on one training batch of the
+configured size, and counts the calls of every compiled graph's wrapper (forward and
+backward): ``generated`` kernels (Inductor's own: ``cpp_fused_*`` on a CPU, ``triton_*``
+on a GPU), ``library`` calls (``extern_kernels.*``: matmuls) and ``fallback`` ATen ops
+(scatters and other ops Inductor leaves to ATen); ``cpu_rng`` counts apart the random
+seeds of CPU dropout (one ``randint`` per dropout, rdl's ``hash_dropout``), which a GPU
+graph draws inside its kernels. ``kernels`` is their sum without ``cpu_rng``: on a CPU a
+proxy for the GPU's count, whose fusion differs (Triton splits some reductions Inductor's
+C++ keeps whole); the GPU check's profile counts the GPU's own.
+
+The optimiser, the loss's logging and the batch's copy run outside the compiled graphs
+and are not counted here. Each row runs in a fresh process with cold compile caches.
+Reads the generated code with ``torch._inductor.utils.run_and_get_code`` (private: a
+torch without it fails the row, naming it).
+
+Variants: ``per-type`` (``model.fused=false``: PyG's HeteroConv per edge type, a norm per
+type), ``fused`` (the default, :mod:`rdl.nn.fused`), ``stacked`` (``fused`` and
+``model.stacked_encoders=true``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from rdl.bench.report import report, run_dir
+
+VARIANTS = {"per-type": ["model.fused=false"], "fused": [],
+            "stacked": ["model.stacked_encoders=true"]}
+RESULT = "RDL_BENCH_KERNELS_RESULT "
+#: one call of a compiled graph's wrapper: ``buf = name(...)`` or ``name(...)``
+CALL = re.compile(r"^\s+(?:\w+ = )?((?:cpp_fused|triton)\w*(?:\.run)?|extern_kernels\.\w+|"
+                  r"aten\.\w+(?:\.\w+)?|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(", re.M)
+
+
+def count_calls(code: str) -> Counter:
+    """The calls of a generated module's ``call`` function, by kind: ``generated``,
+    ``library``, ``fallback`` and ``cpu_rng`` (see the module's docstring)."""
+    body = code.split("def call(", 1)[-1]
+    body = body.split("\ndef ", 1)[0]       # the wrapper alone, not the benchmark harness
+    out = Counter()
+    for name in CALL.findall(body):
+        if name.startswith(("cpp_fused", "triton")):
+            out["generated"] += 1
+        elif name.startswith("extern_kernels."):
+            out["library"] += 1
+        elif "randint" in name:
+            out["cpu_rng"] += 1
+        else:
+            out["fallback"] += 1
+    return out
+
+
+def measure(task: str, variant: str, overrides: list[str], device: str) -> dict:
+    """Compile the task's model, run one training step's loss and backward, count."""
+    try:
+        from torch._inductor.utils import run_and_get_code
+    except ImportError as e:
+        raise SystemExit(f"torch {torch.__version__} has no "
+                         f"torch._inductor.utils.run_and_get_code: {e}") from None
+    import rdl
+    from rdl.api import build
+
+    cfg = rdl.config(f"task={task}", "compile.enabled=true", "compile.kwargs.dynamic=true",
+                     *overrides, *VARIANTS[variant])
+    torch.manual_seed(cfg.seed)
+    _, dm, module = build(cfg)
+    dev = torch.device(device)
+    module.to(dev).train()
+    dm.setup("fit")
+    batch = dm.transfer_batch_to_device(next(iter(dm.train_dataloader())), dev, 0)
+
+    def step():
+        loss, _ = module.step_loss(batch)
+        loss.backward()
+        return loss
+
+    start = time.perf_counter()
+    _, codes = run_and_get_code(step)
+    seconds = time.perf_counter() - start
+    dm.teardown()
+    counts = [count_calls(c) for c in codes]
+    total = sum(counts, Counter())
+    kernels = total["generated"] + total["library"] + total["fallback"]
+    return {"graphs": len(codes), "kernels": kernels,
+            "per_graph": " + ".join(str(sum(c.values()) - c["cpu_rng"]) for c in counts),
+            **{k: total[k] for k in ("generated", "library", "fallback", "cpu_rng")},
+            "compile_s": seconds}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--worker"]:
+        print(RESULT + json.dumps(measure(**json.loads(argv[1]))), flush=True)
+        return
+    p = argparse.ArgumentParser(prog="python -m rdl.bench kernels",
+                                description=__doc__.split("\n")[0])
+    p.add_argument("--tasks", nargs="+", default=["user-churn", "item-sales",
+                                                  "user-item-purchase"])
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--set", nargs="*", default=[], dest="sets", metavar="OVERRIDE")
+    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+
+    from rdl.bench.train.runner import _run_child
+
+    out = Path(args.out) if args.out else run_dir("kernels")
+    rows = []
+    for task in args.tasks:
+        base = None
+        for variant in args.variants:
+            print(f"{task} {variant} ...", flush=True)
+            spec = dict(task=task, variant=variant, overrides=args.sets, device=args.device)
+            res = _run_child(spec, args.timeout, out / "logs" / f"{len(rows):02d}.log",
+                             module="rdl.bench.kernels", result=RESULT)
+            row = {"task": task, "variant": variant,
+                   **{k: res.get(k) for k in ("kernels", "per_graph", "generated", "library",
+                                              "fallback", "cpu_rng", "graphs", "compile_s")},
+                   "note": res.get("error", "")}
+            if variant == "per-type":
+                base = res.get("kernels")
+            row["vs_per_type"] = (res["kernels"] / base if base and res.get("kernels")
+                                  else None)
+            rows.append(row)
+    report("kernels", rows, out, header=(
+        f"Kernels per compiled training step (forward + backward graphs), device "
+        f"{args.device}, torch {torch.__version__}\n\n"
+        f"`python -m rdl.bench kernels {' '.join(argv)}`"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
