@@ -159,3 +159,38 @@ def test_compiled_dropout_keeps_each_value_with_probability_1_minus_p():
     assert torch.equal(f(x) != 0, kept)                           # reproducible
     f(x[:300])
     assert counters["stats"]["unique_graphs"] == 1                # other sizes, same graph
+
+
+def test_embedding_columns_of_one_width_are_mapped_in_one_batched_matmul():
+    from torch_frame.data.multi_embedding_tensor import MultiEmbeddingTensor
+    from torch_frame.data.stats import StatType
+
+    from rdl.nn.encoder import LinearEmbeddingEncoder
+
+    for dims in ([4, 4, 4], [4, 3]):
+        torch.manual_seed(0)
+        stats = [{StatType.EMB_DIM: d} for d in dims]
+        kw = dict(out_channels=5, stats_list=stats, stype=torch_frame.embedding)
+        ref = torch_frame.nn.LinearEmbeddingEncoder(**kw).double()
+        ours = LinearEmbeddingEncoder(**kw).double()
+        ours.load_state_dict(ref.state_dict())
+        torch.nn.init.normal_(ref.biases)
+        ours.biases.data.copy_(ref.biases)
+        feat = MultiEmbeddingTensor.from_tensor_list(
+            [torch.randn(6, d, dtype=torch.float64) for d in dims])
+        calls = []
+
+        class Ops(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                calls.append(func.overloadpacket)
+                return func(*args, **(kwargs or {}))
+
+        with Ops():
+            out = ours.encode_forward(feat)
+        torch.testing.assert_close(out, ref.encode_forward(feat), rtol=1e-12, atol=1e-12)
+        assert (torch.ops.aten.bmm in calls) == (len(set(dims)) == 1)
+        w = torch.randn_like(out)
+        g_ref = torch.autograd.grad((ref.encode_forward(feat) * w).sum(), list(ref.parameters()))
+        g = torch.autograd.grad((ours.encode_forward(feat) * w).sum(), list(ours.parameters()))
+        for a, b in zip(g, g_ref):
+            torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
