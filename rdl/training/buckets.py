@@ -12,11 +12,12 @@ The quantities of a batch that reach the model (:func:`sizes`): per node type it
 (``tf``, pad rows included) and its nodes (``tf_index``, pad nodes included; for the seed
 type the nodes other than the seeds), per edge type its edges, and the number of seeds.
 :class:`PadToBucket`, a loader transform after :class:`~rdl.graph.transforms.InputRows`,
-pads them on the batch's device (the CPU, or ``data.sampler.device``): rows repeat a pad row (the table's first row), pad nodes are as old
-as the first seed and point at a pad row, pad edges join pad nodes only, and pad seeds
-are inserted after the real seeds (the model takes the first ``len(seed_time)`` nodes of
-the seed type as the seeds). No real node receives a message from a pad node, so no real
-output changes; the module slices the output to the real seeds (``batch_size``).
+pads them on the batch's device (the CPU, or ``data.sampler.device``): rows repeat a pad
+row (the table's first row), pad nodes are as old as the first seed and point at a pad row,
+pad edges join pad nodes only, and pad seeds are inserted after the real seeds (the model
+takes the first ``len(seed_time)`` nodes of the seed type as the seeds). No real node
+receives a message from a pad node, so no real output changes; the module slices the output
+to the real seeds (``batch_size``).
 """
 from __future__ import annotations
 
