@@ -157,6 +157,31 @@ def test_bad_sampler_devices_fail_before_the_database_is_read(tiny_cfg, monkeypa
     assert named in str(e.value)
 
 
+@pytest.mark.parametrize("sampler", [{"device": "cuda"}, None])
+def test_predict_samples_on_the_cpu_whatever_the_checkpoint_says(tiny_cfg, tmp_path, sampler):
+    """``rdl.predict`` rebuilds the run from its checkpoint's config: a run that built its
+    batches on a GPU (or one from before ``data.sampler``) predicts on a machine without
+    one, sampled on the CPU."""
+    from omegaconf import OmegaConf
+
+    from rdl.checkpoints import CONFIG_KEY
+    from rdl.predict import predict
+
+    cfg = tiny_cfg("task=user-churn", "compile.enabled=false", f"output_dir={tmp_path}")
+    _, dm, module = build(cfg)
+    saved = OmegaConf.to_container(cfg, resolve=False)
+    if sampler is None:
+        del saved["data"]["sampler"]
+    else:
+        saved["data"]["sampler"] = sampler
+    torch.save({"hyper_parameters": {CONFIG_KEY: saved}, "state_dict": module.state_dict()},
+               tmp_path / "run.ckpt")
+    _, table, _ = predict(OmegaConf.create({
+        "ckpt_path": str(tmp_path / "run.ckpt"), "split": "val", "format": "csv",
+        "output": str(tmp_path / "val.csv"), "accelerator": "cpu", "run": {}}))
+    assert len(table) == len(dm.tables["val"]) > 0
+
+
 # --------------------------------------------------------------------------- #
 # On a GPU
 # --------------------------------------------------------------------------- #
