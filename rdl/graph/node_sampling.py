@@ -13,8 +13,8 @@ sync: seed thresholds, negative sampling (``randint`` / ``rand``,
 link metadata are device ops sized from host-known counts.  The loader's
 input tensors arrive on the CPU and are copied to the device once each (a
 pageable copy briefly blocks the host), and so are the random numbers, drawn
-on the host (:mod:`rdl.graph.random_draws`): one copy per draw, a draw per
-hop and edge type at most.
+on the host (:mod:`rdl.graph.random_draws`): one copy per draw, a few draws
+per hop and edge type.
 
 Uniform sampling without replacement, per (frontier node, edge type) segment
 with ``c`` eligible edges and fan-out ``k``:

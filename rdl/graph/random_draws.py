@@ -10,9 +10,10 @@ samples exactly what the CPU sampler samples under the same seed, and the CPU sa
 draws are those it always made (the copy to the CPU is no copy).
 
 The copy from pageable host memory makes the host wait for the device's queue: a sync per
-draw, and a draw is made per hop and edge type at most (the sampler syncs there already to
-size its outputs), never per seed or per node. A draw holds a value or a few per
-candidate edge of the segments it samples (uniform sampling: see :mod:`rdl.graph.node_sampling`).
+draw. Uniform sampling draws once per hop and edge type for its mid-size segments and once
+for its large ones (and once per re-draw round, rare), negative sampling once or twice a
+batch: never per seed or per node, and the sampler syncs there already to size its outputs
+(:mod:`rdl.graph.node_sampling`). A draw holds a value or a few per candidate edge.
 
 A generator given on a device (a test's CUDA generator) draws there, as before.
 """
