@@ -55,13 +55,13 @@ class RelDataModule(pl.LightningDataModule):
         self._loaders = []
         #: where batches are built (``data.sampler.device``; None: on the CPU, in the
         #: loader): what a batch is built from is put there once, here and by
-        #: :meth:`resident` (:mod:`rdl.training.sampler_device`)
+        #: :meth:`on_device` (:mod:`rdl.training.sampler_device`)
         self.device = settings.sampler.resident
         if like is not None:   # the same data otherwise shaped: its loaders' graph and index
             self.tf_dict, self.graph, self.sampler = like.tf_dict, like.graph, like.sampler
-            self._resident = like._resident
+            self._placed = like._placed
             return
-        self._resident: dict = {}
+        self._placed: dict = {}
         # Loaders sample from the graph without its TensorFrames: ``InputRows`` gathers
         # each distinct row once per batch.
         data = prepared.data
@@ -91,15 +91,15 @@ class RelDataModule(pl.LightningDataModule):
         this one's graph and index (built once, and put on the sampler's device once)."""
         return type(self)(self.settings, self.prepared, shapes, like=self)
 
-    def resident(self, key, make) -> tuple:
+    def on_device(self, key, make) -> tuple:
         """``make()``, a tuple of what a split's batches are built from (tensors or None),
         on the device batches are built on: put there once per ``key`` (with batches built
         in the loader, on the CPU, as made)."""
         if self.device is None:
             return make()
-        if key not in self._resident:
-            self._resident[key] = tuple(resident(x, self.device) for x in make())
-        return self._resident[key]
+        if key not in self._placed:
+            self._placed[key] = tuple(resident(x, self.device) for x in make())
+        return self._placed[key]
 
     def start_at(self, start: tuple[int, int] | None) -> None:
         """The next train loader starts its first pass at epoch ``start[0]``, leaving out

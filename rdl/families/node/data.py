@@ -52,7 +52,7 @@ class NodeDataModule(RelDataModule):
             feats = None if self.seed_x is None else self.seed_x[split]
             return self.prepared.targets(split), self.prepared.base(split), feats
 
-        target, base, feats = self.resident(("labels", split), made)
+        target, base, feats = self.on_device(("labels", split), made)
         attach = AttachTarget(self.task.entity_table, target, base, feats)
         before, after = self.shapes.transforms(self, split, probe)
         return self._transforms(attach, *before, after=after)
