@@ -66,6 +66,9 @@ def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
     check_targets(saved, f"ckpt_path {cfg.ckpt_path}", trust)  # Hydra builds them below
     run = OmegaConf.create(saved)
     run.compile.enabled = False  # one pass over a split: compiling would cost more than it saves
+    # sampled on the CPU, whatever the machine that trained (data.sampler.device; and a
+    # checkpoint from before the setting lacks it)
+    OmegaConf.update(run, "data.sampler", {"device": None}, force_add=True)
     run = OmegaConf.merge(run, cfg.get("run") or {})
     if cfg.split == "now":  # the seeds at the database's last time, the whole database in the graph
         OmegaConf.update(run, "data.now", True, force_add=True)

@@ -63,6 +63,18 @@ def check_settings(cfg: DictConfig) -> None:
          buckets, f"static-shape buckets pad message-passing batches; {model_cls.__name__} "
          "takes token sets, whose static shapes come with compile.kwargs.dynamic=false alone "
          "(set data.buckets=null)")
+    device = (data.get("sampler") or {}).get("device")
+    if device is not None and str(device).startswith("cuda"):
+        # batches built on a GPU are for a model on that GPU, in one process (the sampler's
+        # index is put on the device when the data module is made, before any process
+        # group: every process would sample on the first GPU)
+        need(torch.cuda.is_available(), "data.sampler.device", device,
+             "no CUDA device is available (data.sampler.device=null samples on the CPU)")
+        need(not _on_cpu(cfg), "data.sampler.device", device, "the trainer trains on the "
+             "CPU; batches built on the GPU would be copied back (data.sampler.device=null)")
+        need(not several_processes(cfg), "data.sampler.device", device, "one training "
+             "process only (trainer.devices=1, trainer.num_nodes=1); with several, sample "
+             "on the CPU (data.sampler.device=null)")
     lr = cfg.get("lr")
     need(isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr)
          and lr > 0, "lr", lr, "must be a finite number > 0")

@@ -46,6 +46,8 @@ from torch_geometric.loader import LinkLoader
 from torch_geometric.sampler import EdgeSamplerInput, HeteroSamplerOutput, NegativeSampling
 from torch_geometric.typing import NodeType
 
+from rdl.graph.random_draws import rand64, randint
+
 
 class LinkSampling:
     """Mixin of :class:`~rdl.graph.sampler.TemporalSampler`: seed links -> subgraphs + metadata."""
@@ -158,13 +160,13 @@ class LinkSampling:
             raise ValueError(f"cannot draw negative {node_type!r} nodes: the type has none")
         timed = seed_time is not None and node_type in self._time_stride
         if weight is None and not timed:
-            return torch.randint(n, (num,), generator=gen, device=dev)
+            return randint(n, (num,), gen, dev)
         order = hi = None
         if timed:
             keys, order = self._sorted_time_key(node_type)
             count = torch.searchsorted(keys, self._threshold(node_type, seed_time))
             hi = (count - 1).clamp_(min=0)  # count == 0: index 0, the oldest node
-        u = torch.rand(num, generator=gen, device=dev, dtype=torch.float64)
+        u = rand64((num,), gen, dev)
         if weight is None:
             idx = torch.minimum((u * count).long(), hi)
         else:  # inverse CDF over the (eligible prefix of the) nodes
@@ -194,10 +196,12 @@ class LinkSampling:
         if w.numel() != self.num_nodes[node_type]:
             raise ValueError(f"negative sampling weight of {node_type!r} has {w.numel()} entries, "
                              f"expected {self.num_nodes[node_type]}")
-        w = w.to(self.device, torch.float64)
+        # Summed on the host, then moved: a GPU's parallel cumsum rounds otherwise than the
+        # CPU's sequential one, and the draws would then pick other nodes near a boundary.
+        w = w.to("cpu", torch.float64)
         if order is not None:
-            w = w.index_select(0, order)
-        cum = torch.cumsum(w, 0)
+            w = w.index_select(0, order.cpu())
+        cum = torch.cumsum(w, 0).to(self.device)
         self._neg_cache[key] = (weight, weight._version, cum)
         return cum
 

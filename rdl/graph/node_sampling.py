@@ -12,7 +12,9 @@ sync: seed thresholds, negative sampling (``randint`` / ``rand``,
 ``searchsorted``, gathers; no rejection loop), the batch relabelling and the
 link metadata are device ops sized from host-known counts.  The loader's
 input tensors arrive on the CPU and are copied to the device once each (a
-pageable copy briefly blocks the host).
+pageable copy briefly blocks the host), and so are the random numbers, drawn
+on the host (:mod:`rdl.graph.random_draws`): one copy per draw, a few draws
+per hop and edge type.
 
 Uniform sampling without replacement, per (frontier node, edge type) segment
 with ``c`` eligible edges and fan-out ``k``:
@@ -36,6 +38,8 @@ from torch import Tensor
 
 from torch_geometric.sampler import HeteroSamplerOutput, NodeSamplerInput
 from torch_geometric.typing import EdgeType, NodeType
+
+from rdl.graph.random_draws import rand64, randint
 
 _MID_FACTOR = 2  # c <= _MID_FACTOR * k -> random keys over the whole segment
 _MAX_ROUNDS = 64  # safety bound on the re-draw rounds of the large-c path
@@ -257,8 +261,10 @@ class NodeSampling:
         idx = (cnt.index_select(0, seg) > k).nonzero().view(-1)
         if idx.numel() > 0:
             sseg = seg.index_select(0, idx)  # ascending
-            rnd = torch.randint(0, 2**31, (idx.numel(),), generator=gen, device=dev)
-            order = torch.sort(sseg * 2**31 + rnd).indices
+            rnd = randint(2**31, (idx.numel(),), gen, dev)
+            # Stable: two edges of a segment may draw the same key, and an unstable sort
+            # orders such ties otherwise on CUDA than on the CPU (and on one CPU than another).
+            order = torch.sort(sseg * 2**31 + rnd, stable=True).indices
             sseg_sorted = sseg.index_select(0, order)
             first = torch.ones_like(sseg_sorted, dtype=torch.bool)
             first[1:] = sseg_sorted[1:] != sseg_sorted[:-1]
@@ -288,7 +294,7 @@ class NodeSampling:
         s = cnt.numel()
         m = 2 * k + 4 if m is None else m
         cntf = cnt.to(torch.float64).unsqueeze(1)
-        draws = (torch.rand((s, m), generator=gen, device=dev, dtype=torch.float64) * cntf).long()
+        draws = (rand64((s, m), gen, dev) * cntf).long()
         draws = torch.minimum(draws, cnt.unsqueeze(1) - 1)
         for _ in range(_MAX_ROUNDS):
             sel, ok = _first_distinct(draws, k)
@@ -296,8 +302,7 @@ class NodeSampling:
                 break
             # Rows with fewer than k distinct values: extend their sequences.
             bad = (~ok).nonzero().view(-1)
-            extra = (torch.rand((bad.numel(), m), generator=gen, device=dev, dtype=torch.float64)
-                     * cntf.index_select(0, bad)).long()
+            extra = (rand64((bad.numel(), m), gen, dev) * cntf.index_select(0, bad)).long()
             extra = torch.minimum(extra, cnt.index_select(0, bad).unsqueeze(1) - 1)
             # Pad all rows to the new width; padding (-1) never counts as a value.
             pad = torch.full((s, m), -1, dtype=torch.long, device=dev)

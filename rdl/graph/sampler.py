@@ -124,7 +124,9 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         time_attr: name of the node-level time attribute.
         strict: eligible iff ``time < seed_time`` instead of ``<=``.
         inclusive: node types eligible iff ``time <= seed_time`` even when strict.
-        device: where the CSC index lives and sampling runs (CPU or CUDA).
+        device: where the CSC index lives and sampling runs (CPU or CUDA); the random
+            numbers are drawn on the host whatever the device, so that a sampler on a GPU
+            samples exactly what the CPU sampler samples (:mod:`rdl.graph.random_draws`).
         random_seed: the seed of the sampler's own :class:`torch.Generator` (a random
             number's; the seeds of a batch are its input nodes).
         rng_per_batch: re-seed that generator for each batch from ``random_seed`` and the
@@ -202,7 +204,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         self.__dict__.update(state)
         self._generator = None
         if gen_state is not None:
-            self._generator = torch.Generator(device=self.device)
+            self._generator = torch.Generator()  # on the host, whatever the device
             self._generator.set_state(gen_state)
 
     def _get_generator(self) -> torch.Generator:
@@ -212,13 +214,15 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
             if self._worker_key != key:
                 base = 0 if self.random_seed is None else int(self.random_seed)
                 mixed = (base * 0x9E3779B97F4A7C15 + info.seed * 0xBF58476D1CE4E5B9 + 1) % (2**63)
-                gen = torch.Generator(device=self.device)
+                gen = torch.Generator()  # on the host: see random_draws
                 gen.manual_seed(mixed)
                 self._generator = gen
                 self._worker_key = key
             return self._generator
         if self._generator is None:
-            gen = torch.Generator(device=self.device)
+            # On the host whatever the device: a sampler on a GPU draws the CPU sampler's
+            # random numbers (:mod:`rdl.graph.random_draws`).
+            gen = torch.Generator()
             # Unseeded: draw the seed from torch's global RNG, so that
             # ``pl.seed_everything`` / ``torch.manual_seed`` make runs repeatable.
             seed = (self.random_seed if self.random_seed is not None

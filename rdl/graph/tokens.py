@@ -89,13 +89,14 @@ def pad_rows(x: Tensor, rows: int) -> Tensor:
 def gather(values: Tensor, node: Tensor, mask: Tensor) -> Tensor:
     """``values[node]``, 0 in pad slots (and everywhere if ``values`` is empty)."""
     if values.numel() == 0:
-        return torch.zeros(node.shape, dtype=values.dtype)
+        return torch.zeros(node.shape, dtype=values.dtype, device=node.device)
     return torch.where(mask, values[node], 0)
 
 
 def degrees(batch) -> dict[str, Tensor]:
     """Per node type, each node's number of sampled edges (in and out, every edge type)."""
-    deg = {t: torch.zeros(batch[t].num_nodes, dtype=torch.long) for t in batch.node_types}
+    deg = {t: torch.zeros(batch[t].num_nodes, dtype=torch.long, device=batch[t].n_id.device)
+           for t in batch.node_types}
     for (src, _, dst), ei in batch.collect("edge_index").items():
         deg[src] += torch.bincount(ei[0], minlength=deg[src].numel())
         deg[dst] += torch.bincount(ei[1], minlength=deg[dst].numel())
@@ -105,16 +106,19 @@ def degrees(batch) -> dict[str, Tensor]:
 def hops_of(store) -> Tensor:
     """Each node's hop from its seed: the sampler adds the nodes hop by hop
     (``num_sampled_nodes[h]`` of them at hop ``h``)."""
-    counts = torch.as_tensor(store.num_sampled_nodes, dtype=torch.long)
-    return torch.repeat_interleave(torch.arange(counts.numel()), counts)
+    counts = store.num_sampled_nodes   # host ints: the output's size is known, no sync
+    dev = store.n_id.device
+    return torch.repeat_interleave(torch.arange(len(counts), device=dev),
+                                   torch.as_tensor(counts, dtype=torch.long, device=dev),
+                                   output_size=sum(counts))
 
 
 def select(seed: Tensor, hop: Tensor, time: Tensor | None, num_seeds: int,
            k: int) -> tuple[Tensor, Tensor, Tensor]:
     """Per seed, the first ``k`` nodes ordered by (hop, time descending, node index):
     ``(node [num_seeds, k], mask, hop)``, pad slots ``0``, ``False`` and ``0``."""
-    n = seed.numel()
-    order = torch.arange(n)
+    n, dev = seed.numel(), seed.device
+    order = torch.arange(n, device=dev)
     if time is not None and n:
         # Stable sorts from the last key to the first: most recent, then hop, then seed.
         order = order[torch.sort(-time.to(torch.float64)[order], stable=True).indices]
@@ -122,11 +126,11 @@ def select(seed: Tensor, hop: Tensor, time: Tensor | None, num_seeds: int,
     order = order[torch.sort(seed[order], stable=True).indices]
     s = seed[order]
     first = torch.searchsorted(s, s)            # the first position of each seed's run
-    rank = torch.arange(n) - first
+    rank = torch.arange(n, device=dev) - first
     keep = rank < k
-    node = torch.zeros(num_seeds, k, dtype=torch.long)
-    mask = torch.zeros(num_seeds, k, dtype=torch.bool)
-    hops = torch.zeros(num_seeds, k, dtype=torch.long)
+    node = torch.zeros(num_seeds, k, dtype=torch.long, device=dev)
+    mask = torch.zeros(num_seeds, k, dtype=torch.bool, device=dev)
+    hops = torch.zeros(num_seeds, k, dtype=torch.long, device=dev)
     at = (s[keep], rank[keep])
     node[at], mask[at], hops[at] = order[keep], True, hop[order[keep]]
     return node, mask, hops

@@ -1,4 +1,6 @@
-"""Loader transforms on sampled batches (they run in the loader, on the CPU workers)."""
+"""Loader transforms on sampled batches. They run in the loader, on the CPU (its workers), or
+with ``data.sampler.device`` on that device in the training process: every tensor a transform
+makes is made on the batch's device, and computes there what it computes on the CPU."""
 from __future__ import annotations
 
 import torch
@@ -50,8 +52,10 @@ class InputRows:
     article nodes are fewer than 1,000 distinct rows). The pad rows (the table's first row)
     keep node types from reaching the compiled model with 0 or 1 rows (see
     :func:`rdl.training.shapes.pad_inputs`). Runs in the loader, on the CPU, where
-    ``unique`` and building a TensorFrame (which checks its offsets) cost no device sync.
-    The loader's graph carries no ``tf``, so that rows are gathered once, here.
+    ``unique`` and building a TensorFrame (which checks its offsets) cost no device sync; on
+    a GPU (``data.sampler.device``) each node type's ``unique`` syncs once a batch (its
+    size), and so does gathering the rows of a multi-valued column (their offsets), never
+    per node. The loader's graph carries no ``tf``, so that rows are gathered once, here.
 
     ``per_token``: for token sets, one row per token slot instead (``tf`` of
     ``B * K_t`` rows, ``tok_row`` their positions, no pad rows): each table's encoder then
@@ -67,20 +71,21 @@ class InputRows:
             if "tok_id" in store and self.per_token:
                 ids = store.tok_id
                 store.tf = tf[ids.flatten()]
-                store.tok_row = torch.arange(ids.numel()).view_as(ids)
+                store.tok_row = torch.arange(ids.numel(), device=ids.device).view_as(ids)
                 continue
             if "tok_id" in store:
                 # Token sets (:class:`~rdl.graph.tokens.TokenSet`): a token model encodes
                 # only its tokens' rows (``tok_row``: each token's row in ``tf``).
                 rows, index = torch.unique(store.tok_id, return_inverse=True)
-                pad = torch.zeros(self.num_pad, dtype=torch.long)
+                pad = torch.zeros(self.num_pad, dtype=torch.long, device=rows.device)
                 store.tf, store.tok_row = tf[torch.cat([rows, pad])], index
                 continue
             rows, index = torch.unique(store.n_id, return_inverse=True)
-            pad = torch.zeros(self.num_pad, dtype=torch.long)
+            pad = torch.zeros(self.num_pad, dtype=torch.long, device=rows.device)
             store.tf = tf[torch.cat([rows, pad])]
             store.tf_index = torch.cat([index, torch.arange(rows.numel(),
-                                                            rows.numel() + self.num_pad)])
+                                                            rows.numel() + self.num_pad,
+                                                            device=rows.device)])
         return batch
 
 
@@ -100,8 +105,8 @@ class DropEdgeIds:
 def pad_lists(ptr: Tensor, idx: Tensor, rows: Tensor) -> Tensor:
     """Rows ``rows`` of a CSR list (``ptr``, ``idx``) as ``[len(rows), L]``, padded with -1."""
     start, count = ptr[rows], ptr[rows + 1] - ptr[rows]
-    width = int(count.max()) if len(rows) else 0
-    offset = torch.arange(max(width, 1))
+    width = int(count.max()) if len(rows) else 0   # (on a GPU: a sync per batch)
+    offset = torch.arange(max(width, 1), device=ptr.device)
     valid = offset < count.unsqueeze(-1)
     pos = (start.unsqueeze(-1) + offset).clamp(max=max(len(idx) - 1, 0))
     return torch.where(valid, idx[pos] if len(idx) else torch.zeros_like(pos), -1)
@@ -126,7 +131,7 @@ class AttachLinkTarget:
         src.y = pos
         dst = batch[self.dst_table]
         if "batch" in dst:
-            seed = torch.arange(pos.size(0)).unsqueeze(-1).expand_as(pos)
+            seed = torch.arange(pos.size(0), device=pos.device).unsqueeze(-1).expand_as(pos)
             keys = (seed * self.num_dst + pos)[pos >= 0]
             dst.dst_y = torch.isin(dst.batch * self.num_dst + dst.n_id, keys).float()
         return batch

@@ -12,11 +12,12 @@ The quantities of a batch that reach the model (:func:`sizes`): per node type it
 (``tf``, pad rows included) and its nodes (``tf_index``, pad nodes included; for the seed
 type the nodes other than the seeds), per edge type its edges, and the number of seeds.
 :class:`PadToBucket`, a loader transform after :class:`~rdl.graph.transforms.InputRows`,
-pads them on the CPU: rows repeat a pad row (the table's first row), pad nodes are as old
-as the first seed and point at a pad row, pad edges join pad nodes only, and pad seeds
-are inserted after the real seeds (the model takes the first ``len(seed_time)`` nodes of
-the seed type as the seeds). No real node receives a message from a pad node, so no real
-output changes; the module slices the output to the real seeds (``batch_size``).
+pads them on the batch's device (the CPU, or ``data.sampler.device``): rows repeat a pad
+row (the table's first row), pad nodes are as old as the first seed and point at a pad row,
+pad edges join pad nodes only, and pad seeds are inserted after the real seeds (the model
+takes the first ``len(seed_time)`` nodes of the seed type as the seeds). No real node
+receives a message from a pad node, so no real output changes; the module slices the output
+to the real seeds (``batch_size``).
 """
 from __future__ import annotations
 
@@ -229,9 +230,11 @@ class PadToBucket:
         total = profile["nodes", nt] + (profile["seeds",] if nt == self.entity else 0)
         rows = store.tf.num_rows
         pad_row = rows - 1                         # InputRows' last pad row
+        dev = store.n_id.device   # the batch's (data.sampler.device), as every pad's
         if profile["rows", nt] > rows:
-            store.tf = store.tf[torch.cat([torch.arange(rows),
-                                           torch.full((profile["rows", nt] - rows,), pad_row)])]
+            store.tf = store.tf[torch.cat([torch.arange(rows, device=dev),
+                                           torch.full((profile["rows", nt] - rows,), pad_row,
+                                                      device=dev)])]
         # node-level inputs: (value for each sampled node, what a pad node gets)
         parts = {"tf_index": (store.tf_index[:n_real], pad_row), "n_id": (store.n_id, 0)}
         if "time" in store:
@@ -242,9 +245,10 @@ class PadToBucket:
             def pad(count):
                 if key == "time":   # as old as the first seed
                     return first_time.expand(count).to(value.dtype)
-                return torch.full((count,), fill, dtype=value.dtype)
+                return torch.full((count,), fill, dtype=value.dtype, device=dev)
             if shift:   # pad seeds, each its own seed index
-                mid = torch.arange(seeds, seeds + shift) if key == "batch" else pad(shift)
+                mid = (torch.arange(seeds, seeds + shift, device=dev) if key == "batch"
+                       else pad(shift))
                 value = torch.cat([value[:seeds], mid, value[seeds:]])
             store[key] = torch.cat([value, pad(total - n)])
         store.num_nodes = total
@@ -261,7 +265,7 @@ class PadToBucket:
             for i, nt in ((0, src), (1, dst)):
                 if nt == self.entity:
                     ei[i] += extra * (ei[i] >= seeds)
-        k = torch.arange(edges - ei.size(1))
+        k = torch.arange(edges - ei.size(1), device=ei.device)
         pads = torch.stack([real[src] + k % (batch[src].num_nodes - real[src]),
                             real[dst] + k % (batch[dst].num_nodes - real[dst])])
         batch[et].edge_index = torch.cat([ei, pads], dim=1)

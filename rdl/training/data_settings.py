@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 from rdl.features.deep import DeepSettings
 from rdl.paths import CONF_DIR
 from rdl.training.buckets import BucketSettings
+from rdl.training.sampler_device import SamplerSettings
 
 #: the data settings a task or a model may choose (``data_defaults`` in its own section)
 CHOSEN = ("num_neighbors", "strategy", "bidirectional", "triplets")
@@ -42,6 +43,8 @@ class DataSettings:
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
         num_workers: loader worker processes; pin_memory: page-locked batches (None:
             when training on CUDA).
+        sampler: where the sampler runs and batches are built (``device``; None: on the
+            CPU, in the loader; :class:`~rdl.training.sampler_device.SamplerSettings`).
         cache_dir: where materialised graphs are cached (None: ``$RDL_CACHE`` or
             ``~/.cache/rdl``; False: no cache).
         buckets: static-shape buckets for a model compiled with ``dynamic=False`` (node
@@ -68,6 +71,7 @@ class DataSettings:
     pin_memory: bool | None
     cache_dir: str | bool | None
     buckets: BucketSettings | None
+    sampler: SamplerSettings
     # a database's own (its data YAML's ``stypes``, where it has any): none
     stypes: dict | None = None
     # chosen by the task or the model where the config leaves them null
@@ -84,9 +88,11 @@ class DataSettings:
         # dicts from the config become the objects they describe, once, here
         convert = {"deep_features": DeepSettings.of(self.deep_features),
                    "buckets": BucketSettings.of(self.buckets),
+                   "sampler": SamplerSettings.of(self.sampler),
                    "num_neighbors": tuple(self.num_neighbors)}
         for name, value in convert.items():
             object.__setattr__(self, name, value)
+        self.sampler.check_loader(self.num_workers, self.pin_memory)
 
     def batch_size_of(self, split: str) -> int:
         """Seeds per batch of a split's loader."""

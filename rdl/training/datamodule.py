@@ -26,6 +26,7 @@ from rdl.preparation import Prepared
 from rdl.tasks import HISTORY
 from rdl.training.batches import DealtBatches, batches
 from rdl.training.data_settings import DataSettings
+from rdl.training.sampler_device import resident
 from rdl.training.shapes import Padded, Shapes
 from rdl.training.transfer import to_device
 
@@ -43,17 +44,33 @@ class RelDataModule(pl.LightningDataModule):
             compiled model by default.
     """
 
-    def __init__(self, settings: DataSettings, prepared: Prepared, shapes: Shapes | None = None):
+    def __init__(self, settings: DataSettings, prepared: Prepared, shapes: Shapes | None = None,
+                 like: "RelDataModule | None" = None):
         super().__init__()
         self.settings, self.prepared = settings, prepared
         self.shapes: Shapes = shapes or Padded()
+        # ``(epoch, batches)``: the next train loader starts its first pass at that epoch,
+        # leaving out its first ``batches`` batches (a resumed run, :meth:`start_at`)
+        self._start_at: tuple[int, int] | None = None
+        self._loaders = []
+        #: where batches are built (``data.sampler.device``; None: on the CPU, in the
+        #: loader): what a batch is built from is put there once, here and by
+        #: :meth:`on_device` (:mod:`rdl.training.sampler_device`)
+        self.device = settings.sampler.resident
+        if like is not None:   # the same data otherwise shaped: its loaders' graph and index
+            self.tf_dict, self.graph, self.sampler = like.tf_dict, like.graph, like.sampler
+            self._placed = like._placed
+            return
+        self._placed: dict = {}
         # Loaders sample from the graph without its TensorFrames: ``InputRows`` gathers
         # each distinct row once per batch.
         data = prepared.data
-        self.tf_dict = {nt: data[nt].tf for nt in data.node_types if "tf" in data[nt]}
+        self.tf_dict = {nt: resident(data[nt].tf, self.device)
+                        for nt in data.node_types if "tf" in data[nt]}
         self.graph = copy.copy(data)
         for nt in self.tf_dict:
             del self.graph[nt].tf
+        self.graph = resident(self.graph, self.device)   # (the copy's stores, not data's)
         # One index for all loaders. Each batch's sample is seeded by the batch's seeds
         # (rng_per_batch): evaluation repeats exactly, a resumed run draws what an
         # uninterrupted one drew; evaluation uses another random seed than training.
@@ -61,11 +78,7 @@ class RelDataModule(pl.LightningDataModule):
         self.sampler = TemporalSampler(data, list(settings.num_neighbors),
                                        strategy=settings.strategy, strict=settings.strict,
                                        inclusive=(HISTORY,), random_seed=seed,
-                                       rng_per_batch=True)
-        # ``(epoch, batches)``: the next train loader starts its first pass at that epoch,
-        # leaving out its first ``batches`` batches (a resumed run, :meth:`start_at`)
-        self._start_at: tuple[int, int] | None = None
-        self._loaders = []
+                                       rng_per_batch=True, device=self.device)
 
     @property
     def eval_sampler(self) -> TemporalSampler:
@@ -74,8 +87,19 @@ class RelDataModule(pl.LightningDataModule):
         return self.sampler.with_random_seed(self.settings.random_seed + 1)
 
     def with_shapes(self, shapes: Shapes) -> "RelDataModule":
-        """The same data with batches shaped as ``shapes`` say (the run's)."""
-        return type(self)(self.settings, self.prepared, shapes)
+        """The same data with batches shaped as ``shapes`` say (the run's), sampled from
+        this one's graph and index (built once, and put on the sampler's device once)."""
+        return type(self)(self.settings, self.prepared, shapes, like=self)
+
+    def on_device(self, key, make) -> tuple:
+        """``make()``, a tuple of what a split's batches are built from (tensors or None),
+        on the device batches are built on: put there once per ``key`` (with batches built
+        in the loader, on the CPU, as made)."""
+        if self.device is None:
+            return make()
+        if key not in self._placed:
+            self._placed[key] = tuple(resident(x, self.device) for x in make())
+        return self._placed[key]
 
     def start_at(self, start: tuple[int, int] | None) -> None:
         """The next train loader starts its first pass at epoch ``start[0]``, leaving out
@@ -198,7 +222,10 @@ class RelDataModule(pl.LightningDataModule):
         )
 
     def _pin(self) -> bool:
-        """Pin batches (``data.pin_memory``; by default when the trainer trains on CUDA)."""
+        """Pin batches (``data.pin_memory``; by default when the trainer trains on CUDA),
+        never those built on the sampler's device."""
+        if self.device is not None:
+            return False
         if self.settings.pin_memory is not None:
             return bool(self.settings.pin_memory)
         trainer = getattr(self, "trainer", None)

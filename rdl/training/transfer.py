@@ -15,12 +15,13 @@ def to_device(batch, device: torch.device):
     page-locked memory of a pinned loader (``data.pin_memory``) the copies then queue on the
     stream ahead of the step's kernels and the host goes on to launch them. Copies to the
     CPU stay blocking (non-blocking ones there could be read before they land). A batch
-    already on the CPU is returned as it is: rdl's loaders make their batches there, and
-    Lightning would walk every tensor of one at every step to move none."""
+    already on ``device`` is returned as it is: rdl's loaders make their batches on the
+    CPU, or on the GPU with ``data.sampler.device``, and Lightning would walk every tensor
+    of one at every step to move none."""
+    if _device_of(batch) == device:
+        return batch
     if device.type == "cuda" and hasattr(batch, "to"):
         return batch.to(device, non_blocking=True)
-    if device.type == "cpu" and _device_of(batch) == device:
-        return batch
     return None
 
 

@@ -35,7 +35,7 @@ class LinkDataModule(RelDataModule):
     def transform(self, split: str, probe: bool = False):
         """A split's loader transform: its seeds' true target rows, then the shapes'."""
         task = self.task
-        ptr, idx = self.link_lists(self.tables[split])
+        ptr, idx = self.on_device(("lists", split), lambda: self.link_lists(self.tables[split]))
         attach = AttachLinkTarget(task.entity_table, task.target_table, ptr, idx,
                                   self.data[task.target_table].num_nodes)
         before, after = self.shapes.transforms(self, split, probe)

@@ -48,9 +48,12 @@ class NodeDataModule(RelDataModule):
         """A split's loader transform: its labels, what the model starts from and the
         seed features, then the shapes' (``probe``: unpadded, for the batches that place
         the buckets)."""
-        feats = None if self.seed_x is None else self.seed_x[split]
-        attach = AttachTarget(self.task.entity_table, self.prepared.targets(split),
-                              self.prepared.base(split), feats)
+        def made():
+            feats = None if self.seed_x is None else self.seed_x[split]
+            return self.prepared.targets(split), self.prepared.base(split), feats
+
+        target, base, feats = self.on_device(("labels", split), made)
+        attach = AttachTarget(self.task.entity_table, target, base, feats)
         before, after = self.shapes.transforms(self, split, probe)
         return self._transforms(attach, *before, after=after)
 
