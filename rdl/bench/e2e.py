@@ -2,7 +2,7 @@
 
 ``python -m rdl.bench e2e [--tasks user-churn | TASK[:MODEL] ...] [--variants eager dynamic]
 [--workers 0 1] [--epochs 3] [--batches 40] [--host-overhead] [--device cpu|cuda]
-[--set HYDRA_OVERRIDE ...] [--profile STEPS] [--timeout S] [--out DIR]``
+[--set HYDRA_OVERRIDE ...] [--profile STEPS] [--no-alone] [--timeout S] [--out DIR]``
 
 What a user's run does, timed: Lightning's ``Trainer.fit`` over ``--epochs`` epochs of
 ``--batches`` training batches each, the Trainer, logger and callbacks as ``rdl.train``
@@ -14,7 +14,10 @@ epochs after the first (the first pays for compiling and for starting the worker
 ``first_epoch_s`` is reported beside it, and ``graphs_timed``: graphs compiled during the
 timed epochs (then their time is partly a compile's, not a step speed). Each row runs in a
 fresh process with cold compile caches (:mod:`rdl.bench.train.runner`). ``--profile``
-adds one epoch whose first steps run under ``torch.profiler`` (:func:`summarize`).
+adds one epoch whose first steps run under ``torch.profiler`` (:func:`summarize`). Then,
+unless ``--no-alone``, the same loader alone and the same step alone, each timed as the
+epochs are (``loader_seeds_per_s``, ``step_seeds_per_s``), and which of them bounds the row
+(``bound``: ``loader``, ``step`` or ``neither``; :mod:`rdl.bench.alone`).
 
 ``--host-overhead`` adds, per variant, a row of a tiny model (16 channels, one layer, four
 neighbours, 64 seeds a batch): there a step is almost all host work (Python, dispatch,
@@ -35,6 +38,8 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
+from rdl.bench.alone import LoaderAlone, bound, replayable, seeds_of
+from rdl.bench.alone import sync as _sync
 from rdl.bench.report import load_average, peak_rss_gib, report, run_dir
 from rdl.bench.turns import Gate
 from rdl.training.process import configured
@@ -61,6 +66,9 @@ TINY = ["model.channels=16", "model.num_layers=1", "model.encoder_layers=1",
 RESULT = "RDL_BENCH_E2E_RESULT "
 #: what :func:`summarize` reports of a profiled step
 PROFILED = ("host_ms", "device_ms", "ops", "kernels", "launches", "graph_replays", "captures")
+#: seeds/s together (the loader and the step, as a run trains), each alone, what bounds
+TOGETHER_ALONE = ("seeds_per_s", "loader_seeds_per_s", "step_seeds_per_s", "bound",
+                  "loader_workers")
 
 
 class EpochClock(pl.Callback):
@@ -70,24 +78,19 @@ class EpochClock(pl.Callback):
 
     def __init__(self, device: torch.device, warm: int = 1, gate: Gate | None = None):
         self.device, self.warm, self.gate = device, warm, gate or Gate(None)
-        self.epochs, self._t, self._seeds, self.graphs_before = [], None, 0, 0
+        self.epochs, self._t, self._seeds = [], None, 0
 
     def on_train_start(self, trainer, module):
         self._t = time.perf_counter()   # the first epoch includes what precedes its batch
 
     def on_train_epoch_start(self, trainer, module):
         if trainer.current_epoch == self.warm:
-            self.graphs_before = stats()["graphs"]
             self.gate.wait()
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx):
         if self._t is None:
             self._t = time.perf_counter()
-        store = batch[module.entity] if hasattr(module, "entity") else None
-        n = getattr(store, "seed_time", None) if store is not None else None
-        # A batch padded to a static shape counts its real seeds (``batch_size``).
-        self._seeds += (int(store.batch_size) if "batch_size" in store else int(n.numel())
-                        ) if n is not None else 0
+        self._seeds += seeds_of(batch, module)
 
     def on_train_epoch_end(self, trainer, module):
         _sync(self.device)
@@ -164,19 +167,15 @@ def summarize(prof, wall_s: float, steps: int, device: torch.device) -> dict:
     return out
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def measure(task: str, model: str, variant: str, overrides: list[str], workers: int | None,
             epochs: int, batches: int, device: str, profile: int = 0,
-            gate: str | None = None) -> dict:
+            gate: str | None = None, alone: bool = True) -> dict:
     """Train ``epochs`` epochs of ``batches`` batches in this process (the first untimed),
     then with ``profile`` > 0 one more epoch whose first ``profile`` steps are profiled
-    (:class:`StepProfiler`); one report row. ``workers`` None: the config's loader
-    workers. ``gate``: this row's :class:`~rdl.bench.turns.Gate` (timed epochs wait for
-    their turn)."""
+    (:class:`StepProfiler`), then with ``alone`` the loader alone and ``epochs`` epochs of
+    the step alone (:mod:`rdl.bench.alone`); one report row. ``workers`` None: the
+    config's loader workers. ``gate``: this row's :class:`~rdl.bench.turns.Gate` (timed
+    epochs wait for their turn)."""
     from hydra.utils import instantiate
 
     from rdl.bench.train.variants import _compose
@@ -196,30 +195,47 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
         _, dm, module = build(cfg)
         clock = EpochClock(dev, warm=1, gate=Gate(gate))
         prof = StepProfiler(dev, epochs, profile)
+        start = epochs + (profile > 0)         # the first epoch of the step alone
+        apart = LoaderAlone(replayable(dm), dev, start, epochs, batches)
         # The configured callbacks but those that need validation or write checkpoints.
         keep = [instantiate(c) for name, c in (cfg.get("callbacks") or {}).items()
                 if name in ("resume", "lr_monitor")]
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
         trainer = instantiate(cfg.trainer, accelerator=dev.type, devices=1,
-                              max_epochs=epochs + (profile > 0),
+                              max_epochs=start + epochs * alone,
                               limit_train_batches=batches, limit_val_batches=0,
                               num_sanity_val_steps=0, enable_checkpointing=False,
-                              logger=instantiate(cfg.logger), callbacks=[clock, prof, *keep])
+                              logger=instantiate(cfg.logger),
+                              callbacks=[clock, prof, apart, *keep])
         trainer.fit(module, datamodule=dm)
         dm.teardown()
-    (first_s, _, _), rest = clock.epochs[0], clock.epochs[1:epochs]
-    secs, seeds = sum(e[0] for e in rest), sum(e[1] for e in rest)
     compiled = module.compile_options.enabled
-    peak = (torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None)
-    return {"first_epoch_s": first_s, "epoch_s": secs / max(len(rest), 1),
-            "step_ms": 1000 * secs / max(len(rest) * batches, 1),
-            "seeds_per_s": seeds / secs if secs else float("nan"),
+    together = _timed(clock, 0, epochs, batches, compiled)
+    step = _timed(clock, start, epochs, batches, compiled) if alone else {}
+    peak = ((apart.peak if apart.peak is not None else torch.cuda.max_memory_allocated(dev))
+            if dev.type == "cuda" else None)
+    return {"first_epoch_s": clock.epochs[0][0], **together,
             "graphs": stats()["graphs"] if compiled else 0,
-            # graphs compiled inside the timed epochs: their time is then a compile's
-            "graphs_timed": rest[-1][2] - clock.graphs_before if compiled and rest else 0,
+            **apart.result,
+            "step_seeds_per_s": step.get("seeds_per_s"), "step_alone_ms": step.get("step_ms"),
+            "step_graphs_timed": step.get("graphs_timed"),
+            "bound": bound(together["seeds_per_s"], apart.result.get("loader_seeds_per_s"),
+                           step.get("seeds_per_s")),
             "peak_gib": peak / 2**30 if peak is not None else peak_rss_gib(),
             "turn": clock.gate.turn, "cudagraph_skips": _cudagraph_skips(), **prof.result}
+
+
+def _timed(clock: EpochClock, first: int, epochs: int, batches: int, compiled: bool) -> dict:
+    """Seeds/s and times of the clock's epochs ``first + 1`` to ``first + epochs - 1``
+    (epoch ``first`` untimed), and the graphs compiled meanwhile (their time is then
+    partly a compile's, not a step speed)."""
+    warm, rest = clock.epochs[first], clock.epochs[first + 1:first + epochs]
+    secs, seeds = sum(e[0] for e in rest), sum(e[1] for e in rest)
+    return {"epoch_s": secs / max(len(rest), 1),
+            "step_ms": 1000 * secs / max(len(rest) * batches, 1),
+            "seeds_per_s": seeds / secs if secs else float("nan"),
+            "graphs_timed": rest[-1][2] - warm[2] if compiled and rest else 0}
 
 
 def _cudagraph_skips() -> int:
@@ -248,6 +264,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--set", nargs="*", default=[], dest="sets", metavar="OVERRIDE")
     p.add_argument("--profile", type=int, default=0, metavar="STEPS",
                    help="profile STEPS steps of one more epoch (host, device, launches)")
+    p.add_argument("--no-alone", dest="alone", action="store_false",
+                   help="leave out the loader alone and the step alone (rdl.bench.alone)")
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -270,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
                     spec = dict(task=task, model=model, variant=variant, workers=workers,
                                 overrides=[*args.sets, *extra], epochs=args.epochs,
                                 batches=args.batches, device=args.device,
-                                profile=args.profile)
+                                profile=args.profile, alone=args.alone)
                     label = f"{task}:{model} {size} {variant} workers={workers}"
                     print(f"{label} ...", flush=True)
                     t = time.perf_counter()
@@ -278,8 +296,8 @@ def main(argv: list[str] | None = None) -> None:
                                      module="rdl.bench.e2e", result=RESULT)
                     row = {"task": task, "model": model, "size": size, "variant": variant,
                            "workers": workers, **{k: res.get(k) for k in
-                                                  ("seeds_per_s", "epoch_s", "first_epoch_s",
-                                                   "graphs", "graphs_timed")},
+                                                  (*TOGETHER_ALONE, "epoch_s",
+                                                   "first_epoch_s", "graphs", "graphs_timed")},
                            **{k: res[k] for k in PROFILED if k in res},
                            "note": res.get("error", "")}
                     if res.get("seeds_per_s"):
