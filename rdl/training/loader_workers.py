@@ -124,4 +124,5 @@ class LoaderWorkers:
         cores = f" ({self.cores} cores usable)" if self.cores is not None else ""
         prefetch = self.prefetch if self.prefetch is not None else (
             "PyTorch's default (2)" if self.workers else "none")
-        return f"loader: {self.workers} workers{cores}, prefetch {prefetch}"
+        plural = "s" if self.workers != 1 else ""
+        return f"loader: {self.workers} worker{plural}{cores}, prefetch {prefetch}"

@@ -78,8 +78,8 @@ def test_auto_workers_and_prefetch_from_the_cores(machine, cores, on_cuda, proce
     plan = LoaderWorkers.of("auto", "auto", on_cuda, processes)
     assert (plan.workers, plan.prefetch) == (workers, prefetch)
     assert plan.cores == cores // processes
-    assert plan.describe().startswith(f"loader: {workers} workers ({cores // processes} cores "
-                                      f"usable), prefetch ")
+    assert plan.describe().startswith(f"loader: {workers} worker{'s' * (workers != 1)} "
+                                      f"({cores // processes} cores usable), prefetch ")
 
 
 def test_a_given_number_wins(machine):
