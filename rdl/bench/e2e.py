@@ -65,7 +65,8 @@ TINY = ["model.channels=16", "model.num_layers=1", "model.encoder_layers=1",
         "data.num_neighbors=[4]", "data.batch_size=64"]
 RESULT = "RDL_BENCH_E2E_RESULT "
 #: what :func:`summarize` reports of a profiled step
-PROFILED = ("host_ms", "device_ms", "ops", "kernels", "launches", "graph_replays", "captures")
+PROFILED = ("host_ms", "device_ms", "kernel_ms", "copy_ms", "ops", "kernels", "copies",
+            "launches", "graph_replays", "captures")
 #: seeds/s together (the loader and the step, as a run trains), each alone, what bounds
 TOGETHER_ALONE = ("seeds_per_s", "loader_seeds_per_s", "step_seeds_per_s", "bound",
                   "loader_workers")
@@ -140,6 +141,10 @@ class StepProfiler(pl.Callback):
         self.prof = None
 
 
+#: device events that copy or fill memory rather than compute (the profiler's names)
+COPIES = ("Memcpy", "Memset")
+#: kernels :func:`summarize` lists by device time
+TOP = 12
 #: host-side calls that start work on the GPU: a kernel, or a whole CUDA graph
 LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",
             "cudaGraphLaunch", "cudaLaunchCooperativeKernel")
@@ -147,24 +152,47 @@ LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaun
 
 def summarize(prof, wall_s: float, steps: int, device: torch.device) -> dict:
     """Per step: the host's wall time under the profiler (``host_ms``), the operators it
-    dispatched (``ops``), and on CUDA the device's kernel time (``device_ms``), the kernels
-    run, the launches the host made and the CUDA graphs it replayed. A step whose host
-    time is far above its device time is bound by the host."""
+    dispatched (``ops``), and on CUDA the device's time (``device_ms``), of which the
+    compute kernels' (``kernel_ms``, ``kernels`` run) and the copies' and fills'
+    (``copy_ms``, ``copies``: memcpy and memset), the launches the host made and the CUDA
+    graphs it replayed, and the :data:`TOP` kernels by device time (``top_kernels``: name,
+    runs and ms a step). A step whose host time is far above its device time is bound by
+    the host."""
     from torch.autograd import DeviceType
     events = prof.events()
     out = {"host_ms": 1000 * wall_s / steps,
            "ops": sum(e.name.startswith("aten::") for e in events) / steps}
     if device.type == "cuda":
-        kernels = [e for e in events if e.device_type == DeviceType.CUDA]
-        time_of = lambda e: getattr(e, "self_device_time_total",  # noqa: E731
-                                    getattr(e, "self_cuda_time_total", 0))
-        out["device_ms"] = sum(time_of(e) for e in kernels) / 1000 / steps
+        on_device = [e for e in events if e.device_type == DeviceType.CUDA]
+        copies = [e for e in on_device if e.name.startswith(COPIES)]
+        kernels = [e for e in on_device if not e.name.startswith(COPIES)]
+        out["device_ms"] = sum(map(_device_us, on_device)) / 1000 / steps
+        out["kernel_ms"] = sum(map(_device_us, kernels)) / 1000 / steps
         out["kernels"] = len(kernels) / steps
+        out["copy_ms"] = sum(map(_device_us, copies)) / 1000 / steps
+        out["copies"] = len(copies) / steps
         out["launches"] = sum(e.name.startswith(LAUNCHES) for e in events) / steps
         out["graph_replays"] = sum(e.name.startswith("cudaGraphLaunch") for e in events) / steps
         # a CUDA graph recorded inside the window: a new shape or path, not a replay
         out["captures"] = sum(e.name.startswith("cudaStreamBeginCapture") for e in events)
+        out["top_kernels"] = top_kernels(on_device, steps)
     return out
+
+
+def top_kernels(on_device: list, steps: int, top: int | None = None) -> list[dict]:
+    """The device's events grouped by name, most device time first: ``name`` (cut to 160
+    characters), ``per_step`` (runs a step) and ``ms`` (a step)."""
+    runs, us = {}, {}
+    for e in on_device:
+        runs[e.name] = runs.get(e.name, 0) + 1
+        us[e.name] = us.get(e.name, 0.0) + _device_us(e)
+    names = sorted(us, key=us.get, reverse=True)[:top or TOP]
+    return [{"name": n[:160], "per_step": runs[n] / steps, "ms": us[n] / 1000 / steps}
+            for n in names]
+
+
+def _device_us(event) -> float:
+    return getattr(event, "self_device_time_total", getattr(event, "self_cuda_time_total", 0))
 
 
 def measure(task: str, model: str, variant: str, overrides: list[str], workers: int | None,
