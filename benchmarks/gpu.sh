@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The GPU check (issue 28), for the minutes a GPU is lent: CUDA tests, then end-to-end
-# epochs of user-churn and item-sales (experiment=gpu and the default; eager, compiled,
-# CUDA graphs over buckets, buckets; the host-overhead rows), each row profiled, within
-# a budget of 450 s (python -m rdl.bench gpu --help). Writes gpu.md, gpu.json, tests.txt
-# and logs.tgz under $OUT (default outputs/gpu). Arguments go to python -m rdl.bench gpu.
+# The GPU check (issues 28 and 48), for the minutes a GPU is lent: CUDA tests, then
+# end-to-end epochs of user-churn, item-sales and user-item-purchase (experiment=gpu and
+# the default; eager, compiled, CUDA graphs over buckets, buckets; the loader in the
+# process; the host-overhead rows), each row profiled and timed with its loader alone and
+# its step alone, within a budget of 450 s, in parts most wanted first: `--part 1` the
+# CUDA tests and the rows asked for first, then `--part 2`, 3, 4 (rdl/bench/gpu_plan.py;
+# python -m rdl.bench gpu --help). Writes gpu.md, gpu.json, tests.txt and logs.tgz under
+# $OUT (default outputs/gpu). Arguments go to python -m rdl.bench gpu.
 #
 # The device machine has torch, PyG, Lightning and torchmetrics but no network: the other
 # packages travel as wheels in .whl/ (made here by benchmarks/gpu-wheels.sh; device call

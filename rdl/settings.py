@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from rdl.families import family_of, model_family
 from rdl.paths import CONF_DIR, TASKS_DIR
 from rdl.training.data_settings import CHOSEN, DataSettings
+from rdl.training.loader_workers import check as check_loader
 
 log = logging.getLogger("rdl.train")
 
@@ -58,6 +59,7 @@ def check_settings(cfg: DictConfig) -> None:
         size = data.get(key)
         if key == "batch_size" or size is not None:
             need(_whole(size) and size >= 1, f"data.{key}", size, "must be an integer >= 1")
+    check_loader(data.get("num_workers", 0), data.get("prefetch_factor"))
     buckets = data.get("buckets")
     need(buckets is None or not getattr(model_cls, "takes_tokens", False), "data.buckets",
          buckets, f"static-shape buckets pad message-passing batches; {model_cls.__name__} "

@@ -12,6 +12,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from rdl.bench.turns import Turns
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,14 +50,20 @@ def test_the_check_runs_its_stages_on_the_cpu(tmp_path, rdl_cache):
         assert row["seeds_per_s"] > 0 and row["step_ms"] > 0 and row["peak_gib"] > 0
         # one profiled epoch: host time and the operators dispatched per step
         assert row["host_ms"] > 0 and row["ops"] > 0
-        assert "device_ms" not in row       # no kernels on the CPU
+        assert "device_ms" not in row and "top_kernels" not in row   # no kernels on the CPU
+        # the loader alone, the step alone, and which bounds (rdl/bench/alone.py)
+        assert row["loader_seeds_per_s"] > 0 and row["step_seeds_per_s"] > 0
+        assert row["bound"] in ("loader", "step", "neither")
+        assert row["loader_workers"] == 0 and row["step_graphs_timed"] == 0
     assert eager["graphs"] == 0 and dynamic["graphs"] >= 1 and dynamic["graphs_timed"] == 0
     # two rows at once (the second started before the first ended), timed in turn
     (a0, a1), (b0, b1) = eager["turn"], dynamic["turn"]
     assert a1 <= b0 or b1 <= a0, (eager["turn"], dynamic["turn"])
-    assert "| compile dynamic=True |" in (out / "gpu.md").read_text()
+    text = (out / "gpu.md").read_text()
+    assert "| compile dynamic=True |" in text and "| step alone seeds/s |" in text
     with tarfile.open(out / "logs.tgz") as tar:
-        assert sorted(tar.getnames()) == ["logs", "logs/r00.log", "logs/r01.log"]
+        assert sorted(tar.getnames()) == ["logs/r00.log", "logs/r01.log"]
+        assert "RDL_BENCH_E2E_RESULT" in tar.extractfile("logs/r01.log").read().decode()
 
 
 def test_rows_that_the_budget_cannot_hold_are_listed_not_run(tmp_path, rdl_cache):
@@ -64,13 +72,13 @@ def test_rows_that_the_budget_cannot_hold_are_listed_not_run(tmp_path, rdl_cache
     env = {**os.environ, "RDL_CACHE": str(rdl_cache), "OUT": str(out), "PYTHON": sys.executable}
     proc = subprocess.run(
         ["bash", str(ROOT / "benchmarks" / "gpu.sh"), "--device", "cpu", "--tiny", "--tasks",
-         "user-churn", "--configs", "default", "--no-tests", "--variants", "eager", "dynamic",
-         "--budget", "30", "--min-row", "60"], env=env, capture_output=True, text=True,
-        timeout=300)
+         "user-churn", "--configs", "default", "--part", "3", "4", "--variants", "eager",
+         "dynamic", "--budget", "30", "--min-row", "60"], env=env, capture_output=True,
+        text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads((out / "gpu.json").read_text())
     assert [r["note"] for r in doc["rows"]] == ["not run: budget"] * 4  # 2 sizes x 2
-    assert doc["tests"] == {}
+    assert doc["tests"] == {} and doc["parts"] == [3, 4]   # the CUDA tests are part 1's
     text = (tmp_path / "out" / "gpu.md").read_text()
     assert text.count("not run: budget") == 4 and "host overhead" in text
 
@@ -137,3 +145,93 @@ def test_the_check_fails_when_every_row_failed(tmp_path, rdl_cache):
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert f"error: all {len(doc['rows'])} rows run failed (" in proc.stderr
     assert "model.channels=0" in proc.stderr   # the first row's own error
+
+
+def test_the_parts_hold_every_row_once_most_wanted_first():
+    """``--part N``: part 1 is the CUDA tests' and the rows the issue asked for first
+    (experiment=gpu eager and compiled for the three tasks, then user-churn with
+    data.num_workers=0 beside them); every row is in one part; a link task's buckets
+    are listed as not applicable."""
+    from rdl.bench.gpu_plan import GPU_VARIANTS, PARTS, TASKS, plan_rows
+
+    def plan(parts):
+        return [(r["part"], r["task"], r["model"], r["config"], r["workers"], r["size"],
+                 r["variant"], r.get("note", "")[:15])
+                for r in plan_rows(TASKS, ["gpu", "default"], GPU_VARIANTS, True, "cuda", [],
+                                   parts)]
+    every = plan(None)
+    assert plan(PARTS) == every and len(set(every)) == len(every) == 30
+    assert [r[0] for r in every] == sorted(r[0] for r in every)   # parts in order
+    assert sum((plan([p]) for p in PARTS), []) == every
+    assert [r[1:5] + r[6:7] for r in plan([1])] == [
+        ("user-churn", "sage", "gpu", None, "eager"),
+        ("user-churn", "sage", "gpu", None, "dynamic"),
+        ("item-sales", "sage", "gpu", None, "eager"),
+        ("item-sales", "sage", "gpu", None, "dynamic"),
+        ("user-item-purchase", "contextgnn", "gpu", None, "eager"),
+        ("user-item-purchase", "contextgnn", "gpu", None, "dynamic"),
+        ("user-churn", "sage", "gpu", 0, "eager"),
+        ("user-churn", "sage", "gpu", 0, "dynamic")]
+    refused = [r for r in every if r[7]]
+    assert {(r[1], r[6], r[7]) for r in refused} == {
+        ("user-item-purchase", v, "not applicable:") for v in ("buckets",
+                                                                "reduce-overhead+buckets")}
+    assert len(refused) == 4      # both configs
+    # on a CPU no CUDA graphs
+    assert not [r for r in plan_rows(TASKS, ["gpu"], GPU_VARIANTS, True, "cpu", [], [2])
+                if r["variant"].startswith("reduce-overhead")]
+
+
+@pytest.mark.slow   # three trainings, 35 s (CI: the plan's test above sees part 1's rows)
+def test_part_one_trains_the_link_task_and_the_loader_in_the_process(tmp_path, rdl_cache):
+    """Part 1 on the CPU, eager: experiment=gpu rows of user-churn and of
+    user-item-purchase (contextgnn, a link task), and user-churn with data.num_workers=0
+    beside the configured (auto) workers."""
+    from rdl.training.loader_workers import LoaderWorkers
+
+    proc, doc = run_check(tmp_path, rdl_cache, "--part", "1", "--no-tests", "--tasks",
+                          "user-churn", "user-item-purchase:contextgnn", "--configs", "gpu",
+                          "--variants", "eager", "--epochs", "2", "--batches", "3",
+                          "--profile", "0", "--jobs", "2", "--min-row", "0")
+    rows = doc["rows"]
+    assert [(r["task"], r["model"], r["workers"]) for r in rows] == [
+        ("user-churn", "sage", None), ("user-item-purchase", "contextgnn", None),
+        ("user-churn", "sage", 0)]
+    auto = LoaderWorkers.of("auto", "auto", on_cuda=False).workers
+    assert [r["loader_workers"] for r in rows] == [auto, auto, 0]
+    for row in rows:
+        assert not row.get("note") and row["seeds_per_s"] > 0, row
+        assert row["loader_seeds_per_s"] > 0 and row["step_seeds_per_s"] > 0
+    text = (tmp_path / "out" / "gpu.md").read_text()
+    assert "| user-item-purchase | gpu | full |" in text and "| 0 workers |" in text
+
+
+class _Event:
+    def __init__(self, name, us, cuda=True):
+        from torch.autograd import DeviceType
+        self.name, self.self_device_time_total = name, us
+        self.device_type = DeviceType.CUDA if cuda else DeviceType.CPU
+
+
+def test_the_profile_counts_copies_apart_and_lists_the_top_kernels():
+    """A profiled CUDA step (the profiler's events stand in): memcpy and memset are copies,
+    not kernels; the top kernels are grouped by name, most device time first, per step."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from rdl.bench.e2e import summarize
+    events = [_Event("aten::mm", 0, cuda=False), _Event("cudaLaunchKernel", 0, cuda=False),
+              _Event("sm90_gemm", 300), _Event("sm90_gemm", 500),
+              _Event("triton_poi_fused_add_0", 50),
+              _Event("Memcpy HtoD (Pinned -> Device)", 400), _Event("Memset (Device)", 10)]
+    prof = SimpleNamespace(events=lambda: events)
+    out = summarize(prof, 0.01, 2, torch.device("cuda"))
+    assert out["kernels"] == 1.5 and out["copies"] == 1.0        # per step, of 2 steps
+    assert out["kernel_ms"] == pytest.approx(0.425) and out["copy_ms"] == pytest.approx(0.205)
+    assert out["device_ms"] == pytest.approx(0.63) and out["launches"] == 0.5
+    assert [(k["name"], k["per_step"], k["ms"]) for k in out["top_kernels"]] == [
+        ("sm90_gemm", 1.0, pytest.approx(0.4)),
+        ("Memcpy HtoD (Pinned -> Device)", 0.5, pytest.approx(0.2)),
+        ("triton_poi_fused_add_0", 0.5, pytest.approx(0.025)),
+        ("Memset (Device)", 0.5, pytest.approx(0.005))]

@@ -104,6 +104,10 @@ def test_e2e_benchmark_times_whole_epochs(tmp_path, rdl_cache):
         seeds, epoch = float(r["seeds_per_s"]), float(r["epoch_s"])
         assert seeds * epoch == pytest.approx(3 * 64, rel=1e-6)  # one timed epoch of 3 batches
         assert float(r["vs_eager"]) == 1
+        # the loader alone and the step alone (rdl.bench.alone), and what bounds the row
+        assert float(r["loader_seeds_per_s"]) > 0 and float(r["step_seeds_per_s"]) > 0
+        assert r["bound"] in ("loader", "step", "neither")
+        assert r["loader_workers"] == r["workers"]
     assert float(rows[0]["vs_main_process_loader"]) == 1
     assert float(rows[1]["vs_main_process_loader"]) == pytest.approx(
         float(rows[1]["seeds_per_s"]) / float(rows[0]["seeds_per_s"]))

@@ -24,6 +24,12 @@ from rdl.settings import check_settings
     (["lr=inf"], "lr=inf: must be a finite number > 0"),
     (["backtest=-2"], "backtest=-2: must be a whole number of task windows >= 0"),
     (["backtest=0.5"], "backtest=0.5: must be a whole number of task windows >= 0"),
+    (["data.num_workers=-1"], "data.num_workers=-1: must be a whole number >= 0"),
+    (["data.num_workers=many"], "data.num_workers=many: must be a whole number >= 0 "
+                                "(0: the loader in the training process) or auto"),
+    (["data.prefetch_factor=0"], "data.prefetch_factor=0: must be a whole number >= 1"),
+    (["data.prefetch_factor=4"], "data.prefetch_factor=4: batches each loader worker keeps "
+                                 "ready, and data.num_workers=0 starts none"),
 ])
 def test_bad_setting_is_named(tiny_cfg, overrides, message):
     with pytest.raises(ValueError) as e:
@@ -39,6 +45,8 @@ def test_bad_setting_is_named(tiny_cfg, overrides, message):
     ["model=graph-transformer", "data.num_neighbors=[8]"],   # token models take every hop
     ["data.eval_batch_size=null"],
     ["backtest=3"],
+    ["experiment=gpu"],                                # auto workers and prefetch
+    ["data.num_workers=2", "data.prefetch_factor=4"],
 ])
 def test_good_settings_pass(tiny_cfg, overrides):
     check_settings(tiny_cfg(*overrides))

@@ -2,7 +2,7 @@
 
 ``python -m rdl.bench e2e [--tasks user-churn | TASK[:MODEL] ...] [--variants eager dynamic]
 [--workers 0 1] [--epochs 3] [--batches 40] [--host-overhead] [--device cpu|cuda]
-[--set HYDRA_OVERRIDE ...] [--profile STEPS] [--timeout S] [--out DIR]``
+[--set HYDRA_OVERRIDE ...] [--profile STEPS] [--no-alone] [--timeout S] [--out DIR]``
 
 What a user's run does, timed: Lightning's ``Trainer.fit`` over ``--epochs`` epochs of
 ``--batches`` training batches each, the Trainer, logger and callbacks as ``rdl.train``
@@ -14,7 +14,10 @@ epochs after the first (the first pays for compiling and for starting the worker
 ``first_epoch_s`` is reported beside it, and ``graphs_timed``: graphs compiled during the
 timed epochs (then their time is partly a compile's, not a step speed). Each row runs in a
 fresh process with cold compile caches (:mod:`rdl.bench.train.runner`). ``--profile``
-adds one epoch whose first steps run under ``torch.profiler`` (:func:`summarize`).
+adds one epoch whose first steps run under ``torch.profiler`` (:func:`summarize`). Then,
+unless ``--no-alone``, the same loader alone and the same step alone, each timed as the
+epochs are (``loader_seeds_per_s``, ``step_seeds_per_s``), and which of them bounds the row
+(``bound``: ``loader``, ``step`` or ``neither``; :mod:`rdl.bench.alone`).
 
 ``--host-overhead`` adds, per variant, a row of a tiny model (16 channels, one layer, four
 neighbours, 64 seeds a batch): there a step is almost all host work (Python, dispatch,
@@ -35,6 +38,8 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
+from rdl.bench.alone import LoaderAlone, bound, replayable, seeds_of
+from rdl.bench.alone import sync as _sync
 from rdl.bench.report import load_average, peak_rss_gib, report, run_dir
 from rdl.bench.turns import Gate
 from rdl.training.process import configured
@@ -60,7 +65,11 @@ TINY = ["model.channels=16", "model.num_layers=1", "model.encoder_layers=1",
         "data.num_neighbors=[4]", "data.batch_size=64"]
 RESULT = "RDL_BENCH_E2E_RESULT "
 #: what :func:`summarize` reports of a profiled step
-PROFILED = ("host_ms", "device_ms", "ops", "kernels", "launches", "graph_replays", "captures")
+PROFILED = ("host_ms", "device_ms", "kernel_ms", "copy_ms", "ops", "kernels", "copies",
+            "launches", "graph_replays", "captures")
+#: seeds/s together (the loader and the step, as a run trains), each alone, what bounds
+TOGETHER_ALONE = ("seeds_per_s", "loader_seeds_per_s", "step_seeds_per_s", "bound",
+                  "loader_workers")
 
 
 class EpochClock(pl.Callback):
@@ -70,24 +79,19 @@ class EpochClock(pl.Callback):
 
     def __init__(self, device: torch.device, warm: int = 1, gate: Gate | None = None):
         self.device, self.warm, self.gate = device, warm, gate or Gate(None)
-        self.epochs, self._t, self._seeds, self.graphs_before = [], None, 0, 0
+        self.epochs, self._t, self._seeds = [], None, 0
 
     def on_train_start(self, trainer, module):
         self._t = time.perf_counter()   # the first epoch includes what precedes its batch
 
     def on_train_epoch_start(self, trainer, module):
         if trainer.current_epoch == self.warm:
-            self.graphs_before = stats()["graphs"]
             self.gate.wait()
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx):
         if self._t is None:
             self._t = time.perf_counter()
-        store = batch[module.entity] if hasattr(module, "entity") else None
-        n = getattr(store, "seed_time", None) if store is not None else None
-        # A batch padded to a static shape counts its real seeds (``batch_size``).
-        self._seeds += (int(store.batch_size) if "batch_size" in store else int(n.numel())
-                        ) if n is not None else 0
+        self._seeds += seeds_of(batch, module)
 
     def on_train_epoch_end(self, trainer, module):
         _sync(self.device)
@@ -137,6 +141,10 @@ class StepProfiler(pl.Callback):
         self.prof = None
 
 
+#: device events that copy or fill memory rather than compute (the profiler's names)
+COPIES = ("Memcpy", "Memset")
+#: kernels :func:`summarize` lists by device time
+TOP = 12
 #: host-side calls that start work on the GPU: a kernel, or a whole CUDA graph
 LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",
             "cudaGraphLaunch", "cudaLaunchCooperativeKernel")
@@ -144,39 +152,58 @@ LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaun
 
 def summarize(prof, wall_s: float, steps: int, device: torch.device) -> dict:
     """Per step: the host's wall time under the profiler (``host_ms``), the operators it
-    dispatched (``ops``), and on CUDA the device's kernel time (``device_ms``), the kernels
-    run, the launches the host made and the CUDA graphs it replayed. A step whose host
-    time is far above its device time is bound by the host."""
+    dispatched (``ops``), and on CUDA the device's time (``device_ms``), of which the
+    compute kernels' (``kernel_ms``, ``kernels`` run) and the copies' and fills'
+    (``copy_ms``, ``copies``: memcpy and memset), the launches the host made and the CUDA
+    graphs it replayed, and the :data:`TOP` kernels by device time (``top_kernels``: name,
+    runs and ms a step). A step whose host time is far above its device time is bound by
+    the host."""
     from torch.autograd import DeviceType
     events = prof.events()
     out = {"host_ms": 1000 * wall_s / steps,
            "ops": sum(e.name.startswith("aten::") for e in events) / steps}
     if device.type == "cuda":
-        kernels = [e for e in events if e.device_type == DeviceType.CUDA]
-        time_of = lambda e: getattr(e, "self_device_time_total",  # noqa: E731
-                                    getattr(e, "self_cuda_time_total", 0))
-        out["device_ms"] = sum(time_of(e) for e in kernels) / 1000 / steps
+        on_device = [e for e in events if e.device_type == DeviceType.CUDA]
+        copies = [e for e in on_device if e.name.startswith(COPIES)]
+        kernels = [e for e in on_device if not e.name.startswith(COPIES)]
+        out["device_ms"] = sum(map(_device_us, on_device)) / 1000 / steps
+        out["kernel_ms"] = sum(map(_device_us, kernels)) / 1000 / steps
         out["kernels"] = len(kernels) / steps
+        out["copy_ms"] = sum(map(_device_us, copies)) / 1000 / steps
+        out["copies"] = len(copies) / steps
         out["launches"] = sum(e.name.startswith(LAUNCHES) for e in events) / steps
         out["graph_replays"] = sum(e.name.startswith("cudaGraphLaunch") for e in events) / steps
         # a CUDA graph recorded inside the window: a new shape or path, not a replay
         out["captures"] = sum(e.name.startswith("cudaStreamBeginCapture") for e in events)
+        out["top_kernels"] = top_kernels(on_device, steps)
     return out
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+def top_kernels(on_device: list, steps: int, top: int | None = None) -> list[dict]:
+    """The device's events grouped by name, most device time first: ``name`` (cut to 160
+    characters), ``per_step`` (runs a step) and ``ms`` (a step)."""
+    runs, us = {}, {}
+    for e in on_device:
+        runs[e.name] = runs.get(e.name, 0) + 1
+        us[e.name] = us.get(e.name, 0.0) + _device_us(e)
+    names = sorted(us, key=us.get, reverse=True)[:top or TOP]
+    return [{"name": n[:160], "per_step": runs[n] / steps, "ms": us[n] / 1000 / steps}
+            for n in names]
+
+
+def _device_us(event) -> float:
+    return getattr(event, "self_device_time_total", getattr(event, "self_cuda_time_total", 0))
 
 
 def measure(task: str, model: str, variant: str, overrides: list[str], workers: int | None,
             epochs: int, batches: int, device: str, profile: int = 0,
-            gate: str | None = None) -> dict:
+            gate: str | None = None, alone: bool = True) -> dict:
     """Train ``epochs`` epochs of ``batches`` batches in this process (the first untimed),
     then with ``profile`` > 0 one more epoch whose first ``profile`` steps are profiled
-    (:class:`StepProfiler`); one report row. ``workers`` None: the config's loader
-    workers. ``gate``: this row's :class:`~rdl.bench.turns.Gate` (timed epochs wait for
-    their turn)."""
+    (:class:`StepProfiler`), then with ``alone`` the loader alone and ``epochs`` epochs of
+    the step alone (:mod:`rdl.bench.alone`); one report row. ``workers`` None: the
+    config's loader workers. ``gate``: this row's :class:`~rdl.bench.turns.Gate` (timed
+    epochs wait for their turn)."""
     from hydra.utils import instantiate
 
     from rdl.bench.train.variants import _compose
@@ -196,30 +223,47 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
         _, dm, module = build(cfg)
         clock = EpochClock(dev, warm=1, gate=Gate(gate))
         prof = StepProfiler(dev, epochs, profile)
+        start = epochs + (profile > 0)         # the first epoch of the step alone
+        apart = LoaderAlone(replayable(dm), dev, start, epochs, batches)
         # The configured callbacks but those that need validation or write checkpoints.
         keep = [instantiate(c) for name, c in (cfg.get("callbacks") or {}).items()
                 if name in ("resume", "lr_monitor")]
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
         trainer = instantiate(cfg.trainer, accelerator=dev.type, devices=1,
-                              max_epochs=epochs + (profile > 0),
+                              max_epochs=start + epochs * alone,
                               limit_train_batches=batches, limit_val_batches=0,
                               num_sanity_val_steps=0, enable_checkpointing=False,
-                              logger=instantiate(cfg.logger), callbacks=[clock, prof, *keep])
+                              logger=instantiate(cfg.logger),
+                              callbacks=[clock, prof, apart, *keep])
         trainer.fit(module, datamodule=dm)
         dm.teardown()
-    (first_s, _, _), rest = clock.epochs[0], clock.epochs[1:epochs]
-    secs, seeds = sum(e[0] for e in rest), sum(e[1] for e in rest)
     compiled = module.compile_options.enabled
-    peak = (torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None)
-    return {"first_epoch_s": first_s, "epoch_s": secs / max(len(rest), 1),
-            "step_ms": 1000 * secs / max(len(rest) * batches, 1),
-            "seeds_per_s": seeds / secs if secs else float("nan"),
+    together = _timed(clock, 0, epochs, batches, compiled)
+    step = _timed(clock, start, epochs, batches, compiled) if alone else {}
+    peak = ((apart.peak if apart.peak is not None else torch.cuda.max_memory_allocated(dev))
+            if dev.type == "cuda" else None)
+    return {"first_epoch_s": clock.epochs[0][0], **together,
             "graphs": stats()["graphs"] if compiled else 0,
-            # graphs compiled inside the timed epochs: their time is then a compile's
-            "graphs_timed": rest[-1][2] - clock.graphs_before if compiled and rest else 0,
+            **apart.result,
+            "step_seeds_per_s": step.get("seeds_per_s"), "step_alone_ms": step.get("step_ms"),
+            "step_graphs_timed": step.get("graphs_timed"),
+            "bound": bound(together["seeds_per_s"], apart.result.get("loader_seeds_per_s"),
+                           step.get("seeds_per_s")),
             "peak_gib": peak / 2**30 if peak is not None else peak_rss_gib(),
             "turn": clock.gate.turn, "cudagraph_skips": _cudagraph_skips(), **prof.result}
+
+
+def _timed(clock: EpochClock, first: int, epochs: int, batches: int, compiled: bool) -> dict:
+    """Seeds/s and times of the clock's epochs ``first + 1`` to ``first + epochs - 1``
+    (epoch ``first`` untimed), and the graphs compiled meanwhile (their time is then
+    partly a compile's, not a step speed)."""
+    warm, rest = clock.epochs[first], clock.epochs[first + 1:first + epochs]
+    secs, seeds = sum(e[0] for e in rest), sum(e[1] for e in rest)
+    return {"epoch_s": secs / max(len(rest), 1),
+            "step_ms": 1000 * secs / max(len(rest) * batches, 1),
+            "seeds_per_s": seeds / secs if secs else float("nan"),
+            "graphs_timed": rest[-1][2] - warm[2] if compiled and rest else 0}
 
 
 def _cudagraph_skips() -> int:
@@ -248,6 +292,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--set", nargs="*", default=[], dest="sets", metavar="OVERRIDE")
     p.add_argument("--profile", type=int, default=0, metavar="STEPS",
                    help="profile STEPS steps of one more epoch (host, device, launches)")
+    p.add_argument("--no-alone", dest="alone", action="store_false",
+                   help="leave out the loader alone and the step alone (rdl.bench.alone)")
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -270,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
                     spec = dict(task=task, model=model, variant=variant, workers=workers,
                                 overrides=[*args.sets, *extra], epochs=args.epochs,
                                 batches=args.batches, device=args.device,
-                                profile=args.profile)
+                                profile=args.profile, alone=args.alone)
                     label = f"{task}:{model} {size} {variant} workers={workers}"
                     print(f"{label} ...", flush=True)
                     t = time.perf_counter()
@@ -278,8 +324,8 @@ def main(argv: list[str] | None = None) -> None:
                                      module="rdl.bench.e2e", result=RESULT)
                     row = {"task": task, "model": model, "size": size, "variant": variant,
                            "workers": workers, **{k: res.get(k) for k in
-                                                  ("seeds_per_s", "epoch_s", "first_epoch_s",
-                                                   "graphs", "graphs_timed")},
+                                                  (*TOGETHER_ALONE, "epoch_s",
+                                                   "first_epoch_s", "graphs", "graphs_timed")},
                            **{k: res[k] for k in PROFILED if k in res},
                            "note": res.get("error", "")}
                     if res.get("seeds_per_s"):

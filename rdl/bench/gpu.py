@@ -5,21 +5,26 @@ by default: the check must end inside 8 minutes with its start), writing under `
 
 1. ``env``: torch, CUDA, cuDNN, the driver, the GPU, the CPU and the packages.
 2. ``tests.txt``: ``pytest -m cuda`` (``tests/test_cuda.py`` and the CUDA cases of the
-   sampler and DDP tests), the whole output; it runs beside the rows of 3, stopped while
-   one of them is timed.
+   sampler and DDP tests), the whole output; part 1's (below), run beside the rows of 3,
+   stopped while one of them is timed.
 3. The end-to-end benchmark (:func:`rdl.bench.e2e.measure`: ``Trainer.fit`` with the
-   loader, cold compile caches) for user-churn and item-sales at ``experiment=gpu`` and at
-   the default config, variants eager, compiled (``dynamic=True``), CUDA graphs over
-   static-shape buckets (``reduce-overhead+buckets``) and buckets alone, plus the
-   host-overhead rows (a tiny model, user-churn). Each row: seeds/s and its ratio to
-   eager, the step, the first epoch (compiles), graphs compiled in all and inside the
-   timed epochs, one profiled epoch's host time, kernel time, launches and operators per
-   step, and the peak GPU memory.
+   loader, cold compile caches) for user-churn, item-sales and user-item-purchase
+   (model contextgnn) at ``experiment=gpu`` and at the default config, variants eager,
+   compiled (``dynamic=True``), CUDA graphs over static-shape buckets
+   (``reduce-overhead+buckets``) and buckets alone (node tasks), user-churn at
+   ``experiment=gpu`` with ``data.num_workers=0`` too, and the host-overhead rows (a
+   tiny model, user-churn), in parts that each fit one check (``--part N``;
+   :mod:`rdl.bench.gpu_plan` says which rows each holds and why). Each row: seeds/s and
+   its ratio to eager, the loader alone and the step alone and which bounds
+   (:mod:`rdl.bench.alone`), the step, the first epoch (compiles), graphs compiled in all
+   and inside the timed epochs, one profiled epoch's host time, device time (kernels,
+   copies), launches and operators per step and its top kernels, and the peak GPU memory.
    Rows run ``--jobs`` at a time and take turns at their timed epochs
    (:mod:`rdl.bench.turns`: the others are stopped meanwhile), in the order above; a row
    that cannot start with ``--min-row`` seconds of the budget left is listed as not run.
-4. ``gpu.md`` and ``gpu.json`` (rewritten after every row, so a check stopped early
-   leaves what it measured) and ``logs.tgz`` (each row's output).
+4. ``gpu.md`` and ``gpu.json`` and ``logs.tgz`` (each row's output, a long one cut to its
+   head and tail), all rewritten after every row, so a check stopped early leaves what it
+   measured.
 
 ``--device cpu --tiny`` runs the same code on the CPU with the tiny database and model
 (the test suite does, so that the check cannot rot between GPUs).
@@ -27,9 +32,11 @@ by default: the check must end inside 8 minutes with its start), writing under `
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -40,13 +47,14 @@ from pathlib import Path
 import torch
 
 from rdl.bench.e2e import PROFILED, RESULT, TINY, VARIANTS
+from rdl.bench.gpu_plan import CONFIGS, GPU_VARIANTS, PARTS, TASKS, plan_rows
 from rdl.bench.report import markdown
 from rdl.bench.train.runner import cold_env, error_line, kill_group, result_of
 from rdl.bench.turns import Turns
 from rdl.caching import write_atomic
 
-CONFIGS = {"gpu": ["experiment=gpu"], "default": []}
-GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets"]
+#: a row's log kept whole up to this size; a longer one keeps its head and its tail
+LOG_KEEP = 256 * 1024
 
 
 def environment(device: str) -> dict:
@@ -104,19 +112,6 @@ def tests_result(out: Path, stopped: bool) -> dict:
     return {"summary": summary.strip("= "), "failed": failed}
 
 
-def plan_rows(tasks: list[str], configs: list[str], variants: list[str], host_overhead: bool,
-              device: str, extra: list[str]) -> list[dict]:
-    """The rows, most wanted first: per config (as given) each task's variants, then the
-    host-overhead rows (the first task, the default config)."""
-    variants = [v for v in variants if device == "cuda" or not v.startswith("reduce-overhead")]
-    sets = [(t, c, "full", []) for c in configs for t in tasks]
-    if host_overhead:
-        sets.append((tasks[0], "default", "host overhead", TINY))
-    return [{"task": t, "config": c, "size": size, "variant": v,
-             "overrides": [*CONFIGS[c], *extra, *tiny]}
-            for t, c, size, tiny in sets for v in variants]
-
-
 def run_rows(rows: list[dict], args, deadline: float, logs: Path, write,
              background: dict | None = None) -> None:
     """Run the rows ``args.jobs`` at a time, taking turns at their timed epochs; fills each
@@ -124,7 +119,8 @@ def run_rows(rows: list[dict], args, deadline: float, logs: Path, write,
     (Popen, done)}``, processes that run beside the rows (stopped while a row is timed);
     ``done(stopped)`` is called when one ends, or is stopped at the deadline."""
     threads = str(max(1, (os.cpu_count() or 1) // args.jobs))
-    pending, running, background = list(enumerate(rows)), {}, dict(background or {})
+    pending = [(i, r) for i, r in enumerate(rows) if not r.get("note")]   # not applicable
+    running, background = {}, dict(background or {})
     with tempfile.TemporaryDirectory(prefix="rdl-gpu-", ignore_cleanup_errors=True) as tmp:
         turns = Turns(tmp)
         try:
@@ -145,9 +141,9 @@ def run_rows(rows: list[dict], args, deadline: float, logs: Path, write,
                 while pending and len(running) < args.jobs and deadline - now > args.min_row:
                     i, row = pending.pop(0)
                     name = f"r{i:02d}"
-                    spec = dict(task=row["task"], model=_model(row["task"]),
+                    spec = dict(task=row["task"], model=row["model"],
                                 variant=row["variant"], overrides=row["overrides"],
-                                workers=None, epochs=args.epochs, batches=args.batches,
+                                workers=row["workers"], epochs=args.epochs, batches=args.batches,
                                 device=args.device, profile=args.profile,
                                 gate=turns.gate(name))
                     log = open(logs / f"{name}.log", "w")
@@ -188,11 +184,6 @@ def run_rows(rows: list[dict], args, deadline: float, logs: Path, write,
                 kill_group(proc)
 
 
-def _model(task: str) -> str:
-    from rdl.bench.train.variants import _task_models
-    return _task_models([task], [])[0][1]
-
-
 def _collect(row: dict, log: Path, wall: float) -> None:
     text = log.read_text(errors="replace")
     res = result_of(text, RESULT)
@@ -204,7 +195,8 @@ def _collect(row: dict, log: Path, wall: float) -> None:
 
 
 def _label(row: dict) -> str:
-    return f"{row['task']} {row['config']} {row['size']} {row['variant']}"
+    workers = "" if row["workers"] is None else f" data.num_workers={row['workers']}"
+    return f"{row['task']} {row['config']}{workers} {row['size']} {row['variant']}"
 
 
 def _brief(row: dict) -> str:
@@ -214,16 +206,20 @@ def _brief(row: dict) -> str:
 
 
 def table(rows: list[dict]) -> list[dict]:
-    """The report's rows: each with its ratio to the eager row of its task, config, size."""
-    eager = {(r["task"], r["config"], r["size"]): r.get("seeds_per_s") for r in rows
-             if r["variant"] == "eager"}
+    """The report's rows: each with its ratio to the eager row of its task, config, loader
+    and size."""
+    def key(r):
+        return r["task"], r["config"], r["workers"], r["size"]
+    eager = {key(r): r.get("seeds_per_s") for r in rows if r["variant"] == "eager"}
     out = []
     for r in rows:
-        base, own = eager.get((r["task"], r["config"], r["size"])), r.get("seeds_per_s")
+        base, own = eager.get(key(r)), r.get("seeds_per_s")
         out.append({
-            "task": r["task"], "config": r["config"], "size": r["size"],
-            "variant": VARIANTS[r["variant"]][0], "seeds/s": own,
+            "part": r["part"], "task": r["task"], "config": r["config"], "size": r["size"],
+            "loader": _loader(r), "variant": VARIANTS[r["variant"]][0], "seeds/s": own,
             "vs eager": own / base if own and base else None,
+            "loader alone seeds/s": r.get("loader_seeds_per_s"),
+            "step alone seeds/s": r.get("step_seeds_per_s"), "bound": r.get("bound"),
             "step ms": r.get("step_ms"), "first epoch s": r.get("first_epoch_s"),
             "graphs (in timed epochs)": (f"{r['graphs']} ({r['graphs_timed']})"
                                          if "graphs" in r else None),
@@ -231,6 +227,37 @@ def table(rows: list[dict]) -> list[dict]:
             "cudagraph skips": r.get("cudagraph_skips"),
             "peak GiB": r.get("peak_gib"), "note": r.get("note", "")})
     return out
+
+
+def _loader(row: dict) -> str:
+    """The loader a row ran with (its workers and prefetch), else what it was set to."""
+    if "loader_workers" in row:
+        prefetch = f", prefetch {row['prefetch']}" if row.get("prefetch") else ""
+        return f"{_workers(row['loader_workers'])}{prefetch}"
+    return "configured" if row["workers"] is None else _workers(row["workers"])
+
+
+def _workers(n: int) -> str:
+    return f"{n} worker{'s' if n != 1 else ''}"
+
+
+def kernels_md(rows: list[dict]) -> list[str]:
+    """A short table per profiled CUDA row: its top kernels by device time."""
+    text = []
+    for i, r in enumerate(rows):
+        if not r.get("top_kernels"):
+            continue
+        text += [f"### r{i:02d} {_label(r)}", "", "| kernel | a step | ms a step |",
+                 "|---|---|---|"]
+        text += [f"| `{_cut(k['name'])}` | {k['per_step']:.1f} | {k['ms']:.3f} |"
+                 for k in r["top_kernels"]]
+        text.append("")
+    return text
+
+
+def _cut(name: str, most: int = 90) -> str:
+    name = name.replace("|", "/").replace("`", "'")
+    return name if len(name) <= most else name[:most - 1] + "…"
 
 
 def write(out: Path, header: dict, rows: list[dict]) -> None:
@@ -242,18 +269,41 @@ def write(out: Path, header: dict, rows: list[dict]) -> None:
             ", ".join(f"{k} {v}" for k, v in env.items()), "",
             f"`pytest -m cuda`: {header['tests'].get('summary', 'not run')}"
             + "".join(f"\n- failed: `{t}`" for t in header["tests"].get("failed", [])), "",
-            "Seeds/s over the timed epochs; graphs: Dynamo's, in all and compiled inside "
+            "Seeds/s over the timed epochs, the loader and the step together as a run "
+            "trains; beside it each alone (the loader's batches moved to the device with no "
+            "step; the step on batches already there), and which bounds the row "
+            "(rdl/bench/alone.py). Graphs: Dynamo's, in all and compiled inside "
             "the timed epochs; `profiled` columns: per step of one more epoch under "
-            "torch.profiler (host wall time, kernel time, operators dispatched, kernels "
-            "run, launches, CUDA graph replays; captures: CUDA graphs recorded in the whole "
+            "torch.profiler (host wall time, device time, of which compute kernels and "
+            "copies (memcpy, memset), operators dispatched, kernels run, copies, launches, "
+            "CUDA graph replays; captures: CUDA graphs recorded in the whole "
             "profiled window); cudagraph skips: graphs reduce-overhead ran without CUDA "
             "graphs (the row's log says why); peak GiB: GPU memory allocated (CPU: the "
-            "process's resident memory).", "",
+            "process's resident memory). Each row's log: `logs.tgz`.", "",
             markdown([{k: ("" if v is None else v) for k, v in r.items()} for r in table(rows)])
             if rows else "(no rows)", ""]
+    top = kernels_md(rows)
+    if top:
+        text += ["## Top kernels by device time (per profiled step)", "", *top]
     for name, body in (("gpu.json", json.dumps(doc, indent=1, default=str)),
                        ("gpu.md", "\n".join(text))):
         write_atomic(out / name, body)
+
+
+def pack_logs(logs: Path, out: Path) -> None:
+    """``logs.tgz``: each row's log, one longer than :data:`LOG_KEEP` cut to its head and
+    its tail; rewritten after every row, so a check stopped early leaves its logs."""
+    tmp = out / "logs.tgz.tmp"
+    with tarfile.open(tmp, "w:gz") as tar:
+        for log in sorted(logs.glob("*.log")):
+            data = log.read_bytes()
+            if len(data) > LOG_KEEP:
+                head, tail = data[:LOG_KEEP // 4], data[-(LOG_KEEP - LOG_KEEP // 4):]
+                data = head + f"\n[... {len(data) - LOG_KEEP} bytes cut ...]\n".encode() + tail
+            info = tarfile.TarInfo(f"logs/{log.name}")
+            info.size, info.mtime = len(data), int(log.stat().st_mtime)
+            tar.addfile(info, io.BytesIO(data))
+    os.replace(tmp, out / "logs.tgz")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -262,7 +312,10 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m rdl.bench gpu", description=__doc__.split("\n")[0])
     p.add_argument("--device", default="cuda" if cuda else "cpu", choices=["cuda", "cpu"])
     p.add_argument("--tiny", action="store_true", help="the tiny database and model (a test)")
-    p.add_argument("--tasks", nargs="+", default=["user-churn", "item-sales"])
+    p.add_argument("--part", nargs="+", type=int, choices=PARTS, default=None, metavar="N",
+                   help="only the rows of these parts (rdl/bench/gpu_plan.py; the CUDA tests "
+                   "are part 1's); default: every part, most wanted first")
+    p.add_argument("--tasks", nargs="+", default=TASKS, help="TASK or TASK:MODEL")
     p.add_argument("--configs", nargs="+", default=["gpu", "default"], choices=list(CONFIGS))
     p.add_argument("--variants", nargs="+", default=GPU_VARIANTS, choices=list(VARIANTS))
     p.add_argument("--no-host-overhead", dest="host_overhead", action="store_false")
@@ -288,31 +341,32 @@ def main(argv: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     header = {"date": time.strftime("%Y-%m-%d %H:%M"), "elapsed_s": 0.0, "tests": {},
               "command": "python -m rdl.bench gpu " + " ".join(argv),
-              "env": environment(args.device)}
+              "parts": args.part or PARTS, "env": environment(args.device)}
     print(json.dumps(header["env"]), flush=True)
     rows = plan_rows(args.tasks, args.configs, args.variants, args.host_overhead, args.device,
-                     [*(["debug=tiny", *TINY] if args.tiny else []), *args.sets])
+                     [*(["debug=tiny", *TINY] if args.tiny else []), *args.sets], args.part)
+    logs = Path(tempfile.mkdtemp(prefix="rdl-gpu-logs-"))
 
     def save():
         header["elapsed_s"] = time.monotonic() - start
         write(out, header, rows)
+        pack_logs(logs, out)
 
     background = {}
-    if args.tests:   # beside the rows: stopped while one is timed
+    # part 1's, beside the rows: stopped while one is timed
+    if args.tests and (not args.part or 1 in args.part):
         def tests_done(stopped: bool):
             header["tests"] = tests_result(out, stopped)
             print(f"pytest -m cuda: {header['tests']['summary']}", flush=True)
         background["tests"] = (start_tests(out), tests_done)
     save()
-    with tempfile.TemporaryDirectory(prefix="rdl-gpu-logs-") as logs:
-        try:
-            run_rows(rows, args, deadline, Path(logs), save, background)
-        finally:
-            save()
-            with tarfile.open(out / "logs.tgz", "w:gz") as tar:
-                tar.add(logs, arcname="logs")
+    try:
+        run_rows(rows, args, deadline, logs, save, background)
+    finally:
+        save()
+        shutil.rmtree(logs, ignore_errors=True)
     print((out / "gpu.md").read_text())
-    ran = [r for r in rows if not str(r.get("note", "")).startswith("not run")]
+    ran = [r for r in rows if not str(r.get("note", "")).startswith(("not run", "not appl"))]
     if ran and not any(r.get("seeds_per_s") for r in ran):
         # a check whose every row failed measured nothing: it must not pass as a result
         print(f"error: all {len(ran)} rows run failed ({ran[0].get('note', '')}); their logs "

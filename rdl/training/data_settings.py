@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 from rdl.features.deep import DeepSettings
 from rdl.paths import CONF_DIR
 from rdl.training.buckets import BucketSettings
+from rdl.training.loader_workers import check as check_loader
 from rdl.training.sampler_device import SamplerSettings
 
 #: the data settings a task or a model may choose (``data_defaults`` in its own section)
@@ -41,8 +42,10 @@ class DataSettings:
         label_history, seed_features, tree_prior, tree_blocks, deep_features: the node
             family's (:mod:`rdl.families.node`); a link task leaves them out.
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
-        num_workers: loader worker processes; pin_memory: page-locked batches (None:
-            when training on CUDA).
+        num_workers: loader worker processes (``auto``: from the cores); prefetch_factor:
+            batches each keeps ready (None: PyTorch's default; ``auto``); both read by
+            :class:`~rdl.training.loader_workers.LoaderWorkers`. pin_memory: page-locked
+            batches (None: when training on CUDA).
         sampler: where the sampler runs and batches are built (``device``; None: on the
             CPU, in the loader; :class:`~rdl.training.sampler_device.SamplerSettings`).
         cache_dir: where materialised graphs are cached (None: ``$RDL_CACHE`` or
@@ -67,7 +70,8 @@ class DataSettings:
     tree_blocks: int
     deep_features: DeepSettings | None
     text_embedder: object
-    num_workers: int
+    num_workers: int | str
+    prefetch_factor: int | str | None
     pin_memory: bool | None
     cache_dir: str | bool | None
     buckets: BucketSettings | None
@@ -85,6 +89,7 @@ class DataSettings:
     predict_split: str = "test"
 
     def __post_init__(self):
+        check_loader(self.num_workers, self.prefetch_factor)
         # dicts from the config become the objects they describe, once, here
         convert = {"deep_features": DeepSettings.of(self.deep_features),
                    "buckets": BucketSettings.of(self.buckets),

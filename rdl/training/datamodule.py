@@ -26,6 +26,7 @@ from rdl.preparation import Prepared
 from rdl.tasks import HISTORY
 from rdl.training.batches import DealtBatches, batches
 from rdl.training.data_settings import DataSettings
+from rdl.training.loader_workers import LoaderWorkers
 from rdl.training.sampler_device import resident
 from rdl.training.shapes import Padded, Shapes
 from rdl.training.transfer import to_device
@@ -53,6 +54,7 @@ class RelDataModule(pl.LightningDataModule):
         # leaving out its first ``batches`` batches (a resumed run, :meth:`start_at`)
         self._start_at: tuple[int, int] | None = None
         self._loaders = []
+        self._logged_workers = None   # the loader workers last logged (loader_kwargs)
         #: where batches are built (``data.sampler.device``; None: on the CPU, in the
         #: loader): what a batch is built from is put there once, here and by
         #: :meth:`on_device` (:mod:`rdl.training.sampler_device`)
@@ -198,10 +200,10 @@ class RelDataModule(pl.LightningDataModule):
         n, train = len(self.tables[split]), split == "train"
         order = self._batches(split, n, train if shuffle is None else shuffle)
         return self._keep(self._node_loader(split, self.transform(split), order,
-                                            self.settings.num_workers, self._pin()))
+                                            **self.loader_kwargs()))
 
-    def _node_loader(self, split: str, transform, batch_sampler, num_workers: int,
-                     pin_memory: bool = False) -> NodeLoader:
+    def _node_loader(self, split: str, transform, batch_sampler, num_workers: int = 0,
+                     pin_memory: bool = False, **workers) -> NodeLoader:
         task, df = self.task, self.tables[split]
         sampler = self.sampler if split == "train" else self.eval_sampler
         return NodeLoader(
@@ -212,7 +214,7 @@ class RelDataModule(pl.LightningDataModule):
             transform=transform,
             batch_sampler=batch_sampler,
             num_workers=num_workers,
-            persistent_workers=num_workers > 0,
+            **{"persistent_workers": num_workers > 0, **workers},
             # Always in the loader's fetch (the worker's, or this process's with no
             # worker), so that the batch the transforms make is what torch's DataLoader
             # pins: filtered after the fetch, only PyG's sampler output is pinned and the
@@ -221,15 +223,24 @@ class RelDataModule(pl.LightningDataModule):
             pin_memory=pin_memory,
         )
 
-    def _pin(self) -> bool:
-        """Pin batches (``data.pin_memory``; by default when the trainer trains on CUDA),
-        never those built on the sampler's device."""
+    def loader_kwargs(self) -> dict:
+        """The loaders' workers, prefetch and pinning (``data.num_workers``,
+        ``data.prefetch_factor``, ``data.pin_memory``), as the DataLoader takes them; what
+        ``auto`` chose is logged once. Batches built on the sampler's device
+        (``data.sampler.device``) are built in this process and not pinned."""
         if self.device is not None:
-            return False
-        if self.settings.pin_memory is not None:
-            return bool(self.settings.pin_memory)
+            return {"num_workers": 0, "pin_memory": False}
         trainer = getattr(self, "trainer", None)
-        return trainer is not None and trainer.strategy.root_device.type == "cuda"
+        on_cuda = trainer is not None and trainer.strategy.root_device.type == "cuda"
+        processes = getattr(trainer, "num_devices", 1)   # each shares this machine's cores
+        plan = LoaderWorkers.of(self.settings.num_workers, self.settings.prefetch_factor,
+                                on_cuda, processes)
+        if plan != self._logged_workers and (plan.cores is not None
+                                             or self.settings.prefetch_factor == "auto"):
+            log.info("%s", plan.describe())
+        self._logged_workers = plan
+        pin = self.settings.pin_memory
+        return {**plan.loader_kwargs(), "pin_memory": on_cuda if pin is None else bool(pin)}
 
     def _keep(self, loader):
         self._loaders.append(loader)

@@ -66,7 +66,7 @@ class SamplerSettings:
         with a device-resident sampler: it builds batches in the training process."""
         if self.device is None:
             return
-        if num_workers:
+        if num_workers and num_workers != "auto":   # auto: none, with batches built here
             raise ValueError(f"data.sampler.device={self.device} builds batches in the "
                              f"training process: set data.num_workers=0 (not {num_workers}; "
                              "CUDA does not survive the fork of a loader worker), or "

@@ -71,9 +71,7 @@ class LinkDataModule(RelDataModule):
             edge_label_time=to_seconds(pairs["timestamp"]),
             neg_sampling=NegativeSampling("triplet", amount=1), transform=self._transforms(),
             batch_sampler=self._batches("train", len(src), shuffle=True),
-            num_workers=self.settings.num_workers,
-            persistent_workers=self.settings.num_workers > 0,
-            filter_per_worker=True, pin_memory=self._pin(),  # see _node_loader
+            filter_per_worker=True, **self.loader_kwargs(),  # see _node_loader
         ))
 
 

@@ -1,0 +1,107 @@
+"""The rows of the GPU check (``python -m rdl.bench gpu``), most wanted first, in parts that
+each fit one check's budget (``--part N``).
+
+A GPU is lent for 15 minutes, its start included, and one command may run 10: the rows do
+not fit in one check. The parts, in the order the issue asked for them (docs/performance.md,
+"The GPU check"):
+
+1. the CUDA tests (``pytest -m cuda``: the CUDA-graph and pinning fixes), and at
+   ``experiment=gpu`` (2,048 seeds a step) eager and compiled (``dynamic=True``) for each
+   task, then the rows that settle why the H200 of 2026-11-25 (``--workers 0``) and that of
+   2026-11-27 (4 loader workers) disagree: the first task at ``experiment=gpu``, eager and
+   compiled, with ``data.num_workers=0`` beside the configured workers;
+2. at ``experiment=gpu``, CUDA graphs over buckets and buckets alone;
+3. at the default config (512 seeds), eager and compiled, then the host-overhead rows
+   (the tiny model, the first task), eager and compiled;
+4. at the default config, CUDA graphs over buckets and buckets alone, and the same two
+   host-overhead rows.
+
+The parts are sized by estimate, not yet measured as parts: from the cold times a row of
+2026-11-25 (eager 25-46 s, compiled 75-90, CUDA graphs over buckets 130-145, each alone)
+and the 11 rows the check of 2026-11-27 ran in its 450 s, parts 1 to 3 weigh about those
+11 rows, part 4 more (its last rows may be listed as not run: budget). A row the task's
+family refuses (buckets on a link task) is listed as not applicable, not run.
+"""
+from __future__ import annotations
+
+import functools
+
+from rdl.bench.e2e import TINY, VARIANTS
+
+CONFIGS = {"gpu": ["experiment=gpu"], "default": []}
+GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets"]
+#: the tasks, each as TASK:MODEL (a link task trains with its experiment's model)
+TASKS = ["user-churn", "item-sales", "user-item-purchase:contextgnn"]
+FAST, GRAPHS = ("eager", "dynamic"), ("reduce-overhead+buckets", "buckets")
+#: (part, config, data.num_workers (None: the config's), variants, tasks, size): ``all``
+#: the tasks, ``first`` the first of them
+GROUPS = [
+    (1, "gpu", None, FAST, "all", "full"),
+    (1, "gpu", 0, FAST, "first", "full"),
+    (2, "gpu", None, GRAPHS, "all", "full"),
+    (3, "default", None, FAST, "all", "full"),
+    (3, "default", None, FAST, "first", "host overhead"),
+    (4, "default", None, GRAPHS, "all", "full"),
+    (4, "default", None, GRAPHS, "first", "host overhead"),
+]
+PARTS = sorted({g[0] for g in GROUPS})
+
+
+def split_task(item: str) -> tuple[str, str | None]:
+    """``TASK[:MODEL]`` as (task, model or None)."""
+    task, _, model = item.partition(":")
+    return task, model or None
+
+
+def plan_rows(tasks: list[str], configs: list[str], variants: list[str], host_overhead: bool,
+              device: str, extra: list[str], parts: list[int] | None = None) -> list[dict]:
+    """The rows of ``parts`` (None: every part), in order, with the tasks, configs and
+    variants given; CUDA-graph variants only on CUDA. A row a task's family refuses has
+    its reason in ``note`` (not run)."""
+    variants = [v for v in variants if device == "cuda" or not v.startswith("reduce-overhead")]
+    rows = []
+    for part, config, workers, chosen, which, size in GROUPS:
+        if (parts and part not in parts) or config not in configs or (
+                size == "host overhead" and not host_overhead):
+            continue
+        for item in (tasks if which == "all" else tasks[:1]):
+            task, model = split_task(item)
+            for variant in (v for v in chosen if v in variants):
+                overrides = [*CONFIGS[config], *extra, *(TINY if size != "full" else [])]
+                row = {"part": part, "task": task, "model": model or _model(task),
+                       "config": config, "size": size, "variant": variant,
+                       "workers": workers, "overrides": overrides}
+                note = refused(row)
+                if note:
+                    row["note"] = f"not applicable: {note}"
+                rows.append(row)
+    return rows
+
+
+@functools.lru_cache(maxsize=None)
+def _model(task: str) -> str:
+    from rdl.bench.train.variants import _task_models
+    return _task_models([task], [])[0][1]
+
+
+_REFUSED: dict = {}
+
+
+def refused(row: dict) -> str:
+    """Why the task's family cannot train the row's variant (its own check, before any
+    data is read: a link task refuses buckets), or ''."""
+    from rdl.api import data_settings, load_task
+    from rdl.bench.train.variants import _compose
+    from rdl.families import family_of
+
+    sets = VARIANTS[row["variant"]][1]
+    key = (row["task"], row["model"], tuple(sets))
+    if key not in _REFUSED:
+        cfg = _compose([f"task={row['task']}", f"model={row['model']}", *sets])
+        task = load_task(cfg)
+        try:
+            family_of(task).check(data_settings(cfg), task)
+            _REFUSED[key] = ""
+        except ValueError as e:
+            _REFUSED[key] = str(e)
+    return _REFUSED[key]
