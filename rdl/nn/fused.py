@@ -30,6 +30,8 @@ need ``pyg-lib``, which is not on PyPI, and loop per type without it.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -93,7 +95,7 @@ def sage_layer(conv, x_dict: dict[str, Tensor], edges: dict[tuple, Tensor],
     for d in dsts:
         n, k = x_dict[d].size(0), width[d]
         start = slot0[d]
-        rows = buf.narrow(0, start, n * k).reshape(n, -1)
+        rows = buf.narrow(0, start, n * k).reshape(n, k * math.prod(buf.shape[1:]))
         weight, bias = _weights(conv, into[d], len(names))
         out[d] = F.linear(rows, weight, bias)
     return out
@@ -156,7 +158,7 @@ def resnet_head(model, tf) -> Tensor:
     """The encodings of ``tf``'s rows after the first residual block (or, without blocks,
     the flattened column encodings)."""
     x, _ = model.encoder(tf)
-    x = x.reshape(x.size(0), -1)
+    x = x.reshape(x.size(0), math.prod(x.shape[1:]))   # not -1: a table may have no row
     if len(model.backbone) == 0:
         return x
     block = model.backbone[0]

@@ -170,3 +170,22 @@ def test_fused_first_block_equals_a_resnet_of_one_block():
     tf = double(tfs["x"])
     assert m.backbone[0].shortcut is not None
     torch.testing.assert_close(resnet_forward(m, tf), m(tf), rtol=1e-10, atol=1e-12)
+
+
+def test_types_without_nodes_pass_through_the_fused_layer_and_encoders():
+    """An eager batch can hold no node of a type (no row of its table)."""
+    torch.manual_seed(0)
+    model = HeteroGraphSAGE(list(NODES), EDGES, 6, num_layers=2).double()
+    x, ei = graph()
+    x["b"] = x["b"][:0]
+    ei = {et: e[:, :0] if "b" in (et[0], et[2]) else e for et, e in ei.items()}
+    ref = copy.deepcopy(model)
+    ref.fused = False
+    out, out_ref = model(x, ei), ref(x, ei)
+    assert out["b"].shape == (0, 6)
+    torch.testing.assert_close(out["a"], out_ref["a"], rtol=1e-10, atol=1e-12)
+    enc, tfs = encoder()
+    tfs["y"] = tfs["y"][torch.zeros(0, dtype=torch.long)]
+    for stacked in (False, True):
+        enc.stacked = stacked
+        assert enc({t: double(tf) for t, tf in tfs.items()})["y"].shape == (0, 8)
