@@ -149,8 +149,8 @@ def test_the_check_fails_when_every_row_failed(tmp_path, rdl_cache):
 
 def test_the_parts_hold_every_row_once_most_wanted_first():
     """``--part N``: part 1 is the CUDA tests' and the rows the issue asked for first
-    (experiment=gpu eager and compiled for the three tasks, then user-churn with
-    data.num_workers=0 beside them); every row is in one part; a link task's buckets
+    (experiment=gpu eager and compiled for the three tasks, user-churn's model with its ops
+    per type and with stacked encoders, then user-churn with data.num_workers=0 beside them); every row is in one part; a link task's buckets
     are listed as not applicable."""
     from rdl.bench.gpu_plan import GPU_VARIANTS, PARTS, TASKS, plan_rows
 
@@ -160,7 +160,7 @@ def test_the_parts_hold_every_row_once_most_wanted_first():
                 for r in plan_rows(TASKS, ["gpu", "default"], GPU_VARIANTS, True, "cuda", [],
                                    parts)]
     every = plan(None)
-    assert plan(PARTS) == every and len(set(every)) == len(every) == 30
+    assert plan(PARTS) == every and len(set(every)) == len(every) == 33
     assert [r[0] for r in every] == sorted(r[0] for r in every)   # parts in order
     assert sum((plan([p]) for p in PARTS), []) == every
     assert [r[1:5] + r[6:7] for r in plan([1])] == [
@@ -170,8 +170,11 @@ def test_the_parts_hold_every_row_once_most_wanted_first():
         ("item-sales", "sage", "gpu", None, "dynamic"),
         ("user-item-purchase", "contextgnn", "gpu", None, "eager"),
         ("user-item-purchase", "contextgnn", "gpu", None, "dynamic"),
+        ("user-churn", "sage", "gpu", None, "dynamic-per-type"),
+        ("user-churn", "sage", "gpu", None, "dynamic-stacked"),
         ("user-churn", "sage", "gpu", 0, "eager"),
-        ("user-churn", "sage", "gpu", 0, "dynamic")]
+        ("user-churn", "sage", "gpu", 0, "dynamic"),
+        ("user-churn", "sage", "gpu", None, "dynamic-device-sampler")]
     refused = [r for r in every if r[7]]
     assert {(r[1], r[6], r[7]) for r in refused} == {
         ("user-item-purchase", v, "not applicable:") for v in ("buckets",

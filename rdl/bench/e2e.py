@@ -57,9 +57,17 @@ VARIANTS = {
     "buckets": ("compile dynamic=False, buckets", BUCKETS),
     "reduce-overhead+buckets": ("compile reduce-overhead, buckets (CUDA)",
                                 [*BUCKETS, "+compile.kwargs.mode=reduce-overhead"]),
+    # the model's own ops (rdl/nn/fused.py): per edge and node type, or stacked encoders
+    "dynamic-per-type": ("compile dynamic=True, ops per type",
+                         ["compile.enabled=true", "model.fused=false"]),
+    "dynamic-stacked": ("compile dynamic=True, stacked encoders",
+                        ["compile.enabled=true", "model.stacked_encoders=true"]),
+    # batches sampled and built on the GPU (data.sampler.device), in the training process
+    "dynamic-device-sampler": ("compile dynamic=True, sampler on the GPU (CUDA)",
+                               ["compile.enabled=true", "data.sampler.device=cuda"]),
 }
 #: variants that replay CUDA graphs: skipped on a CPU
-CUDA_ONLY = ("reduce-overhead", "reduce-overhead+buckets")
+CUDA_ONLY = ("reduce-overhead", "reduce-overhead+buckets", "dynamic-device-sampler")
 #: the host-overhead row's model and loader
 TINY = ["model.channels=16", "model.num_layers=1", "model.encoder_layers=1",
         "data.num_neighbors=[4]", "data.batch_size=64"]

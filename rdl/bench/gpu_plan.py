@@ -9,7 +9,10 @@ not fit in one check. The parts, in the order the issue asked for them (docs/per
    ``experiment=gpu`` (2,048 seeds a step) eager and compiled (``dynamic=True``) for each
    task, then the rows that settle why the H200 of 2026-11-25 (``--workers 0``) and that of
    2026-11-27 (4 loader workers) disagree: the first task at ``experiment=gpu``, eager and
-   compiled, with ``data.num_workers=0`` beside the configured workers;
+   compiled, with ``data.num_workers=0`` beside the configured workers; and the first task
+   compiled with the model's ops per type (``model.fused=false``) and with stacked
+   encoders (``model.stacked_encoders=true``), and last, batches sampled on the GPU
+   (``data.sampler.device=cuda``);
 2. at ``experiment=gpu``, CUDA graphs over buckets and buckets alone;
 3. at the default config (512 seeds), eager and compiled, then the host-overhead rows
    (the tiny model, the first task), eager and compiled;
@@ -26,18 +29,23 @@ from __future__ import annotations
 
 import functools
 
-from rdl.bench.e2e import TINY, VARIANTS
+from rdl.bench.e2e import CUDA_ONLY, TINY, VARIANTS
 
 CONFIGS = {"gpu": ["experiment=gpu"], "default": []}
-GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets"]
+GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets", "dynamic-per-type",
+                "dynamic-stacked", "dynamic-device-sampler"]
 #: the tasks, each as TASK:MODEL (a link task trains with its experiment's model)
 TASKS = ["user-churn", "item-sales", "user-item-purchase:contextgnn"]
 FAST, GRAPHS = ("eager", "dynamic"), ("reduce-overhead+buckets", "buckets")
+#: the model's ops per type (before rdl/nn/fused.py) and with stacked encoders
+OPS = ("dynamic-per-type", "dynamic-stacked")
 #: (part, config, data.num_workers (None: the config's), variants, tasks, size): ``all``
 #: the tasks, ``first`` the first of them
 GROUPS = [
     (1, "gpu", None, FAST, "all", "full"),
+    (1, "gpu", None, OPS, "first", "full"),
     (1, "gpu", 0, FAST, "first", "full"),
+    (1, "gpu", None, ("dynamic-device-sampler",), "first", "full"),
     (2, "gpu", None, GRAPHS, "all", "full"),
     (3, "default", None, FAST, "all", "full"),
     (3, "default", None, FAST, "first", "host overhead"),
@@ -58,7 +66,7 @@ def plan_rows(tasks: list[str], configs: list[str], variants: list[str], host_ov
     """The rows of ``parts`` (None: every part), in order, with the tasks, configs and
     variants given; CUDA-graph variants only on CUDA. A row a task's family refuses has
     its reason in ``note`` (not run)."""
-    variants = [v for v in variants if device == "cuda" or not v.startswith("reduce-overhead")]
+    variants = [v for v in variants if device == "cuda" or v not in CUDA_ONLY]
     rows = []
     for part, config, workers, chosen, which, size in GROUPS:
         if (parts and part not in parts) or config not in configs or (
