@@ -210,7 +210,8 @@ def test_part_one_trains_the_link_task_and_the_loader_in_the_process(tmp_path, r
 
 
 class _Event:
-    def __init__(self, name, us, cuda=True):
+    def __init__(self, name, us, cuda=True, annotation=False):
+        self.is_user_annotation = annotation
         from torch.autograd import DeviceType
         self.name, self.self_device_time_total = name, us
         self.device_type = DeviceType.CUDA if cuda else DeviceType.CPU
@@ -218,7 +219,7 @@ class _Event:
 
 def test_the_profile_counts_copies_apart_and_lists_the_top_kernels():
     """A profiled CUDA step (the profiler's events stand in): memcpy and memset are copies,
-    not kernels; the top kernels are grouped by name, most device time first, per step."""
+    not kernels; a user's ranges are neither; the top kernels are grouped by name, most device time first, per step."""
     from types import SimpleNamespace
 
     import torch
@@ -227,7 +228,10 @@ def test_the_profile_counts_copies_apart_and_lists_the_top_kernels():
     events = [_Event("aten::mm", 0, cuda=False), _Event("cudaLaunchKernel", 0, cuda=False),
               _Event("sm90_gemm", 300), _Event("sm90_gemm", 500),
               _Event("triton_poi_fused_add_0", 50),
-              _Event("Memcpy HtoD (Pinned -> Device)", 400), _Event("Memset (Device)", 10)]
+              _Event("Memcpy HtoD (Pinned -> Device)", 400), _Event("Memset (Device)", 10),
+              # ranges drawn on the device's timeline: no kernel (flagged, or by name)
+              _Event("Optimizer.step#Adam.step", 90000, annotation=True),
+              _Event("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 900)]
     prof = SimpleNamespace(events=lambda: events)
     out = summarize(prof, 0.01, 2, torch.device("cuda"))
     assert out["kernels"] == 1.5 and out["copies"] == 1.0        # per step, of 2 steps

@@ -151,6 +151,8 @@ class StepProfiler(pl.Callback):
 
 #: device events that copy or fill memory rather than compute (the profiler's names)
 COPIES = ("Memcpy", "Memset")
+#: ranges torch.profiler shows on the device's timeline (a torch that does not flag them)
+ANNOTATIONS = ("Optimizer.", "enumerate(DataLoader)", "ProfilerStep#", "## ")
 #: kernels :func:`summarize` lists by device time
 TOP = 12
 #: host-side calls that start work on the GPU: a kernel, or a whole CUDA graph
@@ -171,7 +173,12 @@ def summarize(prof, wall_s: float, steps: int, device: torch.device) -> dict:
     out = {"host_ms": 1000 * wall_s / steps,
            "ops": sum(e.name.startswith("aten::") for e in events) / steps}
     if device.type == "cuda":
-        on_device = [e for e in events if e.device_type == DeviceType.CUDA]
+        # A record_function range (Lightning's "Optimizer.step#Adam.step" around forward,
+        # backward and update; the loader's "enumerate(DataLoader)#...") is drawn on the
+        # device's timeline too: it is no kernel, and it spans the step (the H200 check of
+        # 2026-11-28 counted a 50-75 ms one into every step's device time).
+        on_device = [e for e in events if e.device_type == DeviceType.CUDA
+                     and not _annotation(e)]
         copies = [e for e in on_device if e.name.startswith(COPIES)]
         kernels = [e for e in on_device if not e.name.startswith(COPIES)]
         out["device_ms"] = sum(map(_device_us, on_device)) / 1000 / steps
@@ -197,6 +204,12 @@ def top_kernels(on_device: list, steps: int, top: int | None = None) -> list[dic
     names = sorted(us, key=us.get, reverse=True)[:top or TOP]
     return [{"name": n[:160], "per_step": runs[n] / steps, "ms": us[n] / 1000 / steps}
             for n in names]
+
+
+def _annotation(event) -> bool:
+    """Whether a device event is a user's range (``record_function``), not device work."""
+    return bool(getattr(event, "is_user_annotation", False)) or event.name.startswith(
+        ANNOTATIONS)
 
 
 def _device_us(event) -> float:
