@@ -29,7 +29,7 @@ import pytorch_lightning as pl
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from pytorch_lightning.callbacks import ModelCheckpoint
 from torch import nn
 
@@ -139,8 +139,12 @@ def make_model(cfg: DictConfig, data: RelDataModule) -> nn.Module:
     ``nn.Module`` (:mod:`rdl.nn.interface` says what it is given and must return)."""
     keep = [k for k in cfg.model if k != "data_defaults"]
     kwargs = data.model_kwargs(hydra.utils.get_class(cfg.model._target_))
-    return instantiate(OmegaConf.masked_copy(cfg.model, keep), _partial_=True,
-                       _convert_="all")(**kwargs)
+    model_cfg = OmegaConf.masked_copy(cfg.model, keep)
+    # rdl's models leave it null: the run says whether its step is bound by launches
+    if "stacked_encoders" in model_cfg and model_cfg.stacked_encoders is None:
+        with open_dict(model_cfg):
+            model_cfg.stacked_encoders = bool(cfg.get("launch_bound", False))
+    return instantiate(model_cfg, _partial_=True, _convert_="all")(**kwargs)
 
 
 def shaped(cfg: DictConfig, data: RelDataModule, model: nn.Module) -> RelDataModule:

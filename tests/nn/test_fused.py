@@ -189,3 +189,16 @@ def test_types_without_nodes_pass_through_the_fused_layer_and_encoders():
     for stacked in (False, True):
         enc.stacked = stacked
         assert enc({t: double(tf) for t, tf in tfs.items()})["y"].shape == (0, 8)
+
+
+@pytest.mark.parametrize("overrides,stacked", [
+    ((), False), (("launch_bound=true",), True), (("experiment=gpu",), True),
+    (("experiment=gpu", "model.stacked_encoders=false"), False),
+    (("launch_bound=true", "model=graph-transformer"), True)])
+def test_the_runs_launch_bound_stacks_rdls_encoders_unless_the_model_says(tiny_cfg, overrides,
+                                                                          stacked):
+    from rdl.api import make_model, prepare
+    cfg = tiny_cfg(*overrides)
+    model = make_model(cfg, prepare(cfg))
+    encoder = model.encoder if hasattr(model, "types") else model.gnn.encoder
+    assert encoder.stacked is stacked
