@@ -1,7 +1,7 @@
 """Kernels per compiled training step, read from Inductor's generated code:
 ``python -m rdl.bench kernels``.
 
-``python -m rdl.bench kernels [--tasks user-churn item-sales user-item-purchase]
+``python -m rdl.bench kernels [--tasks user-churn item-sales user-item-purchase:contextgnn]
 [--variants per-type fused stacked] [--device cpu|cuda] [--set HYDRA_OVERRIDE ...]
 [--timeout S] [--out DIR]``
 
@@ -76,7 +76,9 @@ def measure(task: str, variant: str, overrides: list[str], device: str) -> dict:
     import rdl
     from rdl.api import build
 
-    cfg = rdl.config(f"task={task}", "compile.enabled=true", "compile.kwargs.dynamic=true",
+    task, _, model = task.partition(":")     # TASK[:MODEL] (a link task names its model)
+    cfg = rdl.config(f"task={task}", *([f"model={model}"] if model else []),
+                     "compile.enabled=true", "compile.kwargs.dynamic=true",
                      *overrides, *VARIANTS[variant])
     torch.manual_seed(cfg.seed)
     _, dm, module = build(cfg)
@@ -111,7 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m rdl.bench kernels",
                                 description=__doc__.split("\n")[0])
     p.add_argument("--tasks", nargs="+", default=["user-churn", "item-sales",
-                                                  "user-item-purchase"])
+                                                  "user-item-purchase:contextgnn"],
+                   help="TASK or TASK:MODEL (default model: the config's)")
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--set", nargs="*", default=[], dest="sets", metavar="OVERRIDE")
