@@ -55,6 +55,10 @@ def test_the_check_runs_its_stages_on_the_cpu(tmp_path, rdl_cache):
         assert row["loader_seeds_per_s"] > 0 and row["step_seeds_per_s"] > 0
         assert row["bound"] in ("loader", "step", "neither")
         assert row["loader_workers"] == 0 and row["step_graphs_timed"] == 0
+        # one more epoch under cProfile: the host's time by area, its top functions
+        areas = row["host_areas"]
+        assert row["host_profiled_ms"] == pytest.approx(sum(areas.values()))
+        assert areas["lightning"] > 0 and areas["builtins"] > 0 and len(row["host_top"]) == 15
     assert eager["graphs"] == 0 and dynamic["graphs"] >= 1 and dynamic["graphs_timed"] == 0
     # two rows at once (the second started before the first ended), timed in turn
     (a0, a1), (b0, b1) = eager["turn"], dynamic["turn"]
@@ -148,10 +152,12 @@ def test_the_check_fails_when_every_row_failed(tmp_path, rdl_cache):
 
 
 def test_the_parts_hold_every_row_once_most_wanted_first():
-    """``--part N``: part 1 is the CUDA tests' and the rows the issue asked for first
-    (experiment=gpu eager and compiled for the three tasks, user-churn's model with its ops
-    per type and with stacked encoders, then user-churn with data.num_workers=0 beside them); every row is in one part; a link task's buckets
-    are listed as not applicable."""
+    """``--part N``: part 1 is the CUDA tests' and the rows wanted first since the H200 of
+    2026-11-28 found the step bound by its host: CUDA graphs over buckets at experiment=gpu
+    for each task (not applicable to the link task), and user-churn eager and compiled;
+    part 2 the rest of experiment=gpu (the other tasks, buckets alone, the model's ops
+    fused unstacked and per type, no loader worker, the sampler on the GPU); every row is
+    in one part; a link task's buckets are listed as not applicable."""
     from rdl.bench.gpu_plan import GPU_VARIANTS, PARTS, TASKS, plan_rows
 
     def plan(parts):
@@ -164,14 +170,21 @@ def test_the_parts_hold_every_row_once_most_wanted_first():
     assert [r[0] for r in every] == sorted(r[0] for r in every)   # parts in order
     assert sum((plan([p]) for p in PARTS), []) == every
     assert [r[1:5] + r[6:7] for r in plan([1])] == [
+        ("user-churn", "sage", "gpu", None, "reduce-overhead+buckets"),
+        ("item-sales", "sage", "gpu", None, "reduce-overhead+buckets"),
+        ("user-item-purchase", "contextgnn", "gpu", None, "reduce-overhead+buckets"),
         ("user-churn", "sage", "gpu", None, "eager"),
-        ("user-churn", "sage", "gpu", None, "dynamic"),
+        ("user-churn", "sage", "gpu", None, "dynamic")]
+    assert [r[1:5] + r[6:7] for r in plan([2])] == [
         ("item-sales", "sage", "gpu", None, "eager"),
         ("item-sales", "sage", "gpu", None, "dynamic"),
         ("user-item-purchase", "contextgnn", "gpu", None, "eager"),
         ("user-item-purchase", "contextgnn", "gpu", None, "dynamic"),
+        ("user-churn", "sage", "gpu", None, "buckets"),
+        ("item-sales", "sage", "gpu", None, "buckets"),
+        ("user-item-purchase", "contextgnn", "gpu", None, "buckets"),
+        ("user-churn", "sage", "gpu", None, "dynamic-fused"),
         ("user-churn", "sage", "gpu", None, "dynamic-per-type"),
-        ("user-churn", "sage", "gpu", None, "dynamic-stacked"),
         ("user-churn", "sage", "gpu", 0, "eager"),
         ("user-churn", "sage", "gpu", 0, "dynamic"),
         ("user-churn", "sage", "gpu", None, "dynamic-device-sampler")]
@@ -185,14 +198,14 @@ def test_the_parts_hold_every_row_once_most_wanted_first():
                 if r["variant"].startswith("reduce-overhead")]
 
 
-@pytest.mark.slow   # three trainings, 35 s (CI: the plan's test above sees part 1's rows)
-def test_part_one_trains_the_link_task_and_the_loader_in_the_process(tmp_path, rdl_cache):
-    """Part 1 on the CPU, eager: experiment=gpu rows of user-churn and of
-    user-item-purchase (contextgnn, a link task), and user-churn with data.num_workers=0
-    beside the configured (auto) workers."""
+@pytest.mark.slow   # three trainings, 35 s (CI: the plan's test above sees part 2's rows)
+def test_part_two_trains_the_link_task_and_the_loader_in_the_process(tmp_path, rdl_cache):
+    """Part 2 on the CPU, eager: experiment=gpu rows of user-item-purchase (contextgnn, a
+    link task), and user-churn with data.num_workers=0 beside the configured (auto)
+    workers (user-churn's configured row is part 1's)."""
     from rdl.training.loader_workers import LoaderWorkers
 
-    proc, doc = run_check(tmp_path, rdl_cache, "--part", "1", "--no-tests", "--tasks",
+    proc, doc = run_check(tmp_path, rdl_cache, "--part", "1", "2", "--no-tests", "--tasks",
                           "user-churn", "user-item-purchase:contextgnn", "--configs", "gpu",
                           "--variants", "eager", "--epochs", "2", "--batches", "3",
                           "--profile", "0", "--jobs", "2", "--min-row", "0")

@@ -2,7 +2,8 @@
 
 ``python -m rdl.bench e2e [--tasks user-churn | TASK[:MODEL] ...] [--variants eager dynamic]
 [--workers 0 1] [--epochs 3] [--batches 40] [--host-overhead] [--device cpu|cuda]
-[--set HYDRA_OVERRIDE ...] [--profile STEPS] [--no-alone] [--timeout S] [--out DIR]``
+[--set HYDRA_OVERRIDE ...] [--profile STEPS] [--no-alone] [--host-profile] [--timeout S]
+[--out DIR]``
 
 What a user's run does, timed: Lightning's ``Trainer.fit`` over ``--epochs`` epochs of
 ``--batches`` training batches each, the Trainer, logger and callbacks as ``rdl.train``
@@ -17,7 +18,9 @@ fresh process with cold compile caches (:mod:`rdl.bench.train.runner`). ``--prof
 adds one epoch whose first steps run under ``torch.profiler`` (:func:`summarize`). Then,
 unless ``--no-alone``, the same loader alone and the same step alone, each timed as the
 epochs are (``loader_seeds_per_s``, ``step_seeds_per_s``), and which of them bounds the row
-(``bound``: ``loader``, ``step`` or ``neither``; :mod:`rdl.bench.alone`).
+(``bound``: ``loader``, ``step`` or ``neither``; :mod:`rdl.bench.alone`). ``--host-profile``
+adds one more epoch of the step under ``cProfile``: where the host's time goes, by area and
+function (:mod:`rdl.bench.host_profile`).
 
 ``--host-overhead`` adds, per variant, a row of a tiny model (16 channels, one layer, four
 neighbours, 64 seeds a batch): there a step is almost all host work (Python, dispatch,
@@ -40,6 +43,7 @@ import torch
 
 from rdl.bench.alone import LoaderAlone, bound, replayable, seeds_of
 from rdl.bench.alone import sync as _sync
+from rdl.bench.host_profile import HostProfile
 from rdl.bench.report import load_average, peak_rss_gib, report, run_dir
 from rdl.bench.turns import Gate
 from rdl.training.process import configured
@@ -57,9 +61,13 @@ VARIANTS = {
     "buckets": ("compile dynamic=False, buckets", BUCKETS),
     "reduce-overhead+buckets": ("compile reduce-overhead, buckets (CUDA)",
                                 [*BUCKETS, "+compile.kwargs.mode=reduce-overhead"]),
-    # the model's own ops (rdl/nn/fused.py): per edge and node type, or stacked encoders
+    # the model's own ops (rdl/nn/fused.py): fused without stacked encoders (the default
+    # but at experiment=gpu), per edge and node type (before), stacked (experiment=gpu's)
+    "dynamic-fused": ("compile dynamic=True, fused ops, encoders per table",
+                      ["compile.enabled=true", "model.stacked_encoders=false"]),
     "dynamic-per-type": ("compile dynamic=True, ops per type",
-                         ["compile.enabled=true", "model.fused=false"]),
+                         ["compile.enabled=true", "model.fused=false",
+                          "model.stacked_encoders=false"]),
     "dynamic-stacked": ("compile dynamic=True, stacked encoders",
                         ["compile.enabled=true", "model.stacked_encoders=true"]),
     # batches sampled and built on the GPU (data.sampler.device), in the training process
@@ -218,11 +226,12 @@ def _device_us(event) -> float:
 
 def measure(task: str, model: str, variant: str, overrides: list[str], workers: int | None,
             epochs: int, batches: int, device: str, profile: int = 0,
-            gate: str | None = None, alone: bool = True) -> dict:
+            gate: str | None = None, alone: bool = True, host_profile: bool = False) -> dict:
     """Train ``epochs`` epochs of ``batches`` batches in this process (the first untimed),
     then with ``profile`` > 0 one more epoch whose first ``profile`` steps are profiled
     (:class:`StepProfiler`), then with ``alone`` the loader alone and ``epochs`` epochs of
-    the step alone (:mod:`rdl.bench.alone`); one report row. ``workers`` None: the
+    the step alone (:mod:`rdl.bench.alone`), then with ``host_profile`` one more epoch
+    under ``cProfile`` (:mod:`rdl.bench.host_profile`); one report row. ``workers`` None: the
     config's loader workers. ``gate``: this row's :class:`~rdl.bench.turns.Gate` (timed
     epochs wait for their turn)."""
     from hydra.utils import instantiate
@@ -246,17 +255,19 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
         prof = StepProfiler(dev, epochs, profile)
         start = epochs + (profile > 0)         # the first epoch of the step alone
         apart = LoaderAlone(replayable(dm), dev, start, epochs, batches)
+        last = start + epochs * alone           # the host-profiled epoch, if any
+        host = HostProfile(last if host_profile else -1, dev)
         # The configured callbacks but those that need validation or write checkpoints.
         keep = [instantiate(c) for name, c in (cfg.get("callbacks") or {}).items()
                 if name in ("resume", "lr_monitor")]
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
         trainer = instantiate(cfg.trainer, accelerator=dev.type, devices=1,
-                              max_epochs=start + epochs * alone,
+                              max_epochs=last + host_profile,
                               limit_train_batches=batches, limit_val_batches=0,
                               num_sanity_val_steps=0, enable_checkpointing=False,
                               logger=instantiate(cfg.logger),
-                              callbacks=[clock, prof, apart, *keep])
+                              callbacks=[clock, prof, apart, host, *keep])
         trainer.fit(module, datamodule=dm)
         dm.teardown()
     compiled = module.compile_options.enabled
@@ -272,7 +283,8 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
             "bound": bound(together["seeds_per_s"], apart.result.get("loader_seeds_per_s"),
                            step.get("seeds_per_s")),
             "peak_gib": peak / 2**30 if peak is not None else peak_rss_gib(),
-            "turn": clock.gate.turn, "cudagraph_skips": _cudagraph_skips(), **prof.result}
+            "turn": clock.gate.turn, "cudagraph_skips": _cudagraph_skips(), **prof.result,
+            **host.result}
 
 
 def _timed(clock: EpochClock, first: int, epochs: int, batches: int, compiled: bool) -> dict:
@@ -315,6 +327,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="profile STEPS steps of one more epoch (host, device, launches)")
     p.add_argument("--no-alone", dest="alone", action="store_false",
                    help="leave out the loader alone and the step alone (rdl.bench.alone)")
+    p.add_argument("--host-profile", action="store_true",
+                   help="one more epoch under cProfile: the host's time by area and function "
+                        "(rdl.bench.host_profile)")
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -337,7 +352,8 @@ def main(argv: list[str] | None = None) -> None:
                     spec = dict(task=task, model=model, variant=variant, workers=workers,
                                 overrides=[*args.sets, *extra], epochs=args.epochs,
                                 batches=args.batches, device=args.device,
-                                profile=args.profile, alone=args.alone)
+                                profile=args.profile, alone=args.alone,
+                                host_profile=args.host_profile)
                     label = f"{task}:{model} {size} {variant} workers={workers}"
                     print(f"{label} ...", flush=True)
                     t = time.perf_counter()

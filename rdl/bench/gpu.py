@@ -145,7 +145,7 @@ def run_rows(rows: list[dict], args, deadline: float, logs: Path, write,
                                 variant=row["variant"], overrides=row["overrides"],
                                 workers=row["workers"], epochs=args.epochs, batches=args.batches,
                                 device=args.device, profile=args.profile,
-                                gate=turns.gate(name))
+                                host_profile=args.host_profile, gate=turns.gate(name))
                     log = open(logs / f"{name}.log", "w")
                     cmd = [sys.executable, "-m", "rdl.bench.e2e", "--worker", json.dumps(spec)]
                     log.write(f"$ {' '.join(cmd)}\n")
@@ -255,6 +255,22 @@ def kernels_md(rows: list[dict]) -> list[str]:
     return text
 
 
+def host_md(rows: list[dict]) -> list[str]:
+    """Per host-profiled row: its time by area, then its top functions by own time."""
+    text = []
+    for i, r in enumerate(rows):
+        if not r.get("host_areas"):
+            continue
+        areas = ", ".join(f"{k} {v:.1f}" for k, v in r["host_areas"].items())
+        text += [f"### r{i:02d} {_label(r)}", "",
+                 f"{r.get('host_profiled_ms', 0):.1f} ms a step: {areas}", "",
+                 "| function | calls a step | own ms | with callees ms |", "|---|---|---|---|"]
+        text += [f"| `{_cut(t['where'])}` | {t['calls']:.1f} | {t['own_ms']:.2f} | "
+                 f"{t['total_ms']:.2f} |" for t in r.get("host_top", [])]
+        text.append("")
+    return text
+
+
 def _cut(name: str, most: int = 90) -> str:
     name = name.replace("|", "/").replace("`", "'")
     return name if len(name) <= most else name[:most - 1] + "…"
@@ -285,6 +301,10 @@ def write(out: Path, header: dict, rows: list[dict]) -> None:
     top = kernels_md(rows)
     if top:
         text += ["## Top kernels by device time (per profiled step)", "", *top]
+    host = host_md(rows)
+    if host:
+        text += ["## Where the host's time goes (cProfile, ms a step of the step alone)", "",
+                 *host]
     for name, body in (("gpu.json", json.dumps(doc, indent=1, default=str)),
                        ("gpu.md", "\n".join(text))):
         write_atomic(out / name, body)
@@ -322,6 +342,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--epochs", type=int, default=3, help="epochs, the first untimed")
     p.add_argument("--batches", type=int, default=20, help="training batches per epoch")
     p.add_argument("--profile", type=int, default=3, help="steps profiled (0: none)")
+    p.add_argument("--no-host-profile", dest="host_profile", action="store_false",
+                   help="no epoch under cProfile (rdl.bench.host_profile)")
     p.add_argument("--jobs", type=int, default=6 if cuda else 1,
                    help="rows at once (compiling; each is timed alone)")
     p.add_argument("--budget", type=float, default=450, help="seconds for the whole check")
