@@ -140,10 +140,11 @@ def make_model(cfg: DictConfig, data: RelDataModule) -> nn.Module:
     keep = [k for k in cfg.model if k != "data_defaults"]
     kwargs = data.model_kwargs(hydra.utils.get_class(cfg.model._target_))
     model_cfg = OmegaConf.masked_copy(cfg.model, keep)
-    # rdl's models leave it null: the run says whether its step is bound by launches
-    if "stacked_encoders" in model_cfg and model_cfg.stacked_encoders is None:
-        with open_dict(model_cfg):
-            model_cfg.stacked_encoders = bool(cfg.get("launch_bound", False))
+    # rdl's models leave them null: the run says whether its step is bound by launches
+    for key in ("fused", "stacked_encoders"):
+        if key in model_cfg and model_cfg[key] is None:
+            with open_dict(model_cfg):
+                model_cfg[key] = bool(cfg.get("launch_bound", False))
     return instantiate(model_cfg, _partial_=True, _convert_="all")(**kwargs)
 
 

@@ -34,3 +34,26 @@ def test_a_compiled_function_has_its_matmul_and_its_fused_pointwise_counted():
     _, codes = run_and_get_code(torch.compile(f, dynamic=True), x, w, b)
     counts = count_calls(codes[0])
     assert counts["library"] == 1 and 1 <= counts["generated"] <= 2, counts
+
+
+def test_the_ops_benchmark_times_each_variant_of_one_model(rdl_cache, monkeypatch):
+    """``python -m rdl.bench ops``: each variant switches the model's ops (the same
+    parameters) and gets its rounds."""
+    from rdl.bench import ops
+
+    monkeypatch.setenv("RDL_CACHE", str(rdl_cache))
+    switched = []
+    real = ops.set_ops
+
+    def spy(model, fused, stacked):
+        real(model, fused, stacked)
+        switched.append((model.gnn.gnn.fused, model.gnn.encoder.fused, model.gnn.encoder.stacked))
+
+    monkeypatch.setattr(ops, "set_ops", spy)
+    rows = ops.measure("user-churn", list(ops.VARIANTS), eager=True, batches=2, rounds=2,
+                       overrides=["debug=tiny", f"data.cache_dir={rdl_cache}"])
+    assert [r["variant"] for r in rows] == ["per-type", "fused", "stacked"]
+    assert all(r["ms_a_step"] > 0 and r["rounds"] == 2 for r in rows)
+    assert rows[0]["vs_per-type"] == 1
+    assert switched[:3] == [(False, False, False), (True, True, False), (True, True, True)]
+    assert len(switched) == 3 * 3       # a warm call and two rounds each

@@ -61,15 +61,17 @@ VARIANTS = {
     "buckets": ("compile dynamic=False, buckets", BUCKETS),
     "reduce-overhead+buckets": ("compile reduce-overhead, buckets (CUDA)",
                                 [*BUCKETS, "+compile.kwargs.mode=reduce-overhead"]),
-    # the model's own ops (rdl/nn/fused.py): fused without stacked encoders (the default
-    # but at experiment=gpu), per edge and node type (before), stacked (experiment=gpu's)
+    # the model's own ops (rdl/nn/fused.py): fused without stacked encoders, per edge and
+    # node type (the CPU's default), fused and stacked (experiment=gpu's)
     "dynamic-fused": ("compile dynamic=True, fused ops, encoders per table",
-                      ["compile.enabled=true", "model.stacked_encoders=false"]),
+                      ["compile.enabled=true", "model.fused=true",
+                       "model.stacked_encoders=false"]),
     "dynamic-per-type": ("compile dynamic=True, ops per type",
                          ["compile.enabled=true", "model.fused=false",
                           "model.stacked_encoders=false"]),
-    "dynamic-stacked": ("compile dynamic=True, stacked encoders",
-                        ["compile.enabled=true", "model.stacked_encoders=true"]),
+    "dynamic-stacked": ("compile dynamic=True, fused ops, stacked encoders",
+                        ["compile.enabled=true", "model.fused=true",
+                         "model.stacked_encoders=true"]),
     # batches sampled and built on the GPU (data.sampler.device), in the training process
     "dynamic-device-sampler": ("compile dynamic=True, sampler on the GPU (CUDA)",
                                ["compile.enabled=true", "data.sampler.device=cuda"]),

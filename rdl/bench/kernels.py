@@ -23,8 +23,8 @@ Reads the generated code with ``torch._inductor.utils.run_and_get_code`` (privat
 torch without it fails the row, naming it).
 
 Variants: ``per-type`` (``model.fused=false``: PyG's HeteroConv per edge type, a norm per
-type), ``fused`` (the default, :mod:`rdl.nn.fused`), ``stacked`` (``fused`` and
-``model.stacked_encoders=true``).
+type; the CPU's default), ``fused`` (:mod:`rdl.nn.fused`), ``stacked`` (``fused`` and
+``model.stacked_encoders=true``: ``experiment=gpu``'s).
 """
 from __future__ import annotations
 
@@ -40,8 +40,9 @@ import torch
 
 from rdl.bench.report import report, run_dir
 
-VARIANTS = {"per-type": ["model.fused=false"], "fused": [],
-            "stacked": ["model.stacked_encoders=true"]}
+VARIANTS = {"per-type": ["model.fused=false", "model.stacked_encoders=false"],
+            "fused": ["model.fused=true", "model.stacked_encoders=false"],
+            "stacked": ["model.fused=true", "model.stacked_encoders=true"]}
 RESULT = "RDL_BENCH_KERNELS_RESULT "
 #: one call of a compiled graph's wrapper: ``buf = name(...)`` or ``name(...)``
 CALL = re.compile(r"^\s+(?:\w+ = )?((?:cpp_fused|triton)\w*(?:\.run)?|extern_kernels\.\w+|"

@@ -203,7 +203,7 @@ class HeteroEncoder(torch.nn.Module):
     """
 
     def __init__(self, channels: int, col_names: dict, col_stats: dict, num_layers: int = 4,
-                 fused: bool = True, stacked: bool = False):
+                 fused: bool = False, stacked: bool = False):
         super().__init__()
         self.fused, self.stacked = bool(fused), bool(stacked)
         self.encoders = TypeDict({

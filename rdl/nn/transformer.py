@@ -88,7 +88,8 @@ class RelGraphTransformer(NodePredictor, torch.nn.Module):
                  num_layers: int = 2, heads: int = 4, encoder_layers: int = 4,
                  num_centroids: int = 32, ff_mult: int = 2, dropout: float = 0.0,
                  max_hop: int = 4, head_layers: int = 1, seed_features: int = 0,
-                 metadata: tuple | None = None, stacked_encoders: bool = False):
+                 metadata: tuple | None = None, fused: bool = False,
+                 stacked_encoders: bool = False):
         super().__init__()
         if channels % heads:
             raise ValueError(f"model.channels ({channels}) must be a multiple of model.heads "
@@ -110,7 +111,7 @@ class RelGraphTransformer(NodePredictor, torch.nn.Module):
         self.max_hop = max_hop
         self.encoder = HeteroEncoder(channels, {t: col_names[t] for t in self.types},
                                      {t: col_stats[t] for t in self.types}, encoder_layers,
-                                     stacked=stacked_encoders)
+                                     fused=fused, stacked=stacked_encoders)
         self.type_emb = torch.nn.Embedding(len(self.types), channels)
         self.hop_emb = torch.nn.Embedding(max_hop + 1, channels)
         self.pe = PositionalEncoding(channels)

@@ -63,9 +63,10 @@ def test_fused_sage_equals_heteroconv_per_edge_type(aggr, out_types):
     assert_same_grads(grads(ref, x, out_ref, keys), grads(fused, x, out, keys))
 
 
-def test_fused_is_the_default_and_aggregations_it_cannot_fuse_run_per_edge_type():
-    assert HeteroGraphSAGE(list(NODES), EDGES, 6).fused
-    model = HeteroGraphSAGE(list(NODES), EDGES, 6, aggr="std")
+def test_aggregations_it_cannot_fuse_run_per_edge_type():
+    assert HeteroGraphSAGE(list(NODES), EDGES, 6, fused=True).fused
+    assert not HeteroGraphSAGE(list(NODES), EDGES, 6).fused     # off unless asked
+    model = HeteroGraphSAGE(list(NODES), EDGES, 6, aggr="std", fused=True)
     assert not model.fused
     x, ei = graph()
     assert model.float()({t: v.float() for t, v in x.items()}, ei)["a"].shape == (7, 6)
@@ -175,7 +176,7 @@ def test_fused_first_block_equals_a_resnet_of_one_block():
 def test_types_without_nodes_pass_through_the_fused_layer_and_encoders():
     """An eager batch can hold no node of a type (no row of its table)."""
     torch.manual_seed(0)
-    model = HeteroGraphSAGE(list(NODES), EDGES, 6, num_layers=2).double()
+    model = HeteroGraphSAGE(list(NODES), EDGES, 6, num_layers=2, fused=True).double()
     x, ei = graph()
     x["b"] = x["b"][:0]
     ei = {et: e[:, :0] if "b" in (et[0], et[2]) else e for et, e in ei.items()}
@@ -191,14 +192,17 @@ def test_types_without_nodes_pass_through_the_fused_layer_and_encoders():
         assert enc({t: double(tf) for t, tf in tfs.items()})["y"].shape == (0, 8)
 
 
-@pytest.mark.parametrize("overrides,stacked", [
-    ((), False), (("launch_bound=true",), True), (("experiment=gpu",), True),
-    (("experiment=gpu", "model.stacked_encoders=false"), False),
-    (("launch_bound=true", "model=graph-transformer"), True)])
-def test_the_runs_launch_bound_stacks_rdls_encoders_unless_the_model_says(tiny_cfg, overrides,
-                                                                          stacked):
+@pytest.mark.parametrize("overrides,fused,stacked", [
+    ((), False, False), (("launch_bound=true",), True, True), (("experiment=gpu",), True, True),
+    (("experiment=gpu", "model.stacked_encoders=false"), True, False),
+    (("model.fused=true",), True, False),
+    (("launch_bound=true", "model=graph-transformer"), True, True)])
+def test_the_runs_launch_bound_fuses_rdls_models_unless_the_model_says(tiny_cfg, overrides,
+                                                                       fused, stacked):
     from rdl.api import make_model, prepare
     cfg = tiny_cfg(*overrides)
     model = make_model(cfg, prepare(cfg))
     encoder = model.encoder if hasattr(model, "types") else model.gnn.encoder
-    assert encoder.stacked is stacked
+    assert encoder.stacked is stacked and encoder.fused is fused
+    if not hasattr(model, "types"):
+        assert model.gnn.gnn.fused is fused
