@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import Database
+from rdl.sections import settings_of
 from rdl.features.synthesis import Synthesis
 from rdl.tasks import Task
 
@@ -103,11 +104,7 @@ class DeepSettings:
         for name in ("windows", "select"):
             if name in value:
                 value[name] = tuple(value[name])
-        unknown = sorted(set(value) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"data.deep_features: unknown setting(s) {unknown}; the settings "
-                             f"are {sorted(cls.__dataclass_fields__)}")
-        return cls(**value)
+        return settings_of(cls, value, "data.deep_features")
 
 
 def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFrame,

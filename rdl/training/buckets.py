@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from rdl.sections import settings_of
 from rdl.training.compile import compiling
 
 log = logging.getLogger(__name__)
@@ -73,12 +74,7 @@ class BucketSettings:
             return value or None
         if value is True:
             return cls()
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(value) - names)
-        if unknown:
-            raise ValueError(f"data.buckets: unknown setting(s) {unknown}; the settings are "
-                             f"{sorted(names)}")
-        return cls(**dict(value))
+        return settings_of(cls, value, "data.buckets")
 
 
 def sizes(batch, entity: str) -> dict[Key, int]:

@@ -19,9 +19,11 @@ the graph, its index and the tables take (docs/sampler.md).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
+
+from rdl.sections import settings_of
 
 
 @dataclass(frozen=True)
@@ -49,12 +51,7 @@ class SamplerSettings:
     def of(cls, value) -> "SamplerSettings":
         if value is None or isinstance(value, cls):
             return value or cls()
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(value) - names)
-        if unknown:
-            raise ValueError(f"data.sampler: unknown setting(s) {unknown}; the settings are "
-                             f"{sorted(names)}")
-        return cls(**dict(value))
+        return settings_of(cls, value, "data.sampler")
 
     @property
     def resident(self) -> torch.device | None:
