@@ -53,17 +53,27 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
     seeds = df["timestamp"].to_numpy().astype("datetime64[ns]")
     parts = [own_features(task.entity_table, entity, ids, seeds)] if own else []
     parts.append(history_features(task, df, history))
+    parts += children_features(db, task.entity_table, ids, seeds, task.delta, strict)
+    out = pd.concat(parts, axis=1)
+    out.index = df.index
+    return out
+
+
+def children_features(db: Database, parent: str, ids: np.ndarray, seeds: np.ndarray,
+                      window: pd.Timedelta, strict: bool) -> list[pd.DataFrame]:
+    """The aggregates of every child table of ``parent`` (each table with a foreign key to
+    it) for the rows ``ids`` at ``seeds``: :func:`child_features`, or
+    :func:`static_child_features` for a child without time."""
+    parts = []
     for name, table in db:
-        links = [f for f, ref in table.fkeys.items() if ref == task.entity_table]
+        links = [f for f, ref in table.fkeys.items() if ref == parent]
         for fkey in links:
             prefix = name if len(links) == 1 else f"{name}.{fkey}"
             if table.time_col is None:
                 parts.append(static_child_features(prefix, table, fkey, ids))
             else:
-                parts.append(child_features(prefix, table, fkey, ids, seeds, task.delta, strict))
-    out = pd.concat(parts, axis=1)
-    out.index = df.index
-    return out
+                parts.append(child_features(prefix, table, fkey, ids, seeds, window, strict))
+    return parts
 
 
 def with_own(task: Task, db: Database, df: pd.DataFrame, rest: pd.DataFrame) -> pd.DataFrame:

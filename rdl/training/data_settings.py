@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from omegaconf import OmegaConf
 
+from rdl.baselines.ranker.settings import RankerSettings
 from rdl.features.deep import DeepSettings
 from rdl.paths import CONF_DIR
 from rdl.training.buckets import BucketSettings
@@ -41,6 +42,8 @@ class DataSettings:
         strict: neighbours must be strictly older than the seed (RelBench v3 rule).
         label_history, seed_features, tree_prior, tree_blocks, deep_features: the node
             family's (:mod:`rdl.families.node`); a link task leaves them out.
+        ranker: the link family's LightGBM ranker baseline
+            (:class:`~rdl.baselines.ranker.RankerSettings`; None: not fitted).
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
         num_workers: loader worker processes (``auto``: from the cores); prefetch_factor:
             batches each keeps ready (None: PyTorch's default; ``auto``); both read by
@@ -69,6 +72,7 @@ class DataSettings:
     tree_prior: bool
     tree_blocks: int
     deep_features: DeepSettings | None
+    ranker: RankerSettings | None
     text_embedder: object
     num_workers: int | str
     prefetch_factor: int | str | None
@@ -92,6 +96,7 @@ class DataSettings:
         check_loader(self.num_workers, self.prefetch_factor)
         # dicts from the config become the objects they describe, once, here
         convert = {"deep_features": DeepSettings.of(self.deep_features),
+                   "ranker": RankerSettings.of(self.ranker),
                    "buckets": BucketSettings.of(self.buckets),
                    "sampler": SamplerSettings.of(self.sampler),
                    "num_neighbors": tuple(self.num_neighbors)}

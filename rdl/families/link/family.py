@@ -3,6 +3,7 @@ ranks (RelBench's recommendation)."""
 from __future__ import annotations
 
 from rdl.baselines.link import link_baselines, pad_lists
+from rdl.baselines.ranker import ranker_baseline
 from rdl.baselines.scoring import score_tensors
 from rdl.families.family import Family, original_ids
 from rdl.families.link.data import LinkDataModule
@@ -50,7 +51,12 @@ class LinkFamily(Family):
                               num_dst_nodes=data.model_kwargs()["num_dst_nodes"], **common)
 
     def baselines(self, data, rows):
-        return link_baselines(data.task, data.tables, rows=rows)
+        out = link_baselines(data.task, data.tables, rows=rows)
+        settings = data.settings
+        if settings.ranker is not None:
+            out.update(ranker_baseline(data.task, data.db, data.tables, settings.ranker,
+                                       settings.strict, settings.random_seed, rows))
+        return out
 
     def predictions(self, data, split, pred, labelled):
         """The top k target rows of each seed, best first, as the files' keys."""
