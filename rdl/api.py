@@ -37,6 +37,7 @@ from rdl.caching import write_atomic
 from rdl.checkpoints import CONFIG_KEY, checked_resume
 from rdl.data.database import Database, DataError
 from rdl.families import check_model, data_module, family_of
+from rdl.families.family import scored_rows
 from rdl.report import report
 from rdl.safe_load import allowed
 from rdl.settings import (check_settings, data_key, process_settings, several_processes,
@@ -282,12 +283,8 @@ def _train(cfg: DictConfig, trainer: pl.Trainer, module: TaskModule, data: RelDa
 
 
 def _scored_rows(trainer: pl.Trainer, data: RelDataModule) -> dict:
-    """Split -> the rows the model was scored on, where not all: with
-    limit_val/test_batches (or fast_dev_run) the model saw the first rows of a split only
-    (evaluation is in table order), and the baselines are scored on the same rows."""
-    rows = {s: data.rows_in(s, n) for s, n in (("val", trainer.num_val_batches[0]),
-                                              ("test", trainer.num_test_batches[0]))}
-    rows = {s: n for s, n in rows.items() if n < len(data.tables[s])}
+    """:func:`rdl.families.family.scored_rows`, each cut split logged."""
+    rows = scored_rows(trainer, data)
     for s, n in rows.items():
         log.info("%s: model and baselines scored on the first %d of %d rows", s, n,
                  len(data.tables[s]))

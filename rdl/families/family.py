@@ -86,6 +86,15 @@ def scores(val: dict, test: dict) -> dict:
             for split, metrics in (("val", val), ("test", test))}
 
 
+def scored_rows(trainer, data: RelDataModule) -> dict:
+    """Split -> the rows the model was scored on, where not all: with
+    limit_val/test_batches (or fast_dev_run) the model saw the first rows of a split only
+    (evaluation is in table order), and the baselines are scored on the same rows."""
+    rows = {s: data.rows_in(s, n) for s, n in (("val", trainer.num_val_batches[0]),
+                                              ("test", trainer.num_test_batches[0]))}
+    return {s: n for s, n in rows.items() if n < len(data.tables[s])}
+
+
 def original_ids(db: Database, table: str, rows) -> pd.Series:
     """Row positions of ``table`` as the source files' keys, where the loader kept them."""
     index = getattr(db, "keys", {}).get(table)

@@ -23,27 +23,45 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from rdl.baselines.ranker.features import Featuriser, SplitFeatures
 from rdl.baselines.ranker.settings import RankerSettings
-from rdl.baselines.ranker.features import Featuriser
 from rdl.data.database import Database
 from rdl.tasks import Task
 
 log = logging.getLogger(__name__)
 
 NAME = "LightGBM ranker"
-__all__ = ["NAME", "RankerSettings", "ranker_baseline"]
+__all__ = ["NAME", "RankerFit", "RankerSettings", "fit_ranker", "ranker_baseline"]
 
 
-def ranker_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],
-                    settings: RankerSettings | None = None, strict: bool = False,
-                    seed: int = 0, rows: dict | None = None) -> dict:
-    """``{"LightGBM ranker": {split: {metric: value, "candidate_recall": r}}}`` for val
-    and test (``rows``: split -> score the first ``n`` rows only)."""
-    from rdl.baselines.ranker.fit import fit_ranker, score_split
+@dataclass
+class RankerFit:
+    """The fitted ranker: per split (val, test) its candidates and features (``splits``)
+    and its score of each candidate (``scores``, aligned with the candidates' rows)."""
+
+    task: Task
+    booster: object
+    splits: dict[str, SplitFeatures]
+    scores: dict[str, np.ndarray]
+
+    def metrics(self) -> dict:
+        """``{"LightGBM ranker": {split: {metric: value, "candidate_recall": r}}}``."""
+        from rdl.baselines.ranker.fit import score_ranking
+        return {NAME: {s: score_ranking(self.task, f, self.scores[s])
+                       for s, f in self.splits.items()}}
+
+
+def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
+               settings: RankerSettings | None = None, strict: bool = False, seed: int = 0,
+               rows: dict | None = None) -> RankerFit:
+    """The ranker fitted on the train split and early-stopped on val, with its scores of
+    every val and test candidate (``rows``: split -> the first ``n`` rows only)."""
+    from rdl.baselines.ranker.fit import predict, train_booster
 
     settings = settings or RankerSettings()
     start = time.perf_counter()
@@ -51,20 +69,27 @@ def ranker_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     feats = Featuriser(task, db, tables, settings, strict)
     try:
         train = sample_train(tables["train"], settings, seed)
-        val = tables["val"].iloc[: rows.get("val")]
-        test = tables["test"].iloc[: rows.get("test")]
-        X = {"train": feats.split(train), "val": feats.split(val)}
-        booster = fit_ranker(X["train"], X["val"], task.eval_k, settings, seed)
-        X["test"] = feats.split(test)
+        X = {"train": feats.split(train)}
+        X.update({s: feats.split(tables[s].iloc[: rows.get(s)]) for s in ("val", "test")})
     finally:
         feats.close()
-    out = {s: score_split(task, booster, X[s]) for s in ("val", "test")}
+    booster = train_booster(X["train"], X["val"], task.eval_k, settings, seed)
+    fit = RankerFit(task, booster, {s: X[s] for s in ("val", "test")},
+                    {s: predict(booster, X[s]) for s in ("val", "test")})
     log.info("%s: %.1f s; %d train seeds at %d times, %.1f candidates per seed, "
              "candidate recall %.3f (val), %d trees, %d features", NAME,
              time.perf_counter() - start, X["train"].seeds, train["timestamp"].nunique(),
-             X["val"].per_seed, out["val"]["candidate_recall"], booster.best_iteration or
+             X["val"].per_seed, X["val"].candidate_recall(), booster.best_iteration or
              booster.current_iteration(), len(X["val"].columns))
-    return {NAME: out}
+    return fit
+
+
+def ranker_baseline(task: Task, db: Database, tables: dict[str, pd.DataFrame],
+                    settings: RankerSettings | None = None, strict: bool = False,
+                    seed: int = 0, rows: dict | None = None) -> dict:
+    """``{"LightGBM ranker": {split: {metric: value, "candidate_recall": r}}}`` for val
+    and test (``rows``: split -> score the first ``n`` rows only)."""
+    return fit_ranker(task, db, tables, settings, strict, seed, rows).metrics()
 
 
 def sample_train(train: pd.DataFrame, settings: RankerSettings, seed: int) -> pd.DataFrame:

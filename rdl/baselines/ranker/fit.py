@@ -31,7 +31,7 @@ def _dataset(f: SplitFeatures, mask: np.ndarray, reference=None):
     return lightgbm.Dataset(f.X[mask], f.label[mask], group=groups, reference=reference)
 
 
-def fit_ranker(train: SplitFeatures, val: SplitFeatures, k: int, settings: RankerSettings,
+def train_booster(train: SplitFeatures, val: SplitFeatures, k: int, settings: RankerSettings,
                seed: int = 0):
     """A LambdaRank booster on ``train``'s seeds, stopped early on ``val``'s (at most
     ``settings.val_seeds`` of them) by LightGBM's MAP@k."""
@@ -62,12 +62,18 @@ def top_k(f: SplitFeatures, scores: np.ndarray, k: int) -> list[list[int]]:
     return [item[a: min(b, a + k)].tolist() for a, b in zip(starts, ends)]
 
 
+def predict(booster, f: SplitFeatures) -> np.ndarray:
+    """The booster's score of every candidate of ``f``."""
+    if not len(f.X):
+        return np.zeros(0)
+    return booster.predict(f.X, num_iteration=booster.best_iteration or
+                           booster.current_iteration())
+
+
 @torch.no_grad()
-def score_split(task: Task, booster, f: SplitFeatures) -> dict[str, float]:
-    """The task's metrics of the booster's top k on one split, and the candidates'
-    recall."""
-    rounds = booster.best_iteration or booster.current_iteration()
-    scores = booster.predict(f.X, num_iteration=rounds) if len(f.X) else np.zeros(0)
+def score_ranking(task: Task, f: SplitFeatures, scores: np.ndarray) -> dict[str, float]:
+    """The task's metrics of each seed's top k candidates by ``scores`` on one split, and
+    the candidates' recall."""
     pred = pad_lists(top_k(f, scores, task.eval_k), task.eval_k)[:, : task.eval_k]
     out = score_tensors(task, pred, pad_lists(f.truth, 1))
     out["candidate_recall"] = f.candidate_recall()

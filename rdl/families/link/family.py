@@ -2,16 +2,20 @@
 ranks (RelBench's recommendation)."""
 from __future__ import annotations
 
+import logging
+
 from rdl.baselines.link import link_baselines, pad_lists
-from rdl.baselines.ranker import ranker_baseline
 from rdl.baselines.scoring import score_tensors
-from rdl.families.family import Family, original_ids
+from rdl.families.family import Family, original_ids, scored_rows
+from rdl.families.link.blend import blended, cached_fit
 from rdl.families.link.data import LinkDataModule
 from rdl.families.link.module import LinkTaskModule
 from rdl.families.link.task import LinkTask, RelBenchLinkTask
 from rdl.nn.interface import LinkPredictor
 from rdl.preparation import Prepared, build_graph, graph_database, shared, split_tables, \
     task_database
+
+log = logging.getLogger("rdl.train")
 
 
 class LinkPrepared(Prepared):
@@ -50,12 +54,22 @@ class LinkFamily(Family):
         return LinkTaskModule(model, data.task,
                               num_dst_nodes=data.model_kwargs()["num_dst_nodes"], **common)
 
+    def evaluate(self, trainer, module, data, ckpt, settings=None, **load):
+        alone = super().evaluate(trainer, module, data, ckpt, settings, **load)
+        weights = list((settings or {}).get("ranker_blend") or [])
+        if data.settings.ranker is None or not weights:
+            return alone
+        if trainer.world_size > 1:
+            log.warning("evaluation.ranker_blend: the model on the ranker's candidates is "
+                        "scored in single-process runs; this run reports the model alone")
+            return alone
+        # the model on the LightGBM ranker's candidates, the weight of each chosen on val
+        return blended(module, data, trainer, alone, weights, scored_rows(trainer, data))
+
     def baselines(self, data, rows):
         out = link_baselines(data.task, data.tables, rows=rows)
-        settings = data.settings
-        if settings.ranker is not None:
-            out.update(ranker_baseline(data.task, data.db, data.tables, settings.ranker,
-                                       settings.strict, settings.random_seed, rows))
+        if data.settings.ranker is not None:
+            out.update(cached_fit(data, rows).metrics())
         return out
 
     def predictions(self, data, split, pred, labelled):

@@ -1,0 +1,99 @@
+"""A link model on the LightGBM ranker's candidates: the ranker's score and the model's,
+blended with the weight chosen on val.
+
+The ranker (:mod:`rdl.baselines.ranker`) retrieves about a hundred candidates per seed and
+orders them from hand-made features of the past; the model scores every item from the
+sampled subgraph. Each sees what the other does not. So, after training, each seed's
+candidates are ranked by ``(1 - w) * z(ranker) + w * z(model)`` (``z``: the scores
+standardised over the seed's candidates, so that neither's scale decides), for each
+``w`` of ``evaluation.ranker_blend`` (0: the ranker alone; 1: the model alone on the
+ranker's candidates), and the ``w`` best on val is kept, the smallest where two tie: the
+model's entry in the report is that ranking. The model's own ranking of every item, as
+trained, is kept beside it (``"blend": {"alone": ...}``), with every weight's val and test
+scores (test scores are reported, never used to choose).
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import torch
+
+from rdl.baselines.ranker import RankerFit, fit_ranker
+from rdl.baselines.ranker.features import SplitFeatures
+from rdl.baselines.ranker.fit import score_ranking
+
+log = logging.getLogger("rdl.train")
+
+
+def per_seed_z(f: SplitFeatures, x: np.ndarray) -> np.ndarray:
+    """``x`` standardised over each seed's candidates (0 where they are all equal)."""
+    n = np.bincount(f.rid, minlength=f.seeds).astype(np.float64)
+    mean = np.bincount(f.rid, weights=x, minlength=f.seeds) / np.maximum(n, 1)
+    d = x - mean[f.rid]
+    std = np.sqrt(np.bincount(f.rid, weights=d * d, minlength=f.seeds) / np.maximum(n, 1))
+    return np.where(std[f.rid] > 0, d / np.where(std[f.rid] > 0, std[f.rid], 1.0), 0.0)
+
+
+@torch.no_grad()
+def model_scores(module, data, split: str, f: SplitFeatures, rows: int) -> np.ndarray:
+    """The model's score of every candidate of ``f`` (a split's first ``rows`` seeds), by
+    the split's evaluation loader, on the module's device."""
+    device = module.trainer.strategy.root_device
+    module.to(device).eval()
+    if module.model.embeds_candidates:
+        module.embed_candidates(split)
+    ptr = np.searchsorted(f.rid, np.arange(f.seeds + 1))
+    out = np.full(len(f.rid), np.nan)
+    loader = data.val_dataloader() if split == "val" else data.test_dataloader()
+    for batch in loader:
+        seeds = batch[module.entity].input_id.numpy()
+        if seeds.min() >= rows:   # evaluation is in table order: the rest is not scored
+            break
+        batch = batch.to(device)
+        keep = np.flatnonzero(seeds < rows)
+        start, end = ptr[seeds[keep]], ptr[seeds[keep] + 1]
+        b = np.repeat(keep, end - start)
+        at = np.concatenate([np.arange(s, e) for s, e in zip(start, end)]) if len(b) else b
+        s = module.scores(batch)
+        out[at] = s[torch.as_tensor(b, device=s.device),
+                    torch.as_tensor(f.item[at], device=s.device)].float().cpu().numpy()
+    if np.isnan(out).any():
+        raise RuntimeError(f"{split}: the model scored {int(np.isnan(out).sum())} of the "
+                           f"ranker's {len(out)} candidates only")
+    return out
+
+
+def blended(module, data, trainer, alone: dict, weights, rows: dict) -> dict:
+    """The model's entry in the results: the blend with the weight best on val, and
+    ``"blend": {"weight": w, "by_weight": {w: {"val": ..., "test": ...}}, "alone": ...}``
+    (``alone``: the model's own scores, as :meth:`Family.evaluate` gives them)."""
+    task, settings = data.task, data.settings
+    fit = cached_fit(data, rows)
+    ranker = {s: per_seed_z(f, fit.scores[s]) for s, f in fit.splits.items()}
+    model = {s: per_seed_z(f, model_scores(module, data, s, f, len(f.truth)))
+             for s, f in fit.splits.items()}
+    table, best = {}, None
+    key, higher = task.monitor, task.monitor_mode != "min"
+    for w in map(float, weights):
+        table[w] = {s: score_ranking(task, f, (1 - w) * ranker[s] + w * model[s])
+                    for s, f in fit.splits.items()}
+        v = table[w]["val"][key]
+        if best is None or (v > table[best]["val"][key] if higher else v < table[best]["val"][key]):
+            best = w
+    log.info("the model on the ranker's candidates: weight %g, the best on val of %s (%s: %s)",
+             best, ", ".join(f"{w:g}" for w in table), key,
+             ", ".join(f"{t['val'][key]:.4f}" for t in table.values()))
+    by_weight = {f"{w:g}": t for w, t in table.items()}
+    return {**table[best], "blend": {"weight": best, "by_weight": by_weight, "alone": alone}}
+
+
+def cached_fit(data, rows: dict) -> RankerFit:
+    """The data module's ranker, fitted once (the blend and the baseline share it)."""
+    key = tuple(sorted((rows or {}).items()))
+    cache = data.__dict__.setdefault("_ranker_fits", {})
+    if key not in cache:
+        s = data.settings
+        cache[key] = fit_ranker(data.task, data.db, data.tables, s.ranker, s.strict,
+                                s.random_seed, rows)
+    return cache[key]
