@@ -281,11 +281,13 @@ def looks_like(name: str, values: pd.Series) -> str | None:
     its values say it counts periods (``yyyymm`` and ``yyyyww`` values say so alone)."""
     if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         return None
+    said = next((PERIOD_WORDS[w] for w in _words(name) if w in PERIOD_WORDS), None)
+    if said is None and not 190001 <= values.min() <= values.max() <= 210053:
+        return None   # no period's name, no yyyymm values: cheaply ruled out
     v = values.dropna()
     if not len(v) or not (v % 1 == 0).all():
         return None
     v = v.astype(np.int64)
-    said = next((PERIOD_WORDS[w] for w in _words(name) if w in PERIOD_WORDS), None)
     year, low = v // 100, v % 100
     dated = bool(year.between(1900, 2100).all() and (low >= 1).all())
     if dated and (low <= 12).all() and (said or v.nunique() >= 3):

@@ -240,6 +240,20 @@ def test_keys_written_differently_are_not_added(tmp_path):
 
 
 
+def test_a_key_in_a_static_table_is_there_from_the_first_time(tmp_path):
+    """A household only a static table names (a campaign list) is known all along: its
+    first appearance is the database's first time."""
+    tx = transactions()
+    write(tmp_path, ONLY_IN_FACTS + "  campaigns: {fkeys: {household_key: households}}\n", tx,
+          demographic=0)
+    pd.DataFrame({"household_key": [1003, 4242], "campaign": ["A", "B"]}).to_csv(
+        tmp_path / "campaigns.csv", index=False)
+    db = load_folder(tmp_path)
+    first = pd.Series(db["households"].df["first_seen"].to_numpy(), index=db.keys["households"])
+    assert first.loc[4242] == tx["day"].min() and len(first) == 31
+    assert first.loc[1003] == tx["day"].min() < tx.loc[tx["household_key"] == 1003, "day"].min()
+
+
 def test_an_implied_table_with_no_key_at_all(tmp_path):
     write(tmp_path, ONLY_IN_FACTS, transactions().assign(household_key=None), demographic=0)
     with pytest.raises(DataError, match="table 'households' is implied: true, with no file, but "
