@@ -14,8 +14,16 @@ foreign keys (``{column: referenced_table}``; a table may reference itself), its
         time: created
         fkeys: {author_id: users, parent_id: posts}
         stypes: {length: numerical}
-    dangling: null        # foreign keys matching no row: null (RelBench), drop or fail
+      votes:
+        time: {column: WEEK_NO, unit: week, origin: 2020-01-06}   # week numbers
+        fkeys: {voter_id: voters, post_id: posts}
+      voters: {pkey: voter_id, implied: true}   # no file: the keys votes.voter_id holds
+    dangling: null        # foreign keys matching no row: null (RelBench), drop, fail or add
     missing: ['?']        # words that mean missing, beyond rdl's (also per table)
+
+Keys without their table (``implied:``, ``dangling: add``) become rows as
+:mod:`rdl.data.implied` says; times written as period numbers are converted as
+:mod:`rdl.data.periods` says, before any check.
 
 Files are read by :mod:`rdl.data.files` (encodings, delimiters, header names, missing
 values, numbers) and their values checked by :mod:`rdl.data.checks` (keys, times, finite
@@ -23,7 +31,8 @@ numbers). Everything is checked before the data is used, cheap checks (schema, f
 columns) before any file is read in full; each problem is one :class:`~rdl.data.DataError`
 naming the file, the table, the column, the rows and what to do. A table of facts with a
 column of times but no declared time stops (a leak of the future) unless the column's stype
-says it is a plain feature. Nothing is ever written.
+says it is a plain feature; a static table with a column of whole numbers that looks like
+period numbers gets a warning. Nothing is ever written.
 """
 from __future__ import annotations
 
@@ -36,7 +45,7 @@ import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import files
+from rdl.data import files, implied, periods
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
@@ -45,9 +54,9 @@ from rdl.data.checks import (check_finite, check_key, looks_like_times, missing_
 
 log = logging.getLogger(__name__)
 
-TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing"}
+TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied"}
 SCHEMA_KEYS = {"tables", "dangling", "missing"}
-DANGLING = ("null", "drop", "fail")
+DANGLING = ("null", "drop", "fail", "add")
 STYPES = {s.value for s in torch_frame.stype} | {"drop"}
 
 
@@ -87,7 +96,8 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             if not isinstance(spec.get(key) or {}, dict):
                 raise DataError(f"{at}: {key} must be a mapping (column: ...), got {spec[key]!r}")
         for key in ("pkey", "time"):
-            if isinstance(spec.get(key), (list, dict)):
+            if isinstance(spec.get(key), list) or (key == "pkey"
+                                                   and isinstance(spec.get(key), dict)):
                 raise DataError(
                     f"{at}: {key} {spec[key]!r}: one column, not several" + (
                         " (a composite key): add one column to the file joining them "
@@ -100,17 +110,42 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             if st is not None and st not in STYPES:
                 raise DataError(f"{at}: column {col!r} has unknown stype {st!r}; one of "
                                 f"{sorted(STYPES)} or null")
+        period = (periods.parse_spec(spec["time"], at, set(map(str, tables_spec)))
+                  if isinstance(spec.get("time"), dict) else None)
         pkey, time = (None if spec.get(k) is None else str(spec[k]) for k in ("pkey", "time"))
-        tables[name] = TableSchema(name, file, pkey,
-                                   {str(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
-                                   time, stypes)
-        tables[name].missing = [*everywhere, *_words(spec, at)]
+        t = tables[name] = TableSchema(
+            name, file, pkey, {str(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
+            period.column if period else time, stypes)
+        t.missing, t.period = [*everywhere, *_words(spec, at)], period
+        t.implied = _implied(spec, at)
+        t.key_only = t.implied and not spec.get("file") and not files.parts(file)
+        if t.key_only and {"fkeys", "time", "stypes", "missing"} & set(spec):
+            raise DataError(f"{at}: implied, with no file ({file.name} or .csv): its rows are "
+                            f"the keys its foreign keys hold, so its "
+                            f"{sorted({'fkeys', 'time', 'stypes', 'missing'} & set(spec))} "
+                            "have no file to come from; add its file or drop them")
     for t in tables.values():
         if t.pkey is not None and t.pkey in t.fkeys:
             raise DataError(f"{where}: table {t.name!r}: column {t.pkey!r} is both its primary "
                             "key and a foreign key; give the table a key of its own")
     check_references(tables, lambda t, col: f"{where}: table {t.name!r}: foreign key {col!r}")
+    for t in tables.values():
+        if t.implied and not any(t.name in s.fkeys.values() for s in tables.values()):
+            raise DataError(f"{where}: table {t.name!r} is implied: true, but no foreign key "
+                            f"references it: declare the columns that hold its keys (e.g. "
+                            f"transactions: {{fkeys: {{{t.pkey}: {t.name}}}}})")
     return tables, dangling
+
+
+def _implied(spec: dict, at: str) -> bool:
+    """A table's ``implied:`` (true: a row for every key its foreign keys hold)."""
+    value = spec.get("implied", False)
+    if not isinstance(value, bool):
+        raise DataError(f"{at}: implied {value!r}: true (a row for every key the foreign keys "
+                        "referencing it hold) or false")
+    if value and spec.get("pkey") is None:
+        raise DataError(f"{at}: implied: true needs its pkey: the column its keys go in")
+    return value
 
 
 def _words(spec: dict, where: str) -> list[str]:
@@ -152,7 +187,8 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     does), foreign keys those positions; ``Database.keys`` gives each table's original ids.
     ``dangling`` (default: the schema's, else ``null``) decides what happens to foreign keys
     that match no row: ``null`` sets them missing (and logs how many), ``drop`` drops their
-    rows (and, in turn, rows that pointed at those), ``fail`` raises.
+    rows (and, in turn, rows that pointed at those), ``fail`` raises, ``add`` adds a row
+    for each key to the table it references (:mod:`rdl.data.implied`).
 
     Raises:
         DataError: see the module's docstring; one error, naming file, table, column and rows.
@@ -169,17 +205,25 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     if policy not in DANGLING:
         raise DataError(f"dangling {policy!r}: expected one of {list(DANGLING)}")
     # Cheap checks first: every file there, every named column in it.
-    for t in tables.values():
+    files_of = {name: t for name, t in tables.items() if not t.key_only}
+    for t in files_of.values():
         t.parts = files.parts(t.file)
         if not t.parts:
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""
             what = "no CSV or parquet file in it" if t.file.is_dir() else "missing" + _near(t.file)
             raise DataError(f"{t.file}{also}: {what} (the data file of table {t.name!r})")
     headers = {name: files.headers(t.parts, name) if files.csv_parts(t.parts, t.where())
-               else None for name, t in tables.items()}
-    for name, t in tables.items():
+               else None for name, t in files_of.items()}
+    for name, t in files_of.items():
         _check_columns(t, headers[name])
-    frames = {name: _read(t, headers[name]) for name, t in tables.items()}
+    calendars = {name: periods.read_calendar(t.period, folder, tables)
+                 for name, t in files_of.items() if t.period and t.period.calendar}
+    frames = {name: _read(t, headers[name], calendars.get(name)) for name, t in files_of.items()}
+    used = {t.period.calendar.get("table") for t in files_of.values() if t.period}
+    for name, t in files_of.items():
+        if name not in used:   # a calendar's periods are no rows' times
+            periods.warn_undeclared(t, frames[name])
+    frames = implied.complete(tables, frames, policy == "add")
     frames, ids = map_foreign_keys(tables, frames, policy)
     db = Database({name: Table(frames[name], t.pkey, dict(t.fkeys), t.time)
                    for name, t in tables.items()},
@@ -265,8 +309,10 @@ def _no_header(written: list[str]) -> bool:
                 or names.str.match(r"^\d{4}-\d\d-\d\d").any())
 
 
-def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:
-    """A table's rows with parsed times and numbers and a checked primary key."""
+def _read(t: TableSchema, headers: list[files.Header] | None,
+          calendar: tuple[pd.DataFrame, str] | None = None) -> pd.DataFrame:
+    """A table's rows with parsed times (period numbers converted: ``calendar``, the
+    rows of its calendar and their name) and numbers and a checked primary key."""
     keys = {c for c in (t.pkey, *t.fkeys) if c is not None}   # ids, as written
     if headers is not None:
         df = pd.concat([files.read_csv(p, f"{p} (table {t.name!r})", h)
@@ -291,7 +337,9 @@ def _read(t: TableSchema, headers: list[files.Header] | None) -> pd.DataFrame:
             continue
         if st is None and col != t.time:
             continue  # dropped: the model never sees it
-        if col == t.time:
+        if col == t.time and t.period:
+            df[col] = t.period.times(s, t.where(col), *(calendar or ()))
+        elif col == t.time:
             df[col] = parse_times(s, t.where(col), required=True)
         elif st == "timestamp" or pd.api.types.is_datetime64_any_dtype(s) or (
                 st == "" and looks_like_times(s)):

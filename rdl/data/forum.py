@@ -59,7 +59,7 @@ tables:
     time: created
     fkeys: {user_id: users, post_id: posts}
     stypes: {value: numerical}
-dangling: null                  # foreign keys matching no row become missing (fail, drop)
+dangling: null                  # foreign keys matching no row become missing (fail, drop, add)
 """
 
 

@@ -27,18 +27,18 @@ def check_references(tables: dict, subject) -> None:
                                 "primary key")
 
 
-def _comparable(values: pd.Series, other: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Key values of two columns in one form: numbers as integers where they all are, and
-    text where either side is text (a CSV's ``"0042"`` is not the number 42)."""
+def comparable(*columns: pd.Series) -> list[np.ndarray]:
+    """Key values of columns in one form: numbers as integers where they all are, and
+    text where any side is text (a CSV's ``"0042"`` is not the number 42)."""
     def norm(s):
         if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
             v = s.dropna()
             return s.astype("Int64") if (v % 1 == 0).all() else s.astype("float64")
         return s
-    a, b = norm(values), norm(other)
-    if pd.api.types.is_numeric_dtype(a) != pd.api.types.is_numeric_dtype(b):
-        a, b = a.astype("string"), b.astype("string")
-    return a.to_numpy(dtype=object, na_value=None), b.to_numpy(dtype=object, na_value=None)
+    normed = [norm(c) for c in columns]
+    if len({pd.api.types.is_numeric_dtype(c) for c in normed}) > 1:
+        normed = [c.astype("string") for c in normed]
+    return [c.to_numpy(dtype=object, na_value=None) for c in normed]
 
 
 def _kind(s: pd.Series) -> str:
@@ -52,7 +52,7 @@ def _kind(s: pd.Series) -> str:
     return "text"
 
 
-def _matches_nothing(t: TableSchema, col: str, values: pd.Series, ref: TableSchema,
+def matches_nothing(t: TableSchema, col: str, values: pd.Series, ref: TableSchema,
                      keys: pd.DataFrame) -> None:
     """A foreign key none of whose values is a key of the table it references: a wrong
     table or column, or keys written differently on each side (``42`` and ``"C-42"``)."""
@@ -78,7 +78,7 @@ def map_foreign_keys(tables: dict[str, TableSchema], frames: dict[str, pd.DataFr
         for name, t in tables.items():
             df = frames[name]
             for col, ref in t.fkeys.items():
-                values, keys = _comparable(df[col], frames[ref][tables[ref].pkey])
+                values, keys = comparable(df[col], frames[ref][tables[ref].pkey])
                 pos = pd.Index(keys).get_indexer(values)
                 dangling = df[col].notna().to_numpy() & (pos < 0)
                 positions[name, col] = pos
@@ -86,13 +86,18 @@ def map_foreign_keys(tables: dict[str, TableSchema], frames: dict[str, pd.DataFr
                 if n == 0:
                     continue
                 if n == int(df[col].notna().sum()):
-                    _matches_nothing(t, col, df[col], tables[ref], frames[ref])
-                what = (f"{t.where(col)}: {n} of {len(df)} rows have a foreign key matching no "
-                        f"{ref!r} row, e.g. {values[dangling][0]!r}")
+                    matches_nothing(t, col, df[col], tables[ref], frames[ref])
+                what = (f"{t.where(col)}: {n} of {len(df)} rows ({100 * n / len(df):.3g}%) "
+                        f"have a foreign key matching no {ref!r} row, e.g. "
+                        f"{values[dangling][0]!r}")
                 if policy == "fail":
                     raise DataError(what + " (dangling: fail)")
-                if policy == "null":
-                    log.warning("%s: set to missing (dangling: null)", what)
+                if policy != "drop":
+                    log.warning("%s: set to missing, so those rows lose their link (dangling: "
+                                "%s). If its keys are entities of their own, keep them: "
+                                "'implied: true' on table %r adds a row for each key it "
+                                "lacks (or 'dangling: add' at the top of the schema, for every "
+                                "table)", what, policy, ref)
                     continue
                 log.warning("%s: dropped (dangling: drop)", what)
                 df = frames[name] = df[~dangling].reset_index(drop=True)

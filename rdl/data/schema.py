@@ -15,6 +15,9 @@ class TableSchema:
         self.time, self.stypes = time, stypes
         self.parts: list[Path] = []   # its data files (files.parts)
         self.missing: list[str] = []  # words the schema says mean missing
+        self.period = None            # time written as period numbers (periods.PeriodTime)
+        self.implied = False          # a row for every key its foreign keys hold (implied)
+        self.key_only = False         # implied, without a file: its rows are its keys
 
     @property
     def base(self) -> Path | None:
@@ -26,6 +29,6 @@ class TableSchema:
         return f"{self.file} (table {self.name!r}" + (f", column {col!r})" if col else ")")
 
     def required(self) -> list[str]:
-        """The columns the schema names (keys, time, declared stypes)."""
+        """The columns the schema names (keys, time, declared stypes) its file must have."""
         cols = [self.pkey, *self.fkeys, self.time, *self.stypes]
         return list(dict.fromkeys(c for c in cols if c is not None))

@@ -148,10 +148,11 @@ def test_primary_key_duplicate_or_null(tmp_path):
 def test_dangling_foreign_keys(tmp_path, caplog):
     write(tmp_path, votes=lambda df: df.assign(post_id=[101, 999, 998, 100]))
     fails(tmp_path, "votes.parquet", "table 'votes', column 'post_id'",
-          "2 of 4 rows have a foreign key matching no 'posts' row, e.g. 999", dangling="fail")
+          "2 of 4 rows (50%) have a foreign key matching no 'posts' row, e.g. 999", dangling="fail")
     with caplog.at_level(logging.WARNING, logger="rdl.data.folder"):
         db = load_folder(tmp_path)          # default: missing, as RelBench, with a log line
-    assert "2 of 4 rows" in caplog.text and "set to missing" in caplog.text
+    assert "2 of 4 rows (50%)" in caplog.text and "set to missing" in caplog.text
+    assert "'implied: true' on table 'posts'" in caplog.text and "dangling: add" in caplog.text
     assert db["votes"].df["post_id"].isna().tolist() == [False, True, True, False]
     dropped = load_folder(tmp_path, dangling="drop")
     assert list(dropped.keys["posts"][dropped["votes"].df["post_id"].astype(int)]) == [101, 100]

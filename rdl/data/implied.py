@@ -1,0 +1,116 @@
+"""Entities a folder's foreign keys imply: a row for every key value the facts hold.
+
+Exports often have keys without their table: households appear only as
+``transactions.household_key``, or the one table keyed by household covers a third of them.
+Left as they are, those keys match no row and become missing (``dangling: null``), and a
+task on households never sees the others. A schema says the keys are the entities:
+
+    tables:
+      households: {pkey: household_key, implied: true}   # no file: a row per key
+      hh_demographic: {pkey: household_key, implied: true}   # its file's rows, and a row
+                                                              # per key it lacks
+    dangling: add      # the same for every table a foreign key references
+
+The keys are the distinct values of every foreign key that references the table. An added
+row holds only its key (its other columns are missing) and, in a timed table, the time of
+its key's **first appearance**: the earliest time of a row holding it (a row of a static
+table counts as the database's first time). A table with no file is timed (its time column
+``first_seen``) when a timed table references it, so a seed sees an entity only once it has
+appeared; a partial table keeps its own kind (a static one stays static).
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+from rdl.data.database import DataError
+from rdl.data.keys import comparable, matches_nothing
+from rdl.data.schema import TableSchema
+
+log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one place
+
+#: the time column of a table without a file: its keys' first appearance
+FIRST_SEEN = "first_seen"
+
+
+def complete(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
+             everywhere: bool) -> dict[str, pd.DataFrame]:
+    """``frames`` with the rows the foreign keys imply added to each implied table (every
+    referenced table with ``everywhere``: ``dangling: add``), and a frame for each table
+    without a file; such a table's :attr:`~TableSchema.time` is set where it is timed.
+
+    Raises:
+        DataError: a foreign key none of whose values matches a row of the table's own
+            file (keys written differently on each side: adding them all would hide it).
+    """
+    timed = [frames[n][t.time] for n, t in tables.items() if t.time and n in frames]
+    start = min(s.min() for s in timed) if timed else None   # a static row's "appearance"
+    frames = dict(frames)
+    for name, t in tables.items():
+        refs = [(s, col) for s in tables.values() for col, ref in s.fkeys.items()
+                if ref == name]
+        if not refs or not (t.implied or t.key_only or everywhere):
+            continue
+        own = frames.get(name)
+        sides = [frames[s.name][col] for s, col in refs]
+        normed = comparable(*sides, *([own[t.pkey]] if own is not None else []))
+        have = pd.Index(normed[-1] if own is not None else [])
+        seen = []
+        for (s, col), values in zip(refs, normed):
+            present = pd.notna(values)
+            if own is not None and present.any() and not have.isin(values[present]).any():
+                matches_nothing(s, col, frames[s.name][col], t, own)
+            when = (frames[s.name][s.time].to_numpy() if s.time else
+                    np.full(len(values), np.datetime64("NaT" if start is None else start, "ns")))
+            seen.append(pd.DataFrame({"key": values[present], "time": when[present]}))
+        seen = pd.concat(seen, ignore_index=True)
+        first = seen.groupby("key", sort=False)["time"].min()
+        # in time, ties by key: an order that rows after a time cannot change
+        first = first[~first.index.isin(have)].sort_index().sort_values(kind="stable")
+        keys = pd.Series(first.index.to_list(), dtype=object).infer_objects()
+        if t.key_only:
+            if not len(keys):
+                raise DataError(f"table {name!r} is implied: true, with no file, but "
+                                f"{_named(refs)} hold no key: it would be empty")
+            frames[name] = _key_only(t, keys, first, start is not None)
+            what = f"{len(keys)} rows, one per key of {_named(refs)} (implied: true)"
+        else:
+            frames[name] = _added(t, own, keys, first)
+            what = (f"{len(keys)} rows added, with only their key, for the keys of "
+                    f"{_named(refs)} that match none of its {len(own)} rows ("
+                    + ("implied: true)" if t.implied else "dangling: add)"))
+        if t.time and len(keys):
+            what += f", each from its first appearance ({first.min()} to {first.max()})"
+        log.info("%s: %s", f"table {t.name!r}" if t.key_only else t.where(), what)
+    return frames
+
+
+def _named(refs) -> str:
+    return ", ".join(f"{s.name}.{col}" for s, col in refs)
+
+
+def _key_only(t: TableSchema, keys: pd.Series, first: pd.Series, timed: bool) -> pd.DataFrame:
+    """A table without a file: its keys and, where timed, their first appearance."""
+    df = pd.DataFrame({t.pkey: keys})
+    if timed:
+        t.time = FIRST_SEEN if t.pkey != FIRST_SEEN else f"{FIRST_SEEN}_at"
+        df[t.time] = first.to_numpy()
+    return df
+
+
+def _added(t: TableSchema, own: pd.DataFrame, keys: pd.Series,
+           first: pd.Series) -> pd.DataFrame:
+    """``own`` and a row per key of ``keys``: its key and, where timed, its first
+    appearance; its other columns missing."""
+    if not len(keys):
+        return own
+    added = pd.DataFrame({t.pkey: keys})
+    if t.time:
+        added[t.time] = first.to_numpy()
+    df = pd.concat([own, added], ignore_index=True)
+    for col in own.columns:   # booleans with missing values: 0/1 and NaN, as files' are
+        if pd.api.types.is_bool_dtype(own[col]):
+            df[col] = df[col].astype("float64")
+    return df
