@@ -41,6 +41,7 @@ import pandas as pd
 
 from rdl.data.database import Database
 from rdl.sections import settings_of
+from rdl.features.names import side_by_side
 from rdl.features.synthesis import Synthesis
 from rdl.tasks import Task
 
@@ -163,4 +164,4 @@ def _features(syn: "Synthesis", history: pd.DataFrame | None) -> pd.DataFrame:
             if table.time_col is not None:
                 parts.append(syn.child(name, table, fkey))
     parts = [p for p in parts if p is not None and len(p.columns)]
-    return pd.concat(parts, axis=1) if parts else pd.DataFrame(index=pd.RangeIndex(len(syn.ids)))
+    return side_by_side(parts) if parts else pd.DataFrame(index=pd.RangeIndex(len(syn.ids)))

@@ -28,6 +28,7 @@ import pandas as pd
 
 from rdl.data.database import Database, DataError, Table
 from rdl.features.labels import visible_labels
+from rdl.features.names import hop, side_by_side
 from rdl.tasks import Task
 from rdl.visibility import includes_equal, sql_comparison
 
@@ -54,14 +55,13 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
     parts = [own_features(task.entity_table, entity, ids, seeds)] if own else []
     parts.append(history_features(task, df, history))
     for name, table in db:
-        links = [f for f, ref in table.fkeys.items() if ref == task.entity_table]
-        for fkey in links:
-            prefix = name if len(links) == 1 else f"{name}.{fkey}"
+        for fkey in [f for f, ref in table.fkeys.items() if ref == task.entity_table]:
+            prefix = hop(name, table.fkeys, fkey)
             if table.time_col is None:
                 parts.append(static_child_features(prefix, table, fkey, ids))
             else:
                 parts.append(child_features(prefix, table, fkey, ids, seeds, task.delta, strict))
-    out = pd.concat(parts, axis=1)
+    out = side_by_side(parts)
     out.index = df.index
     return out
 
@@ -73,7 +73,7 @@ def with_own(task: Task, db: Database, df: pd.DataFrame, rest: pd.DataFrame) -> 
                        df[task.entity_col].to_numpy(dtype=np.int64),
                        df["timestamp"].to_numpy().astype("datetime64[ns]"))
     own.index = rest.index
-    return pd.concat([own, rest], axis=1)
+    return side_by_side([own, rest])
 
 
 def is_free_text(values: pd.Series) -> bool:
