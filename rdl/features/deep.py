@@ -28,7 +28,9 @@ a row at ``t`` counts iff ``t <= s`` (``<`` with ``strict``), both ends of a joi
 label iff its window closed by ``s``. The top-k values of a column are its most frequent
 in rows up to the val time. All joins run in DuckDB on one thread (repeatable sums); the
 popularity of a parent is computed once per distinct seed time. ``max_features`` caps the
-count, dropping the last of the groups above first.
+count, dropping the last of the groups above first. The names spell each feature's path
+through the schema, a foreign key's name where a table is reached by several keys or
+refers to itself (:mod:`rdl.features.names`: distinct whatever the schema).
 """
 from __future__ import annotations
 

@@ -86,18 +86,21 @@ VALUES = ["Thanks!\n", 'He said "yes", then: no', "a=b [c] {d}; e", "tab\there",
 
 @pytest.fixture(scope="module")
 def odd_forum(tmp_path_factory):
-    """The generated forum as files, posts as a CSV with a column of :data:`VALUES`."""
+    """The generated forum as files, posts as a CSV with a column of :data:`VALUES`, and
+    users (the entity) with one too."""
     from rdl.data.forum import write_forum
     folder = write_forum(tmp_path_factory.mktemp("forum"), scale=0.001)
-    posts = pd.read_parquet(folder / "posts.parquet")
     rng = np.random.default_rng(0)
+    posts = pd.read_parquet(folder / "posts.parquet")
     posts["reply"] = rng.choice(VALUES, len(posts))
     (folder / "posts.parquet").unlink()
     posts.to_csv(folder / "posts.csv", index=False)   # quoted where a value needs it
+    users = pd.read_csv(folder / "users.csv")
+    users.assign(motto=rng.choice(VALUES, len(users))).to_csv(folder / "users.csv", index=False)
     schema = folder / "schema.yaml"
-    schema.write_text(schema.read_text().replace("stypes: {kind: categorical,",
-                                                 "stypes: {reply: categorical, kind: categorical,"))
-    assert "reply: categorical" in schema.read_text()
+    text = schema.read_text().replace("stypes: {kind:", "stypes: {reply: categorical, kind:")
+    schema.write_text(text.replace("stypes: {country:", "stypes: {motto: categorical, country:"))
+    assert "reply: categorical" in schema.read_text() and "motto:" in schema.read_text()
     return folder
 
 
@@ -109,12 +112,14 @@ def test_category_values_of_any_characters_through_depth_2(odd_forum):
 
     cfg = config("task=forum-user-active", "data=folder", f"data.db.path={odd_forum}")
     db, task = load_database(cfg), load_task(cfg)
-    assert set(db["posts"].df["reply"].dropna()) == set(VALUES)   # read back as written
+    for table, col in (("posts", "reply"), ("users", "motto")):   # read back as written
+        assert set(db[table].df[col].dropna()) == set(VALUES)
     db = task.database(db)
     tables = {s: task.split_table(s, db) for s in ("train", "val", "test")}
     fits, feats = fit_tree_baselines(task, db, tables, deep=DeepSettings(top_k=len(VALUES)))
     check_fits(fits, feats)
     readable = set(fits[DEPTH2].names.values())
+    assert {"users.motto", "group[motto].label_last"} <= readable   # the entity's own
     for value in VALUES:   # the authors' posts, and the posts voted on
         assert f"posts.reply={value}.count_12" in readable
         assert f"votes>posts.reply={value}.count_12" in readable
