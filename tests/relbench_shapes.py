@@ -3,8 +3,11 @@ code (``Dataset.get_db`` re-indexes and saves them as RelBench caches a dataset)
 real task classes writing the task tables; no schema, SQL or label of rdl's in them.
 
 * :func:`write_rel_stack`: rel-stack's tables (users, posts with self-references, postLinks
-  linking posts to posts, votes, comments) and its ``post-post-related`` (a link task from
-  a table to itself), ``user-engagement`` (binary) and ``post-votes`` (regression) tasks.
+  linking posts to posts, votes, comments, badges) and its tasks (:data:`STACK_TASKS`):
+  ``post-post-related`` (a link task from a table to itself), ``user-post-comment`` (a
+  link task), ``user-engagement`` and ``user-badge`` (binary), ``post-votes`` (regression).
+* :func:`write_rel_f1`: rel-f1's tables and its driver-dnf, driver-top3 (binary) and
+  driver-position (regression) tasks.
 """
 from __future__ import annotations
 
@@ -15,6 +18,11 @@ import pandas as pd
 
 START, END = pd.Timestamp("2018-01-01"), pd.Timestamp("2021-06-01")
 VAL, TEST = pd.Timestamp("2020-06-01"), pd.Timestamp("2020-10-01")
+#: rel-stack's tasks, each written by its RelBench 1.1.0 class
+STACK_TASKS = ("post-post-related", "user-post-comment", "user-engagement", "user-badge",
+               "post-votes")
+#: rel-f1's tasks
+F1_TASKS = ("driver-dnf", "driver-top3", "driver-position")
 
 
 def _times(rng, n: int, after=None) -> pd.Series:
@@ -54,7 +62,16 @@ def stack_tables(seed: int = 0, users: int = 40, posts: int = 240, links: int = 
     comments = pd.DataFrame({"Id": np.arange(nc) + 20000, "PostId": cp + 1000,
                              "UserId": rng.integers(0, users, nc) + 100, "Text": "a comment",
                              "CreationDate": _times(rng, nc, created[cp].astype("int64"))})
-    return {"users": u, "posts": p, "postLinks": pl, "votes": votes, "comments": comments}
+    rng = np.random.default_rng(seed + 1)   # the tables above as they were before badges
+    nb = users * 3
+    bu = rng.integers(0, users, nb)
+    badges = pd.DataFrame({"Id": np.arange(nb) + 40000, "UserId": bu + 100,
+                           "Class": rng.integers(1, 4, nb),
+                           "Name": rng.choice(["Teacher", "Student", "Nice Answer"], nb),
+                           "Date": _times(rng, nb, u["CreationDate"].to_numpy()[bu]
+                                          .astype("int64"))})
+    return {"users": u, "posts": p, "postLinks": pl, "votes": votes, "comments": comments,
+            "badges": badges}
 
 
 def write_rel_stack(root: Path, frames: dict | None = None, tasks=("post-post-related",),
@@ -70,19 +87,23 @@ def write_rel_stack(root: Path, frames: dict | None = None, tasks=("post-post-re
                                     "AcceptedAnswerId": "posts"},
              "postLinks": {"PostId": "posts", "RelatedPostId": "posts"},
              "votes": {"PostId": "posts", "UserId": "users"},
-             "comments": {"PostId": "posts", "UserId": "users"}}
+             "comments": {"PostId": "posts", "UserId": "users"},
+             "badges": {"UserId": "users"}}
 
     class RelStack(Dataset):
         val_timestamp, test_timestamp = VAL, TEST
 
         def make_db(self):
-            return Database({n: Table(df.copy(), fkeys[n], "Id", "CreationDate")
+            return Database({n: Table(df.copy(), fkeys[n], "Id",
+                                      "Date" if n == "badges" else "CreationDate")
                              for n, df in frames.items()})
 
     ds = RelStack(cache_dir=str(root))
     ds.get_db(upto_test_timestamp=False)   # saved to <root>/db, re-indexed as RelBench does
     classes = {"post-post-related": stack.PostPostRelatedTask,
-               "user-engagement": stack.UserEngagementTask, "post-votes": stack.PostVotesTask}
+               "user-post-comment": stack.UserPostCommentTask,
+               "user-engagement": stack.UserEngagementTask, "user-badge": stack.UserBadgeTask,
+               "post-votes": stack.PostVotesTask}
     for name in tasks:
         cls = type(name, (classes[name],), dict(task_settings))
         task = cls(ds, cache_dir=str(root / "tasks" / name))
@@ -167,8 +188,9 @@ def write_rel_f1(root: Path, num_eval_timestamps: int = 3) -> Path:
 
     ds = RelF1(cache_dir=str(root))
     ds.get_db(upto_test_timestamp=False)
-    for name, cls in (("driver-dnf", f1.DriverDNFTask), ("driver-top3", f1.DriverTop3Task),
-                      ("driver-position", f1.DriverPositionTask)):
+    classes = {"driver-dnf": f1.DriverDNFTask, "driver-top3": f1.DriverTop3Task,
+               "driver-position": f1.DriverPositionTask}
+    for name, cls in classes.items():
         task = type(name, (cls,), {"num_eval_timestamps": num_eval_timestamps})(
             ds, cache_dir=str(root / "tasks" / name))
         for split in ("train", "val", "test"):

@@ -47,7 +47,7 @@ def test_feature_families_by_name():
     from rdl.bench.trees import family
 
     depth1 = {"customer.age", "transactions.n_4", "history.last"}
-    got = {c: family(c, "customer", depth1) for c in [
+    got = {c: family(c, "customer", depth1, {"club_id": "club"}) for c in [
         "customer.age", "transactions.n_4", "history.mean_4", "group[club].label_last",
         "customer>club.size", "customer>club<events.count_1", "transactions.price.std_4",
         "transactions>article.price.avg_4", "transactions>article<transactions.count_1",
@@ -55,6 +55,15 @@ def test_feature_families_by_name():
     assert list(got.values()) == [
         "own row", "children", "label history", "groups", "parents", "parents",
         "children (depth 2)", "child rows' parents", "child rows' parents", "grandchildren"]
+    # posts answering posts (rel-stack): the post a post answers is a parent; the answers'
+    # authors are the child rows' parents, though their path starts at the entity too
+    keys = {"OwnerUserId": "users", "ParentId": "posts", "AcceptedAnswerId": "posts"}
+    got = {c: family(c, "posts", set(), keys) for c in [
+        "posts>users.Reputation", "posts.ParentId>posts.Title",
+        "posts.AcceptedAnswerId>posts<votes.count_1", "posts.ParentId>users.Reputation.avg_4",
+        "posts.ParentId<votes.count_12", "posts.ParentId.trend_1_4"]}
+    assert list(got.values()) == ["parents", "parents", "parents", "child rows' parents",
+                                  "grandchildren", "children (depth 2)"]
 
 
 def test_a_step_s_peak_memory_is_its_own():

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from rdl.features import names as feature_names
 from rdl.features.table import entity_features
 from rdl.baselines.history import last_label, monitor
 from rdl.baselines.scoring import score
@@ -53,7 +53,9 @@ class TreeFit:
     """LightGBM fitted on a task's train split, early-stopped on val, and what it needs to
     predict each split: ``X`` (features), ``base`` (regression: the last label it boosts
     from, else None), ``frames`` (the split tables, train possibly a sample) and ``bounds``
-    (the kind's ``label_range`` of the whole train split, which regression keeps to)."""
+    (the kind's ``label_range`` of the whole train split, which regression keeps to).
+    ``names``: ``{LightGBM's name: readable name}`` of the features, in their order
+    (:mod:`rdl.features.names`: LightGBM stores no category value)."""
 
     task: Task
     booster: object
@@ -62,6 +64,7 @@ class TreeFit:
     base: dict
     name: str = DEPTH1
     bounds: tuple | None = None
+    names: dict = field(default_factory=dict)
 
     @property
     def rounds(self) -> int:
@@ -82,6 +85,13 @@ class TreeFit:
             pred = to_prediction(self.task, self.raw(s), self.bounds)[:n]
             out[s] = score(self.task, pred, self.frames[s].iloc[:n])
         return {self.name: out}
+
+    def importance(self, kind: str = "gain") -> pd.Series:
+        """LightGBM's feature importance (``gain`` or ``split``) of the trees used, by
+        readable feature name, in the features' order."""
+        values = self.booster.feature_importance(kind, iteration=self.rounds)
+        return pd.Series(values, index=[self.names.get(n, n) for n in
+                                        self.booster.feature_name()], name=kind)
 
     def val_score(self) -> float:
         """The val value of the task's monitored metric, as larger-is-better."""
@@ -108,8 +118,9 @@ def fit_tree_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame]
     fits = {DEPTH1: fit_lightgbm(task, db, tables, history, strict, seed, features=features)}
     feats = {DEPTH1: features}
     if deep is not None:
-        both = {s: pd.concat([features[s], deep_features(task, view, df, history, strict, deep)],
-                             axis=1) for s, df in tables.items()}
+        both = {s: feature_names.side_by_side(
+                    [features[s], deep_features(task, view, df, history, strict, deep)])
+                for s, df in tables.items()}
         fits[DEPTH2] = fit_lightgbm(task, db, tables, history, strict, seed, features=both,
                                     name=DEPTH2)
         feats[DEPTH2] = both
@@ -230,20 +241,23 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     if len(frames["val"]) == 0:
         raise ValueError(f"task {task.name!r}: LightGBM needs val rows to stop early on")
     if features is None:
-        X = {s: lightgbm_names(entity_features(task, view, df, history, strict))
-             for s, df in frames.items()}
+        X = {s: entity_features(task, view, df, history, strict) for s, df in frames.items()}
     else:
-        X = {s: lightgbm_names(features[s].loc[df.index]) for s, df in frames.items()}
+        X = {s: features[s].loc[df.index] for s, df in frames.items()}
+    names = feature_names.lightgbm_names(X["train"].columns)
+    X = {s: lightgbm_names(x) for s, x in X.items()}
     y = {s: df[task.target_col].to_numpy(dtype=np.float64) for s, df in frames.items()}
     base = {s: boost_base(task, df, history, tables["train"]) for s, df in frames.items()}
     featurised = time.perf_counter()
     booster = train_trees(task, X["train"], y["train"], base["train"], seed,
                           valid=(X["val"], y["val"], base["val"]))
     fit = TreeFit(task, booster, frames, X, base, name, task.kind.label_range(
-        tables["train"][task.target_col].to_numpy(dtype=np.float64)))
+        tables["train"][task.target_col].to_numpy(dtype=np.float64)), names)
+    top = fit.importance().nlargest(3)
     log.info("%s: %.1f s (features %.1f s, fit %.1f s); %d trees, %d train rows x "
-             "%d features", name, time.perf_counter() - start, featurised - start,
-             time.perf_counter() - featurised, fit.rounds, len(train), X["train"].shape[1])
+             "%d features; most gain: %s", name, time.perf_counter() - start,
+             featurised - start, time.perf_counter() - featurised, fit.rounds, len(train),
+             X["train"].shape[1], ", ".join(feature_names.shown(n, 60) for n in top.index))
     return fit
 
 
@@ -297,5 +311,8 @@ def threads() -> int:
 
 
 def lightgbm_names(X: pd.DataFrame) -> pd.DataFrame:
-    """Feature names without the characters LightGBM refuses (JSON punctuation)."""
-    return X.rename(columns=lambda c: re.sub(r'[\[\]{}":,]', "_", str(c)))
+    """``X`` under the names LightGBM stores (:func:`rdl.features.names.lightgbm_names`:
+    distinct, safe, no category value in them)."""
+    out = X.copy(deep=False)
+    out.columns = list(feature_names.lightgbm_names(X.columns))
+    return out

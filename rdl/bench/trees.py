@@ -59,7 +59,8 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
              "time": str((task.val_time if s == "val" else task.test_time).date()),
              "metric": metric, "mode": task.monitor_mode,
              **{name: res[s][metric] for name, res in scores.items()},
-             "trees s": seconds, "gain": gain_shares(fits, feats, task.entity_table)}
+             "trees s": seconds,
+             "gain": gain_shares(fits, feats, task.entity_table, view[task.entity_table].fkeys)}
             for s in ("val", "test")]
 
 
@@ -72,33 +73,36 @@ FAMILIES = ("own row", "label history", "children", "parents", "children (depth 
             "child rows' parents", "grandchildren", "groups")
 
 
-def family(column: str, entity: str, depth1: set[str]) -> str:
-    """The family of a feature by its name: ``history.*`` and ``<entity>.<col>`` at depth 1,
-    ``<entity>>parent...``, ``group[...]``, ``child>parent...`` and ``child<grandchild...``
-    at depth 2 (a child's own aggregates otherwise)."""
+def family(column: str, entity: str, depth1: set[str], keys: dict) -> str:
+    """The family of a feature by its name (:mod:`rdl.features.names`): ``history.*`` and
+    ``<entity>.<col>`` at depth 1, the paths to the entity's parents by its foreign keys
+    ``keys`` (``<entity>>parent...``), ``group[...]``, ``child>parent...`` and
+    ``child<grandchild...`` at depth 2 (a child's own aggregates otherwise)."""
+    from rdl.features.names import up
+
     if column.startswith("history."):
         return "label history"
     if column in depth1:
         return "own row" if column.startswith(f"{entity}.") else "children"
     if column.startswith("group["):
         return "groups"
-    if column.startswith(f"{entity}>"):
+    if any(column.startswith(p) and column[len(p):][:1] in (".", "<")
+           for p in (up(entity, keys, k) for k in keys)):
         return "parents"
     if ">" in column:
         return "child rows' parents"
     return "grandchildren" if "<" in column else "children (depth 2)"
 
 
-def gain_shares(fits: dict, feats: dict, entity: str) -> dict[str, float]:
-    """The depth-2 LightGBM's gain per feature family, as shares of its total gain."""
+def gain_shares(fits: dict, feats: dict, entity: str, keys: dict) -> dict[str, float]:
+    """The depth-2 LightGBM's gain per feature family, as shares of its total gain
+    (``keys``: the entity table's foreign keys)."""
     from rdl.baselines.trees import DEPTH1, DEPTH2
 
     depth1 = set(feats[DEPTH1]["train"].columns)
-    booster = fits[DEPTH2].booster
-    gain = booster.feature_importance("gain", iteration=fits[DEPTH2].rounds)
     out = dict.fromkeys(FAMILIES, 0.0)
-    for column, g in zip(feats[DEPTH2]["train"].columns, gain):
-        out[family(str(column), entity, depth1)] += float(g)
+    for column, g in fits[DEPTH2].importance("gain").items():
+        out[family(column, entity, depth1, keys)] += float(g)
     total = sum(out.values()) or 1.0
     return {k: v / total for k, v in out.items()}
 

@@ -28,7 +28,9 @@ a row at ``t`` counts iff ``t <= s`` (``<`` with ``strict``), both ends of a joi
 label iff its window closed by ``s``. The top-k values of a column are its most frequent
 in rows up to the val time. All joins run in DuckDB on one thread (repeatable sums); the
 popularity of a parent is computed once per distinct seed time. ``max_features`` caps the
-count, dropping the last of the groups above first.
+count, dropping the last of the groups above first. The names spell each feature's path
+through the schema, a foreign key's name where a table is reached by several keys or
+refers to itself (:mod:`rdl.features.names`: distinct whatever the schema).
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ import pandas as pd
 
 from rdl.data.database import Database
 from rdl.sections import settings_of
+from rdl.features.names import side_by_side
 from rdl.features.synthesis import Synthesis
 from rdl.tasks import Task
 
@@ -163,4 +166,4 @@ def _features(syn: "Synthesis", history: pd.DataFrame | None) -> pd.DataFrame:
             if table.time_col is not None:
                 parts.append(syn.child(name, table, fkey))
     parts = [p for p in parts if p is not None and len(p.columns)]
-    return pd.concat(parts, axis=1) if parts else pd.DataFrame(index=pd.RangeIndex(len(syn.ids)))
+    return side_by_side(parts) if parts else pd.DataFrame(index=pd.RangeIndex(len(syn.ids)))

@@ -11,6 +11,7 @@ import torch_frame
 
 from rdl.data.database import Table
 from rdl.features.labels import label_matrix
+from rdl.features.names import Columns, down, hop, side_by_side, up
 from rdl.features.table import is_free_text, own_features
 from rdl.visibility import includes_equal, sql_comparison
 
@@ -91,7 +92,8 @@ class Synthesis:
             prow = self.rows_of(ref, pid)
             known = prow >= 0
             pid = np.where(known, pid, -1).astype(np.int64)
-            cols = own_features(f"{task.entity_table}>{ref}", parent, pid, self.seeds)
+            path = up(task.entity_table, entity.fkeys, fkey)
+            cols = own_features(path, parent, pid, self.seeds)
             if parent.time_col is not None:  # a parent from after the seed is not there yet
                 t = parent.df[parent.time_col].to_numpy().astype("datetime64[ns]")
                 pt = np.where(known, t[np.maximum(prow, 0)], np.datetime64("NaT"))
@@ -104,9 +106,8 @@ class Synthesis:
                     if child.time_col is None or name == task.entity_table:
                         continue
                     pop = self.popularity(name, child, cfk)
-                    prefix = f"{task.entity_table}>{ref}<{name}"
-                    parts.append(self.lookup(pop, pid, prefix))
-        return pd.concat(parts, axis=1) if parts else None
+                    parts.append(self.lookup(pop, pid, down(path, name, child.fkeys, cfk)))
+        return side_by_side(parts) if parts else None
 
     # -- popularity of a parent at each seed time ---------------------------------------
     def popularity(self, name: str, child: Table, fkey: str) -> pd.DataFrame:
@@ -142,7 +143,7 @@ class Synthesis:
         e, y = task.entity_col, task.target_col
         h = history[[e, "available", y]].dropna(subset=[y])
         labels = label_matrix(task, h[y])
-        out = {}
+        out = Columns()
         for col in self.kinds(task.entity_table)["cat"]:
             values = entity.df[col].astype("string")
             if values.nunique() > self.settings.max_group_values or values.nunique() < 2:
@@ -183,7 +184,7 @@ class Synthesis:
                f"FROM q JOIN c ON c.e = q.e AND c.t > q.s - {wmax * self.w} "
                f"AND c.t {self.le} q.s GROUP BY q.rid")
         agg = _duck(sql, q=self.q, c=c).set_index("rid").reindex(np.arange(len(self.ids)))
-        out = {}
+        out = Columns()
         for i, (expr, col) in enumerate(cols):
             v = agg[f"f{i}"].to_numpy(dtype=np.float64, na_value=np.nan)
             out[col] = np.nan_to_num(v) if expr.startswith("count") else v
@@ -203,8 +204,7 @@ class Synthesis:
         time, numbers, other keys, its parents' numbers and category codes), the
         aggregates' SQL and names, the parents whose popularity to look up, the prefix."""
         task, settings = self.task, self.settings
-        links = [f for f, r in table.fkeys.items() if r == task.entity_table]
-        prefix = name if len(links) == 1 else f"{name}.{fkey}"
+        prefix = hop(name, table.fkeys, fkey)
         kinds = self.kinds(name)
         src = table.df
         keep = src[fkey].notna().to_numpy() & src[table.time_col].notna().to_numpy()
@@ -240,7 +240,7 @@ class Synthesis:
             pidx = self.rows_of(ref, c[f"k{k}"].to_numpy())
             has = pidx >= 0
             pidx = np.maximum(pidx, 0)
-            pp = f"{prefix}>{ref}" if len(others) == 1 else f"{prefix}.{f}>{ref}"
+            pp = up(name, table.fkeys, f, path=prefix)
             for j, col in enumerate(self.kinds(ref)["num"]):
                 v = parent.df[col].to_numpy(dtype=np.float64, na_value=np.nan)
                 c[f"p{k}_{j}"] = np.where(has, v[pidx], np.nan)
@@ -250,7 +250,8 @@ class Synthesis:
             for cname, ctable in self.db:
                 for cfk in [x for x, r in ctable.fkeys.items() if r == ref]:
                     if ctable.time_col is not None:
-                        pops.append((f"k{k}", cname, ctable, cfk, f"{pp}<{cname}"))
+                        pops.append((f"k{k}", cname, ctable, cfk,
+                                     down(pp, cname, ctable.fkeys, cfk)))
         for j, (col, owner, via, pp) in enumerate(cats):
             if via is None:
                 code, top = self.codes(owner, col, rows)
@@ -279,7 +280,7 @@ class Synthesis:
     def grandchildren(self, name, table, fkey, prefix, wmax) -> dict:
         """Rows of tables ``G`` referencing the entity's ``C`` rows (``C`` needs a primary
         key): their count and numeric means, both ``C`` and ``G`` rows visible at ``s``."""
-        out = {}
+        out = Columns()
         if table.pkey is None:
             return out
         # per row of C: its entity's key (NaN: none) and its time
@@ -300,7 +301,7 @@ class Synthesis:
                 nums = self.kinds(gname)["num"]
                 for j, col in enumerate(nums):
                     gg[f"x{j}"] = g.df[col].to_numpy(dtype=np.float64, na_value=np.nan)[ok]
-                gp = f"{prefix}<{gname}"
+                gp = down(prefix, gname, g.fkeys, gfk)
                 terms = [f"count(*) AS n"] + [f"avg(gg.x{j}) AS x{j}" for j in range(len(nums))]
                 sql = (f"SELECT q.rid, {', '.join(terms)} FROM q JOIN gg ON gg.e = q.e "
                        f"AND gg.t > q.s - {wmax * self.w} AND gg.t {self.le} q.s "

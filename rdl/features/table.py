@@ -28,6 +28,7 @@ import pandas as pd
 
 from rdl.data.database import Database, DataError, Table
 from rdl.features.labels import visible_labels
+from rdl.features.names import hop, side_by_side
 from rdl.tasks import Task
 from rdl.visibility import includes_equal, sql_comparison
 
@@ -54,7 +55,7 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
     parts = [own_features(task.entity_table, entity, ids, seeds)] if own else []
     parts.append(history_features(task, df, history))
     parts += children_features(db, task.entity_table, ids, seeds, task.delta, strict)
-    out = pd.concat(parts, axis=1)
+    out = side_by_side(parts)
     out.index = df.index
     return out
 
@@ -66,9 +67,8 @@ def children_features(db: Database, parent: str, ids: np.ndarray, seeds: np.ndar
     :func:`static_child_features` for a child without time."""
     parts = []
     for name, table in db:
-        links = [f for f, ref in table.fkeys.items() if ref == parent]
-        for fkey in links:
-            prefix = name if len(links) == 1 else f"{name}.{fkey}"
+        for fkey in [f for f, ref in table.fkeys.items() if ref == parent]:
+            prefix = hop(name, table.fkeys, fkey)
             if table.time_col is None:
                 parts.append(static_child_features(prefix, table, fkey, ids))
             else:
@@ -83,7 +83,7 @@ def with_own(task: Task, db: Database, df: pd.DataFrame, rest: pd.DataFrame) -> 
                        df[task.entity_col].to_numpy(dtype=np.int64),
                        df["timestamp"].to_numpy().astype("datetime64[ns]"))
     own.index = rest.index
-    return pd.concat([own, rest], axis=1)
+    return side_by_side([own, rest])
 
 
 def is_free_text(values: pd.Series) -> bool:

@@ -13,6 +13,7 @@ from rdl.baselines.ranker.retrieval import Retrieval
 from rdl.baselines.ranker.settings import RankerSettings
 from rdl.baselines.trees import lightgbm_names
 from rdl.data.database import Database, DataError
+from rdl.features.names import side_by_side
 from rdl.features.table import children_features, own_features
 from rdl.tasks import Task
 
@@ -153,7 +154,7 @@ class Featuriser:
         feats = self._rows(task.target_table, items, s, "item")
         parts.append(feats.iloc[np.searchsorted(items, pairs["i"].to_numpy())]
                      .reset_index(drop=True))
-        return pd.concat(parts, axis=1)
+        return side_by_side(parts)
 
     def _rows(self, table: str, ids: np.ndarray, s: np.datetime64, prefix: str) -> pd.DataFrame:
         """The own columns and child aggregates of ``table``'s rows ``ids`` at ``s``."""
@@ -161,6 +162,6 @@ class Featuriser:
         seeds = np.full(len(ids), s, dtype="datetime64[ns]")
         parts = [own_features(table, db[table], ids, seeds),
                  *children_features(db, table, ids, seeds, self.task.delta, self.strict)]
-        out = pd.concat(parts, axis=1)
+        out = side_by_side(parts)
         out = out.astype({c: np.float32 for c in out.columns if out[c].dtype == np.float64})
         return out.add_prefix(f"{prefix}.")
