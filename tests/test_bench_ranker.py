@@ -1,6 +1,8 @@
 """``python -m rdl.bench ranker``: the ranker per week beside the simple link baselines."""
 import csv
 
+import pytest
+
 from rdl.bench import ranker
 
 
@@ -17,3 +19,7 @@ def test_ranker_bench_reports_each_week_and_the_leads(tmp_path, rdl_cache):
         assert float(r["peak GiB"]) > 0 and float(r["ranker s"]) > 0
     leads = list(csv.DictReader(open(tmp_path / "ranker-leads.csv")))
     assert leads[0]["weeks"] == "4" and "(" in leads[0]["ranker over past links"]
+    gain = list(csv.DictReader(open(tmp_path / "ranker-gain.csv")))[0]
+    shares = {k: float(v.rstrip(" %")) for k, v in gain.items() if k != "task"}
+    assert {"pair", "co-occurrence", "popularity", "entity", "item"} <= set(shares)
+    assert sum(shares.values()) == pytest.approx(100, abs=0.5)

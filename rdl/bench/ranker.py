@@ -7,7 +7,9 @@ For each link task and each ``backtest=k`` (val and test ``k`` windows earlier, 
 baselines (popularity, past links), scored on val and test with the task's monitored
 metric, with the candidates' recall, the ranker's time and the peak memory of that step
 (``VmHWM`` reset before it). Then per task the ranker's lead over each simple baseline as
-mean +- standard error over every week scored, and weeks won. ``--set data.db.scale=1.0``
+mean +- standard error over every week scored, and weeks won, and the share of the ranker's
+gain per feature family (pair, co-occurrence, parents, segments, popularity, source ranks,
+the entity's row, the item's row). ``--set data.db.scale=1.0``
 measures the ranker at H&M's full size.
 """
 from __future__ import annotations
@@ -47,7 +49,8 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
              **{name: res[s][m] for name, res in scores.items()},
              "candidate recall": scores[NAME][s]["candidate_recall"],
              "candidates per seed": round(fit.splits[s].per_seed, 1),
-             "ranker s": round(seconds, 1), "peak GiB": round(peak, 2)}
+             "ranker s": round(seconds, 1), "peak GiB": round(peak, 2),
+             "gain": fit.gain_shares()}
             for s in ("val", "test")]
 
 
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     from rdl.baselines.ranker import NAME
 
-    rows, leads = [], []
+    rows, leads, gains = [], [], []
     for task in args.tasks:
         mine = []
         for back in args.backtest:
@@ -77,6 +80,10 @@ def main(argv: list[str] | None = None) -> None:
                       flush=True)
             mine += got
         rows += mine
+        fitted = [r.pop("gain") for r in mine][::2]   # one fit per week (its val and test rows)
+        gains.append({"task": mine[0]["task"], **{
+            k: f"{100 * sum(g.get(k, 0.0) for g in fitted) / len(fitted):.1f} %"
+            for k in dict.fromkeys(k for g in fitted for k in g)}})
         leads.append({"task": mine[0]["task"], "metric": mine[0]["metric"],
                       "weeks": len(mine),
                       "ranker over past links": lead(mine, NAME, "past links"),
@@ -85,6 +92,8 @@ def main(argv: list[str] | None = None) -> None:
                  header=f"LightGBM ranker per week ({' '.join(args.set) or 'default data'}), "
                         f"load average {load_average()}")
     report("ranker-leads", leads, out, header="Leads over every week scored (val and test)")
+    report("ranker-gain", gains, out, header="The ranker's gain per feature family (where "
+                                             "its signal sits), mean over the weeks")
 
 
 if __name__ == "__main__":

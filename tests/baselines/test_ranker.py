@@ -161,3 +161,8 @@ def test_scores_on_the_tiny_database(tiny_cfg):
     # deterministic: the same seed, the same scores
     again = ranker_baseline(data.task, data.db, data.tables, RankerSettings(rounds=30))[NAME]
     assert again == out
+
+
+def test_the_packaged_settings_are_the_documented_defaults():
+    from rdl.training.data_settings import DataSettings
+    assert DataSettings.of().ranker == RankerSettings()

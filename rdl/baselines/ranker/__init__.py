@@ -49,11 +49,35 @@ class RankerFit:
     splits: dict[str, SplitFeatures]
     scores: dict[str, np.ndarray]
 
+    def gain_shares(self) -> dict[str, float]:
+        """The booster's gain per feature family (:data:`FAMILIES`), as shares of its
+        total: where the ranker finds its signal."""
+        names = self.splits["val"].names
+        gain = self.booster.feature_importance(
+            "gain", iteration=self.booster.best_iteration or None)
+        out = dict.fromkeys([*FAMILIES, "other"], 0.0)
+        for column, g in zip(self.booster.feature_name(), gain):
+            out[family_of(names.get(column, column))] += float(g)
+        total = sum(out.values()) or 1.0
+        return {k: v / total for k, v in out.items() if k != "other" or v}
+
     def metrics(self) -> dict:
         """``{"LightGBM ranker": {split: {metric: value, "candidate_recall": r}}}``."""
         from rdl.baselines.ranker.fit import score_ranking
         return {NAME: {s: score_ranking(self.task, f, self.scores[s])
                        for s, f in self.splits.items()}}
+
+
+#: the ranker's feature families by the start of their names (rdl/baselines/ranker/
+#: retrieval.py, features.py), in report order
+FAMILIES = {"pair": ("pair_",), "co-occurrence": ("cooc_",), "parents": ("parent_hits_",),
+            "segments": ("segment_count_",), "popularity": ("item_count", "item_trend"),
+            "source ranks": ("rank_",), "entity": ("entity_", "entity."), "item": ("item.",)}
+
+
+def family_of(column: str) -> str:
+    """The feature family of one of the ranker's feature names."""
+    return next((f for f, starts in FAMILIES.items() if column.startswith(starts)), "other")
 
 
 def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],

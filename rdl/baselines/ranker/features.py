@@ -3,7 +3,7 @@
 child-table aggregates at the seed's time (depth 1, :mod:`rdl.features.table`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -11,8 +11,8 @@ import pandas as pd
 from rdl.baselines.ranker.events import events
 from rdl.baselines.ranker.retrieval import Retrieval
 from rdl.baselines.ranker.settings import RankerSettings
-from rdl.baselines.trees import lightgbm_names
 from rdl.data.database import Database, DataError
+from rdl.features import names as feature_names
 from rdl.features.names import side_by_side
 from rdl.features.table import children_features, own_features
 from rdl.tasks import Task
@@ -30,6 +30,7 @@ class SplitFeatures:
     label: np.ndarray
     truth: list
     found: np.ndarray
+    names: dict = field(default_factory=dict)   # LightGBM's feature name -> readable
 
     @property
     def seeds(self) -> int:
@@ -140,7 +141,9 @@ class Featuriser:
         label = (pd.DataFrame({"rid": rid, "i": item}).merge(true, how="left", on=["rid", "i"])
                  ["y"].fillna(0).to_numpy(dtype=np.float64))
         found = np.bincount(rid, weights=label, minlength=len(df))
-        return SplitFeatures(lightgbm_names(X), rid, item, label, truth, found)
+        safe = feature_names.lightgbm_names(X.columns)
+        X.columns = list(safe)
+        return SplitFeatures(X, rid, item, label, truth, found, safe)
 
     def _with_rows(self, pairs: pd.DataFrame, seeds: pd.DataFrame, s: np.datetime64
                    ) -> pd.DataFrame:
