@@ -3,7 +3,8 @@
 
 For each link task and each ``backtest=k`` (val and test ``k`` windows earlier, as
 ``rdl.train`` moves them), in this process: the split tables, then the ranker
-(:func:`~rdl.baselines.ranker.fit_ranker`, the run's ``data.ranker``) and the simple link
+(:func:`~rdl.baselines.ranker.fit_ranker`, the run's ``data.ranker``, with its
+``data.deep_features`` for the entity's and the item's rows) and the simple link
 baselines (popularity, past links), scored on val and test with the task's monitored
 metric, with the candidates' recall, the ranker's time and the peak memory of that step
 (``VmHWM`` reset before it). Then per task the ranker's lead over each simple baseline as
@@ -27,6 +28,7 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     from rdl.baselines.link import link_baselines
     from rdl.baselines.ranker import NAME, RankerSettings, fit_ranker
     from rdl.families.link import LinkTask
+    from rdl.features.deep import DeepSettings
 
     cfg = config(*(task_name.split() if "=" in task_name else [f"task={task_name}"]),
                  f"backtest={back}", *overrides)
@@ -37,9 +39,10 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     tables = {s: task.split_table(s, db) for s in ("train", "val", "test")}
     view = task.inputs(db.upto(task.test_time))
     settings = RankerSettings.of(cfg.data.get("ranker")) or RankerSettings()
+    deep = DeepSettings.of(cfg.data.get("deep_features"))
     reset_peak_rss()
     start = time.perf_counter()
-    fit = fit_ranker(task, view, tables, settings, cfg.data.strict, cfg.seed)
+    fit = fit_ranker(task, view, tables, settings, cfg.data.strict, cfg.seed, deep=deep)
     seconds, peak = time.perf_counter() - start, step_peak_rss_gib()
     scores = {**fit.metrics(), **link_baselines(task, tables)}
     m = task.monitor

@@ -40,8 +40,9 @@ class DataSettings:
         batch_size: seeds per batch (RelBench: 512); eval_batch_size: per evaluation
             batch (None: ``batch_size``).
         strict: neighbours must be strictly older than the seed (RelBench v3 rule).
-        label_history, seed_features, tree_prior, tree_blocks, deep_features: the node
-            family's (:mod:`rdl.families.node`); a link task leaves them out.
+        label_history, seed_features, tree_prior, tree_blocks: the node family's
+            (:mod:`rdl.families.node`); a link task leaves them out. deep_features: the
+            depth-2 synthesis's bounds (node tasks' trees; link tasks' ranker).
         ranker: the link family's LightGBM ranker baseline
             (:class:`~rdl.baselines.ranker.RankerSettings`; None: not fitted).
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.

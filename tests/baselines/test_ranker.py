@@ -12,6 +12,7 @@ from rdl.baselines.ranker import NAME, RankerSettings, ranker_baseline
 from rdl.baselines.ranker.events import bridges, events
 from rdl.baselines.ranker.features import Featuriser
 from rdl.data.database import Database, DataError, Table
+from rdl.features.deep import DeepSettings
 
 T = pd.Timestamp
 
@@ -45,10 +46,10 @@ def split(customer, articles, t="2020-08-31"):
                          "article_id": articles})
 
 
-def features(db, df, strict=False, **settings):
+def features(db, df, strict=False, deep=None, **settings):
     task = purchase_task()
     tables = {"train": df, "val": df, "test": df}
-    f = Featuriser(task, db, tables, RankerSettings(**settings), strict)
+    f = Featuriser(task, db, tables, RankerSettings(**settings), strict, deep)
     try:
         return f.split(df)
     finally:
@@ -98,12 +99,15 @@ def test_parent_columns_add_siblings_sold_recently():
     assert row(f0, 0, 4) is None   # only parents retrieve it (past: 1, 3)
 
 
-def test_nothing_after_the_seed_time_is_seen():
+@pytest.mark.parametrize("deep", [None, DeepSettings()], ids=["depth 1", "depth 2"])
+def test_nothing_after_the_seed_time_is_seen(deep):
     df = split([0, 1, 2], [[3], [1], [5]])
-    before = features(shop(), df)
+    before = features(shop(), df, deep=deep)
+    if deep is not None:   # the rows' depth-2 features are there (the item's buyers' club)
+        assert any(c.startswith("item.") and "club" in c for c in before.X.columns)
     # garbage after the seed time: purchases of every article by every customer
     later = [(c, a, d) for c in range(4) for a in range(6) for d in ("2020-09-01", "2020-09-05")]
-    after = features(shop(extra=later), df)
+    after = features(shop(extra=later), df, deep=deep)
     pd.testing.assert_frame_equal(before.X, after.X)
     assert (before.item == after.item).all()
 

@@ -82,15 +82,17 @@ def family_of(column: str) -> str:
 
 def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                settings: RankerSettings | None = None, strict: bool = False, seed: int = 0,
-               rows: dict | None = None) -> RankerFit:
+               rows: dict | None = None, deep=None) -> RankerFit:
     """The ranker fitted on the train split and early-stopped on val, with its scores of
-    every val and test candidate (``rows``: split -> the first ``n`` rows only)."""
+    every val and test candidate (``rows``: split -> the first ``n`` rows only; ``deep``:
+    :class:`~rdl.features.deep.DeepSettings` for the entity's and the item's depth-2
+    features, None: depth 1)."""
     from rdl.baselines.ranker.fit import predict, train_booster
 
     settings = settings or RankerSettings()
     start = time.perf_counter()
     rows = rows or {}
-    feats = Featuriser(task, db, tables, settings, strict)
+    feats = Featuriser(task, db, tables, settings, strict, deep)
     try:
         train = sample_train(tables["train"], settings, seed)
         X = {"train": feats.split(train)}

@@ -4,6 +4,7 @@ child-table aggregates at the seed's time (depth 1, :mod:`rdl.features.table`)."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -103,11 +104,13 @@ def parent_columns(db: Database, table: str, settings: RankerSettings) -> dict[s
 
 class Featuriser:
     """Builds :class:`SplitFeatures` for any split table of ``task`` (one DuckDB session
-    over the task's events; :meth:`close` it)."""
+    over the task's events; :meth:`close` it). ``deep``: the depth-2 synthesis's settings
+    (:class:`~rdl.features.deep.DeepSettings`) for the entity's and the item's rows, or
+    None (depth 1 only)."""
 
     def __init__(self, task: Task, db: Database, tables: dict[str, pd.DataFrame],
-                 settings: RankerSettings, strict: bool):
-        self.task, self.settings, self.strict = task, settings, strict
+                 settings: RankerSettings, strict: bool, deep=None):
+        self.task, self.settings, self.strict, self.deep = task, settings, strict, deep
         self.db = db if "now" in tables else db.upto(task.test_time)
         ev = events(task, self.db, tables, strict)
         self.sources = ev.sources
@@ -165,6 +168,14 @@ class Featuriser:
         seeds = np.full(len(ids), s, dtype="datetime64[ns]")
         parts = [own_features(table, db[table], ids, seeds),
                  *children_features(db, table, ids, seeds, self.task.delta, self.strict)]
+        if self.deep is not None:   # depth 2: the row's parents, its children's, ...
+            from rdl.features.deep import deep_features
+            task = self.task
+            rows_of = SimpleNamespace(name=f"{task.name}: {table}", entity_table=table,
+                                      entity_col="_row", delta=task.delta,
+                                      val_time=task.val_time, target_col=None)
+            df = pd.DataFrame({"_row": ids, "timestamp": seeds})
+            parts.append(deep_features(rows_of, db, df, None, self.strict, self.deep))
         out = side_by_side(parts)
         out = out.astype({c: np.float32 for c in out.columns if out[c].dtype == np.float64})
         return out.add_prefix(f"{prefix}.")

@@ -95,5 +95,5 @@ def cached_fit(data, rows: dict) -> RankerFit:
     if key not in cache:
         s = data.settings
         cache[key] = fit_ranker(data.task, data.db, data.tables, s.ranker, s.strict,
-                                s.random_seed, rows)
+                                s.random_seed, rows, s.deep_features)
     return cache[key]
