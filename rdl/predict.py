@@ -91,6 +91,9 @@ def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
         raise RuntimeError(f"predicted {len(ids)} rows for the {len(dm.tables[cfg.split])} "
                            f"rows of split {cfg.split!r}")
     pred = pred[torch.from_numpy(order)]
+    if ckpt.get("rdl_ranker_blend") is not None:  # link tasks: with the ranker, as chosen on val
+        from rdl.families.link.blend import blend_predictions
+        pred = blend_predictions(module, dm, cfg.split, float(ckpt["rdl_ranker_blend"]))
     table, metrics = layout(dm, cfg.split, pred)
     out = Path(cfg.output) if cfg.get("output") else (
         Path(cfg.ckpt_path).resolve().parent.parent / f"predictions_{cfg.split}.{cfg.format}")

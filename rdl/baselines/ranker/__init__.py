@@ -82,11 +82,12 @@ def family_of(column: str) -> str:
 
 def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                settings: RankerSettings | None = None, strict: bool = False, seed: int = 0,
-               rows: dict | None = None, deep=None) -> RankerFit:
+               rows: dict | None = None, deep=None, splits=("val", "test")) -> RankerFit:
     """The ranker fitted on the train split and early-stopped on val, with its scores of
     every val and test candidate (``rows``: split -> the first ``n`` rows only; ``deep``:
     :class:`~rdl.features.deep.DeepSettings` for the entity's and the item's depth-2
-    features, None: depth 1)."""
+    features, None: depth 1; ``splits``: those scored, val among them or not: it stops
+    the trees early either way)."""
     from rdl.baselines.ranker.fit import predict, train_booster
 
     settings = settings or RankerSettings()
@@ -96,12 +97,13 @@ def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     try:
         train = sample_train(tables["train"], settings, seed)
         X = {"train": feats.split(train)}
-        X.update({s: feats.split(tables[s].iloc[: rows.get(s)]) for s in ("val", "test")})
+        X.update({s: feats.split(tables[s].iloc[: rows.get(s)])
+                  for s in dict.fromkeys(("val", *splits))})
     finally:
         feats.close()
     booster = train_booster(X["train"], X["val"], task.eval_k, settings, seed)
-    fit = RankerFit(task, booster, {s: X[s] for s in ("val", "test")},
-                    {s: predict(booster, X[s]) for s in ("val", "test")})
+    fit = RankerFit(task, booster, {s: X[s] for s in splits},
+                    {s: predict(booster, X[s]) for s in splits})
     log.info("%s: %.1f s; %d train seeds at %d times, %.1f candidates per seed, "
              "candidate recall %.3f (val), %d trees, %d features", NAME,
              time.perf_counter() - start, X["train"].seeds, train["timestamp"].nunique(),

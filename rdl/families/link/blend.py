@@ -21,7 +21,8 @@ import torch
 
 from rdl.baselines.ranker import RankerFit, fit_ranker
 from rdl.baselines.ranker.features import SplitFeatures
-from rdl.baselines.ranker.fit import score_ranking
+from rdl.baselines.link import pad_lists
+from rdl.baselines.ranker.fit import score_ranking, top_k
 
 log = logging.getLogger("rdl.train")
 
@@ -45,7 +46,8 @@ def model_scores(module, data, split: str, f: SplitFeatures, rows: int) -> np.nd
         module.embed_candidates(split)
     ptr = np.searchsorted(f.rid, np.arange(f.seeds + 1))
     out = np.full(len(f.rid), np.nan)
-    loader = data.val_dataloader() if split == "val" else data.test_dataloader()
+    loader = {"val": data.val_dataloader, "test": data.test_dataloader}.get(
+        split, data.predict_dataloader)()
     for batch in loader:
         seeds = batch[module.entity].input_id.numpy()
         if seeds.min() >= rows:   # evaluation is in table order: the rest is not scored
@@ -64,10 +66,11 @@ def model_scores(module, data, split: str, f: SplitFeatures, rows: int) -> np.nd
     return out
 
 
-def blended(module, data, trainer, alone: dict, weights, rows: dict) -> dict:
+def blended(module, data, trainer, ckpt: str | None, alone: dict, weights, rows: dict) -> dict:
     """The model's entry in the results: the blend with the weight best on val, and
     ``"blend": {"weight": w, "by_weight": {w: {"val": ..., "test": ...}}, "alone": ...}``
-    (``alone``: the model's own scores, as :meth:`Family.evaluate` gives them)."""
+    (``alone``: the model's own scores, as :meth:`Family.evaluate` gives them); the weight
+    is saved into ``ckpt`` (the best checkpoint) for ``rdl.predict``."""
     task, settings = data.task, data.settings
     fit = cached_fit(data, rows)
     ranker = {s: per_seed_z(f, fit.scores[s]) for s, f in fit.splits.items()}
@@ -76,7 +79,7 @@ def blended(module, data, trainer, alone: dict, weights, rows: dict) -> dict:
     table, best = {}, None
     key, higher = task.monitor, task.monitor_mode != "min"
     for w in map(float, weights):
-        table[w] = {s: score_ranking(task, f, (1 - w) * ranker[s] + w * model[s])
+        table[w] = {s: _task_metrics(score_ranking(task, f, (1 - w) * ranker[s] + w * model[s]))
                     for s, f in fit.splits.items()}
         v = table[w]["val"][key]
         if best is None or (v > table[best]["val"][key] if higher else v < table[best]["val"][key]):
@@ -84,16 +87,35 @@ def blended(module, data, trainer, alone: dict, weights, rows: dict) -> dict:
     log.info("the model on the ranker's candidates: weight %g, the best on val of %s (%s: %s)",
              best, ", ".join(f"{w:g}" for w in table), key,
              ", ".join(f"{t['val'][key]:.4f}" for t in table.values()))
+    module.ranker_blend = best
+    if ckpt:
+        trainer.save_checkpoint(ckpt, weights_only=False)
     by_weight = {f"{w:g}": t for w, t in table.items()}
     return {**table[best], "blend": {"weight": best, "by_weight": by_weight, "alone": alone}}
 
 
-def cached_fit(data, rows: dict) -> RankerFit:
+def _task_metrics(scores: dict) -> dict:
+    """The task's metrics of a ranking (the candidates' recall is the ranker's row's)."""
+    return {k: v for k, v in scores.items() if k != "candidate_recall"}
+
+
+def cached_fit(data, rows: dict, splits=("val", "test")) -> RankerFit:
     """The data module's ranker, fitted once (the blend and the baseline share it)."""
-    key = tuple(sorted((rows or {}).items()))
+    key = (tuple(sorted((rows or {}).items())), tuple(splits))
     cache = data.__dict__.setdefault("_ranker_fits", {})
     if key not in cache:
         s = data.settings
         cache[key] = fit_ranker(data.task, data.db, data.tables, s.ranker, s.strict,
-                                s.random_seed, rows, s.deep_features)
+                                s.random_seed, rows, s.deep_features, splits)
     return cache[key]
+
+
+def blend_predictions(module, data, split: str, weight: float) -> torch.Tensor:
+    """``[N, k]``: each seed of ``split`` (in its table's order) ranked as the training run
+    chose on val: its ranker candidates by ``(1 - weight) * ranker + weight * model``
+    (the ranker refitted as the run fitted it: same data, settings and seed)."""
+    fit = cached_fit(data, {}, (split,))
+    f = fit.splits[split]
+    score = ((1 - weight) * per_seed_z(f, fit.scores[split])
+             + weight * per_seed_z(f, model_scores(module, data, split, f, f.seeds)))
+    return pad_lists(top_k(f, score, data.task.eval_k), data.task.eval_k)[:, : data.task.eval_k]

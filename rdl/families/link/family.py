@@ -64,7 +64,7 @@ class LinkFamily(Family):
                         "scored in single-process runs; this run reports the model alone")
             return alone
         # the model on the LightGBM ranker's candidates, the weight of each chosen on val
-        return blended(module, data, trainer, alone, weights, scored_rows(trainer, data))
+        return blended(module, data, trainer, ckpt, alone, weights, scored_rows(trainer, data))
 
     def baselines(self, data, rows):
         out = link_baselines(data.task, data.tables, rows=rows)

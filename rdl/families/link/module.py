@@ -29,6 +29,14 @@ class LinkTaskModule(TaskModule):
         super().__init__(model, task, *args, **kwargs)
         self.dst = task.target_table
         self.num_dst, self.k = num_dst_nodes, task.eval_k
+        # the weight of the model beside the LightGBM ranker chosen on val after training
+        # (rdl/families/link/blend.py; None: the model alone over every item)
+        self.ranker_blend: float | None = None
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        super().on_save_checkpoint(checkpoint)
+        # read by rdl.predict only: training and its evaluations rank with the model alone
+        checkpoint["rdl_ranker_blend"] = self.ranker_blend
 
     def run(self, batch) -> Run:
         """The model's forward over ``batch`` (:class:`~rdl.nn.interface.Run`)."""
