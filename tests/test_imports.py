@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent / "rdl"
 #: bottom first. A module's room is the longest room name that prefixes it.
 FLOORS = [
     # 0: no rdl below it
-    ["rdl.paths", "rdl.caching", "rdl.scaling", "rdl.visibility", "rdl.sections"],
+    ["rdl.paths", "rdl.caching", "rdl.scaling", "rdl.visibility", "rdl.sections",
+     "rdl.progress"],
     ["rdl.safe_load"],
     # 2: files to tables
     ["rdl.data"],
