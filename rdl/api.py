@@ -38,6 +38,7 @@ from rdl.checkpoints import CONFIG_KEY, checked_resume
 from rdl.data.database import Database, DataError
 from rdl.families import check_model, data_module, family_of
 from rdl.families.family import scored_rows
+from rdl.progress import stage
 from rdl.report import report
 from rdl.safe_load import allowed
 from rdl.settings import (check_settings, data_key, process_settings, several_processes,
@@ -91,7 +92,8 @@ def config(*overrides: str) -> DictConfig:
 def load_database(cfg: DictConfig) -> Database:
     """The database ``cfg.data.db`` describes (the synthetic H&M by default; RelBench's
     files with ``data=relbench``, a folder with ``data=folder``), keys re-indexed."""
-    return instantiate(cfg.data.db, _convert_="all")
+    with stage("loading the database", log):
+        return instantiate(cfg.data.db, _convert_="all")
 
 
 def load_task(cfg: DictConfig) -> Task:

@@ -23,6 +23,7 @@ from rdl import paths
 from rdl.caching import atomic_file
 from rdl.data.database import Database, DataError
 from rdl.graph.build import check_stypes, make_graph
+from rdl.progress import stage
 from rdl.safe_load import load, plain, unplain
 from rdl.tasks import SPLITS, TIMESTAMPS, Task
 
@@ -138,9 +139,10 @@ def graph_database(task: Task, db: Database, settings) -> tuple[Database, dict]:
 
 def split_tables(task: Task, db: Database, now: bool) -> dict[str, pd.DataFrame]:
     """Each split's labelled rows (and, with ``now``, the seeds at the database's end)."""
-    tables = {s: task.split_table(s, db) for s in SPLITS}
-    if now:
-        tables["now"] = task.now_table(db, tables)
+    with stage("split tables (the task's SQL)", log):
+        tables = {s: task.split_table(s, db) for s in SPLITS}
+        if now:
+            tables["now"] = task.now_table(db, tables)
     for split, df in tables.items():
         log.info("%s table: %d rows", split, len(df))
     return tables

@@ -1,7 +1,9 @@
 """A run says what matters and nothing else: ``python -m rdl.train`` and ``python -m
 rdl.predict`` print no warning (Python shows every one here, ``-W default``) and none of
 Lightning's lines about the machine or its tips, with a database and graph built afresh
-or read from the cache; a compiled model says when it compiles and how long it took;
+or read from the cache; each stage a user waits on says when it starts and how long it
+took, and draws no bar in a log (stderr no terminal: rdl/progress.py,
+tests/test_progress.py); a compiled model says when it compiles and how long it took;
 ``verbose=true`` shows Lightning's lines and warnings again (as the process does after a
 run)."""
 from __future__ import annotations
@@ -21,6 +23,9 @@ import pytest
 PYTHON = (sys.executable, "-W", "default",
           "-W", "ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 RUN = ("task=user-churn", "debug=default")
+#: the stages of a tiny run (uncompiled), in the order it goes through them
+STAGES = ("loading the database", r"split tables \(the task's SQL\)", "depth-1 features",
+          "LightGBM", "depth-2 synthesis", "tree prior", "graph build")
 #: what a warning, or one of Lightning's lines that verbose=false leaves out, looks like:
 #: Python's ``file.py:12: UserWarning: ...`` (Lightning's own: ``file.py:12: message``),
 #: a logged warning, a deprecation, Lightning's tips and machine lines
@@ -57,6 +62,18 @@ def test_a_run_that_builds_its_graph_prints_no_warning(cold):
     assert (run_dir / "metrics.json").exists()
 
 
+def test_each_stage_says_when_it_starts_and_how_long_it_took_and_draws_no_bar_in_a_log(cold):
+    _, _, out = cold
+    logs = out.stdout + out.stderr
+    said = [re.search(rf"\] - {name}: \d+\.\d s", logs) for name in STAGES]
+    assert all(said), [name for name, s in zip(STAGES, said) if not s]
+    assert [s.start() for s in said] == sorted(s.start() for s in said)
+    for name in STAGES:
+        assert re.search(rf"\] - {name}\.\.\.$", logs, re.M), name
+    # rdl's bars (tqdm's format; Lightning's own bar is not rdl's to change)
+    assert not re.search(r"(graph build|depth-2 synthesis|LightGBM|tree prior): +\d+%\|", logs)
+
+
 def test_a_compiled_run_on_a_cached_graph_says_when_it_compiles_and_nothing_else(cold,
                                                                                  tmp_path):
     cache, _, _ = cold
@@ -69,7 +86,8 @@ def test_a_compiled_run_on_a_cached_graph_says_when_it_compiles_and_nothing_else
     logs = out.stdout + out.stderr
     for mode in ("training", "evaluation"):
         assert logs.count(f"compiling the model for {mode} (torch.compile, first batch)...") == 1
-        assert re.search(rf"model compiled for {mode} in \d+\.\d s", logs), logs[-3000:]
+        assert re.search(rf"compiling the model for {mode} \(torch.compile, first batch\): "
+                         r"\d+\.\d s", logs), logs[-3000:]
 
 
 def test_predictions_print_no_warning(cold, tmp_path):

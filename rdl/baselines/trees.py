@@ -15,9 +15,9 @@ keep every seed from seeing anything after its own time.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-import time
 import dataclasses
 from dataclasses import dataclass, field
 
@@ -30,6 +30,7 @@ from rdl.baselines.history import last_label, monitor
 from rdl.baselines.scoring import score
 from rdl.features.labels import train_prior
 from rdl.data.database import Database
+from rdl.progress import bar, stage
 from rdl.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -118,9 +119,12 @@ def fit_tree_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame]
     fits = {DEPTH1: fit_lightgbm(task, db, tables, history, strict, seed, features=features)}
     feats = {DEPTH1: features}
     if deep is not None:
+        synthesis = stage("depth-2 synthesis", log)
         both = {s: feature_names.side_by_side(
                     [features[s], deep_features(task, view, df, history, strict, deep)])
                 for s, df in tables.items()}
+        synthesis.end(f"{both['train'].shape[1] - features['train'].shape[1]} columns for "
+                      f"{sum(map(len, tables.values()))} rows")
         fits[DEPTH2] = fit_lightgbm(task, db, tables, history, strict, seed, features=both,
                                     name=DEPTH2)
         feats[DEPTH2] = both
@@ -231,7 +235,7 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     """LightGBM fitted on the train split (a seeded sample of ``max_train_rows`` if it has
     more), early-stopped on val. ``features``: the feature tables of the whole splits
     (:func:`~rdl.features.table.entity_features`), if already computed."""
-    start = time.perf_counter()
+    timer = stage(name, log)
     history = task.history(tables) if history is None else history
     view = db if "now" in tables else db.upto(task.test_time)  # "now": the whole database
     train = tables["train"]
@@ -248,16 +252,15 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     X = {s: lightgbm_names(x) for s, x in X.items()}
     y = {s: df[task.target_col].to_numpy(dtype=np.float64) for s, df in frames.items()}
     base = {s: boost_base(task, df, history, tables["train"]) for s, df in frames.items()}
-    featurised = time.perf_counter()
+    featurised = timer.seconds()
     booster = train_trees(task, X["train"], y["train"], base["train"], seed,
                           valid=(X["val"], y["val"], base["val"]))
     fit = TreeFit(task, booster, frames, X, base, name, task.kind.label_range(
         tables["train"][task.target_col].to_numpy(dtype=np.float64)), names)
     top = fit.importance().nlargest(3)
-    log.info("%s: %.1f s (features %.1f s, fit %.1f s); %d trees, %d train rows x "
-             "%d features; most gain: %s", name, time.perf_counter() - start,
-             featurised - start, time.perf_counter() - featurised, fit.rounds, len(train),
-             X["train"].shape[1], ", ".join(feature_names.shown(n, 60) for n in top.index))
+    timer.end(f"features {featurised:.1f} s, fit {timer.seconds() - featurised:.1f} s; "
+              f"{fit.rounds} trees, {len(train)} train rows x {X['train'].shape[1]} features; "
+              f"most gain: {', '.join(feature_names.shown(n, 60) for n in top.index)}")
     return fit
 
 
@@ -281,12 +284,21 @@ def train_trees(task: Task, X: pd.DataFrame, y: np.ndarray, base: np.ndarray | N
     if metric := STOPPING_METRIC.get(monitor(task)):
         params["metric"] = metric
     train_set = lightgbm.Dataset(X, y, init_score=base)
-    if valid is None:
-        return lightgbm.train(params, train_set, num_boost_round=rounds)
-    val_set = lightgbm.Dataset(valid[0], valid[1], reference=train_set, init_score=valid[2])
-    return lightgbm.train(params, train_set, num_boost_round=rounds, valid_sets=[val_set],
-                          callbacks=[lightgbm.early_stopping(PATIENCE, first_metric_only=True,
-                                                             verbose=False)])
+    with growing(rounds) as grown:
+        if valid is None:
+            return lightgbm.train(params, train_set, num_boost_round=rounds, callbacks=[grown])
+        val_set = lightgbm.Dataset(valid[0], valid[1], reference=train_set, init_score=valid[2])
+        return lightgbm.train(params, train_set, num_boost_round=rounds, valid_sets=[val_set],
+                              callbacks=[lightgbm.early_stopping(PATIENCE, first_metric_only=True,
+                                                                 verbose=False), grown])
+
+
+@contextlib.contextmanager
+def growing(rounds: int):
+    """LightGBM's callback that moves a bar over the ``rounds`` trees it may grow
+    (:func:`rdl.progress.bar`: shown on a terminal when the fit is long)."""
+    with bar(desc="LightGBM", total=rounds, unit="tree") as trees:
+        yield lambda env: trees.update()
 
 
 def raw_scores(booster, X: pd.DataFrame, base: np.ndarray | None, rounds: int) -> np.ndarray:

@@ -51,6 +51,7 @@ from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
 from rdl.data.checks import (check_finite, check_key, looks_like_times, missing_words,
                              numbers, parse_numbers, parse_times)
+from rdl.progress import bar, stage
 
 log = logging.getLogger(__name__)
 
@@ -218,17 +219,22 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         _check_columns(t, headers[name])
     calendars = {name: periods.read_calendar(t.period, folder, tables)
                  for name, t in files_of.items() if t.period and t.period.calendar}
-    frames = {name: _read(t, headers[name], calendars.get(name)) for name, t in files_of.items()}
+    reading = stage(f"reading and checking {len(files_of)} tables", log)
+    frames = {name: _read(t, headers[name], calendars.get(name))
+              for name, t in bar(files_of.items(), "reading", unit="table")}
+    reading.end()
     used = {t.period.calendar.get("table") for t in files_of.values() if t.period}
     for name, t in files_of.items():
         if name not in used:   # a calendar's periods are no rows' times
             periods.warn_undeclared(t, frames[name])
+    keys = stage("matching the foreign keys", log)
     frames = implied.complete(tables, frames, policy == "add")
     frames, ids = map_foreign_keys(tables, frames, policy)
     db = Database({name: Table(frames[name], t.pkey, dict(t.fkeys), t.time)
                    for name, t in tables.items()},
                   keys={name: pd.Index(v) for name, v in ids.items()})
     db = db.reindex()
+    keys.end()
     db.stypes = {name: dict(t.stypes) for name, t in tables.items() if t.stypes}
     log.info("%s: %s", folder, ", ".join(f"{n} {len(t)} rows" for n, t in db))
     return db

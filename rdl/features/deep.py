@@ -35,7 +35,6 @@ refers to itself (:mod:`rdl.features.names`: distinct whatever the schema).
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +44,7 @@ from rdl.data.database import Database
 from rdl.sections import settings_of
 from rdl.features.names import side_by_side
 from rdl.features.synthesis import Synthesis
+from rdl.progress import bar
 from rdl.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -119,12 +119,11 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
     through in chunks of whole seed times of about ``chunk_rows`` rows, so that memory stays
     bounded on a full-size train split (millions of rows)."""
     settings = settings or DeepSettings()
-    start = time.perf_counter()
     times = df["timestamp"].to_numpy()
     order = np.argsort(times, kind="stable")
     kinds: dict[str, dict] = {}  # the tables' column kinds, inferred once
     chunks = []
-    for rows in _chunks(times[order], chunk_rows):
+    for rows in bar(list(_chunks(times[order], chunk_rows)), "depth-2 synthesis", unit="chunk"):
         sub = df.iloc[order[rows]]
         part = _features(Synthesis(task, db, sub, strict, settings, kinds), history)
         # float32: a full-size train split has millions of rows (LightGBM bins them anyway)
@@ -141,8 +140,6 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
                  settings.max_features, out.shape[1])
         out = out.iloc[:, :settings.max_features]
     out.index = df.index
-    log.info("deep features: %d columns for %d rows in %.1f s", out.shape[1], len(df),
-             time.perf_counter() - start)
     return out
 
 

@@ -9,6 +9,7 @@ cached on disk under a fingerprint of the data, the stypes and the text embedder
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -29,7 +30,9 @@ from rdl import caching
 from rdl.data import checks
 from rdl.data.database import Database, DataError, Table
 from rdl.graph.columns import hashable, multi_hot, with_lists
+from rdl.progress import bar, stage
 
+log = logging.getLogger(__name__)
 GRAPH_VERSION = 2  # bump when the layout of the materialised graph changes
 
 
@@ -209,9 +212,10 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             caching.remove_stale(root)
             tmp = caching.temp_dir(root, entry.name)
 
+    built = stage("graph read from the cache" if cached else "graph build", log)
     data, col_stats = HeteroData(), {}
     try:
-        for name, tab in db:
+        for name, tab in bar(db, built.name, total=len(db.tables), unit="table"):
             df, cols = tab.df, col_to_stype[name]
             if tab.pkey is not None and not np.array_equal(df[tab.pkey].to_numpy(), np.arange(len(df))):
                 raise DataError(f"table {name!r}: primary key {tab.pkey!r} is not 0..N-1; "
@@ -253,4 +257,5 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
                                 f"table {ref!r}")
             data[name, f"f2p_{col}", ref].edge_index = torch.stack([src, dst])
             data[ref, f"rev_f2p_{col}", name].edge_index = torch.stack([dst, src])
+    built.end(f"{len(data.node_types)} node types, {len(data.edge_types)} edge types")
     return data, col_stats

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import time
 import types
 from dataclasses import dataclass, field
 from typing import Callable
@@ -19,6 +18,7 @@ from typing import Callable
 import torch
 
 from rdl.nn.encoder import Dropout
+from rdl.progress import stage
 from rdl.training.cpu_patches import CpuPatches, prepare
 
 # Shape settings while tracing: two sizes that happen to be equal at the first call
@@ -103,14 +103,11 @@ def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool 
     return forward
 
 
-@contextlib.contextmanager
-def compiling(mode: str, what: str = "first batch"):
-    """Logs that the model compiles for ``mode`` (training, evaluation) now, and then how
-    long it took (the host's time: no device sync)."""
-    log.info("compiling the model for %s (torch.compile, %s)...", mode, what)
-    start = time.perf_counter()
-    yield
-    log.info("model compiled for %s in %.1f s", mode, time.perf_counter() - start)
+def compiling(mode: str, what: str = "first batch") -> stage:
+    """The stage (:mod:`rdl.progress`) in which the model compiles for ``mode`` (training,
+    evaluation): said when it starts, and how long it took (the host's time: no device
+    sync)."""
+    return stage(f"compiling the model for {mode} (torch.compile, {what})", log)
 
 
 def _compile_for(model, device: torch.device, cpu_patches, kwargs: dict) -> Callable:

@@ -204,7 +204,8 @@ def test_every_bucket_compiles_before_the_first_step_and_training_is_unchanged(
     for steps, what in ((cold, "first batch"), (warmed, f"{buckets} buckets")):
         assert len(steps.said) == 2, steps.said
         assert steps.said[0] == f"compiling the model for training (torch.compile, {what})..."
-        assert re.fullmatch(r"model compiled for training in \d+\.\d s", steps.said[1])
+        assert re.fullmatch(rf"compiling the model for training \(torch.compile, {what}\): "
+                            r"\d+\.\d s", steps.said[1])
     assert cold.graphs[0] == 0 and cold.graphs[-1] >= 1
     # all train buckets compiled at the start, none later
     assert warmed.graphs == [buckets, buckets], (warmed.graphs, buckets)

@@ -22,7 +22,6 @@ For each seed ``(entity, s)`` of a split, in DuckDB under the one visibility rul
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +30,7 @@ import pandas as pd
 from rdl.baselines.ranker.features import Featuriser, SplitFeatures
 from rdl.baselines.ranker.settings import RankerSettings
 from rdl.data.database import Database
+from rdl.progress import stage
 from rdl.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     from rdl.baselines.ranker.fit import predict, train_booster
 
     settings = settings or RankerSettings()
-    start = time.perf_counter()
+    timer = stage(NAME, log)
     rows = rows or {}
     feats = Featuriser(task, db, tables, settings, strict, deep)
     try:
@@ -104,11 +104,11 @@ def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     booster = train_booster(X["train"], X["val"], task.eval_k, settings, seed)
     fit = RankerFit(task, booster, {s: X[s] for s in splits},
                     {s: predict(booster, X[s]) for s in splits})
-    log.info("%s: %.1f s; %d train seeds at %d times, %.1f candidates per seed, "
-             "candidate recall %.3f (val), %d trees, %d features", NAME,
-             time.perf_counter() - start, X["train"].seeds, train["timestamp"].nunique(),
-             X["val"].per_seed, X["val"].candidate_recall(), booster.best_iteration or
-             booster.current_iteration(), len(X["val"].columns))
+    timer.end(f"{X['train'].seeds} train seeds at {train['timestamp'].nunique()} times, "
+              f"{X['val'].per_seed:.1f} candidates per seed, candidate recall "
+              f"{X['val'].candidate_recall():.3f} (val), "
+              f"{booster.best_iteration or booster.current_iteration()} trees, "
+              f"{len(X['val'].columns)} features")
     return fit
 
 

@@ -16,6 +16,7 @@ from rdl.data.database import Database, DataError
 from rdl.features import names as feature_names
 from rdl.features.names import side_by_side
 from rdl.features.table import children_features, own_features
+from rdl.progress import bar
 from rdl.tasks import Task
 
 
@@ -128,7 +129,7 @@ class Featuriser:
                               "e": df[task.entity_col].to_numpy(dtype=np.int64),
                               "s": df["timestamp"].to_numpy(dtype="datetime64[ns]")})
         parts = []
-        for s, at in seeds.groupby("s", sort=True):
+        for s, at in bar(seeds.groupby("s", sort=True), "ranker features", unit="seed time"):
             self.retrieval.at(int(np.datetime64(s, "ns").astype(np.int64)))
             pairs = pd.concat([self.retrieval.pairs(at.iloc[k: k + cfg.chunk_seeds])
                                for k in range(0, len(at), cfg.chunk_seeds)], ignore_index=True)

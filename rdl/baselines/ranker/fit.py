@@ -9,7 +9,7 @@ from rdl.baselines.link import pad_lists
 from rdl.baselines.ranker.features import SplitFeatures
 from rdl.baselines.ranker.settings import RankerSettings
 from rdl.baselines.scoring import score_tensors
-from rdl.baselines.trees import PARAMS, threads
+from rdl.baselines.trees import PARAMS, growing, threads
 from rdl.tasks import Task
 
 
@@ -49,7 +49,9 @@ def train_booster(train: SplitFeatures, val: SplitFeatures, k: int, settings: Ra
     if valid.any():
         sets = dict(valid_sets=[_dataset(val, valid, reference=train_set)],
                     callbacks=[lightgbm.early_stopping(settings.patience, verbose=False)])
-    return lightgbm.train(params, train_set, num_boost_round=settings.rounds, **sets)
+    with growing(settings.rounds) as grown:
+        sets["callbacks"] = [*sets.get("callbacks", ()), grown]
+        return lightgbm.train(params, train_set, num_boost_round=settings.rounds, **sets)
 
 
 def top_k(f: SplitFeatures, scores: np.ndarray, k: int) -> list[list[int]]:

@@ -15,6 +15,7 @@ from torch import Tensor
 from rdl.data.database import Database, DataError
 from rdl.preparation import (Prepared, build_graph, graph_database, shared, split_tables,
                              task_database)
+from rdl.progress import stage
 from rdl.tasks import HISTORY, SPLITS, Task
 
 log = logging.getLogger("rdl.preparation")
@@ -152,9 +153,11 @@ def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Databa
     from rdl.baselines.trees import DEPTH2, fit_tree_baselines
     from rdl.families.node.prior import tree_prior
 
+    depth1 = stage("depth-1 features", log)
     rest = {s: entity_features(task, graph_db, df, history, strict, own=False)
             for s, df in tables.items()}
     full = {s: with_own(task, graph_db, tables[s], rest[s]) for s in rest}
+    depth1.end(f"{full['train'].shape[1]} columns")
     fits, feats = fit_tree_baselines(task, graph_db, tables, history, strict,
                                      settings.random_seed, features=full, deep=deep)
     best = max(fits, key=lambda name: fits[name].val_score())

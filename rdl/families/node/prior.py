@@ -20,7 +20,6 @@ labels: its prior is missing (NaN), and the model falls back to the last label
 from __future__ import annotations
 
 import logging
-import time
 
 import numpy as np
 import pandas as pd
@@ -28,6 +27,7 @@ import pandas as pd
 from rdl.features.labels import train_prior
 from rdl.baselines.trees import (MAX_TRAIN_ROWS, TreeFit, lightgbm_names, boost_base,
                                  raw_scores, train_trees)
+from rdl.progress import bar, stage
 from rdl.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str
     ``fit``: the LightGBM baseline (:func:`~rdl.baselines.trees.fit_lightgbm`) fitted on
     ``features``, the feature tables of the whole splits."""
     task = fit.task
-    start = time.perf_counter()
+    timer = stage("tree prior", log)
     # the baseline's own predictions for every val and test row (and "now" row)
     out = {s: fit.raw(s) for s in fit.X if s != "train"}
     train = tables["train"]
@@ -51,7 +51,7 @@ def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str
     times = np.unique(seed_time)
     cuts = [c[0] for c in np.array_split(times, min(blocks, len(times))) if len(c)]
     closed = seed_time + np.timedelta64(task.delta)  # when each train label becomes visible
-    for lo, hi in zip(cuts[1:], cuts[2:] + [None]):
+    for lo, hi in bar(list(zip(cuts[1:], cuts[2:] + [None])), "tree prior", unit="block"):
         rows = seed_time >= lo if hi is None else (seed_time >= lo) & (seed_time < hi)
         known = np.flatnonzero(closed <= lo)
         if len(known) == 0 or not rows.any():
@@ -66,9 +66,8 @@ def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str
         prior[rows] = raw_scores(booster, X[rows], None if base is None else base[rows],
                                  fit.rounds)
     out["train"] = prior
-    log.info("tree prior: %.1f s, %d train blocks, %.0f%% of train seeds with a prior",
-             time.perf_counter() - start, len(cuts) - 1,
-             100 * (~np.isnan(prior.reshape(len(prior), -1)[:, 0])).mean() if len(prior) else 0)
+    seeded = 100 * (~np.isnan(prior.reshape(len(prior), -1)[:, 0])).mean() if len(prior) else 0
+    timer.end(f"{len(cuts) - 1} train blocks, {seeded:.0f}% of train seeds with a prior")
     return out
 
 
