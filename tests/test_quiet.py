@@ -1,14 +1,15 @@
 """A run says what matters and nothing else: ``python -m rdl.train`` and ``python -m
 rdl.predict`` print no warning (Python shows every one here, ``-W default``) and none of
 Lightning's lines about the machine or its tips, with a database and graph built afresh
-or read from the cache; each stage a user waits on says when it starts and how long it
-took, and draws no bar in a log (stderr no terminal: rdl/progress.py,
-tests/test_progress.py); a compiled model says when it compiles and how long it took;
-``verbose=true`` shows Lightning's lines and warnings again (as the process does after a
-run)."""
+or read from the cache, and an epoch shorter than the logging interval; each stage a user
+waits on says when it starts and how long it took, and draws no bar in a log (stderr no
+terminal: rdl/progress.py, tests/test_progress.py); a compiled model says when it compiles
+and how long it took; ``verbose=true`` shows Lightning's lines and warnings again (as the
+process does after a run)."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 import re
 import subprocess
@@ -50,10 +51,10 @@ def run(command: str, run_dir, cache, *overrides) -> subprocess.CompletedProcess
 @pytest.fixture(scope="module")
 def cold(tmp_path_factory):
     """A run on an empty cache: the database generated and the graph materialised (and
-    both cached)."""
+    both cached); its 3 training batches are fewer than the logging interval."""
     cache = tmp_path_factory.mktemp("cache")
     run_dir = tmp_path_factory.mktemp("cold")
-    return cache, run_dir, run("rdl.train", run_dir, cache, *RUN)
+    return cache, run_dir, run("rdl.train", run_dir, cache, *RUN, "trainer.log_every_n_steps=50")
 
 
 def test_a_run_that_builds_its_graph_prints_no_warning(cold):
@@ -72,6 +73,14 @@ def test_each_stage_says_when_it_starts_and_how_long_it_took_and_draws_no_bar_in
         assert re.search(rf"\] - {name}\.\.\.$", logs, re.M), name
     # rdl's bars (tqdm's format; Lightning's own bar is not rdl's to change)
     assert not re.search(r"(graph build|depth-2 synthesis|LightGBM|tree prior): +\d+%\|", logs)
+
+
+def test_an_epoch_shorter_than_the_logging_interval_logs_its_last_step(cold):
+    """Lightning warns where an epoch has fewer batches than log_every_n_steps, and no step
+    would be logged (the run prints no warning: above); rdl logs the epoch's last."""
+    _, run_dir, _ = cold
+    with open(run_dir / "logs" / "metrics.csv") as f:
+        assert [r["step"] for r in csv.DictReader(f) if r["train/loss_step"]] == ["2"]
 
 
 def test_a_compiled_run_on_a_cached_graph_says_when_it_compiles_and_nothing_else(cold,

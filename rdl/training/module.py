@@ -107,6 +107,12 @@ class TaskModule(pl.LightningModule):
         return out
 
     def on_train_start(self):
+        # An epoch of fewer batches than the logging interval would log no step of its own
+        # (Lightning warns so as it counts them; rdl.training.process leaves that out): the
+        # interval becomes the epoch, as Lightning advises (a lower log_every_n_steps).
+        trainer = self.trainer
+        if 0 < trainer.num_training_batches < trainer.log_every_n_steps:
+            trainer.log_every_n_steps = int(trainer.num_training_batches)
         self.warm_buckets("train")
 
     def on_train_end(self):

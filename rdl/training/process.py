@@ -34,6 +34,12 @@ HARMLESS_WARNINGS = (
     # rate is a tensor (a scheduler changes it without a recompile), and torch would rather
     # a tensor were copied with lr.detach().clone(): the same copy.
     (r"To copy construct from a tensor", UserWarning, r"pytorch_lightning\.callbacks\.lr_monitor"),
+    # Lightning counts an epoch's batches and warns where they are fewer than the logging
+    # interval (trainer.log_every_n_steps): no step of the epoch would be logged. rdl's
+    # TaskModule then lowers the interval to the epoch's batches before the first step, as
+    # the warning advises (its category, PossibleUserWarning, is a UserWarning).
+    (r"The number of training batches \(\d+\) is smaller than the logging interval",
+     UserWarning, r"pytorch_lightning\.loops\.fit_loop"),
 )
 
 #: Lightning's info lines that ``verbose=false`` leaves out: which accelerators the

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import warnings
 
 import pytest
 import pytorch_lightning as pl
@@ -13,6 +14,7 @@ from pytorch_lightning.loggers import CSVLogger
 
 from rdl.api import build
 from rdl.families.node.module import NodeTaskModule
+from rdl.training.process import quiet
 
 
 class PerStepLogging(NodeTaskModule):
@@ -43,9 +45,11 @@ class StopAt(pl.Callback):
             trainer.should_stop = True
 
 
-def train(tiny_cfg, tmp_path, cls, stop: int | None) -> tuple[list[dict], int]:
-    """The loss columns of metrics.csv after 3 epochs of 5 steps, and the self.log calls."""
-    cfg = tiny_cfg("task=user-churn", "compile.enabled=false", "trainer.log_every_n_steps=2")
+def train(tiny_cfg, tmp_path, cls, stop: int | None, every: int = 2) -> tuple[list[dict], int]:
+    """The loss columns of metrics.csv after 3 epochs of 5 steps, and the self.log calls
+    (``every``: trainer.log_every_n_steps)."""
+    cfg = tiny_cfg("task=user-churn", "compile.enabled=false",
+                   f"trainer.log_every_n_steps={every}")
     pl.seed_everything(0, verbose=False)
     _, dm, module = build(cfg)
     module.__class__ = cls
@@ -84,6 +88,19 @@ def test_the_loss_is_logged_as_before_with_fewer_calls(tiny_cfg, tmp_path, stop)
         assert logged == list(range(1, 15, 2))
     assert old_calls == 2 * (stop or 15)
     assert new_calls == len(logged) + epochs  # at the steps the loggers write, per epoch
+
+
+def test_an_epoch_shorter_than_the_logging_interval_logs_its_last_step_unwarned(tiny_cfg,
+                                                                                 tmp_path):
+    """Lightning warns where an epoch has fewer batches than log_every_n_steps (none of its
+    steps would be logged) and advises a lower interval: rdl lowers it to the epoch's
+    batches, and a run (verbose=false) leaves the warning out."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with quiet():
+            rows, _ = train(tiny_cfg, tmp_path, NodeTaskModule, None, every=50)
+    assert [int(r["step"]) for r in rows if "train/loss_step" in r] == [4, 9, 14]
+    assert [str(w.message) for w in seen if "logging interval" in str(w.message)] == []
 
 
 def test_a_half_precision_loss_is_summed_in_float32(tiny_cfg):
