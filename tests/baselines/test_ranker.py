@@ -99,6 +99,17 @@ def test_parent_columns_add_siblings_sold_recently():
     assert row(f0, 0, 4) is None   # only parents retrieve it (past: 1, 3)
 
 
+def test_the_newest_items_are_candidates_once_they_exist():
+    db = shop()
+    art = db["article"]
+    art.df["added"] = pd.to_datetime(["2020-01-01", "2020-02-01", "2020-03-01", "2020-08-29",
+                                      "2020-08-30", "2020-09-03"])   # 5 arrives after the seed
+    art.time_col = "added"
+    f = features(db, split([3], [[4]]), new=2, past=0, cooccurrence=0, segments=0, popular=0)
+    assert sorted(f.item.tolist()) == [3, 4]            # the two newest at 08-31, not 5
+    assert row(f, 0, 4)["rank_new"] == 1 and row(f, 0, 3)["rank_new"] == 2
+
+
 @pytest.mark.parametrize("deep", [None, DeepSettings()], ids=["depth 1", "depth 2"])
 def test_nothing_after_the_seed_time_is_seen(deep):
     df = split([0, 1, 2], [[3], [1], [5]])
@@ -147,7 +158,7 @@ def test_settings_fail_naming_the_setting():
     with pytest.raises(ValueError, match="data.ranker.past=-1"):
         RankerSettings(past=-1)
     with pytest.raises(ValueError, match="every source is off"):
-        RankerSettings(past=0, cooccurrence=0, parents=0, segments=0, popular=0)
+        RankerSettings(past=0, cooccurrence=0, parents=0, segments=0, popular=0, new=0)
     assert RankerSettings.of(None) is None and RankerSettings.of(False) is None
     with pytest.raises(DataError, match="table 'article' has no column 'code'"):
         features(shop(), split([0], [[1]]), parent_columns=("code",))

@@ -18,6 +18,7 @@ from rdl.features.names import side_by_side
 from rdl.features.table import children_features, own_features
 from rdl.progress import bar
 from rdl.tasks import Task
+from rdl.visibility import includes_equal
 
 
 @dataclass
@@ -103,6 +104,18 @@ def parent_columns(db: Database, table: str, settings: RankerSettings) -> dict[s
     return out
 
 
+def born_times(db: Database, table: str, strict: bool) -> pd.DataFrame | None:
+    """``(i, v)``: each row of a timed item table and the time it is visible from
+    (:mod:`~rdl.baselines.ranker.events`' rule); None for a static table."""
+    t = db[table]
+    if t.time_col is None:
+        return None
+    v = t.df[t.time_col].to_numpy(dtype="datetime64[ns]")
+    keep = ~np.isnat(v)
+    return pd.DataFrame({"i": t.df[t.pkey].to_numpy(dtype=np.int64)[keep],
+                         "v": v[keep].astype(np.int64) + (0 if includes_equal(strict) else 1)})
+
+
 class Featuriser:
     """Builds :class:`SplitFeatures` for any split table of ``task`` (one DuckDB session
     over the task's events; :meth:`close` it). ``deep``: the depth-2 synthesis's settings
@@ -117,7 +130,8 @@ class Featuriser:
         self.sources = ev.sources
         self.retrieval = Retrieval(
             ev, parent_columns(self.db, task.target_table, settings),
-            segment_columns(self.db, task.entity_table, settings), task.delta.value, settings)
+            segment_columns(self.db, task.entity_table, settings), task.delta.value, settings,
+            born_times(self.db, task.target_table, strict))
 
     def close(self) -> None:
         self.retrieval.close()

@@ -11,7 +11,9 @@ Per seed time ``s`` (:meth:`Retrieval.at`), over the events visible at ``s``
 - ``sib_<k>``: per parent value (a foreign key of the item table, or a ``parent_columns``
   value), its items most popular in the last 4 windows;
 - ``segpop_<k>``: per value of an entity segment column, the items' events by entities
-  of that value in the last 1 and 4 windows.
+  of that value in the last 1 and 4 windows;
+- the newest items: the item table's rows visible at ``s`` with the latest times (where
+  the table has a time).
 
 Then per chunk of seeds at ``s`` (:meth:`Retrieval.pairs`): the entity's pairs (count all
 time and in the last 1 and 4 windows, first and last time), its ``recent_items``, the
@@ -42,9 +44,11 @@ class Retrieval:
     """
 
     def __init__(self, events: Events, parents: dict[str, pd.DataFrame],
-                 segments: dict[str, pd.DataFrame], window: int, settings: RankerSettings):
+                 segments: dict[str, pd.DataFrame], window: int, settings: RankerSettings,
+                 born: pd.DataFrame | None = None):
         self.cfg, self.w = settings, int(window)
         self.parents, self.segments = list(parents), list(segments)
+        self.has_new = born is not None and settings.new > 0
         self.con = duckdb.connect()
         self.con.register("ev_df", events.frame[["e", "i", "v"]])
         self.con.execute("CREATE TEMP TABLE ev AS SELECT * FROM ev_df")
@@ -52,6 +56,8 @@ class Retrieval:
             self.con.register(f"it_{k}", df)
         for k, df in enumerate(segments.values()):
             self.con.register(f"seg_{k}", df)
+        if self.has_new:   # (i, v): each item row visible from v (its table's time)
+            self.con.register("born", born)
         self.s: int | None = None
 
     def close(self) -> None:
@@ -133,6 +139,10 @@ class Retrieval:
         self._q(f"""CREATE OR REPLACE TEMP TABLE popc AS SELECT q.rid, t.i FROM q CROSS JOIN
             (SELECT i FROM pop ORDER BY p1 DESC, p4 DESC, i LIMIT {c.popular}) t""")
         ranked.append(("popular", "popc", "i"))  # the popular list's order is the global rank
+        if self.has_new:
+            self._q(f"""CREATE OR REPLACE TEMP TABLE newc AS SELECT q.rid, t.i, t.v FROM q CROSS
+                JOIN (SELECT i, v FROM born WHERE v <= {s} ORDER BY v DESC, i LIMIT {c.new}) t""")
+            ranked.append(("new", "newc", "v DESC, i"))
         picks = []
         for name, table, order in ranked:
             n = getattr(c, name)
@@ -186,4 +196,4 @@ class Retrieval:
             names.append("parents")
         if self.segments:
             names.append("segments")
-        return names + ["popular"]
+        return names + ["popular", *(["new"] if self.has_new else [])]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 from rdl.sections import settings_of
 
 #: the retrieval sources, in the order their candidates are listed
-SOURCES = ("past", "cooccurrence", "parents", "segments", "popular")
+SOURCES = ("past", "cooccurrence", "parents", "segments", "popular", "new")
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class RankerSettings:
     how many seeds the ranker trains on (time and memory stay bounded at any scale).
 
     Args:
-        past, cooccurrence, parents, segments, popular: candidates per seed from each
+        past, cooccurrence, parents, segments, popular, new: candidates per seed from each
             source (0: the source is off): the entity's past links (most frequent, then
             most recent); items bought with the entity's recent items by the same entities
             (item-to-item co-occurrence); items sharing a parent row (a foreign key of the
@@ -23,7 +23,8 @@ class RankerSettings:
             items most popular last window among entities of the same segment (each
             categorical column of the entity table with at most ``max_segment_values``
             values, at most ``segment_columns`` of them); the items most popular last
-            window overall.
+            window overall; the newest items (the item table's latest rows by its time, where
+            it has one: a forum's new posts, a shop's new arrivals).
         recent_items: the entity's most recent distinct items that co-occurrence and
             parents start from.
         basket_items: per entity, the most recent distinct items counted in co-occurrence.
@@ -42,6 +43,7 @@ class RankerSettings:
     parents: int = 20
     segments: int = 12
     popular: int = 24
+    new: int = 12
     recent_items: int = 10
     basket_items: int = 30
     neighbours: int = 20
