@@ -43,7 +43,7 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf
 
 from rdl.caching import write_atomic
-from rdl.report import decimals
+from rdl.report import ARROW, decimals
 from rdl.tasks import split_times
 
 
@@ -232,6 +232,26 @@ def _marked(shown: list[str | None], higher: bool | None) -> list[str]:
     return ["-" if x is None else x + (BEST if v == best else "") for x, v in zip(shown, numbers)]
 
 
+def means(runs: list[dict], who: list[str], shown: list[str], way: dict,
+          digits: dict) -> list[list[str]]:
+    """Rows of (metric, model or baseline, val mean ± standard error, test's), the best mean
+    of each metric marked; a baseline scored in k of the n runs says so."""
+    rows = [["metric", "model or baseline", "val weeks", "test weeks"]]
+    scored = [entries(r["metrics"]) for r in runs]
+    for x in shown:
+        values = {w: {s: [row[w][s][x] for row in scored if w in row and x in row[w][s]]
+                      for s in WEEKS} for w in who}
+        cells = {s: _marked([mean_se(values[w][s], digits[x]) if values[w][s] else None
+                             for w in who], way[x]) for s in WEEKS}
+        for i, w in enumerate(who):
+            n = max(len(v) for v in values[w].values())
+            if n:
+                k = f" ({n} of {len(runs)})" if n < len(runs) else ""
+                rows.append([f"{x} {ARROW[way[x]]}".rstrip(), w, cells["val"][i] + k,
+                             cells["test"][i] + k])
+    return rows
+
+
 def table(runs: list[dict]) -> str:
     """The backtest as markdown, within 100 columns: the monitored metric of every run's
     model and baselines on val, then on test (the best of each run marked); each metric's
@@ -239,7 +259,6 @@ def table(runs: list[dict]) -> str:
     metric, the model's lead over each baseline with the weeks it won."""
     m, higher = runs[0]["monitor"], runs[0]["higher"]
     who, shown = everyone(runs), metrics_of(runs)
-    arrow = {True: "↑", False: "↓", None: ""}
     way = {w: runs[0]["directions"].get(w) for w in shown}
     # the report's decimals (four significant digits: an MAE of 0.025 as 0.02464)
     digits = {x: decimals([res[s].get(x) for r in runs for res in entries(r["metrics"]).values()
@@ -253,28 +272,11 @@ def table(runs: list[dict]) -> str:
             values = [row[w][split].get(m) if w in row else None for w in who]
             rows.append([r["label"], str(r[split]), *_marked(
                 [None if v is None else f"{v:.{digits[m]}f}" for v in values], higher)])
-        lines += ["", f"{m} {arrow[higher]} on {split} ({BEST}: the best of the run)", "",
+        lines += ["", f"{m} {ARROW[higher]} on {split} ({BEST}: the best of the run)", "",
                   *markdown(rows)]
     lines += ["", f"Each metric's mean ± standard error over the runs ({BEST}: the best mean; "
               "k of n:", "in k of the n runs only)", ""]
-    rows = [["metric", "model or baseline", "val weeks", "test weeks"]]
-    for x in shown:
-        cells = {s: [] for s in WEEKS}
-        for w in who:
-            for s in WEEKS:
-                v = [res[w][s][x] for r in runs if w in (res := entries(r["metrics"]))
-                     and x in res[w][s]]
-                cells[s].append(mean_se(v, digits[x]) if v else None)
-        marked = {s: _marked(cells[s], way[x]) for s in WEEKS}
-        for i, w in enumerate(who):
-            n = sum(w in entries(r["metrics"]) and x in entries(r["metrics"])[w]["test"]
-                    for r in runs)
-            if cells["val"][i] is None and cells["test"][i] is None:
-                continue
-            part = f" ({n} of {len(runs)})" if n < len(runs) else ""
-            rows.append([f"{x} {arrow[way[x]]}".rstrip(), w, marked["val"][i] + part,
-                         marked["test"][i] + part])
-    lines += markdown(rows)
+    lines += markdown(means(runs, who, shown, way, digits))
     for x in shown:
         leads = differences(runs, x) if way[x] is not None else {}
         if not leads:
