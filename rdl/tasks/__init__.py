@@ -10,7 +10,7 @@ Splits follow RelBench: train seed times go back from ``val_timestamp - window``
 of ``window`` to the first time of the database; val uses ``val_timestamp`` and test
 ``test_timestamp``. Each split is labelled on the database cut where its labels end (train
 at ``val_timestamp``, val at ``test_timestamp``, test on all rows), so no label ever reads
-a row past its split.
+a row past its split. A seed is an entity that exists at its time (:meth:`Task.existing`).
 """
 from __future__ import annotations
 
