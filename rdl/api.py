@@ -39,7 +39,7 @@ from rdl.data.database import Database, DataError
 from rdl.families import check_model, data_module, family_of
 from rdl.families.family import scored_rows
 from rdl.progress import stage
-from rdl.report import report
+from rdl.report import directions, report
 from rdl.safe_load import allowed
 from rdl.settings import (check_settings, data_key, process_settings, several_processes,
                           with_data_defaults, with_kind_model, with_task_settings)
@@ -217,7 +217,8 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
     # the task as run (a RelBench task's times and metric are its folder's): rdl.backtest
     write_atomic(out / "task.json", json.dumps(
         {"name": task.name, "val": str(task.val_time), "test": str(task.test_time),
-         "monitor": task.monitor, "monitor_mode": task.monitor_mode}, indent=2))
+         "monitor": task.monitor, "monitor_mode": task.monitor_mode,
+         "higher": directions(task)}, indent=2))   # each metric's: is higher better
     if module.compile_options.enabled:
         _print_compiled(data, compiled_before)
     return results

@@ -14,12 +14,14 @@ over every week scored::
     python -m rdl.backtest multirun/2026-11-25/10-00-00
 
 This prints, for the task's monitored metric, each run's model and baselines on val and
-test, then per baseline the mean difference over the weeks (positive: the model is
-better), its standard error and the weeks the model wins; the table is also written to
-``backtest.md`` in the folder. Any runs of ``rdl.train`` can be compared this way (a
-seed sweep too: ``seed=0,1,2``), as long as they are of one task. Several folders (a task
-on each database) give one row each: the model, both LightGBMs and the best simple
-baseline as mean ± standard error, and the model's leads::
+test; for every metric the runs score (a link task's MAP, precision and recall at k, and
+what a baseline adds, such as a ranker's candidate recall) the mean ± standard error of
+the model and of each baseline; then, metric by metric, per baseline the mean difference
+over the weeks (positive: the model is better), its standard error and the weeks the model
+wins. The table is also written to ``backtest.md`` in the folder. Any runs of
+``rdl.train`` can be compared this way (a seed sweep too: ``seed=0,1,2``), as long as they
+are of one task; a baseline is read by its name, whatever it is. Several folders (a task
+on each database) give one row each (:mod:`rdl.backtest_overview`)::
 
     python -m rdl.backtest runs/user-churn runs/item-sales --out overview.md
 
@@ -37,17 +39,17 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from hydra.utils import get_class
 from omegaconf import OmegaConf
 
-from rdl.baselines.trees import DEPTH1, DEPTH2
 from rdl.caching import write_atomic
-from rdl.report import decimals
+from rdl.report import ARROW, decimals
 from rdl.tasks import split_times
 
 
 def read_runs(folder: Path) -> list[dict]:
     """Every run of ``rdl.train`` under ``folder``: its label (the overrides of a sweep
-    job), task settings, val and test weeks, and ``metrics.json``."""
+    job), task settings, val and test weeks, its metrics' directions and ``metrics.json``."""
     runs = []
     for path in sorted(folder.rglob("metrics.json"), key=_job_order):
         run = path.parent
@@ -60,16 +62,20 @@ def read_runs(folder: Path) -> list[dict]:
         label = list(OmegaConf.load(overrides)) if overrides.exists() else []
         task, metrics = cfg.task, json.loads(path.read_text())
         ran = run / "task.json"  # the task as run (a RelBench task's times are its folder's)
+        higher = directions(task.get("metrics"))
         if ran.exists():
             split = json.loads(ran.read_text())
             val, test = pd.Timestamp(split["val"]), pd.Timestamp(split["test"])
             monitor, mode = split["monitor"], split["monitor_mode"]
+            higher.update({k: v for k, v in split.get("higher", {}).items() if v is not None})
         else:
             val, test = split_times(task.val_timestamp, task.test_timestamp,
                                     task.get("window", "7d"), int(cfg.get("backtest", 0)))
             monitor, mode = task.monitor, task.get("monitor_mode", "max")
+        if higher.get(monitor) is None:
+            higher[monitor] = mode == "max"
         runs.append({"run": run, "label": label, "task": metrics.get("task") or task.name,
-                     "monitor": monitor, "higher": mode == "max",
+                     "monitor": monitor, "higher": higher[monitor], "directions": higher,
                      "val": val.date(), "test": test.date(), "metrics": metrics})
     if not runs:
         raise FileNotFoundError(f"{folder}: no metrics.json under it (run python -m rdl.train "
@@ -92,6 +98,20 @@ def _job_order(path: Path):
     return (str(path.parent.parent), int(name) if name.isdigit() else math.inf, name)
 
 
+def directions(metrics) -> dict[str, bool | None]:
+    """Metric name -> whether higher is better, from the metrics of a run's config (their
+    classes' ``higher_is_better``, as the report reads it: :func:`rdl.report.directions`);
+    for runs that wrote no ``task.json`` with them. None where the class does not say or
+    cannot be imported here."""
+    out = {}
+    for name, spec in (metrics or {}).items():
+        try:
+            out[name] = getattr(get_class(spec["_target_"]), "higher_is_better", None)
+        except (ImportError, AttributeError, KeyError, TypeError, ValueError):
+            out[name] = None
+    return out
+
+
 def baselines(metrics: dict) -> dict[str, dict]:
     """A run's baselines by their short names: without what their names say in brackets
     ("constant (train rate)": "constant"), so that the table fits 100 columns and the label
@@ -108,28 +128,68 @@ def baselines(metrics: dict) -> dict[str, dict]:
 #: the model with its correction of the tree prior as trained, where the run scaled it on
 #: val (rdl/families/node/correction.py): what the scaling changed
 AS_TRAINED = "model as trained"
+WEEKS = ("val", "test")
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def scores(entry: dict) -> dict[str, dict[str, float]]:
+    """An entry of ``metrics.json`` as ``{split: {metric: value}}``, numbers only. A key
+    beside the splits that holds a number per split (a baseline's ``"candidate recall":
+    {"val": 0.61, "test": 0.58}``) joins them as a metric of its own; anything else a
+    baseline adds (its settings) is left out."""
+    out = {s: {m: float(v) for m, v in (entry.get(s) or {}).items() if _number(v)}
+           for s in WEEKS}
+    for key, value in entry.items():
+        if key not in WEEKS and isinstance(value, dict) and all(_number(value.get(s))
+                                                                for s in WEEKS):
+            for s in WEEKS:
+                out[s].setdefault(key, float(value[s]))
+    return out
 
 
 def entries(metrics: dict) -> dict[str, dict]:
     """A run's model, its correction as trained where it was scaled on val, and its
-    baselines (:func:`baselines`), each ``{split: {metric: value}}``."""
+    baselines (:func:`baselines`), each ``{split: {metric: value}}`` (:func:`scores`)."""
     by_scale = metrics["model"].get("correction", {}).get("by_scale", {})
     out = {"model": metrics["model"]}
     if "1" in by_scale:
         out[AS_TRAINED] = by_scale["1"]
-    return {**out, **baselines(metrics)}
+    return {who: scores(res) for who, res in {**out, **baselines(metrics)}.items()}
 
 
-def differences(runs: list[dict]) -> dict[str, dict[str, list[float]]]:
-    """Per baseline and split, the model's lead in each run (positive: better)."""
+def everyone(runs: list[dict]) -> list[str]:
+    """The model and every baseline of any of the runs, in the order the runs name them."""
+    return list(dict.fromkeys(w for r in runs for w in entries(r["metrics"])))
+
+
+def metrics_of(runs: list[dict]) -> list[str]:
+    """The metrics the runs score: the monitored one, the model's others, then those only
+    a baseline reports (a ranker's candidate recall)."""
+    model = [m for r in runs for s in WEEKS for m in entries(r["metrics"])["model"][s]]
+    rest = [m for r in runs for res in entries(r["metrics"]).values() for s in WEEKS
+            for m in res[s]]
+    return list(dict.fromkeys([runs[0]["monitor"], *model, *rest]))
+
+
+def differences(runs: list[dict], metric: str | None = None) -> dict[str, dict[str, list]]:
+    """Per baseline and split, the model's lead in ``metric`` (default: the monitored one)
+    in each run that scores both (positive: better)."""
     out: dict[str, dict[str, list[float]]] = {}
     for r in runs:
-        m, sign = r["monitor"], 1.0 if r["higher"] else -1.0
-        model = r["metrics"]["model"]
-        for who, res in list(entries(r["metrics"]).items())[1:]:
-            for split in ("val", "test"):
-                lead = sign * (model[split][m] - res[split][m])
-                out.setdefault(who, {"val": [], "test": []})[split].append(lead)
+        m = metric or r["monitor"]
+        up = r["directions"].get(m)
+        if up is None:  # which way is better is not known: no lead
+            continue
+        sign = 1.0 if up else -1.0
+        row = entries(r["metrics"])
+        for who, res in list(row.items())[1:]:
+            for split in WEEKS:
+                if m in row["model"][split] and m in res[split]:
+                    lead = sign * (row["model"][split][m] - res[split][m])
+                    out.setdefault(who, {"val": [], "test": []})[split].append(lead)
     return out
 
 
@@ -144,6 +204,14 @@ def summary(values: list[float], digits: int = 4) -> str:
             f"({wins}/{n})")
 
 
+def mean_se(values: list[float], digits: int) -> str:
+    """``mean ± standard error`` (one value: the value)."""
+    mean = f"{statistics.fmean(values):.{digits}f}"
+    if len(values) == 1:
+        return mean
+    return f"{mean} ± {statistics.stdev(values) / math.sqrt(len(values)):.{digits}f}"
+
+
 #: marks the best of a run's model and baselines
 BEST = "*"
 
@@ -156,119 +224,75 @@ def markdown(rows: list[list[str]]) -> list[str]:
     return [lines[0], "|" + "|".join("-" * (w + 2) for w in widths) + "|", *lines[1:]]
 
 
+def _marked(shown: list[str | None], higher: bool | None) -> list[str]:
+    """Cells as shown ("-": none), the best marked where the metric's direction is known."""
+    numbers = [float(x.split(" ")[0]) if x else math.nan for x in shown]
+    finite = [x for x in numbers if math.isfinite(x)]
+    best = (max if higher else min)(finite) if finite and higher is not None else None
+    return ["-" if x is None else x + (BEST if v == best else "") for x, v in zip(shown, numbers)]
+
+
+def means(runs: list[dict], who: list[str], shown: list[str], way: dict,
+          digits: dict) -> list[list[str]]:
+    """Rows of (metric, model or baseline, val mean ± standard error, test's), the best mean
+    of each metric marked; a baseline scored in k of the n runs says so."""
+    rows = [["metric", "model or baseline", "val weeks", "test weeks"]]
+    scored = [entries(r["metrics"]) for r in runs]
+    for x in shown:
+        values = {w: {s: [row[w][s][x] for row in scored if w in row and x in row[w][s]]
+                      for s in WEEKS} for w in who}
+        cells = {s: _marked([mean_se(values[w][s], digits[x]) if values[w][s] else None
+                             for w in who], way[x]) for s in WEEKS}
+        for i, w in enumerate(who):
+            n = max(len(v) for v in values[w].values())
+            if n:
+                k = f" ({n} of {len(runs)})" if n < len(runs) else ""
+                rows.append([f"{x} {ARROW[way[x]]}".rstrip(), w, cells["val"][i] + k,
+                             cells["test"][i] + k])
+    return rows
+
+
 def table(runs: list[dict]) -> str:
     """The backtest as markdown, within 100 columns: the monitored metric of every run's
-    model and baselines on val, then on test (the best of each run marked), then the
-    model's lead over each baseline."""
+    model and baselines on val, then on test (the best of each run marked); each metric's
+    mean ± standard error over the runs for the model and each baseline; then, metric by
+    metric, the model's lead over each baseline with the weeks it won."""
     m, higher = runs[0]["monitor"], runs[0]["higher"]
-    who = list(entries(runs[0]["metrics"]))
-    arrow = "↑" if higher else "↓"
+    who, shown = everyone(runs), metrics_of(runs)
+    way = {w: runs[0]["directions"].get(w) for w in shown}
     # the report's decimals (four significant digits: an MAE of 0.025 as 0.02464)
-    digits = decimals([res[split][m] for r in runs
-                       for res in entries(r["metrics"]).values()
-                       for split in ("val", "test")], percent=False)
+    digits = {x: decimals([res[s].get(x) for r in runs for res in entries(r["metrics"]).values()
+                           for s in WEEKS], percent=False) for x in shown}
     lines = [f"# Backtest: {runs[0]['task']}, {m} "
              f"({'higher' if higher else 'lower'} is better), {len(runs)} runs"]
-    for split in ("val", "test"):
+    for split in WEEKS:
         rows = [["run", f"{split} week", *who]]
         for r in runs:
             row = entries(r["metrics"])
-            values = [row[w][split][m] if w in row else None for w in who]
-            shown = [None if v is None else f"{v:.{digits}f}" for v in values]
-            finite = [float(x) for x in shown if x is not None and math.isfinite(float(x))]
-            best = (max if higher else min)(finite) if finite else None
-            rows.append([r["label"], str(r[split]),
-                         *("-" if x is None else x + (BEST if float(x) == best else "")
-                           for x in shown)])
-        lines += ["", f"{m} {arrow} on {split} ({BEST}: the best of the run)", "",
+            values = [row[w][split].get(m) if w in row else None for w in who]
+            rows.append([r["label"], str(r[split]), *_marked(
+                [None if v is None else f"{v:.{digits[m]}f}" for v in values], higher)])
+        lines += ["", f"{m} {ARROW[higher]} on {split} ({BEST}: the best of the run)", "",
                   *markdown(rows)]
-    lines += ["", f"The model's lead in {m} (positive: the model is better): mean ± standard",
-              "error over the runs (weeks won / weeks)", ""]
-    rows = [["baseline", "val", "test", "all"]]
-    for w, lead in differences(runs).items():
-        rows.append([w, summary(lead["val"], digits), summary(lead["test"], digits),
-                     summary(lead["val"] + lead["test"], digits)])
-    lines += markdown(rows)
-    return "\n".join(lines) + "\n"
-
-
-#: which of a run's two scores the overview averages: val weeks are where the checkpoint,
-#: the correction's factor and the depth-2 features were chosen, so ``test`` is the
-#: measure that no choice saw
-SPLITS = {"both": slice(None), "val": slice(0, None, 2), "test": slice(1, None, 2)}
-
-
-def overview(sweeps: dict[str, list[dict]], split: str = "both") -> str:
-    """One row per sweep (a task on a database): the monitored metric of the model, of both
-    LightGBMs and of the best simple baseline (the one best on val over the runs, so that
-    the test weeks do not choose it), each as mean ± standard error over the val and test
-    scores (``split``: ``both``, or only ``val`` or ``test`` ones); then the model's lead
-    over each and over its tree prior (in each run the LightGBM better on val, as
-    :mod:`rdl.preparation` chooses it: what the graph model adds to where it starts) and
-    that of the model as trained over the depth-2 LightGBM (where every run scaled its
-    correction on val), with weeks won, and whether its lead over the depth-2 LightGBM is
-    more than one standard error either way."""
-    prior = "the LightGBM better on val"
-    head = ["sweep", "metric", "weeks", "model", DEPTH2, DEPTH1, "best simple",
-            f"model over {DEPTH2}", f"{AS_TRAINED} over {DEPTH2}", f"model over {DEPTH1}",
-            f"model over {prior}", f"{DEPTH2} over {DEPTH1}", "model over best simple",
-            "model vs depth 2"]
-    rows = [head]
-    for name, runs in sweeps.items():
-        m, sign = runs[0]["monitor"], 1.0 if runs[0]["higher"] else -1.0
-        scores: dict[str, list[float]] = {}
-        for r in runs:
-            row = entries(r["metrics"])
-            for who, res in row.items():
-                scores.setdefault(who, []).extend(res[s][m] for s in ("val", "test"))
-            if trees := [w for w in (DEPTH1, DEPTH2) if w in row]:  # a tie: depth 1, as there
-                chosen = max(trees, key=lambda w: sign * row[w]["val"][m])
-                scores.setdefault(prior, []).extend(row[chosen][s][m] for s in ("val", "test"))
-        if len(scores.get(AS_TRAINED, [])) != len(scores["model"]):  # not in every run
-            scores.pop(AS_TRAINED, None)
-        simple = [w for w in scores
-                  if w not in ("model", AS_TRAINED, prior) and not w.startswith(DEPTH1)]
-        # scores alternate val, test: choose the best simple baseline on its val scores
-        best = max(simple, key=lambda w: sign * statistics.fmean(scores[w][::2]),
-                   default=None)
-        digits = decimals([v for vs in scores.values() for v in vs], percent=False)
-        scores = {who: v[SPLITS[split]] for who, v in scores.items()}
-
-        def cell(who):
-            if who not in scores:
-                return "-"
-            v = scores[who]
-            se = statistics.stdev(v) / math.sqrt(len(v))
-            return f"{statistics.fmean(v):.{digits}f} ± {se:.{digits}f}"
-
-        def lead(a, b):
-            if a not in scores or b not in scores:
-                return "-", None
-            d = [sign * (x - y) for x, y in zip(scores[a], scores[b])]
-            return summary(d, digits), d
-
-        weeks = {r[s] for r in runs for s in ("val", "test") if split in (s, "both")}
-        ahead, d = lead("model", DEPTH2)
-        verdict = "-"
-        if d is not None and len(d) > 1:
-            se = statistics.stdev(d) / math.sqrt(len(d))
-            mean = statistics.fmean(d)
-            verdict = "ahead" if mean > se else "behind" if mean < -se else "level"
-        rows.append([name, m, f"{len(scores['model'])} ({len(weeks)} distinct)",
-                     cell("model"), cell(DEPTH2), cell(DEPTH1),
-                     "-" if best is None else f"{best}: {cell(best)}", ahead,
-                     lead(AS_TRAINED, DEPTH2)[0], lead("model", DEPTH1)[0],
-                     lead("model", prior)[0], lead(DEPTH2, DEPTH1)[0],
-                     "-" if best is None else lead("model", best)[0], verdict])
-    over = {"both": "val and test scores", "val": "val scores only",
-            "test": "test scores only"}[split]
-    lines = [f"# Backtests of several sweeps: mean ± standard error over each sweep's {over};",
-             "# leads positive where the first is better (weeks won / weeks)",
-             "", *markdown(rows)]
+    lines += ["", f"Each metric's mean ± standard error over the runs ({BEST}: the best mean; "
+              "k of n:", "in k of the n runs only)", ""]
+    lines += markdown(means(runs, who, shown, way, digits))
+    for x in shown:
+        leads = differences(runs, x) if way[x] is not None else {}
+        if not leads:
+            continue
+        lines += ["", f"The model's lead in {x} (positive: the model is better): mean ± "
+                  "standard", "error over the runs (weeks won / weeks)", ""]
+        rows = [["baseline", "val", "test", "all"]]
+        for w, lead in leads.items():
+            rows.append([w, *(summary(v, digits[x]) if v else "-" for v in
+                              (lead["val"], lead["test"], lead["val"] + lead["test"]))])
+        lines += markdown(rows)
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
+    from rdl.backtest_overview import SPLITS, overview  # it reads this module's helpers
     script = Path(sys.argv[0]).name   # rdl-backtest, or backtest.py under python -m
     prog = script if script == "rdl-backtest" else "python -m rdl.backtest"
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])

@@ -142,3 +142,35 @@ def test_data_folder_without_a_path_says_so(tiny_cfg):
         instantiate(cfg.data.db)
     assert isinstance(e.value.__cause__, DataError)
     assert "data=folder needs data.db.path=" in str(e.value.__cause__)
+
+
+def test_link_seeds_exist_at_their_time_and_targets_by_the_test_time(tiny_cfg, rdl_cache):
+    """forum-user-vote three weeks back, against pandas on the forum's tables: a seed is a
+    user who votes in the window and has signed up by the seed time (the sampler gives a
+    seed its own row: a later signup would be a row from its future); a test target is a
+    post created by the test time (the graph ends there: a later post cannot be ranked),
+    and a seed left without a target is left out, as RelBench does."""
+    db = forum_db(scale=SCALE, cache_dir=rdl_cache)
+    task = instantiate(tiny_cfg("experiment=forum-user-vote", "backtest=3").task,
+                       _convert_="all", backtest=3)
+    users, posts, votes = (db[t].df for t in ("users", "posts", "votes"))
+    late_post = posts["created"] > task.test_time
+    for split in ("train", "val", "test"):
+        got = task.split_table(split, db)
+        times = task.timestamps(split, db)
+        want = []
+        for t in times:
+            v = votes[(votes["created"] > t) & (votes["created"] <= t + task.delta)]
+            v = v[users["signup"].to_numpy()[v["user_id"].to_numpy()] <= t]
+            if split == "test":
+                v = v[~late_post.to_numpy()[v["post_id"].to_numpy()]]
+            for user, group in v.groupby("user_id"):
+                want.append((t, int(user), sorted(set(group["post_id"].astype(int)))))
+        rows = sorted((t, u, sorted(map(int, p))) for t, u, p in
+                      zip(got["timestamp"], got["user_id"], got["post_id"]))
+        assert rows == sorted(want), split
+    # without the rules the test split would name a user and posts from after its time
+    v = votes[(votes["created"] > task.test_time)
+              & (votes["created"] <= task.test_time + task.delta)]
+    assert (users["signup"].to_numpy()[v["user_id"].to_numpy()] > task.test_time).any()
+    assert late_post.to_numpy()[v["post_id"].to_numpy()].any()

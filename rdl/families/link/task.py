@@ -2,6 +2,7 @@
 its own) it links to in the window; the model ranks every row of that table (MAP@k)."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -15,6 +16,8 @@ from rdl.graph.columns import LIST_TYPES
 from rdl.tasks import SPLITS, Task
 from rdl.tasks.ids import lists_to_rows
 from rdl.tasks.relbench_task import RelBenchTask
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -42,6 +45,30 @@ class LinkTask(Task):
         """Each list of the target table's ids as its rows."""
         df[self.target_col] = lists_to_rows(df[self.target_col], db, self.target_table, where)
         return df
+
+    def existing(self, df: pd.DataFrame, db: Database, split: str) -> pd.DataFrame:
+        """:meth:`Task.existing <rdl.tasks.Task.existing>`'s rows, their targets only rows
+        that exist by the test time, and then the rows left with a target: the model ranks
+        the rows of the graph, which ends at the test time
+        (:func:`rdl.preparation.graph_database`), so a row that appears after it cannot be
+        ranked (RelBench drops them too). Only test labels, read from every row, can name
+        one; the other splits' labels are read from the database cut before it."""
+        df = super().existing(df, db, split)
+        table = db[self.target_table]
+        if table.time_col is None or df.empty:
+            return df
+        flat = df[self.target_col].explode().dropna()
+        late = table.df[table.time_col].to_numpy()[flat.to_numpy(dtype="int64")] > \
+            self.test_time.to_datetime64()
+        if not late.any():
+            return df
+        kept = flat[~late].groupby(level=0).agg(lambda v: np.asarray(v, dtype="int64"))
+        log.info("%s split: %d of %d targets left out (%s rows from after the test time), "
+                 "%d of %d rows left without one", split, int(late.sum()), len(flat),
+                 self.target_table, len(df) - len(kept), len(df))
+        df = df.loc[kept.index].copy()
+        df[self.target_col] = kept
+        return df.reset_index(drop=True)
 
     def now_table(self, db: Database, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         """The seeds of a prediction at the database's last time (empty target lists):
