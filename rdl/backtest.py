@@ -120,6 +120,23 @@ def entries(metrics: dict) -> dict[str, dict]:
     return {**out, **baselines(metrics)}
 
 
+#: the baseline a run's model started from (its prior)
+PRIOR = "its prior"
+
+
+def prior_of(metrics: dict, monitor: str, higher: bool) -> str | None:
+    """The name of the baseline a run's model started from: the model's ``prior`` (the
+    baseline best on val, :mod:`rdl.families.node.prior_choice`), or, in a run that does
+    not name one (written before the choice, or without a prior), the LightGBM better on
+    val (depth 1 where they tie); None where the run has neither."""
+    name = metrics["model"].get("prior")
+    if name in metrics:
+        return name
+    trees = [w for w in (DEPTH1, DEPTH2) if w in metrics]
+    sign = 1.0 if higher else -1.0
+    return max(trees, key=lambda w: sign * metrics[w]["val"][monitor], default=None)
+
+
 def differences(runs: list[dict]) -> dict[str, dict[str, list[float]]]:
     """Per baseline and split, the model's lead in each run (positive: better)."""
     out: dict[str, dict[str, list[float]]] = {}
@@ -189,6 +206,20 @@ def table(runs: list[dict]) -> str:
         rows.append([w, summary(lead["val"], digits), summary(lead["test"], digits),
                      summary(lead["val"] + lead["test"], digits)])
     lines += markdown(rows)
+    rows = [["run", "test week", "prior", "factor", "model over it: val", "test"]]
+    for r in runs:
+        name = r["metrics"]["model"].get("prior")   # runs that name it (not guessed)
+        if name not in r["metrics"]:
+            continue
+        model, base = r["metrics"]["model"], r["metrics"][name]
+        scale = model.get("correction", {}).get("scale")
+        rows.append([r["label"], str(r["test"]), name, "-" if scale is None else f"{scale:g}",
+                     *(f"{(1 if higher else -1) * (model[s][m] - base[s][m]):+.{digits}f}"
+                       for s in ("val", "test"))])
+    if len(rows) > 1:
+        lines += ["", "The baseline each run's model started from (its prior: the best on val; "
+                  "factor: how much", "of its correction it kept, chosen on val) and the "
+                  "model's lead over it", "", *markdown(rows)]
     return "\n".join(lines) + "\n"
 
 
@@ -203,12 +234,12 @@ def overview(sweeps: dict[str, list[dict]], split: str = "both") -> str:
     LightGBMs and of the best simple baseline (the one best on val over the runs, so that
     the test weeks do not choose it), each as mean ± standard error over the val and test
     scores (``split``: ``both``, or only ``val`` or ``test`` ones); then the model's lead
-    over each and over its tree prior (in each run the LightGBM better on val, as
-    :mod:`rdl.preparation` chooses it: what the graph model adds to where it starts) and
+    over each and over its prior (in each run the baseline it started from,
+    :func:`prior_of`: what the graph model adds to where it starts) and
     that of the model as trained over the depth-2 LightGBM (where every run scaled its
     correction on val), with weeks won, and whether its lead over the depth-2 LightGBM is
     more than one standard error either way."""
-    prior = "the LightGBM better on val"
+    prior = PRIOR
     head = ["sweep", "metric", "weeks", "model", DEPTH2, DEPTH1, "best simple",
             f"model over {DEPTH2}", f"{AS_TRAINED} over {DEPTH2}", f"model over {DEPTH1}",
             f"model over {prior}", f"{DEPTH2} over {DEPTH1}", "model over best simple",
@@ -221,11 +252,12 @@ def overview(sweeps: dict[str, list[dict]], split: str = "both") -> str:
             row = entries(r["metrics"])
             for who, res in row.items():
                 scores.setdefault(who, []).extend(res[s][m] for s in ("val", "test"))
-            if trees := [w for w in (DEPTH1, DEPTH2) if w in row]:  # a tie: depth 1, as there
-                chosen = max(trees, key=lambda w: sign * row[w]["val"][m])
-                scores.setdefault(prior, []).extend(row[chosen][s][m] for s in ("val", "test"))
-        if len(scores.get(AS_TRAINED, [])) != len(scores["model"]):  # not in every run
-            scores.pop(AS_TRAINED, None)
+            if chosen := prior_of(r["metrics"], m, sign > 0):
+                scores.setdefault(prior, []).extend(r["metrics"][chosen][s][m]
+                                                    for s in ("val", "test"))
+        for who in (AS_TRAINED, prior):
+            if len(scores.get(who, [])) != len(scores["model"]):  # not in every run
+                scores.pop(who, None)
         simple = [w for w in scores
                   if w not in ("model", AS_TRAINED, prior) and not w.startswith(DEPTH1)]
         # scores alternate val, test: choose the best simple baseline on its val scores

@@ -269,3 +269,34 @@ def test_the_overview_can_average_one_split_only(tmp_path, capsys, split):
     assert cells[6] == "last label: {:.5f} ± {:.5f}".format(*mean_se(last))
     lead = [b - a for a, b in zip(model, lgbm)]   # MAE: lower is better
     assert cells[9] == "{:+.5f} ± {:.5f} ({}/3)".format(*mean_se(lead), sum(v > 0 for v in lead))
+
+
+def test_each_run_s_prior_is_shown_and_the_model_is_compared_with_it(tmp_path, capsys):
+    """Runs that name the baseline their model started from (``model.prior``, the best on
+    val): the sweep's table shows it per run with the model's lead over it, and the
+    overview's "model over its prior" takes it run by run (here a label mean, then
+    LightGBM), not the LightGBM better on val."""
+    runs = [((0.020, 0.030), (0.021, 0.029), (0.019, 0.028), "label mean (last 4)"),
+            ((0.022, 0.025), (0.024, 0.026), (0.030, 0.031), "LightGBM")]
+    for name in ("a", "b"):
+        for job, (model, lgbm, mean, prior) in enumerate(runs):
+            fake_run(tmp_path / name, job, [f"backtest={job}"], job, model, lgbm)
+            path = tmp_path / name / str(job) / "metrics.json"
+            metrics = json.loads(path.read_text())
+            metrics["label mean (last 4)"] = {"val": {"mae": mean[0]}, "test": {"mae": mean[1]}}
+            metrics["model"].update(prior=prior, correction={"scale": 0.25, "by_scale": {}})
+            path.write_text(json.dumps(metrics))
+    text = re.sub(" +", " ", table(read_runs(tmp_path / "a")))
+    shown = text.split("The baseline each run's model started from")[1]
+    assert "| backtest=0 | 2020-09-14 | label mean (last 4) | 0.25 | -0.00100 | -0.00200 |" in shown
+    assert "| backtest=1 | 2020-09-07 | LightGBM | 0.25 | +0.00200 | +0.00100 |" in shown
+    main([str(tmp_path / "a"), str(tmp_path / "b")])
+    printed = capsys.readouterr().out
+    head = [c.strip() for c in next(line for line in printed.splitlines()
+                                    if line.startswith("| sweep")).strip("|").split("|")]
+    cells = [c.strip() for c in next(line for line in printed.splitlines()
+                                     if line.startswith("| a")).strip("|").split("|")]
+    lead = [-0.001, -0.002, 0.002, 0.001]   # prior - model (MAE): run 0's label mean, run 1's trees
+    mean = sum(lead) / 4
+    se = math.sqrt(sum((v - mean) ** 2 for v in lead) / 3 / 4)
+    assert cells[head.index("model over its prior")] == f"{mean:+.5f} ± {se:.5f} (2/4)"

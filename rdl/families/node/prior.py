@@ -16,6 +16,9 @@ block ``b``'s seeds get trees fitted on the labels whose windows closed by the b
 first seed time, with the number of trees of the baseline. The first block has no earlier
 labels: its prior is missing (NaN), and the model falls back to the last label
 (regression) or the train rate (classification) there.
+
+The tree prior is the prior where a LightGBM is the baseline best on val
+(:mod:`rdl.families.node.prior_choice`).
 """
 from __future__ import annotations
 
@@ -73,7 +76,6 @@ def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str
 
 
 def fallback(task: Task, train: pd.DataFrame) -> np.ndarray:
-    """The prior where trees have none: classification's train rate as a logit (class
+    """The prior where a seed has none: classification's train rate as a logit (class
     frequencies as log-probabilities); regression falls back to the last label instead."""
-    p = np.clip(np.atleast_1d(train_prior(task, train)), 1e-6, 1 - 1e-6)
-    return task.kind.as_logit(p)
+    return task.kind.as_raw(np.atleast_1d(train_prior(task, train)))
