@@ -149,7 +149,8 @@ def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Databa
                settings) -> tuple[dict, dict[str, pd.DataFrame]]:
     """The tree baselines and the prior (``tree_fits``; ``tree_fit``, the better on val;
     ``prior_name`` and ``prior``: the baseline best on val among those
-    ``settings.prior_from`` names, :mod:`rdl.families.node.prior_choice`), and the splits'
+    ``settings.prior_from`` names, a simple one by more than ``settings.prior_margin``
+    standard errors, :mod:`rdl.families.node.prior_choice`), and the splits'
     feature tables without the entity's own columns and with the prior's columns (the
     seed features)."""
     strict, deep = settings.strict, settings.deep_features
@@ -165,7 +166,8 @@ def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Databa
     fits, feats = fit_tree_baselines(task, graph_db, tables, history, strict,
                                      settings.random_seed, features=full, deep=deep)
     trees = max(fits, key=lambda name: fits[name].val_score())
-    name = chosen_prior(task, tables, history, fits, settings.prior_from)
+    name = chosen_prior(task, tables, history, fits, settings.prior_from,
+                        settings.prior_margin, settings.random_seed)
     if name in fits:
         prior = tree_prior(fits[name], tables, feats[name], history, settings.tree_blocks,
                            settings.random_seed)

@@ -38,16 +38,19 @@ def _constants(task: Task, y: np.ndarray) -> dict:
 
 
 def simple_prior(task: Task, name: str, tables: dict[str, pd.DataFrame],
-                 history: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Per split, the raw prior of each row of ``tables[split]`` from the simple baseline
-    ``name`` (its printed name): ``[N]`` values or logits, or ``[N, C]`` log-probabilities;
-    NaN where a train seed has none (see the module's docstring)."""
+                 history: pd.DataFrame, splits=None) -> dict[str, np.ndarray]:
+    """Per split (of ``splits``; None: all of ``tables``), the raw prior of each row of
+    ``tables[split]`` from the simple baseline ``name`` (its printed name): ``[N]`` values
+    or logits, or ``[N, C]`` log-probabilities; NaN where a train seed has none (see the
+    module's docstring). ``tables`` holds the train split (its labels fit the printed
+    baseline)."""
     if not is_simple(task, name):
         raise ValueError(f"task {task.name!r}: {name!r} is not a simple baseline")
     train_y = tables["train"][task.target_col].to_numpy(dtype=np.float64)
     key = statistic(name)
     out = {}
-    for split, df in tables.items():
+    for split in tables if splits is None else splits:
+        df = tables[split]
         known = split == "train"   # else the printed baseline's, fitted on the train split
         if key is None:
             if known:
