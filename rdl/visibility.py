@@ -15,7 +15,8 @@ checked against :func:`visible` row by row (``tests/test_visibility.py``):
 - the feature table's SQL and all-time sums (:mod:`rdl.features.table`): ``t <= s`` (or
   ``<``) in DuckDB, an ``asof`` join that takes exact matches (or not);
 - the label history's statistics (:mod:`rdl.features.labels`): an ``asof`` join on
-  ``available`` that takes exact matches.
+  ``available`` that takes exact matches (an entity's own labels), and a sorted search
+  for the seed's time to its right (every entity's, ``closed_statistic``).
 """
 from __future__ import annotations
 

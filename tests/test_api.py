@@ -50,9 +50,11 @@ def test_database_task_graph_model_and_two_steps(tmp_path, rdl_cache):
     results = rdl.fit(cfg, data, model)
     assert set(results["model"]["test"]) == {"accuracy", "auroc", "average_precision", "f1"}
     assert {"model", "LightGBM", "LightGBM (depth 2)"} <= set(results)
-    # the tree prior is the tree baseline better on val
+    # tree_fit is the tree baseline better on val; the prior, of the baselines the run
+    # prints (tests/training/test_prior_choice.py), is named in the results
     fits = data.tree_fits
     assert data.tree_fit is max(fits.values(), key=lambda f: f.val_score())
+    assert results["model"]["prior"] == data.prior_name and data.prior_name in results
     # depth 2: depth 1's features and the depth-2 ones chosen on val (none, 10, 30 or all)
     one, two = fits["LightGBM"].X["val"].columns, fits["LightGBM (depth 2)"].X["val"].columns
     kept = len(two) - len(one)

@@ -74,7 +74,7 @@ def test_node_task_trains_on_a_folder(tmp_path, run_train, forum):
                                                          "accuracy", "f1"})
     assert "LightGBM" in results and "last label" in results
     logs = out.stdout + out.stderr
-    for feature in ("label history:", "seed features:", "tree prior:"):
+    for feature in ("label history:", "seed features:", "prior: "):
         assert feature in logs, feature
 
 

@@ -375,6 +375,8 @@ def check_metrics(path: Path) -> None:
 SLOW_COMMANDS = {
     "python -m rdl.train task=user-churn model=graph-transformer",
     "python -m rdl.train task=item-sales data.tree_prior=false",
+    # tests/training/test_tree_prior.py starts item-sales' model from it
+    "python -m rdl.train task=item-sales data.prior_from=trees",
     "python -m rdl.train task=user-churn model.channels=64 trainer.max_epochs=2 lr=0.001",
     "python -m rdl.train compile.cpu_patches=false keep_freed_memory=false",
     "python -m rdl.train trainer.max_time=00:00:10:00",

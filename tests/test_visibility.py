@@ -1,7 +1,8 @@
 """The one rule of temporal correctness (:mod:`rdl.visibility`), checked row by row in each
 vectorised form that applies it: the sampler's temporal index, the feature table's SQL and
-all-time sums, the label history's statistics. The times are drawn with many ties, and
-seeds sit exactly on row times, where ``<=`` and ``<`` differ."""
+all-time sums, the label history's statistics (an entity's own, and every entity's). The
+times are drawn with many ties, and seeds sit exactly on row times, where ``<=`` and ``<``
+differ."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,7 @@ from torch_geometric.data import HeteroData
 from torch_geometric.loader import NodeLoader
 
 from rdl.data.database import Table
-from rdl.features.labels import visible_labels
+from rdl.features.labels import closed_statistic, visible_labels
 from rdl.features.table import WINDOWS, child_features
 from rdl.graph import TemporalSampler
 from rdl.families.node import NodeTask
@@ -79,3 +80,8 @@ def test_the_label_history_shows_exactly_the_closed_windows():
     got = visible_labels(task, df, history)["count"]
     for i in range(N_SEEDS):
         assert got[i] == ((ent == SEED_ENT[i]) & visible(day, SEED_TIME[i])).sum()
+    # every entity's labels closed by the seed's time (a simple prior's train values)
+    got = closed_statistic(task, df, history, len)[:, 0]
+    for i in range(N_SEEDS):
+        n = visible(day, SEED_TIME[i]).sum()
+        assert got[i] == n if n else np.isnan(got[i])

@@ -9,7 +9,7 @@ mode. From them:
   frequencies among them), ``k`` picked among :data:`KS` on the validation split by the
   task's monitor metric.
 
-An entity with no visible label gets the train prior (:func:`~rdl.baselines.scoring.train_prior`).
+An entity with no visible label gets the train prior (:func:`~rdl.features.labels.train_prior`).
 The statistics come from one ``merge_asof`` of the seeds on the per-entity running sums of
 the history, so they cost the same for one seed time or many.
 """
@@ -26,10 +26,27 @@ from rdl.tasks import Task
 
 #: The window lengths (in labels) the label-mean baseline chooses from.
 KS = (2, 4, 8, 16)
+#: the last-label baseline's name
+LAST = "last label"
 
 
-def _predict(task: Task, values: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """Rows without history get the prior; the shape the metrics expect."""
+def mean_name(k: int) -> str:
+    """The name of the label-mean baseline over the last ``k`` labels."""
+    return f"label mean (last {k})"
+
+
+def statistic(name: str) -> str | None:
+    """The statistic of :func:`~rdl.features.labels.visible_labels` that the history
+    baseline ``name`` predicts (``last``, ``mean_<k>``); None: not a history baseline."""
+    if name == LAST:
+        return "last"
+    return next((f"mean_{k}" for k in KS if name == mean_name(k)), None)
+
+
+def from_history(task: Task, values: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """Predictions from a statistic of the visible labels ``values`` (``(n, c)``): rows
+    without history get ``prior`` (``(c,)``, or ``(n, c)``: a row's own); the shape the
+    metrics expect."""
     values = np.where(np.isnan(values).any(axis=1, keepdims=True), prior, values)
     return task.kind.from_matrix(values)
 
@@ -37,7 +54,8 @@ def _predict(task: Task, values: np.ndarray, prior: np.ndarray) -> np.ndarray:
 def last_label(task: Task, df: pd.DataFrame, history: pd.DataFrame,
                prior: np.ndarray) -> np.ndarray:
     """The last-label prediction for each row of ``df`` (``prior`` where there is none)."""
-    return _predict(task, visible_labels(task, df, history, ks=())["last"], np.atleast_1d(prior))
+    return from_history(task, visible_labels(task, df, history, ks=())["last"],
+                        np.atleast_1d(prior))
 
 
 def better(task: Task, a: float, b: float) -> bool:
@@ -66,14 +84,14 @@ def history_baselines(task: Task, tables: dict[str, pd.DataFrame],
     stats = {s: visible_labels(task, tables[s], history, ks=KS) for s in ("val", "test")}
 
     def scores(key: str) -> dict:
-        return {s: score(task, _predict(task, stats[s][key], prior), tables[s])
+        return {s: score(task, from_history(task, stats[s][key], prior), tables[s])
                 for s in ("val", "test")}
 
-    out = {"last label": scores("last")}
+    out = {LAST: scores("last")}
     metric, best = monitor(task), None
     for k in KS:
         res = scores(f"mean_{k}")
         if best is None or better(task, res["val"][metric], best[1]["val"][metric]):
             best = (k, res)
-    out[f"label mean (last {best[0]})"] = best[1]
+    out[mean_name(best[0])] = best[1]
     return out

@@ -41,3 +41,28 @@ def score(task: Task, pred, df: pd.DataFrame) -> dict[str, float]:
     if len(pred) != len(df):
         raise ValueError(f"task {task.name!r}: {len(pred)} predictions for {len(df)} rows")
     return score_tensors(task, pred, targets(task, df))
+
+
+@torch.no_grad()
+def paired_se(task: Task, metric: str, a, b, df: pd.DataFrame, draws: int = 200,
+              seed: int = 0) -> float:
+    """The standard error of ``metric(a) - metric(b)`` over the rows of the split table
+    ``df`` (``a``, ``b``: two predictions of them, as :func:`score` takes them): the
+    standard deviation of the difference over ``draws`` paired bootstrap resamples of the
+    rows (the same rows for both). Written here: torchmetrics has no paired bootstrap
+    (its ``BootStrapper`` resamples one metric's updates, not two predictions' rows)."""
+    a, b = (torch.tensor(np.asarray(x, dtype=np.float32)) for x in (a, b))
+    y = targets(task, df)
+    m = dict(task.metrics)[metric].clone()
+    m.distributed_available_fn = _alone
+    gen = torch.Generator().manual_seed(seed)
+    diffs = []
+    for _ in range(draws):
+        rows = torch.randint(len(y), (len(y),), generator=gen)
+        values = []
+        for pred in (a, b):
+            m.reset()
+            m.update(pred[rows], y[rows])
+            values.append(float(m.compute()))
+        diffs.append(values[0] - values[1])
+    return float(np.nanstd(diffs, ddof=1)) if draws > 1 else float("nan")

@@ -82,6 +82,29 @@ def visible_labels(task: Task, df: pd.DataFrame, history: pd.DataFrame,
     return stats
 
 
+def closed_statistic(task: Task, df: pd.DataFrame, history: pd.DataFrame, statistic
+                     ) -> np.ndarray:
+    """``statistic`` (of a 1-d array of labels, as :meth:`~rdl.tasks.kinds.Kind.prior`)
+    of every entity's labels closed by each row's time (``available <= timestamp``, the
+    label history's rule), as an ``(len(df), c)`` matrix; NaN rows where none has closed.
+    What a train seed may know of the whole train split: a baseline fitted on all of it
+    would read labels that close after the seed."""
+    y = history[["available", task.target_col]].dropna(subset=[task.target_col])
+    y = y.sort_values("available", kind="stable")
+    labels = y[task.target_col].to_numpy(dtype=np.float64)
+    side = "right" if includes_equal(strict=False) else "left"  # always: available <= s
+    closed = np.searchsorted(y["available"].to_numpy().astype("datetime64[ns]"),
+                             df["timestamp"].to_numpy().astype("datetime64[ns]"), side=side)
+    # one call per distinct number of closed labels (a handful of seed times), in order
+    values = {n: np.atleast_1d(np.asarray(statistic(labels[:n]), dtype=np.float64))
+              for n in np.unique(closed) if n > 0}
+    width = next(iter(values.values())).shape[0] if values else task.kind.out_channels
+    out = np.full((len(df), width), np.nan)
+    for n, v in values.items():
+        out[closed == n] = v
+    return out
+
+
 def train_prior(task: Task, train: pd.DataFrame) -> np.ndarray:
     """What a baseline predicts for an entity it knows nothing of: the train label mean
     (regression), the train positive rate (binary), or the train class frequencies

@@ -41,8 +41,11 @@ def seed_features(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                     for s, df in tables.items()}
     raw = {s: numeric(df) for s, df in features.items()}
     train = raw["train"]
-    cols = list(train.columns)
-    x = train.to_numpy(dtype=np.float64)
+    # A column with no train value teaches the model nothing, and its val values would be
+    # inputs it never trained on (the prior where no train block had enough earlier labels
+    # for trees, on a small database): left out.
+    cols = [c for c in train.columns if train[c].notna().any() or not len(train)]
+    x = train[cols].to_numpy(dtype=np.float64)
     center = np.nanmedian(x, axis=0) if len(x) else np.zeros(len(cols))
     q1, q3 = (np.nanpercentile(x, q, axis=0) if len(x) else np.zeros(len(cols)) for q in (25, 75))
     std = np.nanstd(x, axis=0) if len(x) else np.ones(len(cols))

@@ -40,9 +40,10 @@ class DataSettings:
         batch_size: seeds per batch (RelBench: 512); eval_batch_size: per evaluation
             batch (None: ``batch_size``).
         strict: neighbours must be strictly older than the seed (RelBench v3 rule).
-        label_history, seed_features, tree_prior, tree_blocks: the node family's
-            (:mod:`rdl.families.node`); a link task leaves them out. deep_features: the
-            depth-2 synthesis's bounds (node tasks' trees; link tasks' ranker).
+        label_history, seed_features, tree_prior, prior_from, prior_margin, tree_blocks:
+            the node family's (:mod:`rdl.families.node`); a link task leaves them out.
+            deep_features: the depth-2 synthesis's bounds (node tasks' trees; link tasks'
+            ranker).
         ranker: the link family's LightGBM ranker baseline
             (:class:`~rdl.baselines.ranker.RankerSettings`; None: not fitted).
         stypes: per-table stype overrides; text_embedder: for ``text_embedded`` columns.
@@ -71,6 +72,8 @@ class DataSettings:
     label_history: bool
     seed_features: bool
     tree_prior: bool
+    prior_from: str
+    prior_margin: float
     tree_blocks: int
     deep_features: DeepSettings | None
     ranker: RankerSettings | None
@@ -95,6 +98,8 @@ class DataSettings:
 
     def __post_init__(self):
         check_loader(self.num_workers, self.prefetch_factor)
+        from rdl.families.node.prior_choice import check
+        check(self.prior_from, self.prior_margin)
         # dicts from the config become the objects they describe, once, here
         convert = {"deep_features": DeepSettings.of(self.deep_features),
                    "ranker": RankerSettings.of(self.ranker),

@@ -1,6 +1,7 @@
 """The tree prior (``data.tree_prior``): train seeds get trees fitted only on labels whose
 windows closed by their block's first seed time, val and test the LightGBM baseline's
-predictions; the model starts as that prior exactly."""
+predictions; the model starts as its prior exactly (the trees', or the baseline's best on
+val: tests/training/test_prior_choice.py)."""
 import numpy as np
 import pytest
 import torch
@@ -60,16 +61,25 @@ def test_a_train_seeds_prior_reads_no_label_from_after_it(kind):
     assert not np.allclose(again["train"][~early], prior["train"][~early])
 
 
-@pytest.mark.parametrize("task_name", ["user-churn", "item-sales"])
-def test_the_model_starts_as_the_tree_prior(tiny_cfg, task_name):
-    cfg = tiny_cfg(f"task={task_name}", "data.tree_prior=true", "compile.enabled=false")
+@pytest.mark.parametrize("task_name,among", [("user-churn", "trees"), ("item-sales", "trees"),
+                                             ("user-churn", "all")])
+def test_the_model_starts_as_its_prior(tiny_cfg, task_name, among):
+    """The trees' (``data.prior_from=trees``), or the baseline's best on val whatever its
+    lead (``data.prior_margin=0``: on the tiny database's user-churn a label mean)."""
+    cfg = tiny_cfg(f"task={task_name}", "data.tree_prior=true", f"data.prior_from={among}",
+                   "data.prior_margin=0", "compile.enabled=false")
     task, dm, module = build(cfg)
     module.eval()
     batch = next(iter(dm.loader("val", shuffle=False)))
     rows = batch[task.entity_table].input_id
     with torch.no_grad():
         got = module.predict_value(module(batch))
-    want = to_prediction(task, dm.tree_fit.raw("val"))[rows.numpy()]
+    if among == "trees":
+        assert dm.prior_name == dm.tree_fit.name
+        np.testing.assert_array_equal(dm.prior["val"], dm.tree_fit.raw("val"))
+    else:
+        assert dm.prior_name.startswith("label mean")
+    want = to_prediction(task, dm.prior["val"])[rows.numpy()]
     if task.kind.name == "regression":  # clamped to the train targets' range
         low, high = module.target_stats[2:].tolist()
         want = np.clip(want, low, high)
@@ -86,4 +96,4 @@ def test_the_model_starts_as_the_tree_prior(tiny_cfg, task_name):
         np.testing.assert_array_equal(base[first], last[first].astype(np.float32))
     else:
         rate = dm.tables["train"][task.target_col].mean()
-        np.testing.assert_allclose(base[first], np.log(rate / (1 - rate)), rtol=1e-5)
+        np.testing.assert_allclose(base[first], task.kind.as_raw(rate), rtol=1e-5)

@@ -1,13 +1,14 @@
-"""How much of its correction of the tree prior a node model keeps, chosen on val.
+"""How much of its correction of its prior a node model keeps, chosen on val.
 
-With the tree prior a node model's output is a correction of it
+With a prior (the baseline best on val, :mod:`rdl.families.node.prior_choice`: LightGBM
+or a simple one) a node model's output is a correction of it
 (:class:`~rdl.families.node.module.NodeTaskModule`): training fits the correction on train
 and chooses its checkpoint on val. Where the correction does not carry over to new weeks
 (on the binary tasks of docs/results.md the best checkpoint was still below its own prior
-on val) the model would print a score below the trees it starts from. So, after training,
-the correction is scaled by the factor of ``evaluation.correction_scales`` whose val score
-is best (1: as trained, 0: the prior alone), the first one unless another is strictly
-better: a blend of model and trees fitted on val, as the checkpoint is. Every factor's val
+on val) the model would print a score below the baseline it starts from. So, after
+training, the correction is scaled by the factor of ``evaluation.correction_scales`` whose
+val score is best (1: as trained, 0: the prior alone), the first one unless another is
+strictly better: a blend of model and prior fitted on val, as the checkpoint is. Every factor's val
 score, and the test scores of the one kept and of 1, go to metrics.json (test scores are
 reported, never used to choose).
 
@@ -51,8 +52,9 @@ def scaled_on_val(trainer, module, data, ckpt: str | None, scales, **load) -> di
     module.correction_scale = best
     if ckpt:  # every process saves (Lightning writes on the first only)
         trainer.save_checkpoint(ckpt, weights_only=False)
-    log.info("the correction of the tree prior scaled by %g, the best on val of %s (%s: %s)",
-             best, ", ".join(f"{s:g}" for s in map(float, scales)), key,
+    log.info("the correction of the prior (%s) scaled by %g, the best on val of %s (%s: %s)",
+             getattr(data, "prior_name", None), best,
+             ", ".join(f"{s:g}" for s in map(float, scales)), key,
              ", ".join(f"{val[s][key]:.4f}" for s in map(float, scales)))
     table = {f"{s:g}": {split: m for split, m in scores(v, test.get(s, {})).items() if m}
              for s, v in val.items()}

@@ -33,6 +33,7 @@ class NodeDataModule(RelDataModule):
     tree_fit = property(lambda self: self.prepared.tree_fit)
     tree_fits = property(lambda self: self.prepared.tree_fits)
     prior = property(lambda self: self.prepared.prior)
+    prior_name = property(lambda self: self.prepared.prior_name)
     seed_x = property(lambda self: self.prepared.seed_x)
     seed_feature_names = property(lambda self: self.prepared.seed_feature_names)
 

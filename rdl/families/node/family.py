@@ -28,17 +28,23 @@ class NodeFamily(Family):
         module = NodeTaskModule(model, task, **common,
                                 target_stats=task.kind.target_stats(data.train_targets()))
         if data.prior is not None:
-            # The model starts as the tree prior exactly and moves away from it only where
+            # The model starts as its prior exactly and moves away from it only where
             # training finds a correction.
             model.start_from_base()
         return module
 
     def evaluate(self, trainer, module, data, ckpt, settings=None, **load):
+        """The model's entry (:meth:`Family.evaluate`); with a prior, also ``"prior"``:
+        the name of the baseline it started from, and ``"correction"``: how much of its
+        correction of it the model keeps, chosen on val (:mod:`~rdl.families.node.correction`)."""
         scales = list((settings or {}).get("correction_scales") or [])
-        if data.prior is None or scales in ([], [1.0]):
+        if data.prior is None:
             return super().evaluate(trainer, module, data, ckpt, settings, **load)
-        # how much of its correction of the tree prior the model keeps, chosen on val
-        return scaled_on_val(trainer, module, data, ckpt, scales, **load)
+        if scales in ([], [1.0]):
+            model = super().evaluate(trainer, module, data, ckpt, settings, **load)
+        else:
+            model = scaled_on_val(trainer, module, data, ckpt, scales, **load)
+        return {**model, "prior": data.prior_name}
 
     def baselines(self, data, rows):
         return node_baselines(data.task, data.db, data.tables, strict=data.strict,

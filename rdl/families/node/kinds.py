@@ -7,7 +7,8 @@ multiclass classification). Besides :class:`~rdl.tasks.kinds.Kind`'s, a node kin
 - the model: its output width, the loss, the mapping of its output to what the metrics
   take (:meth:`~NodeKind.prediction`), a start it corrects (:meth:`~NodeKind.from_base`);
 - the baselines: the constants, the prior of a row nothing is known of, LightGBM's
-  objective and the mapping of its raw scores, the prior as a logit;
+  objective and the mapping of its raw scores, a baseline's prediction as the model's
+  start (:meth:`~NodeKind.as_raw`);
 - the outputs: the columns of a prediction file.
 """
 from __future__ import annotations
@@ -96,14 +97,31 @@ class NodeKind(Kind):
         of the train labels, for a kind that keeps its predictions to it)."""
         return raw
 
-    def as_logit(self, p: np.ndarray) -> np.ndarray:
-        """A prior probability as the model's start (the tree prior where trees have none)."""
-        return np.log(p)
+    def as_raw(self, pred: np.ndarray) -> np.ndarray:
+        """A baseline's prediction (as the metrics take it) as the model's start, in the
+        space of LightGBM's raw scores: here class probabilities ``(N, C)``, each at least
+        :data:`FLOOR` (:func:`floored`), as log-probabilities (their softmax gives them
+        back); NaN stays NaN."""
+        return np.log(floored(pred, np.shape(pred)[-1]))
 
     # -- outputs -------------------------------------------------------------------------
     def prediction_columns(self, target_col: str, pred: Tensor) -> dict:
         """The columns of a prediction file for predictions ``pred``."""
         return {target_col: pred.numpy()}
+
+
+#: The least probability of a class a baseline's prediction keeps as the model's start
+#: (:meth:`NodeKind.as_raw`): a last label of 0 or 1 becomes a finite logit (±6.9).
+FLOOR = 1e-3
+
+
+def floored(p: np.ndarray, classes: int) -> np.ndarray:
+    """Probabilities of ``classes`` classes mixed with the uniform distribution, each class
+    at least :data:`FLOOR`: ``p (1 - classes FLOOR) + FLOOR``. An increasing affine map, the
+    same for every row: it keeps the order of every class's probabilities across the rows
+    and their ties (so every rank metric), each row's argmax and sum, and 0.5 (the binary
+    threshold); so the model at its prior scores what the baseline scores."""
+    return np.asarray(p, dtype=np.float64) * (1 - classes * FLOOR) + FLOOR
 
 
 def asinh_space(y: Tensor, stats: Tensor) -> Tensor:
@@ -143,7 +161,10 @@ class BinaryClassification(NodeKind):
         from scipy.special import expit  # SciPy: a dependency of LightGBM
         return expit(raw)
 
-    def as_logit(self, p):
+    def as_raw(self, pred):
+        """The positive-class probability as a logit, kept within ``[FLOOR, 1 - FLOOR]``
+        (:func:`floored`)."""
+        p = floored(pred, 2)
         return np.log(p / (1 - p))
 
 
@@ -210,6 +231,10 @@ class Regression(NodeKind):
 
     def constants(self, y):
         return {"zero": np.array(0.0), "train median": np.array(np.nanmedian(y))}
+
+    def as_raw(self, pred):
+        """Values are the model's start as they are."""
+        return np.asarray(pred, dtype=np.float64)
 
     def lightgbm_params(self, monitor):
         return {"objective": "l1" if monitor == "mae" else "l2"}

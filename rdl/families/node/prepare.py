@@ -1,7 +1,9 @@
 """The node family's part of preparation (:mod:`rdl.preparation` has every family's): the
-task's label history, as a table of the graph and for the features; the tree prior
-(LightGBM's forward-chained prediction the model corrects, :mod:`rdl.families.node.prior`); and
-each seed's features (:mod:`rdl.features.seed`). A link task has none of them."""
+task's label history, as a table of the graph and for the features; the prior the model
+corrects (the baseline best on val, :mod:`rdl.families.node.prior_choice`: LightGBM's
+forward-chained prediction, :mod:`rdl.families.node.prior`, or a simple baseline's,
+:mod:`rdl.families.node.simple_prior`); and each seed's features
+(:mod:`rdl.features.seed`). A link task has none of them."""
 from __future__ import annotations
 
 import logging
@@ -27,11 +29,12 @@ class NodePrepared(Prepared):
 
     Attributes:
         history: the task's label history (:meth:`~rdl.families.node.NodeTask.history`).
-        tree_fit: with the tree prior, the LightGBM baseline it comes from (of
-            ``tree_fits``, the better on val).
-        tree_fits: with the tree prior, the LightGBM baselines by name (depth 1, and
-            depth 2 with ``deep_features``).
-        prior: with the tree prior, per split each seed's raw prior (NaN: none).
+        tree_fit: with a prior (``data.tree_prior``), of ``tree_fits`` the better on val.
+        tree_fits: with a prior, the LightGBM baselines by name (depth 1, and depth 2
+            with ``deep_features``).
+        prior_name: with a prior, the printed name of the baseline it is (the best on
+            val, :mod:`rdl.families.node.prior_choice`).
+        prior: with a prior, per split each seed's raw prior (NaN: none).
         seed_x: with seed features, per split each seed's vector; seed_feature_names
             their names.
         label_history: whether the label history is part of the graph.
@@ -40,6 +43,7 @@ class NodePrepared(Prepared):
     history: pd.DataFrame | None = None
     tree_fit: object = None
     tree_fits: dict | None = None
+    prior_name: str | None = None
     prior: dict[str, np.ndarray] | None = None
     seed_x: dict[str, Tensor] | None = None
     seed_feature_names: tuple = ()
@@ -48,7 +52,7 @@ class NodePrepared(Prepared):
     #: what the first process of a machine shares with the others (the graph they read
     #: from the graph cache; the tree fits only the first process of all reports, and it
     #: computes them itself)
-    SHARED = ("tables", "history", "prior", "seed_x", "seed_feature_names")
+    SHARED = ("tables", "history", "prior_name", "prior", "seed_x", "seed_feature_names")
 
     def targets(self, split: str) -> Tensor:
         """The labels of a split as the model's ``y``."""
@@ -56,7 +60,7 @@ class NodePrepared(Prepared):
 
     def base(self, split: str) -> Tensor | None:
         """What the model's output starts from (see
-        :class:`~rdl.families.node.module.NodeTaskModule`), or None: with the tree prior, each
+        :class:`~rdl.families.node.module.NodeTaskModule`), or None: with a prior, each
         seed's prior (where it has none: its last label for regression, the train rate's
         logit for classification); else, for regression with label history, each seed's
         last label whose window has closed by its time (NaN if none)."""
@@ -144,14 +148,18 @@ def _labels_and_features(task: Task, db: Database, graph_db: Database, settings)
 
 def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Database,
                settings) -> tuple[dict, dict[str, pd.DataFrame]]:
-    """The tree baselines and the prior (``tree_fits``, ``tree_fit``, ``prior``: the prior
-    from the baseline better on val, depth 1 or, with ``deep_features``, depth 2), and the
-    splits' feature tables without the entity's own columns and with the prior's columns
-    (the seed features)."""
+    """The tree baselines and the prior (``tree_fits``; ``tree_fit``, the better on val;
+    ``prior_name`` and ``prior``: the baseline best on val among those
+    ``settings.prior_from`` names, a simple one by more than ``settings.prior_margin``
+    standard errors, :mod:`rdl.families.node.prior_choice`), and the splits'
+    feature tables without the entity's own columns and with the prior's columns (the
+    seed features)."""
     strict, deep = settings.strict, settings.deep_features
     from rdl.features.table import entity_features, with_own
     from rdl.baselines.trees import DEPTH2, fit_tree_baselines
     from rdl.families.node.prior import tree_prior
+    from rdl.families.node.prior_choice import chosen_prior
+    from rdl.families.node.simple_prior import simple_prior
 
     depth1 = stage("depth-1 features", log)
     rest = {s: entity_features(task, graph_db, df, history, strict, own=False)
@@ -160,11 +168,14 @@ def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Databa
     depth1.end(f"{full['train'].shape[1]} columns")
     fits, feats = fit_tree_baselines(task, graph_db, tables, history, strict,
                                      settings.random_seed, features=full, deep=deep)
-    best = max(fits, key=lambda name: fits[name].val_score())
-    if len(fits) > 1:
-        log.info("tree prior: %s, the better on val", best)
-    prior = tree_prior(fits[best], tables, feats[best], history, settings.tree_blocks,
-                       settings.random_seed)
+    trees = max(fits, key=lambda name: fits[name].val_score())
+    name = chosen_prior(task, tables, history, fits, settings.prior_from,
+                        settings.prior_margin, settings.random_seed)
+    if name in fits:
+        prior = tree_prior(fits[name], tables, feats[name], history, settings.tree_blocks,
+                           settings.random_seed)
+    else:
+        prior = simple_prior(task, name, tables, history)
     if deep is not None and deep.inputs:  # the depth-2 columns as model inputs too
         rest = {s: pd.concat([rest[s], feats[DEPTH2][s].iloc[:, full[s].shape[1]:]], axis=1)
                 for s in rest}
@@ -172,4 +183,4 @@ def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Databa
         p = prior[s].reshape(len(df), -1)
         cols = ["prior"] if p.shape[1] == 1 else [f"prior.class_{j}" for j in range(p.shape[1])]
         rest[s] = df.assign(**{c: p[:, j] for j, c in enumerate(cols)})
-    return dict(tree_fits=fits, tree_fit=fits[best], prior=prior), rest
+    return dict(tree_fits=fits, tree_fit=fits[trees], prior_name=name, prior=prior), rest

@@ -15,7 +15,12 @@ closed before the val time). Train seeds get trees fitted on earlier train label
 block ``b``'s seeds get trees fitted on the labels whose windows closed by the block's
 first seed time, with the number of trees of the baseline. The first block has no earlier
 labels: its prior is missing (NaN), and the model falls back to the last label
-(regression) or the train rate (classification) there.
+(regression) or the train rate (classification) there. So does a block with fewer earlier
+labels than :data:`MIN_ROWS` (a small database: 45 train rows in five weeks), logged: no
+tree could split on them (LightGBM's bagging fails outright on one row).
+
+The tree prior is the prior where a LightGBM is the baseline best on val
+(:mod:`rdl.families.node.prior_choice`).
 """
 from __future__ import annotations
 
@@ -25,12 +30,16 @@ import numpy as np
 import pandas as pd
 
 from rdl.features.labels import train_prior
-from rdl.baselines.trees import (MAX_TRAIN_ROWS, TreeFit, lightgbm_names, boost_base,
-                                 raw_scores, train_trees)
+from rdl.baselines.trees import (MAX_TRAIN_ROWS, PARAMS, TreeFit, lightgbm_names,
+                                 boost_base, raw_scores, train_trees)
 from rdl.progress import bar, stage
 from rdl.tasks import Task
 
 log = logging.getLogger(__name__)
+
+#: the fewest earlier labels a block's trees are fitted on: two leaves' minimum (with
+#: fewer, no tree splits, and its prediction is its start shifted by a constant)
+MIN_ROWS = 2 * PARAMS["min_data_in_leaf"]
 
 
 def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, pd.DataFrame],
@@ -54,7 +63,12 @@ def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str
     for lo, hi in bar(list(zip(cuts[1:], cuts[2:] + [None])), "tree prior", unit="block"):
         rows = seed_time >= lo if hi is None else (seed_time >= lo) & (seed_time < hi)
         known = np.flatnonzero(closed <= lo)
-        if len(known) == 0 or not rows.any():
+        if not rows.any():
+            continue
+        if len(known) < MIN_ROWS:
+            log.info("tree prior: the %d train seeds from %s have none (their fallback "
+                     "instead): only %d labels closed before them, fewer than %d", rows.sum(),
+                     pd.Timestamp(lo), len(known), MIN_ROWS)
             continue
         if len(known) > MAX_TRAIN_ROWS:
             known = np.sort(np.random.default_rng(seed).choice(known, MAX_TRAIN_ROWS, False))
@@ -72,7 +86,6 @@ def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str
 
 
 def fallback(task: Task, train: pd.DataFrame) -> np.ndarray:
-    """The prior where trees have none: classification's train rate as a logit (class
+    """The prior where a seed has none: classification's train rate as a logit (class
     frequencies as log-probabilities); regression falls back to the last label instead."""
-    p = np.clip(np.atleast_1d(train_prior(task, train)), 1e-6, 1 - 1e-6)
-    return task.kind.as_logit(p)
+    return task.kind.as_raw(np.atleast_1d(train_prior(task, train)))
