@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from rdl.backtest import main, read_runs, table
+from rdl.backtest import read_runs, table
+from rdl.backtest.cli import main
 
 
 def fake_run(folder, job, overrides, backtest, model, lgbm, k=4, task="item-sales",

@@ -32,6 +32,21 @@ from rdl.training.sampler_device import SamplerSettings
 CHOSEN = ("num_neighbors", "strategy", "bidirectional", "triplets")
 
 
+#: what the node model's prior is chosen among (``data.prior_from``;
+#: :mod:`rdl.families.node.prior_choice`)
+AMONG = ("all", "trees")
+
+
+def check_prior(among: str, margin: float = 0.0) -> None:
+    """One clear error where ``data.prior_from`` is not one of :data:`AMONG` or
+    ``data.prior_margin`` is not a number of standard errors >= 0."""
+    if among not in AMONG:
+        raise ValueError(f"data.prior_from={among!r}: expected one of {', '.join(AMONG)}")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin >= 0:
+        raise ValueError(f"data.prior_margin={margin!r}: expected a number of standard "
+                         "errors >= 0 (0: the baseline best on val, whatever its lead)")
+
+
 @dataclass(frozen=True)
 class DataSettings:
     """``data.*`` (``rdl/conf/data/loader/default.yaml`` documents each).
@@ -98,8 +113,7 @@ class DataSettings:
 
     def __post_init__(self):
         check_loader(self.num_workers, self.prefetch_factor)
-        from rdl.families.node.prior_choice import check
-        check(self.prior_from, self.prior_margin)
+        check_prior(self.prior_from, self.prior_margin)
         # dicts from the config become the objects they describe, once, here
         convert = {"deep_features": DeepSettings.of(self.deep_features),
                    "ranker": RankerSettings.of(self.ranker),

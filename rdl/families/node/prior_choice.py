@@ -44,23 +44,11 @@ from rdl.baselines.history import history_baselines, monitor
 from rdl.baselines.scoring import paired_se
 from rdl.baselines.trees import to_prediction
 from rdl.tasks import Task
+from rdl.training.data_settings import check_prior as check
 
 log = logging.getLogger("rdl.preparation")
 
 #: the values of ``data.prior_from``
-AMONG = ("all", "trees")
-
-
-def check(among: str, margin: float = 0.0) -> None:
-    """One clear error where ``data.prior_from`` is not one of :data:`AMONG` or
-    ``data.prior_margin`` is not a number of standard errors >= 0."""
-    if among not in AMONG:
-        raise ValueError(f"data.prior_from={among!r}: expected one of {', '.join(AMONG)}")
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin >= 0:
-        raise ValueError(f"data.prior_margin={margin!r}: expected a number of standard "
-                         "errors >= 0 (0: the baseline best on val, whatever its lead)")
-
-
 def val_scores(task: Task, tables: dict[str, pd.DataFrame], history: pd.DataFrame,
                fits: dict, among: str = "all") -> dict[str, float]:
     """Each candidate's val score in the task's monitored metric, larger is better

@@ -21,7 +21,7 @@ over the weeks (positive: the model is better), its standard error and the weeks
 wins. The table is also written to ``backtest.md`` in the folder. Any runs of
 ``rdl.train`` can be compared this way (a seed sweep too: ``seed=0,1,2``), as long as they
 are of one task; a baseline is read by its name, whatever it is. Several folders (a task
-on each database) give one row each (:mod:`rdl.backtest_overview`)::
+on each database) give one row each (:mod:`rdl.backtest.overview`)::
 
     python -m rdl.backtest runs/user-churn runs/item-sales --out overview.md
 
@@ -30,19 +30,16 @@ correction's factor and the depth-2 features, so only test weeks are unseen by e
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
 import statistics
-import sys
 from pathlib import Path
 
 import pandas as pd
 from hydra.utils import get_class
 from omegaconf import OmegaConf
 
-from rdl.caching import write_atomic
 from rdl.report import ARROW, decimals
 from rdl.tasks import split_times
 
@@ -289,41 +286,3 @@ def table(runs: list[dict]) -> str:
                               (lead["val"], lead["test"], lead["val"] + lead["test"]))])
         lines += markdown(rows)
     return "\n".join(lines) + "\n"
-
-
-def main(argv: list[str] | None = None) -> None:
-    from rdl.backtest_overview import SPLITS, overview  # it reads this module's helpers
-    script = Path(sys.argv[0]).name   # rdl-backtest, or backtest.py under python -m
-    prog = script if script == "rdl-backtest" else "python -m rdl.backtest"
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
-    p.add_argument("folders", type=Path, nargs="+", metavar="folder",
-                   help="a sweep folder of python -m rdl.train -m (or any folder holding runs "
-                   "of one task); several: one row each (a task on a database)")
-    p.add_argument("--out", type=Path, default=None, help="where to write the table "
-                   "(default: FOLDER/backtest.md; several folders: only printed)")
-    p.add_argument("--split", choices=list(SPLITS), default="both", help="several folders: "
-                   "average val and test scores (both), or only one; test is the measure no "
-                   "choice on val has seen")
-    args = p.parse_args(argv)
-    try:
-        names = [f.name for f in args.folders]
-        if len(set(names)) < len(names):  # two sweeps of one name: their whole paths
-            names = [str(f) for f in args.folders]
-        sweeps = {n: read_runs(f) for n, f in zip(names, args.folders)}
-    except (FileNotFoundError, ValueError, KeyError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(1) from None
-    if len(sweeps) == 1:
-        (folder,), (runs,) = args.folders, sweeps.values()
-        text = table(runs)
-        print(text)
-        write_atomic(args.out or folder / "backtest.md", text)
-        return
-    text = overview(sweeps, args.split)
-    print(text)
-    if args.out:
-        write_atomic(args.out, text)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,4 @@
+"""``python -m rdl.backtest``: :func:`rdl.backtest.cli.main`."""
+from rdl.backtest.cli import main
+
+main()
