@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent / "rdl"
 #: bottom first. A module's room is the longest room name that prefixes it.
 FLOORS = [
     # 0: no rdl below it
-    ["rdl.paths", "rdl.caching", "rdl.scaling", "rdl.visibility", "rdl.sections"],
-    ["rdl.safe_load"],
+    ["rdl.paths", "rdl.caching", "rdl.scaling", "rdl.visibility", "rdl.sections", "rdl.cores"],
+    ["rdl.safe_load", "rdl.threads"],
     # 2: files to tables
     ["rdl.data"],
     # 3: tables to a graph, and to a sampled batch
