@@ -28,6 +28,10 @@ correction's factor and the depth-2 features, so only test weeks are unseen by e
 """
 from __future__ import annotations
 
+if __name__ == "__main__":   # python -m rdl.backtest: before torch is imported (rdl/threads.py)
+    from rdl.threads import at_start
+    at_start()
+
 import argparse
 import json
 import math
