@@ -165,7 +165,10 @@ def used(setting="auto", processes: int = 1):
     says it too (Lightning sets each DDP process's count from the affinity otherwise)."""
     import torch
     count, why = choose(setting, processes)
-    log.info("threads %s, OpenMP wait policy %s", why, wait_policy())
+    policy = wait_policy()
+    if setting == "off" and _started == "on":   # threads: off in a file, read after torch
+        policy += " (set at the start; threads=off on the command line leaves it out)"
+    log.info("threads %s, OpenMP wait policy %s", why, policy)
     before, env = torch.get_num_threads(), dict(os.environ)
     if count is not None and count != before:
         torch.set_num_threads(count)

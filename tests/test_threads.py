@@ -105,6 +105,17 @@ def test_the_run_sets_the_count_says_it_in_one_line_and_puts_it_back(fresh, capl
     assert "OMP_NUM_THREADS" not in os.environ and os.environ[MARK] == "OMP_WAIT_POLICY"
 
 
+def test_threads_off_in_a_file_says_the_wait_policy_stayed(fresh, caplog):
+    fresh.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    fresh.setenv(MARK, "OMP_WAIT_POLICY")
+    fresh.setattr(threads, "_started", "on")     # set at the start; the file said off
+    with caplog.at_level(logging.INFO, logger="rdl.threads"), used("off"):
+        pass
+    assert caplog.records[-1].getMessage().endswith(
+        "OMP_WAIT_POLICY=PASSIVE (rdl's) (set at the start; threads=off on the command line "
+        "leaves it out)")
+
+
 def test_the_wait_policy_line_says_where_it_came_from(fresh):
     fresh.setenv("GOMP_SPINCOUNT", "5000")
     assert threads.wait_policy() == "GOMP_SPINCOUNT=5000 (yours)"
