@@ -18,6 +18,10 @@ Runs go to ``OUT/runs/<task>``; the command exits 1 if a task failed (the others
 """
 from __future__ import annotations
 
+if __name__ == "__main__":   # python -m rdl.leaderboard: before torch is imported (rdl/threads.py)
+    from rdl.threads import at_start
+    at_start()
+
 import argparse
 import os
 import sys

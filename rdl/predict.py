@@ -20,6 +20,10 @@ to read the same database from another folder.
 """
 from __future__ import annotations
 
+if __name__ == "__main__":   # python -m rdl.predict: before torch is imported (rdl/threads.py)
+    from rdl.threads import at_start
+    at_start()
+
 import json
 import logging
 import os
@@ -152,7 +156,8 @@ def write(table: pd.DataFrame, out: Path, fmt: str) -> None:
 @hydra.main(config_path="conf", config_name="predict", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     try:
-        with configured(verbose=bool(cfg.get("verbose", False))):   # undone when it ends
+        with configured(verbose=bool(cfg.get("verbose", False)),    # undone when it ends
+                        threads=cfg.get("threads", "auto")):
             out, table, metrics = predict(cfg)
     except Exception as e:
         if user_error(e) is None or os.environ.get("HYDRA_FULL_ERROR") == "1":

@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rdl.families import family_of, model_family
 from rdl.paths import CONF_DIR, TASKS_DIR
+from rdl.threads import check as check_threads
 from rdl.training.data_settings import CHOSEN, DataSettings
 from rdl.training.loader_workers import check as check_loader
 
@@ -60,6 +61,7 @@ def check_settings(cfg: DictConfig) -> None:
         if key == "batch_size" or size is not None:
             need(_whole(size) and size >= 1, f"data.{key}", size, "must be an integer >= 1")
     check_loader(data.get("num_workers", 0), data.get("prefetch_factor"))
+    check_threads(cfg.get("threads", "auto"))
     buckets = data.get("buckets")
     need(buckets is None or not getattr(model_cls, "takes_tokens", False), "data.buckets",
          buckets, f"static-shape buckets pad message-passing batches; {model_cls.__name__} "
@@ -178,11 +180,24 @@ def data_key(cfg: DictConfig) -> str:
 
 def process_settings(cfg: DictConfig) -> dict:
     """What a run of ``cfg`` sets up in its process (:func:`rdl.training.process.configured`):
-    ``malloc`` keeping freed memory when training on the CPU, Dynamo's compile logs, and
-    which of Lightning's warnings and lines are shown (``verbose``)."""
+    ``malloc`` keeping freed memory when training on the CPU, Dynamo's compile logs,
+    which of Lightning's warnings and lines are shown (``verbose``), and the threads of
+    each of the run's training processes on this machine (``threads``, :mod:`rdl.threads`)."""
     return {"keep_freed_memory": bool(cfg.get("keep_freed_memory", True)) and _on_cpu(cfg),
             "compile_log": bool((cfg.get("compile") or {}).get("log", False)),
-            "verbose": bool(cfg.get("verbose", False))}
+            "verbose": bool(cfg.get("verbose", False)),
+            "threads": cfg.get("threads", "auto"), "processes": local_processes(cfg)}
+
+
+def local_processes(cfg: DictConfig) -> int:
+    """The training processes the trainer starts on this machine: its devices (``auto``
+    and ``-1``: every GPU, or one process on the CPU)."""
+    devices = (cfg.get("trainer") or {}).get("devices", 1)
+    if OmegaConf.is_list(devices) or isinstance(devices, (list, tuple)):
+        return max(1, len(devices))
+    if str(devices).isdigit():
+        return max(1, int(devices))
+    return max(1, torch.cuda.device_count()) if not _on_cpu(cfg) else 1
 
 
 def _on_cpu(cfg: DictConfig) -> bool:

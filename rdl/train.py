@@ -8,6 +8,10 @@ metrics, beside trivial baselines, are printed and written to the run folder
 """
 from __future__ import annotations
 
+if __name__ == "__main__":   # python -m rdl.train: before torch is imported (rdl/threads.py)
+    from rdl.threads import at_start
+    at_start()
+
 import os
 import sys
 

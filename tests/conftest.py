@@ -103,3 +103,43 @@ def relbench_v3(relbench_v1, relbench3, tmp_path_factory) -> Path:
     3 makes them."""
     from relbench_fake import write_v3
     return write_v3(relbench_v1, tmp_path_factory.mktemp("rel-fake-v3"), relbench3)
+
+
+@pytest.fixture
+def machine(monkeypatch, tmp_path):
+    """``machine(affinity, v2={path: "limit period"}, v1={path: (quota_us, period_us)},
+    own="/", slurm=None)``: this process's cores as :mod:`rdl.cores` reads them: its
+    affinity, a cgroup v2 hierarchy and a v1 ``cpu`` hierarchy (``/proc/self/mountinfo``,
+    ``/proc/self/cgroup``) with the quotas given, in cgroup ``own``."""
+    from rdl import cores
+
+    def make(affinity: int, v2: dict | None = None, v1: dict | None = None, own: str = "/",
+             slurm=None):
+        monkeypatch.setattr(cores.os, "sched_getaffinity", lambda pid: set(range(affinity)))
+        root = tmp_path / f"cgroup{len(list(tmp_path.glob('cgroup*')))}"   # a fresh one
+        for path, quota in (v2 or {}).items():
+            folder = root / "unified" / path.strip("/")
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "cpu.max").write_text(quota + "\n")
+        for path, (quota, period) in (v1 or {}).items():
+            folder = root / "cpu,cpuacct" / path.strip("/")
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+            (folder / "cpu.cfs_period_us").write_text(f"{period}\n")
+        (root / "unified").mkdir(parents=True, exist_ok=True)
+        mounts = tmp_path / "mountinfo"
+        mounts.write_text(
+            f"24 30 0:22 / /proc rw,nosuid - proc proc rw\n"
+            f"31 23 0:28 / {root} rw,relatime - tmpfs tmpfs rw,mode=755\n"
+            f"32 31 0:29 / {root}/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+            f"33 31 0:30 / {root}/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct\n"
+            f"34 31 0:31 / {root}/memory rw,nosuid - cgroup cgroup rw,memory\n")
+        proc = tmp_path / "proc-cgroup"
+        proc.write_text(f"4:memory:{own}\n2:cpu,cpuacct:{own}\n0::{own}\n")
+        monkeypatch.setattr(cores, "PROC_MOUNTS", mounts)
+        monkeypatch.setattr(cores, "PROC_CGROUP", proc)
+        if slurm is None:
+            monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
+        else:
+            monkeypatch.setenv("SLURM_CPUS_PER_TASK", str(slurm))
+    return make

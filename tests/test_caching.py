@@ -10,7 +10,6 @@ import warnings
 from pathlib import Path
 
 import pandas as pd
-import pytest
 import torch
 
 import rdl

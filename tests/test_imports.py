@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent / "rdl"
 FLOORS = [
     # 0: no rdl below it
     ["rdl.paths", "rdl.caching", "rdl.scaling", "rdl.visibility", "rdl.sections",
-     "rdl.progress"],
-    ["rdl.safe_load"],
+     "rdl.progress", "rdl.cores"],
+    ["rdl.safe_load", "rdl.threads"],
     # 2: files to tables
     ["rdl.data"],
     # 3: tables to a graph, and to a sampled batch

@@ -1,7 +1,6 @@
 """task=relbench: RelBench's tasks read from disk (3.x manifests, 1.x/2.x label files) give
 rdl's split tables equal to RelBench's row for row, several seed times per val and test
 split, hidden columns, the kind's metrics; nothing of rdl's written by hand."""
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -30,6 +30,9 @@ from rdl.settings import check_settings
     (["data.prefetch_factor=0"], "data.prefetch_factor=0: must be a whole number >= 1"),
     (["data.prefetch_factor=4"], "data.prefetch_factor=4: batches each loader worker keeps "
                                  "ready, and data.num_workers=0 starts none"),
+    (["threads=0"], "threads=0: must be auto (from the cores this process may use), a whole "
+                    "number >= 1, or off"),
+    (["threads=many"], "threads=many: must be auto"),
 ])
 def test_bad_setting_is_named(tiny_cfg, overrides, message):
     with pytest.raises(ValueError) as e:
@@ -47,6 +50,7 @@ def test_bad_setting_is_named(tiny_cfg, overrides, message):
     ["backtest=3"],
     ["experiment=gpu"],                                # auto workers and prefetch
     ["data.num_workers=2", "data.prefetch_factor=4"],
+    ["threads=3"], ["threads=off"],
 ])
 def test_good_settings_pass(tiny_cfg, overrides):
     check_settings(tiny_cfg(*overrides))

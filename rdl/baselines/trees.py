@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from rdl.cores import usable_cores
 from rdl.features import names as feature_names
 from rdl.features.table import entity_features
 from rdl.baselines.history import last_label, monitor
@@ -317,9 +317,8 @@ def to_prediction(task: Task, raw: np.ndarray, bounds: tuple | None = None) -> n
 def threads() -> int:
     """Two threads where the machine has cores to spare, else one: OpenMP threads on a
     small, busy machine wait on each other (ten times slower than one thread, measured on
-    two cores)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return 2 if (cores or 1) >= 8 else 1
+    two cores). The cores: those this process may use (:mod:`rdl.cores`)."""
+    return 2 if usable_cores() >= 8 else 1
 
 
 def lightgbm_names(X: pd.DataFrame) -> pd.DataFrame:

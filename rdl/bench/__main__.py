@@ -1,7 +1,13 @@
-"""Dispatch ``python -m rdl.bench <name> ...`` to ``rdl.bench.<name>.main(argv)``."""
+"""Dispatch ``python -m rdl.bench <name> ...`` to ``rdl.bench.<name>.main(argv)``, the
+OpenMP wait policy set first, as a run's (:func:`rdl.threads.at_start`: ``--set
+threads=off`` leaves it out); a benchmark's rows inherit it."""
 import importlib
 import pkgutil
 import sys
+
+from rdl.threads import at_start
+
+at_start()   # before any benchmark imports torch
 
 import rdl.bench
 

@@ -251,7 +251,7 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
         # This process runs one row: set up as rdl.train's main() sets up a run's.
         contextlib.ExitStack().enter_context(configured(
             keep_freed_memory=cfg.get("keep_freed_memory", True) and dev.type == "cpu",
-            compile_log=cfg.compile.log))
+            compile_log=cfg.compile.log, threads=cfg.get("threads", "auto")))
         _, dm, module = build(cfg)
         clock = EpochClock(dev, warm=1, gate=Gate(gate))
         prof = StepProfiler(dev, epochs, profile)
@@ -285,7 +285,8 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
             "bound": bound(together["seeds_per_s"], apart.result.get("loader_seeds_per_s"),
                            step.get("seeds_per_s")),
             "peak_gib": peak / 2**30 if peak is not None else peak_rss_gib(),
-            "turn": clock.gate.turn, "cudagraph_skips": _cudagraph_skips(), **prof.result,
+            "turn": clock.gate.turn, "threads": torch.get_num_threads(),
+            "cudagraph_skips": _cudagraph_skips(), **prof.result,
             **host.result}
 
 

@@ -302,7 +302,7 @@ class Synthesis:
                 for j, col in enumerate(nums):
                     gg[f"x{j}"] = g.df[col].to_numpy(dtype=np.float64, na_value=np.nan)[ok]
                 gp = down(prefix, gname, g.fkeys, gfk)
-                terms = [f"count(*) AS n"] + [f"avg(gg.x{j}) AS x{j}" for j in range(len(nums))]
+                terms = ["count(*) AS n"] + [f"avg(gg.x{j}) AS x{j}" for j in range(len(nums))]
                 sql = (f"SELECT q.rid, {', '.join(terms)} FROM q JOIN gg ON gg.e = q.e "
                        f"AND gg.t > q.s - {wmax * self.w} AND gg.t {self.le} q.s "
                        f"AND gg.ct {self.le} q.s GROUP BY q.rid")

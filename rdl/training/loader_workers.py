@@ -1,26 +1,24 @@
 """How many loader worker processes a run starts, and how many batches each keeps ready:
 ``data.num_workers`` and ``data.prefetch_factor`` (``rdl/conf/data/loader/default.yaml``).
 
-``auto`` sizes them from the cores this process may use (:func:`usable_cores`), not from
-the machine's: a container, a job scheduler or ``taskset`` give a process fewer cores than
-``os.cpu_count()`` says, and a worker per core it cannot use only queues for those it can.
+``auto`` sizes them from the cores this process may use (:func:`rdl.cores.usable_cores`),
+not from the machine's: a container, a job scheduler or ``taskset`` give a process fewer
+cores than ``os.cpu_count()`` says, and a worker per core it cannot use only queues for
+those it can.
 A number given for either setting is used as given.
 """
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
+
+from rdl.cores import usable_cores
 
 #: ``num_workers=auto`` starts at most this many workers
 MAX_AUTO_WORKERS = 8
 #: ``prefetch_factor=auto``: the workers keep this many batches ready in all (a few steps),
 #: and each at least PyTorch's default of 2
 AHEAD = 4
-#: cgroup v2: the process's cgroup (``0::/path``) and where the hierarchy is mounted
-PROC_CGROUP = Path("/proc/self/cgroup")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 def check(num_workers, prefetch_factor) -> None:
@@ -42,47 +40,6 @@ def check(num_workers, prefetch_factor) -> None:
 
 def _whole(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def usable_cores() -> int:
-    """The cores this process may use: the fewest of its CPU affinity
-    (``os.sched_getaffinity``), the cgroup v2 CPU quota (``cpu.max``) of its cgroup and of
-    those above it, and ``SLURM_CPUS_PER_TASK``; ``os.cpu_count()`` where none is known.
-    At least 1."""
-    known = []
-    if hasattr(os, "sched_getaffinity"):
-        known.append(len(os.sched_getaffinity(0)))
-    quota = _cgroup_quota()
-    if quota is not None:
-        known.append(quota)
-    slurm = os.environ.get("SLURM_CPUS_PER_TASK", "")
-    if slurm.strip().isdigit() and int(slurm) > 0:
-        known.append(int(slurm))
-    return max(1, min(known) if known else (os.cpu_count() or 1))
-
-
-def _cgroup_quota() -> int | None:
-    """The tightest cgroup v2 ``cpu.max`` quota on the way from this process's cgroup up to
-    the root, in whole cores (rounded up), or None (no quota, or no cgroup v2)."""
-    try:
-        lines = PROC_CGROUP.read_text().splitlines()
-    except OSError:
-        return None
-    own = next((ln[3:] for ln in lines if ln.startswith("0::")), None)
-    if own is None:
-        return None
-    folder, found = CGROUP_ROOT / own.strip().lstrip("/"), []
-    while True:
-        try:
-            limit, period = (folder / "cpu.max").read_text().split()[:2]
-            if limit != "max":
-                found.append(math.ceil(int(limit) / int(period)))
-        except (OSError, ValueError):
-            pass
-        if folder == CGROUP_ROOT or CGROUP_ROOT not in folder.parents:
-            break
-        folder = folder.parent
-    return max(1, min(found)) if found else None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
 """What a run changes in its process, set up by :func:`rdl.fit` (``rdl.train``'s run) and
 ``rdl.predict``'s ``main()`` and undone after: nothing else in rdl changes process state
-(importing rdl, or building a run).
+(importing rdl, or building a run), but for the OpenMP wait policy that rdl's command lines
+put in their environment before torch starts (:func:`rdl.threads.at_start`).
 
+- ``threads``: the count of threads torch's ops use, from the cores the process may use,
+  and one line saying it with the wait policy (:func:`rdl.threads.used`);
 - ``keep_freed_memory`` (training on the CPU): glibc ``malloc`` keeps freed memory between
   steps (:mod:`rdl.training.malloc`);
 - ``compile.log``: Dynamo reports each recompile and graph break with its reason;
@@ -20,6 +23,8 @@ import sys
 import warnings
 
 import torch
+
+from rdl import threads as thread_policy
 
 #: ``(message, category, module)`` of each warning that ``verbose=false`` leaves out, as
 #: :func:`warnings.filterwarnings` takes them (message and module: regular expressions
@@ -77,12 +82,16 @@ def quiet():
 
 @contextlib.contextmanager
 def configured(keep_freed_memory: bool = False, compile_log: bool = False,
-               verbose: bool = True):
-    """The process set up for one run, as the config says; everything undone on exit."""
+               verbose: bool = True, threads=None, processes: int = 1):
+    """The process set up for one run, as the config says; everything undone on exit.
+    ``threads``: the ``threads`` setting (None: torch's count left as it is), for
+    ``processes`` training processes on this machine."""
     from rdl.training import malloc
     with contextlib.ExitStack() as undo:
         if not verbose:
             undo.enter_context(quiet())
+        if threads is not None:
+            undo.enter_context(thread_policy.used(threads, processes))
         kept = malloc.keep_freed_memory(keep_freed_memory)
         if compile_log:
             torch._logging.set_logs(recompiles=True, graph_breaks=True)

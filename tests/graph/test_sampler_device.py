@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 from torch_geometric.sampler import EdgeSamplerInput, NegativeSampling, NodeSamplerInput
 

@@ -1,5 +1,5 @@
 """``data.num_workers`` and ``data.prefetch_factor``: ``auto`` sized from the cores this
-process may use (CPU affinity, the cgroup v2 quota, SLURM), a number used as given, and
+process may use (rdl/cores.py; ``machine``: tests/conftest.py), a number used as given, and
 the loaders built with what was chosen (rdl/training/loader_workers.py)."""
 from __future__ import annotations
 
@@ -10,57 +10,7 @@ import pytest
 import torch
 
 from rdl.api import build
-from rdl.training import loader_workers
-from rdl.training.loader_workers import LoaderWorkers, usable_cores
-
-
-@pytest.fixture
-def machine(monkeypatch, tmp_path):
-    """``machine(affinity, quotas={cgroup path: "limit period"}, own=path, slurm=None)``:
-    this process's cores as the helper reads them."""
-    def make(affinity: int, quotas: dict | None = None, own: str = "/", slurm=None):
-        monkeypatch.setattr(loader_workers.os, "sched_getaffinity",
-                            lambda pid: set(range(affinity)))
-        root = tmp_path / f"cgroup{len(list(tmp_path.glob('cgroup*')))}"   # a fresh one
-        root.mkdir()
-        for path, quota in (quotas or {}).items():
-            folder = root / path.strip("/")
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "cpu.max").write_text(quota + "\n")
-        proc = tmp_path / "proc-cgroup"
-        proc.write_text(f"0::{own}\n")
-        monkeypatch.setattr(loader_workers, "CGROUP_ROOT", root)
-        monkeypatch.setattr(loader_workers, "PROC_CGROUP", proc)
-        if slurm is None:
-            monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
-        else:
-            monkeypatch.setenv("SLURM_CPUS_PER_TASK", str(slurm))
-    return make
-
-
-def test_usable_cores_are_the_fewest_any_limit_allows(machine, monkeypatch):
-    monkeypatch.setattr(loader_workers.os, "cpu_count", lambda: 64)   # never read alone
-    machine(16)
-    assert usable_cores() == 16                     # affinity only: no quota, no SLURM
-    machine(16, {"/": "max 100000"})
-    assert usable_cores() == 16                     # "max": no quota
-    machine(16, {"/": "250000 100000"})
-    assert usable_cores() == 3                      # 2.5 cores of quota: 3 can run
-    # the process's own cgroup and the tightest above it
-    machine(16, {"/job": "400000 100000", "/job/step": "800000 100000"}, own="/job/step")
-    assert usable_cores() == 4
-    machine(16, {"/job": "400000 100000"}, own="/job/step/task")   # no cpu.max on the way
-    assert usable_cores() == 4
-    machine(16, slurm=6)
-    assert usable_cores() == 6
-    machine(2, {"/": "800000 100000"}, slurm=6)
-    assert usable_cores() == 2                      # taskset to 2 cores
-
-
-def test_usable_cores_without_a_cgroup_file(machine, monkeypatch, tmp_path):
-    machine(5)
-    monkeypatch.setattr(loader_workers, "PROC_CGROUP", tmp_path / "absent")
-    assert usable_cores() == 5
+from rdl.training.loader_workers import LoaderWorkers
 
 
 @pytest.mark.parametrize("cores, on_cuda, processes, workers, prefetch", [

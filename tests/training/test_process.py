@@ -38,6 +38,18 @@ def test_a_run_sets_up_its_process_and_undoes_it(calls):
     assert not log_state.is_artifact_enabled("recompiles")
 
 
+def test_a_run_sets_its_threads_and_puts_them_back():
+    import torch
+
+    before = torch.get_num_threads()
+    want = 1 if before > 1 else 2
+    with configured(threads=want):
+        assert torch.get_num_threads() == want
+    assert torch.get_num_threads() == before
+    with configured():                          # no setting: torch's count untouched
+        assert torch.get_num_threads() == before
+
+
 def test_the_inductor_fixes_are_put_back_after_a_run():
     from torch._inductor.codegen import cpp
 
@@ -55,6 +67,8 @@ def test_settings_of_a_run():
     cfg = OmegaConf.create({"keep_freed_memory": True, "compile": {"log": True},
                             "trainer": {"accelerator": "gpu"}})
     assert process_settings(cfg) == {"keep_freed_memory": False, "compile_log": True,
-                                     "verbose": False}
+                                     "verbose": False, "threads": "auto", "processes": 1}
+    cfg.threads, cfg.trainer.devices = 3, 4
+    assert (process_settings(cfg)["threads"], process_settings(cfg)["processes"]) == (3, 4)
     cfg.trainer.accelerator = "cpu"
     assert process_settings(cfg)["keep_freed_memory"] is True

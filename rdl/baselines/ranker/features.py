@@ -166,7 +166,7 @@ class Featuriser:
     def _with_rows(self, pairs: pd.DataFrame, seeds: pd.DataFrame, s: np.datetime64
                    ) -> pd.DataFrame:
         """``pairs`` with the entity's and the item's row features at time ``s``."""
-        task, db = self.task, self.db
+        task = self.task
         parts = [pairs.astype({c: np.float32 for c in pairs.columns if c not in ("rid", "i")})]
         ent = self._rows(task.entity_table, seeds["e"].to_numpy(), s, "entity")
         pos = pd.Index(seeds["rid"].to_numpy()).get_indexer(pairs["rid"].to_numpy())

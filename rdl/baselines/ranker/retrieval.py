@@ -24,7 +24,6 @@ only receives the result (one row per seed and candidate).
 from __future__ import annotations
 
 import duckdb
-import numpy as np
 import pandas as pd
 
 from rdl.baselines.ranker.events import Events

@@ -71,7 +71,7 @@ def blended(module, data, trainer, ckpt: str | None, alone: dict, weights, rows:
     ``"blend": {"weight": w, "by_weight": {w: {"val": ..., "test": ...}}, "alone": ...}``
     (``alone``: the model's own scores, as :meth:`Family.evaluate` gives them); the weight
     is saved into ``ckpt`` (the best checkpoint) for ``rdl.predict``."""
-    task, settings = data.task, data.settings
+    task = data.task
     fit = cached_fit(data, rows)
     ranker = {s: per_seed_z(f, fit.scores[s]) for s, f in fit.splits.items()}
     model = {s: per_seed_z(f, model_scores(module, data, s, f, len(f.truth)))
