@@ -160,7 +160,7 @@ def entries(metrics: dict) -> dict[str, dict]:
 
 def prior_of(metrics: dict, monitor: str, higher: bool) -> str | None:
     """The name of the baseline a node run's model started from: the model's ``prior``
-    (the baseline best on val, :mod:`rdl.families.node.prior_choice`), or, in a run that
+    (chosen on val, :mod:`rdl.families.node.prior_choice`), or, in a run that
     does not name one (written before the choice, or without a prior), the LightGBM better
     on val in ``monitor`` (depth 1 where they tie); None where the run has neither."""
     name = metrics["model"].get("prior")
@@ -191,7 +191,7 @@ def priors(runs: list[dict]) -> list[str]:
                  if m in own[s] and m in base[s] else None for s in WEEKS]
         rows.append([r["label"], str(r["test"]), name, "-" if scale is None else f"{scale:g}",
                      *("-" if v is None else f"{v:+.{digits}f}" for v in leads)])
-    return ["", "The baseline each run's model started from (its prior: the best on val) "
+    return ["", "The baseline each run's model started from (its prior, chosen on val) "
             "and the factor", f"of its correction kept on val; the model's lead over it in "
             f"{m}", "", *markdown(rows)]
 
