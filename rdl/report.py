@@ -9,7 +9,7 @@ The printed table fits :data:`WIDTH` columns whatever the task's kind::
     model      0.7086* 0.7073    0.8654* 0.8684        0.7618* 0.7661*   0.8595* 0.8622*
     LightGBM   0.7045  0.7144*   0.8650  0.8709*       0.7553  0.7566    0.8591  0.8597
     auroc, model vs the best baseline, LightGBM: val 0.0041 ahead, test 0.0071 behind
-    the model corrects LightGBM, the baseline best on val, its correction scaled by 1 on val
+    the model corrects LightGBM, its prior chosen on val, its correction scaled by 1 on val
     auroc is monitored; ↑ higher is better, ↓ lower; * best in its column
     all metrics: <run>/metrics.json
 
@@ -209,14 +209,13 @@ def _lead(results: dict, m: str, higher: bool | None, percent: bool, digits: int
 
 
 def _prior(model: dict) -> str:
-    """What a node model started from (its ``prior``: the baseline best on val) and how much
+    """What a node model started from (its ``prior``, chosen on val) and how much
     of its correction it kept (``correction``'s factor, chosen on val); "" if neither."""
     if not model.get("prior"):
         return ""
     scale = model.get("correction", {}).get("scale")
     kept = "" if scale is None else f", its correction scaled by {scale:g} on val"
-    return (f"the model corrects {model['prior'].replace(' ', NBSP)}, the baseline best "
-            f"on val{kept}")
+    return f"the model corrects {model['prior'].replace(' ', NBSP)}, its prior chosen on val{kept}"
 
 
 def _short(path) -> str:

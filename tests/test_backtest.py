@@ -466,3 +466,41 @@ def test_a_link_task_s_backtest_runs_end_to_end(tmp_path, rdl_cache):
         assert f"The model's lead in {metric} " in text
         for who in ("model", "popularity", "past links"):
             assert re.search(rf"\| {metric} ↑ +\| {who} ", text), (metric, who)
+
+
+def test_each_run_s_prior_is_shown_and_the_model_is_compared_with_it(tmp_path, capsys):
+    """Runs that name the baseline their model started from (``model.prior``, the best on
+    val): the sweep's table shows it per run with the factor kept and the model's lead over
+    it, and the overview's "model over its prior" takes it run by run (here a label mean,
+    then LightGBM), not the LightGBM better on val."""
+    runs = [((0.020, 0.030), (0.021, 0.029), (0.019, 0.028), "label mean (last 4)"),
+            ((0.022, 0.025), (0.024, 0.026), (0.030, 0.031), "LightGBM")]
+    for name in ("a", "b"):
+        for job, (model, lgbm, mean, prior) in enumerate(runs):
+            fake_run(tmp_path / name, job, [f"backtest={job}"], job, model, lgbm)
+            path = tmp_path / name / str(job) / "metrics.json"
+            metrics = json.loads(path.read_text())
+            metrics["label mean (last 4)"] = {"val": {"mae": mean[0]}, "test": {"mae": mean[1]}}
+            metrics["model"].update(prior=prior, correction={"scale": 0.25, "by_scale": {}})
+            path.write_text(json.dumps(metrics))
+    text = table(read_runs(tmp_path / "a"))
+    assert max(len(line) for line in text.splitlines()) <= 100
+    shown = re.sub(" +", " ", text.split("The baseline each run's model started from")[1])
+    assert "| backtest=0 | 2020-09-14 | label mean (last 4) | 0.25 | -0.00100 | -0.00200 |" in shown
+    assert "| backtest=1 | 2020-09-07 | LightGBM | 0.25 | +0.00200 | +0.00100 |" in shown
+    main([str(tmp_path / "a"), str(tmp_path / "b")])
+    printed = capsys.readouterr().out
+    head = [c.strip() for c in next(line for line in printed.splitlines()
+                                    if line.startswith("| sweep")).strip("|").split("|")]
+    cells = [c.strip() for c in next(line for line in printed.splitlines()
+                                     if line.startswith("| a")).strip("|").split("|")]
+    lead = [-0.001, -0.002, 0.002, 0.001]   # prior - model (MAE): run 0's label mean, run 1's trees
+    mean = sum(lead) / 4
+    se = math.sqrt(sum((v - mean) ** 2 for v in lead) / 3 / 4)
+    assert cells[head.index("model over its prior")] == f"{mean:+.5f} ± {se:.5f} (2/4)"
+    # a run that names no prior: none is guessed in the sweep's table
+    for path in (tmp_path / "a").glob("*/metrics.json"):
+        metrics = json.loads(path.read_text())
+        del metrics["model"]["prior"]
+        path.write_text(json.dumps(metrics))
+    assert "started from" not in table(read_runs(tmp_path / "a"))

@@ -153,12 +153,12 @@ def test_regression_report_marks_the_lowest_error_best(tmp_path):
 
 
 def test_the_report_says_which_baseline_the_model_corrects():
-    """A node model's prior (the baseline best on val) and the factor of its correction
+    """A node model's prior (chosen on val) and the factor of its correction
     kept on val, in a note; a model without a prior has none."""
     model = dict(REGRESSION["model"], prior="label mean (last 16)",
                  correction={"scale": 0.5, "by_scale": {}})
     r = read_report(report_text({**REGRESSION, "model": model}, "item-sales", "mae", "min"))
-    assert ("the model corrects label mean (last 16), the baseline best on val, its "
+    assert ("the model corrects label mean (last 16), its prior chosen on val, its "
             "correction scaled by 0.5 on val") in said(r)
     assert all(len(line) <= WIDTH for line in r["lines"])
     assert "corrects" not in said(read_report(report_text(REGRESSION, "item-sales", "mae",

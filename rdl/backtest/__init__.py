@@ -40,6 +40,7 @@ import pandas as pd
 from hydra.utils import get_class
 from omegaconf import OmegaConf
 
+from rdl.baselines.trees import DEPTH1, DEPTH2
 from rdl.report import ARROW, decimals
 from rdl.tasks import split_times
 
@@ -157,6 +158,44 @@ def entries(metrics: dict) -> dict[str, dict]:
     return {who: scores(res) for who, res in {**out, **baselines(metrics)}.items()}
 
 
+def prior_of(metrics: dict, monitor: str, higher: bool) -> str | None:
+    """The name of the baseline a node run's model started from: the model's ``prior``
+    (chosen on val, :mod:`rdl.families.node.prior_choice`), or, in a run that
+    does not name one (written before the choice, or without a prior), the LightGBM better
+    on val in ``monitor`` (depth 1 where they tie); None where the run has neither."""
+    name = metrics["model"].get("prior")
+    if name in metrics:
+        return name
+    trees = [w for w in (DEPTH1, DEPTH2) if monitor in (metrics.get(w) or {}).get("val", {})]
+    sign = 1.0 if higher else -1.0
+    return max(trees, key=lambda w: sign * metrics[w]["val"][monitor], default=None)
+
+
+def priors(runs: list[dict]) -> list[str]:
+    """The lines of the table of the baseline each run's model started from, with the
+    correction's factor and the model's lead over it in the monitored metric (runs that
+    name their prior only: none is guessed); none where no run names one."""
+    m, higher = runs[0]["monitor"], runs[0]["higher"]
+    named = [r for r in runs if r["metrics"]["model"].get("prior") in r["metrics"]]
+    if not named:
+        return []
+    values = [scores(r["metrics"][r["metrics"]["model"]["prior"]])[s].get(m)
+              for r in named for s in WEEKS]
+    digits = decimals(values, percent=False)
+    rows = [["run", "test week", "prior", "factor", "model over it: val", "test"]]
+    for r in named:
+        model, name = r["metrics"]["model"], r["metrics"]["model"]["prior"]
+        base, own = scores(r["metrics"][name]), scores(model)
+        scale = model.get("correction", {}).get("scale")
+        leads = [(1 if higher else -1) * (own[s][m] - base[s][m])
+                 if m in own[s] and m in base[s] else None for s in WEEKS]
+        rows.append([r["label"], str(r["test"]), name, "-" if scale is None else f"{scale:g}",
+                     *("-" if v is None else f"{v:+.{digits}f}" for v in leads)])
+    return ["", "The baseline each run's model started from (its prior, chosen on val) "
+            "and the factor", f"of its correction kept on val; the model's lead over it in "
+            f"{m}", "", *markdown(rows)]
+
+
 def everyone(runs: list[dict]) -> list[str]:
     """The model and every baseline of any of the runs, in the order the runs name them."""
     return list(dict.fromkeys(w for r in runs for w in entries(r["metrics"])))
@@ -253,7 +292,8 @@ def table(runs: list[dict]) -> str:
     """The backtest as markdown, within 100 columns: the monitored metric of every run's
     model and baselines on val, then on test (the best of each run marked); each metric's
     mean ± standard error over the runs for the model and each baseline; then, metric by
-    metric, the model's lead over each baseline with the weeks it won."""
+    metric, the model's lead over each baseline with the weeks it won; then the baseline
+    each node run's model started from (:func:`priors`)."""
     m, higher = runs[0]["monitor"], runs[0]["higher"]
     who, shown = everyone(runs), metrics_of(runs)
     way = {w: runs[0]["directions"].get(w) for w in shown}
@@ -285,4 +325,5 @@ def table(runs: list[dict]) -> str:
             rows.append([w, *(summary(v, digits[x]) if v else "-" for v in
                               (lead["val"], lead["test"], lead["val"] + lead["test"]))])
         lines += markdown(rows)
+    lines += priors(runs)
     return "\n".join(lines) + "\n"

@@ -3,9 +3,10 @@
 
 Sweeps whose runs print LightGBM on depth-1 and depth-2 features (node tasks) get the
 model, both LightGBMs and the best simple baseline, and the model's lead over each and over
-its tree prior. The others (link tasks: popularity, past links, a ranker) get the model,
-the baseline best on val, and each baseline with the model's lead over it; what a
-baseline reports that the model does not (a ranker's candidate recall) gets a column too.
+its prior (the baseline it started from, :func:`~rdl.backtest.prior_of`). The others (link
+tasks: popularity, past links, a ranker) get the model, the baseline best on val, and each
+baseline with the model's lead over it; what a baseline reports that the model does not (a
+ranker's candidate recall) gets a column too.
 Every number is the monitored metric's mean ± standard error over the sweep's val and test
 scores (``split``: ``both``, or only ``val`` or ``test`` ones); a lead counts the weeks
 the model won.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from rdl.backtest import AS_TRAINED, WEEKS, entries, markdown, mean_se, summary
+from rdl.backtest import AS_TRAINED, WEEKS, entries, markdown, mean_se, prior_of, scores, summary
 from rdl.baselines.trees import DEPTH1, DEPTH2
 from rdl.report import decimals
 
@@ -23,8 +24,9 @@ from rdl.report import decimals
 #: the correction's factor and the depth-2 features were chosen, so ``test`` is the
 #: measure that no choice saw
 SPLITS = {"both": WEEKS, "val": ("val",), "test": ("test",)}
-#: in each run the LightGBM better on val, as :mod:`rdl.preparation` chooses the prior
-PRIOR = "the LightGBM better on val"
+#: in each run the baseline its model started from (:func:`~rdl.backtest.prior_of`: the
+#: one the run names, else the LightGBM better on val)
+PRIOR = "its prior"
 TREES = (DEPTH1, DEPTH2)
 
 Scores = dict[str, dict[tuple[int, str], float]]
@@ -32,7 +34,7 @@ Scores = dict[str, dict[tuple[int, str], float]]
 
 def sweep_scores(runs: list[dict], metric: str | None = None) -> Scores:
     """Per model or baseline, ``metric``'s value (default: the monitored one) keyed by
-    (run, split), with the tree prior of each run that has a LightGBM (a tie: depth 1)."""
+    (run, split), with the prior of each run that has one (:func:`~rdl.backtest.prior_of`)."""
     out: Scores = {}
     for i, r in enumerate(runs):
         m, sign = metric or r["monitor"], 1.0 if r["higher"] else -1.0
@@ -41,12 +43,11 @@ def sweep_scores(runs: list[dict], metric: str | None = None) -> Scores:
             for s in WEEKS:
                 if m in res[s]:
                     out.setdefault(who, {})[(i, s)] = res[s][m]
-        trees = [w for w in TREES if w in row and m in row[w]["val"]]
-        if trees:
-            chosen = max(trees, key=lambda w: sign * row[w]["val"][m])
+        if chosen := prior_of(r["metrics"], m, sign > 0):
+            res = scores(r["metrics"][chosen])   # by its whole name ("label mean (last 4)")
             for s in WEEKS:
-                if m in row[chosen][s]:
-                    out.setdefault(PRIOR, {})[(i, s)] = row[chosen][s][m]
+                if m in res[s]:
+                    out.setdefault(PRIOR, {})[(i, s)] = res[s][m]
     return out
 
 
@@ -94,7 +95,7 @@ class Sweep:
 
 def tree_rows(sweeps: dict[str, list[dict]], split: str) -> list[list[str]]:
     """The node tasks' table: the model, both LightGBMs, the best simple baseline; the
-    model's lead over each and over its tree prior, and that of the model as trained over
+    model's lead over each and over its prior, and that of the model as trained over
     the depth-2 LightGBM (where every run scaled its correction on val)."""
     rows = [["sweep", "metric", "weeks", "model", DEPTH2, DEPTH1, "best simple",
              f"model over {DEPTH2}", f"{AS_TRAINED} over {DEPTH2}", f"model over {DEPTH1}",

@@ -1,6 +1,6 @@
 """How much of its correction of its prior a node model keeps, chosen on val.
 
-With a prior (the baseline best on val, :mod:`rdl.families.node.prior_choice`: LightGBM
+With a prior (a baseline chosen on val, :mod:`rdl.families.node.prior_choice`: LightGBM
 or a simple one) a node model's output is a correction of it
 (:class:`~rdl.families.node.module.NodeTaskModule`): training fits the correction on train
 and chooses its checkpoint on val. Where the correction does not carry over to new weeks

@@ -1,6 +1,6 @@
 """The node family's part of preparation (:mod:`rdl.preparation` has every family's): the
 task's label history, as a table of the graph and for the features; the prior the model
-corrects (the baseline best on val, :mod:`rdl.families.node.prior_choice`: LightGBM's
+corrects (a baseline chosen on val, :mod:`rdl.families.node.prior_choice`: LightGBM's
 forward-chained prediction, :mod:`rdl.families.node.prior`, or a simple baseline's,
 :mod:`rdl.families.node.simple_prior`); and each seed's features
 (:mod:`rdl.features.seed`). A link task has none of them."""

@@ -19,7 +19,7 @@ labels: its prior is missing (NaN), and the model falls back to the last label
 labels than :data:`MIN_ROWS` (a small database: 45 train rows in five weeks), logged: no
 tree could split on them (LightGBM's bagging fails outright on one row).
 
-The tree prior is the prior where a LightGBM is the baseline best on val
+The tree prior is the prior where a LightGBM is the baseline chosen on val
 (:mod:`rdl.families.node.prior_choice`).
 """
 from __future__ import annotations
