@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import logging
 
+from pytorch_lightning.utilities import rank_zero_only
+
 from rdl.families.family import scores
 
 log = logging.getLogger("rdl.train")
@@ -52,11 +54,11 @@ def scaled_on_val(trainer, module, data, ckpt: str | None, scales, **load) -> di
     module.correction_scale = best
     if ckpt:  # every process saves (Lightning writes on the first only)
         trainer.save_checkpoint(ckpt, weights_only=False)
-    if trainer.is_global_zero:  # every rank chose the same factor: one line says it
-        log.info("the correction of the prior (%s) scaled by %g, the best on val of %s (%s: %s)",
-                 getattr(data, "prior_name", None), best,
-                 ", ".join(f"{s:g}" for s in map(float, scales)), key,
-                 ", ".join(f"{val[s][key]:.4f}" for s in map(float, scales)))
+    rank_zero_only(log.info)(   # every rank chose the same factor: one line says it
+        "the correction of the prior (%s) scaled by %g, the best on val of %s (%s: %s)",
+        getattr(data, "prior_name", None), best,
+        ", ".join(f"{s:g}" for s in map(float, scales)), key,
+        ", ".join(f"{val[s][key]:.4f}" for s in map(float, scales)))
     table = {f"{s:g}": {split: m for split, m in scores(v, test.get(s, {})).items() if m}
              for s, v in val.items()}
     return {**table[f"{best:g}"], "correction": {"scale": best, "by_scale": table}}
