@@ -3,7 +3,6 @@ rdl.train`` run in a subprocess with them, over one synthetic-database cache per
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import rdl
+from tests.zygote import command
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
@@ -65,14 +65,15 @@ def tiny_cfg(rdl_cache):
 @pytest.fixture(scope="session")
 def run_train(rdl_cache):
     """``run_train(run_dir, *overrides, tiny=True)``: ``python -m rdl.train`` in a
-    subprocess writing to ``run_dir`` (with :data:`TINY` and :data:`SHORT` settings unless
-    ``tiny=False``); returns the ``CompletedProcess``."""
+    subprocess (a fork of :func:`tests.zygote.command`'s zygote where it runs the same) writing to ``run_dir``
+    (with :data:`TINY` and :data:`SHORT` settings unless ``tiny=False``); returns the
+    ``CompletedProcess``."""
     def run(run_dir: Path, *overrides: str, tiny: bool = True, env: dict | None = None,
             python: tuple = (sys.executable, "-m", "rdl.train"), timeout: int = 900):
         env = {**os.environ, "RDL_CACHE": str(rdl_cache), "HYDRA_FULL_ERROR": "0", **(env or {})}
         settings = (*TINY, *SHORT) if tiny else ()
         cmd = [*python, f"hydra.run.dir={run_dir}", *settings, *overrides]
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        return command(cmd, env=env, timeout=timeout)
     return run
 
 

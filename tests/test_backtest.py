@@ -5,6 +5,8 @@ import re
 
 import pandas as pd
 import pytest
+
+from tests.zygote import command
 import yaml
 
 from rdl.backtest import read_runs, table
@@ -444,18 +446,16 @@ def test_a_link_task_s_backtest_runs_end_to_end(tmp_path, rdl_cache):
     in its graph (their test seeds and targets are left out, else the test loader failed);
     the table shows MAP, precision and recall of the model and both baselines."""
     import os
-    import subprocess
     import sys
     small = ("data.db.scale=0.001", "data.batch_size=64", "data.num_neighbors=[16,8]",
              "model.channels=16", "model.encoder_layers=1", "trainer.max_epochs=1",
              "trainer.limit_train_batches=2", "trainer.limit_val_batches=1",
              "compile.enabled=false", "data.ranker=null")
     sweep = tmp_path / "sweep"
-    out = subprocess.run(
+    out = command(
         [sys.executable, "-m", "rdl.train", "-m", "experiment=forum-user-vote", *small,
          "backtest=0,3", f"hydra.sweep.dir={sweep}"],
-        env={**os.environ, "RDL_CACHE": str(rdl_cache), "HYDRA_FULL_ERROR": "0"},
-        capture_output=True, text=True, timeout=600)
+        env={**os.environ, "RDL_CACHE": str(rdl_cache), "HYDRA_FULL_ERROR": "0"}, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     runs = read_runs(sweep)
     assert [r["test"] for r in runs] == [pd.Timestamp("2024-06-17").date(),

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.zygote import command
+
 from rdl.bench.turns import Turns
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +26,7 @@ def run_check(tmp_path, rdl_cache, *args: str) -> tuple[subprocess.CompletedProc
     env = {**os.environ, "RDL_CACHE": str(rdl_cache)}
     cmd = [sys.executable, "-m", "rdl.bench", "gpu", "--device", "cpu", "--tiny",
            "--tasks", "user-churn", "--configs", "default", "--out", str(out), *args]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    proc = command(cmd, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, json.loads((out / "gpu.json").read_text())
 

@@ -2,10 +2,11 @@
 import csv
 import math
 import os
-import subprocess
 import sys
 
 import pytest
+
+from tests.zygote import command
 
 
 @pytest.mark.slow   # a compile of its own (2 min of CI); the other bench tests stay in CI
@@ -17,7 +18,7 @@ def test_train_benchmark_eager_and_compiled(tmp_path, rdl_cache):
            "--threads", "1",
            "--set", "data=hm-tiny", "model.channels=16", "model.encoder_layers=1",
            "--out", str(out)]
-    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=600)
+    proc = command(cmd, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "| task | model | variant | ms/step |" in proc.stdout
 
@@ -56,7 +57,7 @@ def test_a_failing_variant_leaves_a_row_and_the_run_goes_on(tmp_path, rdl_cache)
     cmd = [sys.executable, "-m", "rdl.bench", "train", "--tasks", "user-churn:sage",
            "--variants", "eager", "reduce-overhead", "--device", "cpu", "--steps", "1",
            "--warmup", "1", "--set", "data=hm-tiny", "model.no_such_key=1", "--out", str(out)]
-    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=300)
+    proc = command(cmd, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out / "train.csv", newline="") as f:
         eager, graphs = csv.DictReader(f)
@@ -73,7 +74,7 @@ def test_profile_columns(tmp_path, rdl_cache):
            "--variants", "eager", "--device", "cpu", "--steps", "2", "--warmup", "1",
            "--threads", "1", "--profile", "--set", "data=hm-tiny", "model.channels=16",
            "model.encoder_layers=1", "--out", str(out)]
-    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=300)
+    proc = command(cmd, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out / "train.csv", newline="") as f:
         (row,) = csv.DictReader(f)
@@ -94,7 +95,7 @@ def test_e2e_benchmark_times_whole_epochs(tmp_path, rdl_cache):
     cmd = [sys.executable, "-m", "rdl.bench", "e2e", "--variants", "eager", "--workers", "0", "1",
            "--epochs", "2", "--batches", "3", "--set", "debug=tiny",
            "--out", str(out)]
-    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=600)
+    proc = command(cmd, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out / "e2e.csv", newline="") as f:
         rows = list(csv.DictReader(f))

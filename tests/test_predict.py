@@ -4,11 +4,12 @@ it as the training run did."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pandas as pd
 import pytest
+
+from tests.zygote import command
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
@@ -23,8 +24,7 @@ RUN = ("compile.enabled=false",)  # eager: the same numbers as the eager predict
 
 def run_predict(rdl_cache, *overrides):
     env = {**os.environ, "RDL_CACHE": str(rdl_cache)}
-    return subprocess.run([sys.executable, "-m", "rdl.predict", *overrides], env=env,
-                          capture_output=True, text=True, timeout=600)
+    return command([sys.executable, "-m", "rdl.predict", *overrides], env=env, timeout=600)
 
 
 def split_rows(tiny_cfg, rdl_cache, task_name, split):

@@ -45,6 +45,7 @@ import pytest
 from omegaconf import OmegaConf
 
 import rdl
+from tests.zygote import command as zygote_run
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -347,8 +348,13 @@ class Project:
 
     def run(self, i: int, command: str):
         line, out = self.command_line(i, command)
-        proc = subprocess.run(["bash", "-c", line], cwd=self.cwd, env=self.env,
-                              capture_output=True, text=True, timeout=TIMEOUT)
+        argv = None if set(line) & set("$|;&<>`*~") else shlex.split(line)
+        if argv and argv[0] == "python":     # no shell needed: the zygote's fork, if it can
+            proc = zygote_run([sys.executable, *argv[1:]], env=self.env, cwd=self.cwd,
+                              timeout=TIMEOUT)
+        else:
+            proc = subprocess.run(["bash", "-c", line], cwd=self.cwd, env=self.env,
+                                  capture_output=True, text=True, timeout=TIMEOUT)
         return line, out, proc
 
 

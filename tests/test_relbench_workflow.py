@@ -4,10 +4,11 @@ trained with its kind's default model, a table per task, and a submission folder
 RelBench 3.0.2's own submission tooling validates (issue 38)."""
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+
+from tests.zygote import command
 
 from relbench_fake import run_relbench3
 from test_relbench_train import TINY_RUN
@@ -29,10 +30,9 @@ print(json.dumps({"tasks": res["tasks"], "extra_files": res["extra_files"]}))
 def test_the_workflow_trains_every_task_and_relbench_validates_its_submission(
         relbench_v3, relbench3, rdl_cache, tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "rdl.leaderboard", str(relbench_v3),
-                           "--out", str(out), *TINY_RUN],
-                          env={**os.environ, "RDL_CACHE": str(rdl_cache)},
-                          capture_output=True, text=True, timeout=1500)
+    proc = command([sys.executable, "-m", "rdl.leaderboard", str(relbench_v3),
+                    "--out", str(out), *TINY_RUN],
+                   env={**os.environ, "RDL_CACHE": str(rdl_cache)}, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     names = ("review-rating", "user-churn", "user-item-purchase", "user-ltv", "user-reviews")
     for name in names:   # a table per task: the model and the baselines, val and test
@@ -86,9 +86,9 @@ def test_the_workflow_over_a_relbench_1x_rel_f1(relbench3, rdl_cache, tmp_path):
     from relbench_shapes import write_rel_f1
     root = write_rel_f1(tmp_path / "rel-f1")
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "rdl.leaderboard", str(root), "--out",
-                           str(out), *TINY_RUN], env={**os.environ, "RDL_CACHE": str(rdl_cache)},
-                          capture_output=True, text=True, timeout=1500)
+    proc = command([sys.executable, "-m", "rdl.leaderboard", str(root), "--out",
+                    str(out), *TINY_RUN], env={**os.environ, "RDL_CACHE": str(rdl_cache)},
+                   timeout=1500)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     tasks = ("driver-dnf", "driver-position", "driver-top3")
     assert sorted(p.name for p in (out / "submission").iterdir()) == [

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import builtins
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from tests.zygote import command
 import torch
 
 from rdl.checkpoints import CONFIG_KEY, read_checkpoint
@@ -51,10 +52,9 @@ def test_a_checkpoint_carrying_code_is_refused_and_the_code_does_not_run(tmp_pat
 def test_rdl_predict_refuses_it_with_one_message(tmp_path, rdl_cache):
     marker, ckpt = tmp_path / "payload-ran", tmp_path / "evil.ckpt"
     checkpoint(ckpt, {"task": {"name": "user-churn"}}, Payload(marker))
-    out = subprocess.run([sys.executable, "-m", "rdl.predict", f"ckpt_path={ckpt}",
-                          f"hydra.run.dir={tmp_path / 'predict'}"],
-                         env={**os.environ, "RDL_CACHE": str(rdl_cache)}, capture_output=True,
-                         text=True, timeout=300)
+    out = command([sys.executable, "-m", "rdl.predict", f"ckpt_path={ckpt}",
+                   f"hydra.run.dir={tmp_path / 'predict'}"],
+                  env={**os.environ, "RDL_CACHE": str(rdl_cache)}, timeout=300)
     assert out.returncode == 1 and not marker.exists()
     assert out.stderr.startswith(f"error: ckpt_path {ckpt}: holds io.open"), out.stderr
     assert "Traceback" not in out.stderr
