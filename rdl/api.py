@@ -97,9 +97,11 @@ def load_database(cfg: DictConfig) -> Database:
 
 
 def load_task(cfg: DictConfig) -> Task:
-    """The task ``cfg.task`` describes, moved ``cfg.backtest`` windows back; its
-    :meth:`~rdl.tasks.Task.split_table` gives a split's labelled rows."""
-    return instantiate(cfg.task, _convert_="all", backtest=cfg.get("backtest", 0))
+    """The task ``cfg.task`` describes, moved ``cfg.backtest`` windows back, trained on
+    ``cfg.train_windows`` windows; its :meth:`~rdl.tasks.Task.split_table` gives a split's
+    labelled rows."""
+    return instantiate(cfg.task, _convert_="all", backtest=cfg.get("backtest", 0),
+                       train_windows=cfg.get("train_windows"))
 
 
 def data_settings(cfg: DictConfig) -> DataSettings:

@@ -106,6 +106,27 @@ def test_backtest_moves_every_split_back_whole_windows():
                      backtest=bad)
 
 
+def test_train_windows_keeps_the_last_train_seed_times_only():
+    """train_windows=k: the train rows of the k seed times nearest val, exactly as the
+    full train split labels them; val and test as they were; bad values named."""
+    db = tiny_db()
+    kw = dict(name="item-sales", sql="hm/item-sales.sql", kind="regression",
+              entity_table="article", entity_col="article_id", target_col="sales", window="1d",
+              val_timestamp="2020-01-10", test_timestamp="2020-01-11")
+    full, cut = NodeTask(**kw), NodeTask(**kw, train_windows=3)
+    every = full.split_table("train", db)
+    assert every["timestamp"].nunique() > 3
+    kept = sorted(every["timestamp"].unique())[-3:]
+    pd.testing.assert_frame_equal(
+        cut.split_table("train", db),
+        every[every["timestamp"].isin(kept)].reset_index(drop=True))
+    for split in ("val", "test"):
+        pd.testing.assert_frame_equal(cut.split_table(split, db), full.split_table(split, db))
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match=f"train_windows {bad!r} must be a whole number"):
+            NodeTask(**kw, train_windows=bad)
+
+
 def test_split_without_enough_future_rows_is_an_error():
     sales = NodeTask(name="item-sales", sql="hm/item-sales.sql", kind="regression",
                      entity_table="article", entity_col="article_id", target_col="sales",
@@ -225,3 +246,9 @@ def test_the_base_task_class_names_the_families():
         Task(name="x", sql="hm/item-sales.sql", kind="regression", entity_table="article",
              entity_col="article_id", target_col="sales", val_timestamp="2020-09-07",
              test_timestamp="2020-09-14")
+
+
+def test_train_windows_on_the_command_line_reaches_the_task(tiny_cfg):
+    import rdl
+    assert rdl.load_task(tiny_cfg("train_windows=4")).train_windows == 4
+    assert rdl.load_task(tiny_cfg()).train_windows is None

@@ -22,6 +22,7 @@ from typing import ClassVar
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from rdl.paths import TASKS_DIR
@@ -101,6 +102,10 @@ class Task:
         backtest: move both split times this many windows earlier (rolling-origin
             evaluation, :mod:`rdl.backtest`): train, val and test all end sooner, and the
             graph and baselines are cut at the moved test time as at the real one.
+        train_windows: train on the seed times of the last this many windows before val
+            only (None: every window back to the data's start); the database before them
+            stays visible history. How a task with a few weeks of labels fares
+            (``train_windows=4`` on the command line).
         data_defaults: data settings that won the task's validation sweep (e.g.
             ``{"strategy": "mix"}``), applied where ``data.*`` is null
             (:func:`rdl.settings.with_data_defaults`).
@@ -119,6 +124,7 @@ class Task:
     monitor: str = ""
     monitor_mode: str = "max"
     backtest: int = 0
+    train_windows: int | None = None
     data_defaults: dict = field(default_factory=dict)
     num_eval_timestamps: int = 1
     query: str | None = None
@@ -165,6 +171,10 @@ class Task:
                                                     self.delta, back)
         if self.test_time < self.val_time:
             raise ValueError(f"task {self.name!r}: test_timestamp precedes val_timestamp")
+        w = self.train_windows
+        if w is not None and (not isinstance(w, int) or isinstance(w, bool) or w < 1):
+            raise ValueError(f"task {self.name!r}: train_windows {w!r} must be a whole number "
+                             ">= 1, or null (every window)")
         n = self.num_eval_timestamps
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"task {self.name!r}: num_eval_timestamps {n!r} must be a whole "
@@ -292,11 +302,20 @@ class Task:
         """The labelled rows of one split, computed on the database cut for that split."""
         cut = {"train": self.val_time, "val": self.test_time, "test": None}[split]
         view = self.inputs(db if cut is None else db.upto(cut))
-        df = self.existing(self.make_table(view, self.timestamps(split, db)), db, split)
+        df = self.recent(self.existing(self.make_table(view, self.timestamps(split, db)), db,
+                                       split), split)
         if df.empty:  # nothing to train on or to score: say why, not fail in the loader
             raise DataError(f"task {self.name!r}: the {split} split is empty: {self.source} "
                             f"labels no row at its seed times ({self._split_times(db)})")
         return df
+
+    def recent(self, df: pd.DataFrame, split: str) -> pd.DataFrame:
+        """The train rows of the last :attr:`train_windows` seed times (every split as it
+        is where that is None)."""
+        if split != "train" or self.train_windows is None or df.empty:
+            return df
+        times = np.sort(df["timestamp"].unique())[-self.train_windows:]
+        return df[df["timestamp"].isin(times)].reset_index(drop=True)
 
     def existing(self, df: pd.DataFrame, db: Database, split: str) -> pd.DataFrame:
         """A split's rows whose entity exists at the seed time (its row visible then,

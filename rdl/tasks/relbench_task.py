@@ -119,7 +119,7 @@ class RelBenchTask(Task):
             # RelBench: entities that do not exist by the test time are dropped
             n = len(db.upto(self.test_time)[self.entity_table])
             df = df[df[self.entity_col] < n].reset_index(drop=True)
-        df = self.as_relbench(df)
+        df = self.recent(self.as_relbench(df), split)
         if df.empty:
             raise DataError(f"task {self.name!r}: the {split} split is empty "
                             f"({self._split_times(db)})")
