@@ -72,6 +72,7 @@ def test_the_check_runs_its_stages_on_the_cpu(tmp_path, rdl_cache):
         assert "RDL_BENCH_E2E_RESULT" in tar.extractfile("logs/r01.log").read().decode()
 
 
+@pytest.mark.slow   # CI's 15 minutes: the check's stages run in the test above
 def test_rows_that_the_budget_cannot_hold_are_listed_not_run(tmp_path, rdl_cache):
     """Through ``benchmarks/gpu.sh`` (what a GPU session runs), writing under $OUT."""
     out = tmp_path / "out"
@@ -136,6 +137,7 @@ def test_turns_let_one_process_at_a_time_through_its_gate(tmp_path):
     assert float(procs["tick"].stdout.read()) >= 0.25   # stopped for a whole turn at least
 
 
+@pytest.mark.slow   # CI's 15 minutes
 def test_the_check_fails_when_every_row_failed(tmp_path, rdl_cache):
     """A check that measured nothing exits non-zero (it exited 0: a GPU session read a
     report of failures as a result; issue 38, point 9)."""

@@ -348,7 +348,8 @@ class Project:
 
     def run(self, i: int, command: str):
         line, out = self.command_line(i, command)
-        argv = None if set(line) & set("$|;&<>`*~") else shlex.split(line)
+        plain = line.replace("$PWD", str(self.cwd)).replace("$HOME", self.env["HOME"])
+        argv = None if set(plain) & set("$|;&<>`*~") else shlex.split(plain)
         if argv and argv[0] == "python":     # no shell needed: the zygote's fork, if it can
             proc = zygote_run([sys.executable, *argv[1:]], env=self.env, cwd=self.cwd,
                               timeout=TIMEOUT)
@@ -397,6 +398,8 @@ SLOW_COMMANDS = {
     # resumed); moved splits end to end: test_report.py
     "python -m rdl.train -m task=user-churn backtest=0,2,4,6,8",
     "python -m rdl.train -m task=user-churn,item-sales lr=0.001,0.005",
+    # tests/test_relbench_train.py trains rel-hm through RelBench's files in CI
+    "python -m rdl.train data=hm-relbench data.db.path=$HOME/.cache/relbench/rel-hm",
     # every task of the fake dataset: tests/test_relbench_workflow.py runs it in CI
     "rdl-relbench rel-amazon --out rel-amazon-rdl trainer.max_epochs=2",
 }

@@ -91,6 +91,7 @@ def test_an_mlflow_run_reads_back_with_mlflows_client(run_train, tmp_path):
     assert [r["run"] for r in read_runs(run_dir)] == [run_dir]
 
 
+@pytest.mark.slow   # CI's 15 minutes: the MLflow test above runs the same tracking code
 def test_a_wandb_run_without_a_key_writes_its_offline_folder(run_train, tmp_path):
     pytest.importorskip("wandb", reason="the wandb extra")
     run_dir, home = tmp_path / "run", tmp_path / "home"

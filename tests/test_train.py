@@ -49,7 +49,9 @@ def check_report(out, run_dir, task: str) -> dict:
 # user-churn and user-item-purchase with their default models: tests/test_predict.py
 @pytest.mark.parametrize("task", ["item-sales", "user-churn model=graph-transformer",
                                   "user-item-purchase model=idgnn",
-                                  "user-item-purchase model=two-tower",
+                                  # slow: tests/training/test_syncs.py trains its steps
+                                  pytest.param("user-item-purchase model=two-tower",
+                                               marks=pytest.mark.slow),
                                   "user-item-purchase model=context-transformer",
                                   "user-churn data.tree_prior=false"])
 def test_short_training_run(tmp_path, run_train, task):

@@ -11,7 +11,7 @@ its output in files. PyTorch's own DataLoader forks worker processes the same wa
 What a fork cannot give is what a process reads while it imports: OpenMP's and MKL's
 environment and rdl's thread policy (``rdl.threads.at_start``, run by the zygote before it
 imports torch). A command line whose environment differs there from the zygote's, or that
-sets ``threads=``, runs in a fresh interpreter instead (:func:`Zygote.can_run`); so does
+sets ``threads=off``, runs in a fresh interpreter instead (:func:`Zygote.can_run`); so does
 any module but :data:`MODULES`.
 
 Why by hand: ``multiprocessing``'s forkserver preloads modules, but runs functions, not
@@ -36,7 +36,10 @@ MODULES = ("rdl.train", "rdl.predict", "rdl.backtest", "rdl.leaderboard", "rdl.b
 #: environment variables read while torch and its OpenMP runtime load: a command line
 #: that sets them differently from the zygote gets a fresh interpreter
 AT_IMPORT = ("OMP_", "MKL_", "KMP_", "GOMP_", "RDL_THREADS", "CUDA_", "PYTORCH_", "TORCH",
-             "LD_", "PYTHON")
+             "LD_", "PYTHONWARNINGS", "PYTHONHASHSEED", "PYTHONOPTIMIZE", "PYTHONDEVMODE",
+             "PYTHONMALLOC")
+#: where the test scripts a zygote runs (``python <script.py>``) live
+SCRIPTS = Path(__file__).resolve().parent
 
 
 def _import_time_env(env: dict) -> dict:
@@ -60,9 +63,13 @@ class Zygote:
     def can_run(self, cmd: list[str], env: dict) -> bool:
         """Whether ``cmd`` (``python -m <module> ...``) runs the same in a fork as in a fresh
         interpreter (module docstring)."""
-        return (len(cmd) >= 3 and cmd[0] == sys.executable and cmd[1] == "-m"
-                and cmd[2] in MODULES and not any(a.lstrip("+").startswith("threads=")
-                                                  for a in cmd[3:])
+        said = [a.lstrip("+")[len("threads="):] for a in cmd[3:]
+                if a.lstrip("+").startswith("threads=")]
+        module = len(cmd) >= 3 and cmd[1] == "-m" and cmd[2] in MODULES
+        script = (len(cmd) >= 2 and cmd[1].endswith(".py")
+                  and Path(cmd[1]).resolve().is_relative_to(SCRIPTS))
+        return (cmd[0] == sys.executable and (module or script)
+                and said[-1:] != ["off"]   # off: no wait policy
                 and _import_time_env(env) == _import_time_env(self.env)
                 and self.proc.poll() is None)
 
@@ -90,7 +97,7 @@ class Zygote:
         with tempfile.TemporaryDirectory(dir=self.dir) as tmp:
             out, err = Path(tmp) / "out", Path(tmp) / "err"
             with self._connect() as s:
-                s.sendall(json.dumps(dict(argv=cmd[2:], env=dict(env), out=str(out),
+                s.sendall(json.dumps(dict(argv=cmd[1:], env=dict(env), out=str(out),
                                           err=str(err), cwd=str(cwd or os.getcwd()))
                                      ).encode() + b"\n")
                 reply = s.makefile("r")
@@ -167,8 +174,8 @@ def serve(address: str) -> None:
 
 
 def _child(argv: list[str], env: dict, out: str, err: str, cwd: str) -> None:
-    """Runs ``python -m argv[0] argv[1:]`` in this fork, as a fresh interpreter would, and
-    exits with its code."""
+    """Runs ``python argv`` (``-m module ...`` or ``script.py ...``) in this fork, as a
+    fresh interpreter would, and exits with its code."""
     import atexit
     import runpy
     import traceback
@@ -185,13 +192,21 @@ def _child(argv: list[str], env: dict, out: str, err: str, cwd: str) -> None:
         from rdl.threads import environment
         os.environ.clear()
         os.environ.update(environment(env))   # as rdl.threads.at_start puts it
-        sys.path[0] = cwd                     # as python -m puts the working directory
-        sys.argv = [argv[0], *argv[1:]]
-        # run as __main__ afresh, as python -m does (runpy warns of a module imported
-        # already; what it imports stays imported)
-        sys.modules.pop(argv[0], None)
+        # sys.path as the fresh interpreter's: PYTHONPATH, then the working directory
+        # (python -m) or the script's folder
+        script = argv[0] != "-m"
+        extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        sys.path[:1] = [str(Path(argv[0]).resolve().parent) if script else cwd, *extra]
         try:
-            runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
+            if script:
+                sys.argv = list(argv)
+                runpy.run_path(argv[0], run_name="__main__")
+            else:
+                sys.argv = list(argv[1:])
+                # run as __main__ afresh, as python -m does (runpy warns of a module
+                # imported already; what it imports stays imported)
+                sys.modules.pop(argv[1], None)
+                runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as e:
             if e.code is None or isinstance(e.code, int):

@@ -62,6 +62,7 @@ def one_thread():
     torch.set_num_threads(n)
 
 
+@pytest.mark.slow   # CI's 15 minutes: the test below compiles every bucket once, and checks it
 def test_one_graph_per_bucket_over_200_training_batches(tiny_cfg, one_thread):
     # A tiny model, and Dynamo's graphs are counted without Inductor's code generation.
     _, dm, module = setup(tiny_cfg, "model.num_layers=1", "model.channels=8",

@@ -7,7 +7,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import rdl
 from rdl.checkpoints import checked_resume
 from rdl.training.batches import EpochShuffle, SeedBatches, batches
 from tests.conftest import TINY
+from tests.zygote import command
 
 #: three epochs of six steps, last.ckpt every second step, 2 validation and 3 test batches
 #: of 32 rows; eager (the resume logic is the same compiled: compiled checkpoints keep the
@@ -48,8 +48,7 @@ def run_killed(run_dir: Path, point: str, *overrides: str, cache: Path):
                                           os.environ.get("PYTHONPATH", "")])}
     cmd = [sys.executable, str(KILLED_RUN), point, f"hydra.run.dir={run_dir}", *TINY,
            *RUN, *overrides]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900,
-                          start_new_session=True)
+    return command(cmd, env=env, timeout=900)     # a session of its own either way
 
 
 def weights(path):
