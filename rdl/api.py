@@ -100,8 +100,9 @@ def load_task(cfg: DictConfig) -> Task:
     """The task ``cfg.task`` describes, moved ``cfg.backtest`` windows back, trained on
     ``cfg.train_windows`` windows; its :meth:`~rdl.tasks.Task.split_table` gives a split's
     labelled rows."""
-    return instantiate(cfg.task, _convert_="all", backtest=cfg.get("backtest", 0),
-                       train_windows=cfg.get("train_windows"))
+    # train_windows passed only where set: a task factory of the user's may not take it
+    few = {} if cfg.get("train_windows") is None else {"train_windows": cfg.train_windows}
+    return instantiate(cfg.task, _convert_="all", backtest=cfg.get("backtest", 0), **few)
 
 
 def data_settings(cfg: DictConfig) -> DataSettings:

@@ -72,7 +72,8 @@ def relbench_task(path, name: str | None = None, kind: str | None = None,
                   num_eval_timestamps: int | None = None, eval_k: int | None = None,
                   remove_columns: list | None = None, metrics: dict | None = None,
                   monitor: str | None = None, monitor_mode: str | None = None,
-                  backtest: int = 0, data_defaults: dict | None = None, dataset=None):
+                  backtest: int = 0, train_windows: int | None = None,
+                  data_defaults: dict | None = None, dataset=None):
     """The RelBench task in folder ``path`` (``task=relbench``; :mod:`rdl.tasks.relbench`
     reads the folder), as a task of the family of its kind; each other argument, if given,
     replaces what the folder says. ``dataset``: its dataset's folder (``task=relbench``
@@ -95,7 +96,7 @@ def relbench_task(path, name: str | None = None, kind: str | None = None,
     watch, mode = task_kind.monitor
     return cls(**spec, metrics=metrics, monitor=monitor or watch,
                monitor_mode=monitor_mode or mode, backtest=backtest,
-               data_defaults=data_defaults or {})
+               train_windows=train_windows, data_defaults=data_defaults or {})
 
 
 def data_module(db, task, settings, shapes=None, shared_path: str | None = None):
