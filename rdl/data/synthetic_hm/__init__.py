@@ -40,7 +40,9 @@ customers, 105k articles, 15.2M transactions from 2019-09-07 to 2020-09-22); row
 linearly with ``scale``.
 
 One file per part: ``vocab.py`` (the columns and value sets), ``articles.py``,
-``customers.py`` and ``transactions.py`` (the three tables above) and ``util.py``.
+``customers.py`` and ``transactions.py`` (the three tables above), ``util.py``, and
+``files.py``, which writes the same database as the Kaggle CSV files at any scale in
+bounded memory, a week of transactions at a time.
 """
 from __future__ import annotations
 
