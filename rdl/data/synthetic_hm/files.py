@@ -83,7 +83,7 @@ def write_kaggle_files(folder, seed: int = 0, scale: float = 0.02, start="2019-0
         weeks.mkdir()
         parts = []
         simulation = _weeks(world.rng, world.cust, world.art, world.day_w, world.n_tx)
-        for week in bar(simulation, "simulating weeks", unit="week"):
+        for week in bar(simulation, "simulating weeks", -(-world.n_days // 7), "week"):
             seen("week", len(week["day"]))
             parts.append(weeks / f"{len(parts):04d}.npz")
             np.savez(parts[-1], **week)
