@@ -22,10 +22,12 @@ the smallest part of the draws that keeps their order. And :func:`generate` draw
 customers' ids after all the transactions, so the rows wait in the week files until the
 ids exist.
 
-What is held at once: the hidden state of every article and customer (about 20 numbers
-each, and the customer frame while the transactions are written), one week's rows while
-it is simulated (about 1/55 of the transactions) and ``chunk_rows`` rows while they are
-formatted; never the whole transactions table. Everything is written into a temporary
+What is held at once: the hidden state of every article and customer (a few dozen
+numbers a customer: persona, life cycle, favourite sections, the last 8 purchases; and the
+customer frame while the transactions are written), one week's rows while it is simulated
+(about 1/55 of the transactions) and ``chunk_rows`` rows while they are formatted; never
+the whole transactions table. So memory grows with the customers (a tenth of the rows),
+not with the transactions. Everything is written into a temporary
 folder beside ``folder`` and renamed into place when complete
 (:func:`rdl.caching.atomic_dir`).
 
