@@ -86,8 +86,8 @@ def check_rows(out, stages):
     return {r["stage"]: r for r in saved["rows"]}
 
 
-def test_the_first_stages_at_a_tiny_scale(tmp_path):
-    stages = ["write", "read", "checks", "tables"]
+def test_the_files_written_and_read_at_a_tiny_scale(tmp_path):
+    stages = ["write", "read"]
     scale.main(["--scale", "0.002", "--stages", *stages, "--out", str(tmp_path)])
     rows = check_rows(tmp_path, stages)
     assert rows["write"]["largest_week"] < rows["write"]["rows"] / 10   # a week at a time
@@ -95,7 +95,6 @@ def test_the_first_stages_at_a_tiny_scale(tmp_path):
     assert rows["read"]["rows"] == (rows["write"]["rows"] + rows["write"]["customers"]
                                     + rows["write"]["articles"])
     assert [d["name"] for d in rows["read"]["inner"]] == ["loading the database"]
-    assert rows["tables"]["rows"] > 0
 
 
 @pytest.fixture
@@ -109,12 +108,13 @@ def tiny_out(tmp_path, request):
 @pytest.mark.parametrize("tiny_out", [list(STAGES)], indirect=True)
 def test_every_stage_at_a_tiny_scale(tiny_out):
     rows = check_rows(*tiny_out)
-    inner = {s: [d["name"] for d in r["inner"]] for s, r in rows.items()}
+    inner = {s: [d["name"] for d in r.get("inner", [])] for s, r in rows.items()}
     assert "depth-2 synthesis" in inner["trees"]   # the trees run it again
     assert "graph build" in inner["graph"]
     assert "graph read from the cache" in inner["restart"]   # the graph cache is warm
     assert rows["epoch"]["batches"] == 3 and rows["restart"]["batches"] == 1
-    assert rows["epoch"]["rows"] > 0
+    assert rows["epoch"]["rows"] > 0 and rows["tables"]["rows"] > 0
+    assert rows["checks"]["rows"] == rows["read"]["rows"]
     curve = list(csv.DictReader(open(tiny_out[0] / "scale-curve.csv")))
     assert [r["stage"] for r in curve] == [*STAGES, scale.SUM]
 

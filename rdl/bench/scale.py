@@ -191,8 +191,8 @@ def main(argv: list[str] | None = None) -> None:
               + f"\n- {SUM}: a first run from an empty cache to its first epoch")
     columns = ("scale", "stage", "seconds", "peak_gib", "vs_scale_1", "setup_s",
                "setup_peak_gib", "rows", "note", "error", "stopped_at_gib")
-    report("scale", [{**{k: r.get(k, "") for k in columns}, "inner": _inner(r)}
-                     for r in rows], out, header=header)
+    report("scale", [{**{k: "" if r.get(k) is None else r[k] for k in columns},
+                      "inner": _inner(r)} for r in rows], out, header=header)
     report("scale-curve", pivot(rows), out, header=header)
     write_atomic(out / "scale.json", json.dumps(
         {"command": f"python -m rdl.bench scale {' '.join(argv)}", "rows": rows}, indent=1))
