@@ -19,6 +19,10 @@ import time
 
 #: seconds a loop runs before its bar appears: a shorter loop shows none
 BAR_DELAY = 3.0
+#: functions called as ``f(stage, ended)`` when any stage starts (``ended`` False) and
+#: ends (True): a benchmark's meter of each stage's own time and memory
+#: (:mod:`rdl.bench.scale`); empty in a run
+listeners: list = []
 
 
 class stage:   # lowercase, as contextlib's context managers: used like a function
@@ -29,6 +33,8 @@ class stage:   # lowercase, as contextlib's context managers: used like a functi
     def __init__(self, name: str, log: logging.Logger | None = None):
         self.name, self.log, self.ended = name, log or logging.getLogger("rdl.train"), False
         self.log.info("%s...", name)
+        for listen in listeners:
+            listen(self, False)
         self.start = time.perf_counter()
 
     def seconds(self) -> float:
@@ -41,6 +47,8 @@ class stage:   # lowercase, as contextlib's context managers: used like a functi
         if not self.ended:
             self.ended = True
             self.log.info("%s: %.1f s%s", self.name, seconds, f"; {detail}" if detail else "")
+            for listen in listeners:
+                listen(self, True)
         return seconds
 
     def __enter__(self) -> "stage":

@@ -124,10 +124,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.kaggle_step:
         print(json.dumps(kaggle_step(**json.loads(args.kaggle_step))))
         return
-    if args.write_kaggle:
-        from rdl.data import synthetic_hm
-        from rdl.data.kaggle import write_kaggle
-        write_kaggle(synthetic_hm.generate(seed=args.seed, scale=args.scale[0]), args.write_kaggle)
+    if args.write_kaggle:   # the same files write_kaggle writes, in bounded memory
+        from rdl.data.synthetic_hm.files import write_kaggle_files
+        write_kaggle_files(args.write_kaggle, args.seed, args.scale[0])
         return
     if args.kaggle:
         rows = kaggle(Path(args.kaggle), args.scale[0], args.seed)

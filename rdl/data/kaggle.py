@@ -1,7 +1,8 @@
 """The Kaggle H&M competition's CSV files: read (checked, cached as a database) and written.
 
 * :func:`read_kaggle` / :func:`write_kaggle` read and write ``customers.csv``,
-  ``articles.csv`` and ``transactions_train.csv`` (:data:`~rdl.data.hm.KAGGLE`).
+  ``articles.csv`` and ``transactions_train.csv`` (:data:`~rdl.data.hm.KAGGLE`);
+  :func:`write_rows` writes a part of one (the format lives here only).
 * :func:`kaggle_hm_db` is their rel-hm :class:`~rdl.data.Database`
   (:func:`~rdl.data.hm.hm_database`), read and checked once and then cached.
 """
@@ -119,20 +120,29 @@ def write_kaggle(frames: dict[str, pd.DataFrame], folder) -> Path:
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    for key, (file, table, cols) in KAGGLE.items():
+    for key, (file, _, _) in KAGGLE.items():
         if key not in frames:
             raise DataError(f"write_kaggle: no {key!r} frame (needs {list(KAGGLE)})")
-        df = frames[key]
-        check_columns(df, cols, f"table {table!r}")
-        writer = _write_transactions if key == "transactions" else _write_small
         with caching.atomic_file(folder / file) as tmp, open(tmp, "wb") as f:
-            writer(df[cols], f)
+            write_rows(key, frames[key], f)
     return folder
+
+
+def write_rows(key: str, df: pd.DataFrame, f, header: bool = True) -> None:
+    """``df``'s rows as Kaggle file ``key`` (``customers``, ``articles``, ``transactions``)
+    writes them, into the open binary file ``f``, after the header line if ``header``: a
+    file written in parts (:mod:`rdl.data.synthetic_hm.files`) is the bytes of one
+    :func:`write_kaggle` writes whole."""
+    _, table, cols = KAGGLE[key]
+    check_columns(df, cols, f"table {table!r}")
+    if header:
+        f.write((",".join(cols) + "\n").encode("utf-8"))
+    (_write_transactions if key == "transactions" else _write_small)(df[cols], f)
 
 
 def _write_small(df: pd.DataFrame, f) -> None:
     df = df.assign(**{c: _zero_pad(df[c], n) for c, n in _ZERO_PAD.items() if c in df})
-    f.write(df.to_csv(index=False, lineterminator="\n").encode("utf-8"))
+    f.write(df.to_csv(index=False, header=False, lineterminator="\n").encode("utf-8"))
 
 
 def _zero_pad(s: pd.Series, n: int) -> pd.Series:
@@ -141,7 +151,6 @@ def _zero_pad(s: pd.Series, n: int) -> pd.Series:
 
 def _write_transactions(df: pd.DataFrame, f) -> None:
     """Fast path for millions of rows: format with arrow, one joined line per row."""
-    f.write((",".join(df.columns) + "\n").encode("utf-8"))
     step = 2_000_000
     for lo in range(0, len(df), step):
         part = df.iloc[lo:lo + step]

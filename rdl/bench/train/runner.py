@@ -28,17 +28,18 @@ def error_line(text: str) -> str:
 
 
 def _run_child(spec: dict, timeout: float | None, log: Path, module: str = "rdl.bench.train",
-               result: str = RESULT) -> dict:
-    """``measure(**spec)`` of ``module`` in a fresh process with cold compile caches, its
-    output written to ``log``; ``{"error": ...}`` if it fails. The child prints its result
-    as JSON on a line that starts with ``result``."""
+               result: str = RESULT, env: dict | None = None) -> dict:
+    """``measure(**spec)`` of ``module`` in a fresh process with cold compile caches (``env``:
+    variables set over :func:`cold_env`'s), its output written to ``log``; ``{"error": ...}``
+    if it fails. The child prints its result as JSON on a line that starts with ``result``."""
     cmd = [sys.executable, "-m", module, "--worker", json.dumps(spec)]
     # ignore_cleanup_errors: a killed child's compile workers may still be writing there.
     with tempfile.TemporaryDirectory(prefix="rdl-bench-train-", ignore_cleanup_errors=True) as tmp:
         # A session of its own: on a timeout (or Ctrl-C here) the child goes with the
         # compile workers it started.
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=cold_env(tmp), start_new_session=True)
+                                env=cold_env(tmp, **(env or {})),
+                                start_new_session=True)
         error = None
         try:
             stdout, stderr = proc.communicate(timeout=timeout)

@@ -40,9 +40,13 @@ customers, 105k articles, 15.2M transactions from 2019-09-07 to 2020-09-22); row
 linearly with ``scale``.
 
 One file per part: ``vocab.py`` (the columns and value sets), ``articles.py``,
-``customers.py`` and ``transactions.py`` (the three tables above) and ``util.py``.
+``customers.py`` and ``transactions.py`` (the three tables above), ``util.py``, and
+``files.py``, which writes the same database as the Kaggle CSV files at any scale in
+bounded memory, a week of transactions at a time.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -74,6 +78,31 @@ def generate(seed: int = 0, scale: float = 0.02, start="2019-09-07",
         scale: 1.0 is RelBench's rel-hm size; rows scale linearly.
         start, end: first and last transaction day (inclusive).
     """
+    world = _world(seed, scale, start, end)
+    tx = _transactions(world.rng, world.cust, world.art, world.day_w, world.n_tx)
+    cust_df = _customer_frame(world.rng, world.cust, world.n_days)
+    return {"customers": cust_df, "articles": world.art["frame"],
+            "transactions": _transaction_frame(tx, cust_df["customer_id"], world.art["frame"],
+                                               world.start)}
+
+
+@dataclass
+class _World:
+    """What the simulation of the transactions starts from: the generator after the
+    articles and customers were drawn, and their hidden state (per article and customer)."""
+    rng: np.random.Generator
+    art: dict
+    cust: dict
+    day_w: pd.DataFrame
+    n_tx: float
+    start: pd.Timestamp
+    n_days: int
+
+
+def _world(seed: int, scale: float, start, end) -> _World:
+    """The articles and customers of :func:`generate` (``seed``, ``scale``), drawn in its
+    order; :func:`generate` and :func:`~rdl.data.synthetic_hm.files.write_kaggle_files`
+    simulate the transactions from it."""
     if not scale > 0:
         raise ValueError(f"scale must be > 0, got {scale}")
     start, end = pd.Timestamp(start).normalize(), pd.Timestamp(end).normalize()
@@ -84,11 +113,6 @@ def generate(seed: int = 0, scale: float = 0.02, start="2019-09-07",
     n_cust = max(20, round(FULL_CUSTOMERS * scale))
     n_art = max(10, round(FULL_ARTICLES * scale))
     n_tx = FULL_TRANSACTIONS * scale * n_days / FULL_DAYS
-
     art = _articles(rng, n_art, start, n_days)
     cust = _customers(rng, n_cust, n_days)
-    day_w = _day_weights(start, n_days)
-    tx = _transactions(rng, cust, art, day_w, n_tx)
-    cust_df = _customer_frame(rng, cust, n_days)
-    return {"customers": cust_df, "articles": art["frame"],
-            "transactions": _transaction_frame(tx, cust_df["customer_id"], art["frame"], start)}
+    return _World(rng, art, cust, _day_weights(start, n_days), n_tx, start, n_days)

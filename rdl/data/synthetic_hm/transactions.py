@@ -29,8 +29,25 @@ def _day_weights(start: pd.Timestamp, n_days: int) -> pd.DataFrame:
     return pd.DataFrame({"w": weekday * level, "sale": sale})
 
 
+#: a week's (or the whole simulation's) rows: their arrays and dtypes
+TX_ARRAYS = {"day": np.int16, "customer": np.int32, "article": np.int32, "price": np.float64,
+             "channel": np.int8}
+
+
 def _transactions(rng, cust: dict, art: dict, day_w: pd.DataFrame, n_tx: float) -> dict:
-    """Simulate visits week by week; returns arrays day, customer, article, price, channel."""
+    """Simulate visits week by week (:func:`_weeks`); returns arrays day, customer, article,
+    price, channel."""
+    out = list(_weeks(rng, cust, art, day_w, n_tx))
+    return {k: np.concatenate([o[k] for o in out] or [np.zeros(0, t)])
+            for k, t in TX_ARRAYS.items()}
+
+
+def _weeks(rng, cust: dict, art: dict, day_w: pd.DataFrame, n_tx: float):
+    """The simulation, one week at a time: yields each week's rows (arrays as
+    :data:`TX_ARRAYS`, sorted by day and customer), a week without rows skipped. Its state
+    between weeks is per customer (purchase history, recent visits), never the rows: a
+    caller that writes each week away holds one week's rows (:mod:`.files`). Draws from
+    ``rng`` as each week is asked for: consumed whole, the same draws in the same order."""
     n_days = len(day_w)
     n_weeks = -(-n_days // 7)
     g = day_w["w"].to_numpy()
@@ -59,7 +76,6 @@ def _transactions(rng, cust: dict, art: dict, day_w: pd.DataFrame, n_tx: float) 
     hist = np.full((cust["n"], K), -1, dtype=np.int32)
     n_hist = np.zeros(cust["n"], dtype=np.int64)
     heat = np.zeros(cust["n"])                    # recent visits, decays each week
-    out = []
     for w in range(n_weeks):
         d0, d1 = 7 * w, min(7 * w + 7, n_days)
         gw = g[d0:d1]
@@ -97,11 +113,9 @@ def _transactions(rng, cust: dict, art: dict, day_w: pd.DataFrame, n_tx: float) 
         day, chan = v_day[r_vis], v_chan[r_vis]
         price = _article_prices(art, a, day, sale[day], chan)
         o = np.lexsort((c, day))
-        out.append((day[o].astype(np.int16), c[o].astype(np.int32), a[o].astype(np.int32),
-                    price[o], chan[o].astype(np.int8)))
-    dtypes = (np.int16, np.int32, np.int32, np.float64, np.int8)
-    cols = [np.concatenate([o[i] for o in out] or [np.zeros(0, t)]) for i, t in enumerate(dtypes)]
-    return dict(zip(["day", "customer", "article", "price", "channel"], cols))
+        yield {k: v[o].astype(TX_ARRAYS[k], copy=False) for k, v in
+               (("day", day), ("customer", c), ("article", a), ("price", price),
+                ("channel", chan))}
 
 
 def _choose(rng, c, fav, hist, n_hist, p_repeat, weights, life, section, sec_ref, by_sec,

@@ -1,0 +1,130 @@
+"""``python -m rdl.bench scale`` (rdl/bench/scale.py, scale_stages.py): the cost curve's
+rows, ratios and sums, each stage's own peak, and the benchmark end to end at a tiny
+scale."""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from rdl.bench import scale
+from rdl.bench.report import reset_peak_rss
+from rdl.bench.scale_stages import STAGES, Meter
+
+#: a tiny model, a few steps, eager: the stages' plumbing, not their speed
+TINY = ["model.channels=16", "model.encoder_layers=1", "data.batch_size=64",
+        "data.num_neighbors=[8,4]", "trainer.limit_train_batches=3", "compile.enabled=false"]
+
+
+def test_each_stage_against_scale_1_and_the_first_run_summed():
+    rows = [{"scale": s, "stage": st, "seconds": s * (i + 1), "peak_gib": s + i / 10}
+            for s in (0.5, 1.0) for i, st in enumerate(STAGES)]
+    rows[1]["seconds"] = rows[1]["peak_gib"] = None   # read failed at scale 0.5
+    got = scale.curve(rows)
+    half = {r["stage"]: r for r in got if r["scale"] == 0.5}
+    one = {r["stage"]: r for r in got if r["scale"] == 1.0}
+    assert half["write"]["vs_scale_1"] == pytest.approx(0.5)
+    assert half["read"]["vs_scale_1"] is None and scale.SUM not in half  # its read failed
+    assert one[scale.SUM]["seconds"] == sum(one[s]["seconds"] for s in scale.FIRST_RUN)
+    assert one[scale.SUM]["peak_gib"] == max(one[s]["peak_gib"] for s in scale.FIRST_RUN)
+    assert one[scale.SUM]["vs_scale_1"] == 1.0
+    assert "depth2" not in scale.FIRST_RUN   # inside trees: not counted twice
+    table = {r["stage"]: r for r in scale.pivot(got)}
+    assert table["write"]["scale 0.5"] == "0.5 s, 0.50 GiB, x0.50"
+    assert table["read"]["scale 0.5"] == "failed"
+    # no scale 1 in the run: no ratios
+    assert all(r["vs_scale_1"] is None for r in scale.curve([dict(r) for r in rows[:9]]))
+
+
+def test_a_stage_s_peak_is_its_own_and_an_outer_one_keeps_its_parts():
+    from rdl import progress
+
+    if not reset_peak_rss():
+        pytest.skip("this system does not let a process reset its peak memory")
+    meter = Meter()
+    progress.listeners.append(meter)
+    try:
+        with progress.stage("outer"):
+            with progress.stage("big"):
+                big = np.ones(2**28 // 8)   # 256 MiB, every page written
+                del big
+            with progress.stage("small"):
+                np.ones(2**20).sum()
+    finally:
+        progress.listeners.remove(meter)
+    got = {d["name"]: d for d in meter.done}
+    assert list(got) == ["big", "small", "outer"]
+    assert got["big"]["peak_gib"] - got["small"]["peak_gib"] >= 0.2   # freed before small
+    assert got["outer"]["peak_gib"] >= got["big"]["peak_gib"]
+    assert got["outer"]["seconds"] >= got["big"]["seconds"] + got["small"]["seconds"]
+
+
+def test_the_files_come_from_the_writer_or_from_files():
+    with pytest.raises(SystemExit):
+        scale.main(["--stages", "read"])               # nothing to read
+    with pytest.raises(SystemExit):
+        scale.main(["--files", "x", "--scale", "1"])   # and the write stage too
+
+
+def check_rows(out, stages):
+    """Every stage's row has its seconds and peak (and its setup's), and so has the sum of
+    a first run where all its stages ran; the tables, the JSON and the logs are written."""
+    rows = list(csv.DictReader(open(out / "scale.csv")))
+    summed = [scale.SUM] if set(scale.FIRST_RUN) <= set(stages) else []
+    assert [r["stage"] for r in rows] == [*stages, *summed]
+    for r in rows:
+        assert not r["error"], r
+        assert float(r["seconds"]) > 0 and float(r["peak_gib"]) > 0, r
+        if r["stage"] != scale.SUM:
+            assert float(r["setup_s"]) >= 0 and float(r["setup_peak_gib"]) > 0, r
+    assert (out / "scale.md").read_text().count("| 0.002 |") == len(rows)
+    saved = json.loads((out / "scale.json").read_text())
+    assert [r["stage"] for r in saved["rows"]] == [*stages, *summed]
+    assert (out / "scale-curve.md").exists()
+    for stage in stages:
+        assert (out / "logs" / f"scale-0.002-{stage}.log").exists()
+    return {r["stage"]: r for r in saved["rows"]}
+
+
+def test_the_files_written_and_read_at_a_tiny_scale(tmp_path):
+    stages = ["write", "read"]
+    scale.main(["--scale", "0.002", "--stages", *stages, "--out", str(tmp_path)])
+    rows = check_rows(tmp_path, stages)
+    assert rows["write"]["largest_week"] < rows["write"]["rows"] / 10   # a week at a time
+    # the database's rows: the written transactions plus the customers and articles
+    assert rows["read"]["rows"] == (rows["write"]["rows"] + rows["write"]["customers"]
+                                    + rows["write"]["articles"])
+    assert [d["name"] for d in rows["read"]["inner"]] == ["loading the database"]
+
+
+@pytest.fixture
+def tiny_out(tmp_path, request):
+    stages = request.param
+    scale.main(["--scale", "0.002", "--stages", *stages, "--out", str(tmp_path), "--set", *TINY])
+    return tmp_path, stages
+
+
+@pytest.mark.slow   # every stage: nine processes that import torch, the trees, three trainings
+@pytest.mark.parametrize("tiny_out", [list(STAGES)], indirect=True)
+def test_every_stage_at_a_tiny_scale(tiny_out):
+    rows = check_rows(*tiny_out)
+    inner = {s: [d["name"] for d in r.get("inner", [])] for s, r in rows.items()}
+    assert "depth-2 synthesis" in inner["trees"]   # the trees run it again
+    assert "graph build" in inner["graph"]
+    assert "graph read from the cache" in inner["restart"]   # the graph cache is warm
+    assert rows["epoch"]["batches"] == 3 and rows["restart"]["batches"] == 1
+    assert rows["epoch"]["rows"] > 0 and rows["tables"]["rows"] > 0
+    assert rows["checks"]["rows"] == rows["read"]["rows"]
+    curve = list(csv.DictReader(open(tiny_out[0] / "scale-curve.csv")))
+    assert [r["stage"] for r in curve] == [*STAGES, scale.SUM]
+
+
+def test_a_stage_past_max_gib_stops_and_says_so(tmp_path):
+    """--max-gib: the stage's process ends once its resident memory passes it (importing
+    pandas alone passes 0.05 GiB), its row an error, not a measurement."""
+    scale.main(["--scale", "0.002", "--stages", "write", "--max-gib", "0.05",
+                "--out", str(tmp_path)])
+    row = json.loads((tmp_path / "scale.json").read_text())["rows"][0]
+    assert row["seconds"] is None and "stopped: resident memory passed 0.05 GiB" in row["error"]
+    assert row["stopped_at_gib"] > 0.05
+    assert "failed" in (tmp_path / "scale-curve.md").read_text()
