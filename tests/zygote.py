@@ -113,8 +113,10 @@ class Zygote:
                                                err.read_text(errors="replace"))
 
     def close(self) -> None:
+        import shutil
         self.proc.terminate()
         self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)   # its socket and output files
 
 
 _shared: Zygote | None = None
