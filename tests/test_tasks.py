@@ -252,3 +252,28 @@ def test_train_windows_on_the_command_line_reaches_the_task(tiny_cfg):
     import rdl
     assert rdl.load_task(tiny_cfg("train_windows=4")).train_windows == 4
     assert rdl.load_task(tiny_cfg()).train_windows is None
+
+
+def test_a_task_naming_no_metrics_is_scored_by_its_kind(tmp_path):
+    """A YAML task with a monitor and no metrics (the LightGBM baseline once failed on it with
+    KeyError 'mae') or with neither is scored by its kind's metrics; a known error metric
+    monitored without a mode is minimised; an unknown one needs its mode."""
+    import torchmetrics
+    from rdl.baselines.scoring import score
+    kw = dict(name="s", sql="hm/item-sales.sql", kind="regression", entity_table="article",
+              entity_col="article_id", target_col="sales",
+              val_timestamp="2020-01-08", test_timestamp="2020-01-09")
+    for t in (NodeTask(**kw, monitor="mae"), NodeTask(**kw)):
+        assert set(t.metrics) == {"mae", "rmse", "r2"}
+        assert (t.monitor, t.monitor_mode) == ("mae", "min")
+    val = NodeTask(**kw).split_table("val", tiny_db())
+    assert len(val) > 0
+    got = score(NodeTask(**kw, monitor="mae"), np.zeros(len(val)), val)["mae"]
+    assert got == pytest.approx(val["sales"].abs().mean(), rel=1e-6)
+    assert NodeTask(**kw, monitor="rmse").monitor_mode == "min"
+    assert NodeTask(**kw, monitor="r2").monitor_mode == "max"
+    churn = task("user-churn", "customer", "customer_id", "churn", "binary_classification")
+    assert (churn.monitor, churn.monitor_mode) == ("auroc", "max")
+    with pytest.raises(ValueError, match="monitor 'pinball' needs monitor_mode"):
+        NodeTask(**kw, monitor="pinball",
+                 metrics={"pinball": torchmetrics.MeanAbsoluteError()})

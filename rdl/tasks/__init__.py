@@ -39,6 +39,11 @@ HISTORY = "label_history"
 #: The table of seed times a task's SQL reads (:meth:`Task.make_table`), beside the database's.
 TIMESTAMPS = "timestamps"
 SPLITS = ("train", "val", "test")
+#: metrics a task may monitor without naming its monitor_mode (torchmetrics' names as rdl's
+#: kinds and RelBench use them)
+LOWER_IS_BETTER = frozenset({"mae", "mse", "rmse", "loss", "log_loss", "smape", "mape"})
+HIGHER_IS_BETTER = frozenset({"auroc", "average_precision", "accuracy", "f1", "macro_f1",
+                              "r2", "map", "precision", "recall", "ndcg", "mrr"})
 
 
 def parse_window(window) -> pd.Timedelta:
@@ -88,9 +93,11 @@ class Task:
         target_col: the column of the SQL result holding the label.
         window: the label window, a pandas timedelta string (``7d``).
         val_timestamp, test_timestamp: the split times (no default: a task's own).
-        metrics: metric name -> torchmetrics ``Metric`` (built by Hydra from the YAML).
+        metrics: metric name -> torchmetrics ``Metric`` (built by Hydra from the YAML);
+            none: the kind's (:meth:`~rdl.tasks.kinds.Kind.default_metrics`).
         monitor, monitor_mode: the validation metric that selects the model, and whether
-            higher (``max``) or lower (``min``) is better.
+            higher (``max``) or lower (``min``) is better; none: the kind's, and the mode
+            of a known metric (``mae``: ``min``).
         num_eval_timestamps: seed times of the val and of the test split, one window
             apart (RelBench's; val's end a window before the test time, test's a window
             before the data's end).
@@ -122,7 +129,7 @@ class Task:
     test_timestamp: str | None = None
     metrics: dict = field(default_factory=dict)
     monitor: str = ""
-    monitor_mode: str = "max"
+    monitor_mode: str | None = None
     backtest: int = 0
     train_windows: int | None = None
     data_defaults: dict = field(default_factory=dict)
@@ -146,7 +153,16 @@ class Task:
                 raise ValueError(f"task {self.name!r}: kind {self.kind!r} is not one of "
                                  f"{tuple(self.kinds)} ({type(self).__name__})")
             self.kind = self.kinds[self.kind](self.name, **self.kind_settings())
-        if self.monitor and self.metrics and self.monitor not in self.metrics:
+        # A YAML that names no metrics is scored by its kind's, and one that names no monitor
+        # selects by its kind's (as RelBench tasks are, rdl.families.relbench_task)
+        if not self.metrics:
+            self.metrics = self.kind.default_metrics(getattr(self, "eval_k", None) or 12)
+        if not self.monitor:
+            self.monitor, mode = self.kind.monitor
+            self.monitor_mode = self.monitor_mode or mode
+        if self.monitor_mode is None:
+            self.monitor_mode = self.monitor_direction()
+        if self.monitor not in self.metrics:
             raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} is not one of its "
                              f"metrics {sorted(self.metrics)}")
         try:
@@ -192,6 +208,19 @@ class Task:
         if not self.sql_path.exists():
             raise FileNotFoundError(f"task {self.name!r}: SQL file {self.sql!r} does not exist "
                                     f"(looked in {', '.join(map(str, folders)) or 'its path'})")
+
+    def monitor_direction(self) -> str:
+        """``monitor_mode`` where the YAML names none: the kind's for its own monitor,
+        ``min`` for an error or a loss, else one clear error."""
+        watch, mode = self.kind.monitor
+        if self.monitor == watch:
+            return mode
+        if self.monitor in LOWER_IS_BETTER:
+            return "min"
+        if self.monitor in HIGHER_IS_BETTER:
+            return "max"
+        raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} needs monitor_mode "
+                         "(min: lower is better, or max)")
 
     def kind_settings(self) -> dict:
         """What the family's kinds are made with besides the task's name."""
