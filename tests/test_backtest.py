@@ -234,6 +234,15 @@ def test_several_sweeps_give_one_row_each_against_a_plain_computation(tmp_path, 
     lead = [a - b for a, b in zip(flat(0), prior)]
     m, se = mean_se(lead)
     assert cells[10] == f"{m:+.4f} ± {se:.4f} ({sum(v > 0 for v in lead)}/6)"
+    # last: each printed baseline the model trails by more than a standard error
+    names = ("LightGBM (depth 2)", "LightGBM", "last label", "label mean (last 4)")
+    behind = []
+    for i, who in enumerate(names, start=1):
+        m, se = mean_se([a - b for a, b in zip(flat(0), flat(i))])
+        if m < -se:
+            behind.append(who)
+    assert cells[14] == (", ".join(behind) or "none")
+    assert "LightGBM (depth 2)" not in behind and cells[13] != "behind"
     sales = re.sub(" +", " ", next(line for line in printed.splitlines()
                                    if line.startswith("| sales")))
     assert "| 4 (3 distinct) | 0.0250 ± 0.0029 | - |" in sales  # weeks: val of 0 = test of 1
@@ -504,3 +513,28 @@ def test_each_run_s_prior_is_shown_and_the_model_is_compared_with_it(tmp_path, c
         del metrics["model"]["prior"]
         path.write_text(json.dumps(metrics))
     assert "started from" not in table(read_runs(tmp_path / "a"))
+
+
+def test_the_overview_names_every_printed_baseline_ahead_of_the_model(tmp_path, capsys):
+    """The node table's last column lists each baseline the model trails by more than a
+    standard error (here the mean of both LightGBMs, every week), "none" where it trails
+    none; the mean is a LightGBM, never the best simple baseline."""
+    res = lambda v, t: {"val": {"auroc": v}, "test": {"auroc": t}}  # noqa: E731
+    for name, gap in (("behind", 0.01), ("level", 0.0)):
+        for job in range(3):
+            fake_run(tmp_path / name, job, [f"backtest={2 * job}"], 2 * job,
+                     (0.70 + job / 100, 0.71 + job / 100), (0.60, 0.60), task="user-churn",
+                     mode="max", metric="auroc")
+            path = tmp_path / name / str(job) / "metrics.json"
+            metrics = json.loads(path.read_text())
+            metrics["LightGBM (depth 2)"] = res(0.65, 0.65)
+            metrics["LightGBM (mean of depth 1 and 2)"] = res(
+                0.70 + job / 100 + gap + job / 1000, 0.71 + job / 100 + gap - job / 1000)
+            path.write_text(json.dumps(metrics))
+    main([str(tmp_path / "behind"), str(tmp_path / "level"), "--out", str(tmp_path / "o.md")])
+    printed = capsys.readouterr().out
+    for name, want in (("behind", "LightGBM (mean of depth 1 and 2)"), ("level", "none")):
+        row = next(line for line in printed.splitlines() if line.startswith(f"| {name}"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[-1] == want
+        assert cells[6].startswith("label mean")

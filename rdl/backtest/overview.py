@@ -17,6 +17,7 @@ import math
 import statistics
 
 from rdl.backtest import AS_TRAINED, WEEKS, entries, markdown, mean_se, prior_of, scores, summary
+from rdl.baselines.tree_mean import MEAN
 from rdl.baselines.trees import DEPTH1, DEPTH2
 from rdl.report import decimals
 
@@ -27,7 +28,7 @@ SPLITS = {"both": WEEKS, "val": ("val",), "test": ("test",)}
 #: in each run the baseline its model started from (:func:`~rdl.backtest.prior_of`: the
 #: one the run names, else the LightGBM better on val)
 PRIOR = "its prior"
-TREES = (DEPTH1, DEPTH2)
+TREES = (DEPTH1, DEPTH2, MEAN)
 
 Scores = dict[str, dict[tuple[int, str], float]]
 
@@ -87,6 +88,12 @@ class Sweep:
         mean, se = statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d))
         return "ahead" if mean > se else "behind" if mean < -se else "level"
 
+    def ahead_of_model(self) -> list[str]:
+        """Every baseline the model trails by more than one standard error (the runs'
+        printed ones: not its prior, which is one of them, nor the model as trained)."""
+        return [w for w in self.scores if w not in ("model", AS_TRAINED, PRIOR)
+                and self.verdict(w) == "behind"]
+
     def weeks(self) -> str:
         scored = self.scores["model"]
         distinct = {self.runs[i][s] for i, s in scored}
@@ -96,11 +103,12 @@ class Sweep:
 def tree_rows(sweeps: dict[str, list[dict]], split: str) -> list[list[str]]:
     """The node tasks' table: the model, both LightGBMs, the best simple baseline; the
     model's lead over each and over its prior, and that of the model as trained over
-    the depth-2 LightGBM (where every run scaled its correction on val)."""
+    the depth-2 LightGBM (where every run scaled its correction on val); last, every
+    printed baseline the model trails by more than a standard error ("behind")."""
     rows = [["sweep", "metric", "weeks", "model", DEPTH2, DEPTH1, "best simple",
              f"model over {DEPTH2}", f"{AS_TRAINED} over {DEPTH2}", f"model over {DEPTH1}",
              f"model over {PRIOR}", f"{DEPTH2} over {DEPTH1}", "model over best simple",
-             "model vs depth 2"]]
+             "model vs depth 2", "behind"]]
     for name, runs in sweeps.items():
         sw = Sweep(runs, split)
         if len(sw.all.get(AS_TRAINED, {})) != len(sw.all["model"]):  # not in every run
@@ -111,7 +119,8 @@ def tree_rows(sweeps: dict[str, list[dict]], split: str) -> list[list[str]]:
                      sw.lead("model", DEPTH2)[0], sw.lead(AS_TRAINED, DEPTH2)[0],
                      sw.lead("model", DEPTH1)[0], sw.lead("model", PRIOR)[0],
                      sw.lead(DEPTH2, DEPTH1)[0],
-                     "-" if best is None else sw.lead("model", best)[0], sw.verdict(DEPTH2)])
+                     "-" if best is None else sw.lead("model", best)[0], sw.verdict(DEPTH2),
+                     ", ".join(sw.ahead_of_model()) or "none"])
     return rows
 
 

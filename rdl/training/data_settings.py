@@ -35,11 +35,17 @@ CHOSEN = ("num_neighbors", "strategy", "bidirectional", "triplets")
 #: what the node model's prior is chosen among (``data.prior_from``;
 #: :mod:`rdl.families.node.prior_choice`)
 AMONG = ("all", "trees")
+#: which LightGBM is the trees' candidate for the prior (``data.prior_trees``): the mean of
+#: depth 1 and 2 (:mod:`rdl.baselines.tree_mean`), or the one better on val
+TREES = ("mean", "best")
 
 
-def check_prior(among: str, margin: float = 0.0) -> None:
-    """One clear error where ``data.prior_from`` is not one of :data:`AMONG` or
-    ``data.prior_margin`` is not a number of standard errors >= 0."""
+def check_prior(among: str, margin: float = 0.0, trees: str = "mean") -> None:
+    """One clear error where ``data.prior_from`` is not one of :data:`AMONG`,
+    ``data.prior_margin`` is not a number of standard errors >= 0, or ``data.prior_trees``
+    not one of :data:`TREES`."""
+    if trees not in TREES:
+        raise ValueError(f"data.prior_trees={trees!r}: expected one of {', '.join(TREES)}")
     if among not in AMONG:
         raise ValueError(f"data.prior_from={among!r}: expected one of {', '.join(AMONG)}")
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin >= 0:
@@ -55,7 +61,8 @@ class DataSettings:
         batch_size: seeds per batch (RelBench: 512); eval_batch_size: per evaluation
             batch (None: ``batch_size``).
         strict: neighbours must be strictly older than the seed (RelBench v3 rule).
-        label_history, seed_features, tree_prior, prior_from, prior_margin, tree_blocks:
+        label_history, seed_features, tree_prior, prior_from, prior_margin, prior_trees,
+            tree_blocks:
             the node family's (:mod:`rdl.families.node`); a link task leaves them out.
             deep_features: the depth-2 synthesis's bounds (node tasks' trees; link tasks'
             ranker).
@@ -89,6 +96,7 @@ class DataSettings:
     tree_prior: bool
     prior_from: str
     prior_margin: float
+    prior_trees: str
     tree_blocks: int
     deep_features: DeepSettings | None
     ranker: RankerSettings | None
@@ -113,7 +121,7 @@ class DataSettings:
 
     def __post_init__(self):
         check_loader(self.num_workers, self.prefetch_factor)
-        check_prior(self.prior_from, self.prior_margin)
+        check_prior(self.prior_from, self.prior_margin, self.prior_trees)
         # dicts from the config become the objects they describe, once, here
         convert = {"deep_features": DeepSettings.of(self.deep_features),
                    "ranker": RankerSettings.of(self.ranker),

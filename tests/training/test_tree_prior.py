@@ -8,7 +8,8 @@ import torch
 
 from rdl.features.table import entity_features
 from rdl.features.labels import visible_labels
-from rdl.baselines.trees import fit_lightgbm, to_prediction
+from rdl.baselines.trees import DEPTH1, DEPTH2, fit_lightgbm, to_prediction
+from rdl.baselines.tree_mean import MEAN
 from rdl.api import build
 from rdl.families.node.prior import tree_prior
 from tests.baselines.shop import make_task
@@ -22,7 +23,7 @@ def prior_of(task, db, tables, fit=None):
     view = db.upto(task.test_time)
     full = {s: entity_features(task, view, df, history) for s, df in tables.items()}
     fit = fit or fit_lightgbm(task, db, tables, history, features=full)
-    return fit, tree_prior(fit, tables, full, history, blocks=4)
+    return fit, tree_prior(fit, tables, {fit.name: full}, history, blocks=4)
 
 
 def perturb(kind, y, rng):
@@ -61,22 +62,30 @@ def test_a_train_seeds_prior_reads_no_label_from_after_it(kind):
     assert not np.allclose(again["train"][~early], prior["train"][~early])
 
 
-@pytest.mark.parametrize("task_name,among", [("user-churn", "trees"), ("item-sales", "trees"),
-                                             ("user-churn", "all")])
-def test_the_model_starts_as_its_prior(tiny_cfg, task_name, among):
-    """The trees' (``data.prior_from=trees``), or the baseline's best on val whatever its
-    lead (``data.prior_margin=0``: on the tiny database's user-churn a label mean)."""
+@pytest.mark.parametrize("task_name,among,trees", [
+    ("user-churn", "trees", "mean"), ("item-sales", "trees", "mean"),
+    ("user-churn", "trees", "best"), ("user-churn", "all", "mean")])
+def test_the_model_starts_as_its_prior(tiny_cfg, task_name, among, trees):
+    """The trees' (``data.prior_from=trees``: the mean of both LightGBMs, or with
+    ``data.prior_trees=best`` the one better on val), or the baseline's best on val whatever
+    its lead (``data.prior_margin=0``: on the tiny database's user-churn a label mean)."""
     cfg = tiny_cfg(f"task={task_name}", "data.tree_prior=true", f"data.prior_from={among}",
-                   "data.prior_margin=0", "compile.enabled=false")
+                   "data.prior_margin=0", f"data.prior_trees={trees}", "compile.enabled=false")
     task, dm, module = build(cfg)
     module.eval()
     batch = next(iter(dm.loader("val", shuffle=False)))
     rows = batch[task.entity_table].input_id
     with torch.no_grad():
         got = module.predict_value(module(batch))
+    fits = dm.tree_fits
+    if among == "trees" and trees == "mean":
+        assert dm.prior_name == MEAN and set(fits) == {DEPTH1, DEPTH2, MEAN}
+        np.testing.assert_allclose(dm.prior["val"], (fits[DEPTH1].raw("val")
+                                                     + fits[DEPTH2].raw("val")) / 2)
+    elif among == "trees":
+        assert dm.prior_name == max((DEPTH1, DEPTH2), key=lambda n: fits[n].val_score())
     if among == "trees":
-        assert dm.prior_name == dm.tree_fit.name
-        np.testing.assert_array_equal(dm.prior["val"], dm.tree_fit.raw("val"))
+        np.testing.assert_array_equal(dm.prior["val"], fits[dm.prior_name].raw("val"))
     else:
         assert dm.prior_name.startswith("label mean")
     want = to_prediction(task, dm.prior["val"])[rows.numpy()]

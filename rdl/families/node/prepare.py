@@ -29,9 +29,9 @@ class NodePrepared(Prepared):
 
     Attributes:
         history: the task's label history (:meth:`~rdl.families.node.NodeTask.history`).
-        tree_fit: with a prior (``data.tree_prior``), of ``tree_fits`` the better on val.
+        tree_fit: with a prior (``data.tree_prior``), of ``tree_fits`` the best on val.
         tree_fits: with a prior, the LightGBM baselines by name (depth 1, and depth 2
-            with ``deep_features``).
+            and the mean of both with ``deep_features``).
         prior_name: with a prior, the printed name of the baseline it is (the best on
             val, :mod:`rdl.families.node.prior_choice`).
         prior: with a prior, per split each seed's raw prior (NaN: none).
@@ -148,7 +148,8 @@ def _labels_and_features(task: Task, db: Database, graph_db: Database, settings)
 
 def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Database,
                settings) -> tuple[dict, dict[str, pd.DataFrame]]:
-    """The tree baselines and the prior (``tree_fits``; ``tree_fit``, the better on val;
+    """The tree baselines, their mean among them (:mod:`rdl.baselines.tree_mean`), and the
+    prior (``tree_fits``; ``tree_fit``, the best on val;
     ``prior_name`` and ``prior``: the baseline best on val among those
     ``settings.prior_from`` names, a simple one by more than ``settings.prior_margin``
     standard errors, :mod:`rdl.families.node.prior_choice`), and the splits'
@@ -158,7 +159,8 @@ def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Databa
     from rdl.features.table import entity_features, with_own
     from rdl.baselines.trees import DEPTH2, fit_tree_baselines
     from rdl.families.node.prior import tree_prior
-    from rdl.families.node.prior_choice import chosen_prior
+    from rdl.baselines.tree_mean import with_mean
+    from rdl.families.node.prior_choice import chosen_prior, tree_candidates
     from rdl.families.node.simple_prior import simple_prior
 
     depth1 = stage("depth-1 features", log)
@@ -168,11 +170,12 @@ def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Databa
     depth1.end(f"{full['train'].shape[1]} columns")
     fits, feats = fit_tree_baselines(task, graph_db, tables, history, strict,
                                      settings.random_seed, features=full, deep=deep)
+    fits = with_mean(fits)   # printed beside the two it averages
     trees = max(fits, key=lambda name: fits[name].val_score())
-    name = chosen_prior(task, tables, history, fits, settings.prior_from,
-                        settings.prior_margin, settings.random_seed)
+    name = chosen_prior(task, tables, history, tree_candidates(fits, settings.prior_trees),
+                        settings.prior_from, settings.prior_margin, settings.random_seed)
     if name in fits:
-        prior = tree_prior(fits[name], tables, feats[name], history, settings.tree_blocks,
+        prior = tree_prior(fits[name], tables, feats, history, settings.tree_blocks,
                            settings.random_seed)
     else:
         prior = simple_prior(task, name, tables, history)

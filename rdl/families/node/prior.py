@@ -42,14 +42,26 @@ log = logging.getLogger(__name__)
 MIN_ROWS = 2 * PARAMS["min_data_in_leaf"]
 
 
-def tree_prior(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, pd.DataFrame],
+def tree_prior(fit, tables: dict[str, pd.DataFrame], features: dict[str, dict],
                history: pd.DataFrame, blocks: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
     """Per split, the raw prior of each row of ``tables[split]``: ``[N]`` values or logits,
     or ``[N, C]`` class scores; NaN where there is none (the first train block).
-    ``fit``: the LightGBM baseline (:func:`~rdl.baselines.trees.fit_lightgbm`) fitted on
-    ``features``, the feature tables of the whole splits."""
+    ``fit``: a LightGBM baseline (:func:`~rdl.baselines.trees.fit_lightgbm`), or the mean
+    of several (:class:`~rdl.baselines.tree_mean.MeanFit`: the mean of their priors, each
+    forward-chained on its own features); ``features``: by fit name, the feature tables
+    of the whole splits it was fitted on."""
+    members = getattr(fit, "fits", None)
+    if members is None:
+        return _chained(fit, tables, features[fit.name], history, blocks, seed)
+    parts = [_chained(f, tables, features[f.name], history, blocks, seed) for f in members]
+    return {s: np.mean([p[s] for p in parts], axis=0) for s in parts[0]}
+
+
+def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, pd.DataFrame],
+             history: pd.DataFrame, blocks: int, seed: int) -> dict[str, np.ndarray]:
+    """:func:`tree_prior` of one LightGBM fitted on ``features``."""
     task = fit.task
-    timer = stage("tree prior", log)
+    timer = stage(f"tree prior ({fit.name})", log)
     # the baseline's own predictions for every val and test row (and "now" row)
     out = {s: fit.raw(s) for s in fit.X if s != "train"}
     train = tables["train"]

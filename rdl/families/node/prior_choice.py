@@ -64,6 +64,18 @@ def val_scores(task: Task, tables: dict[str, pd.DataFrame], history: pd.DataFram
     return scores
 
 
+def tree_candidates(fits: dict, trees: str = "mean") -> dict:
+    """The LightGBMs of ``fits`` the prior is chosen among (``data.prior_trees``): ``mean``,
+    the mean of depth 1 and 2 alone where it is there (:mod:`rdl.baselines.tree_mean`:
+    on the synthetic user-churn the one better on val trailed depth 1 on the test weeks);
+    ``best``, each fitted one, the better on val chosen."""
+    from rdl.baselines.tree_mean import MEAN
+    check("all", 0.0, trees)
+    if trees == "mean" and MEAN in fits:
+        return {MEAN: fits[MEAN]}
+    return {name: fit for name, fit in fits.items() if name != MEAN}
+
+
 def choose(scores: dict[str, float]) -> str:
     """The candidate of the best val score (``val_scores``), the first of a tie; NaN never
     wins (all NaN: the first)."""
