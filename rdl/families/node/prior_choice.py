@@ -1,6 +1,8 @@
 """Which baseline a node model starts from (``data.tree_prior``): of every baseline the run
 prints (``data.prior_from: all``: the constants, the last label, the label mean (last
-``k``) and both LightGBMs) the one best on val; or of the LightGBMs only (``trees``).
+``k``) and the trees) the one best on val; or the trees only (``trees``). The trees'
+candidate is the mean of both LightGBMs (``data.prior_trees: mean``,
+:mod:`rdl.baselines.tree_mean`), or each LightGBM (``best``).
 
 LightGBM on the entity's aggregated past is the strongest of them on most tasks, but not
 on every one: where the train split holds a few weeks of a few thousand entities (a real
@@ -29,8 +31,8 @@ combination, with the chosen prior and what the other baselines read among its s
 features (the last label, the means of the last four and of all labels, the entity's
 aggregates; :mod:`rdl.features.seed`).
 
-A tie keeps the earlier of: LightGBM, LightGBM (depth 2), then the simple baselines in the
-order the run prints them; a NaN val score (one class in val) never wins.
+A tie keeps the earlier of: the trees (LightGBM, LightGBM (depth 2)), then the simple
+baselines in the order the run prints them; a NaN val score (one class in val) never wins.
 """
 from __future__ import annotations
 
