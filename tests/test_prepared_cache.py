@@ -8,6 +8,7 @@ import logging
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ import pytest
 import torch
 
 from rdl import api, caching
-from rdl.prepared_cache import DATA, entry_of
+from rdl.prepared_cache import DATA, _write, entry_of, shared
 from rdl.preparation import task_database
 from tests.conftest import task_overrides
 
@@ -190,3 +191,53 @@ def test_a_run_scores_the_same_from_the_cache(run_train, tmp_path, rdl_cache):
     computed, cached = (json.loads((run / "metrics.json").read_text()) for run in runs)
     assert cached == computed
     assert any(k.startswith("LightGBM") for k in computed)
+
+
+def small(tiny_cfg, cache) -> tuple:
+    """A task, its database and settings with ``data.cache_dir=cache``, for :func:`shared`."""
+    cfg = tiny_cfg(f"data.cache_dir={cache}")
+    task, settings = api.load_task(cfg), api.data_settings(cfg)
+    return task, task_database(task, api.load_database(tiny_cfg()), settings), settings
+
+
+OUT = {"tables": {"train": pd.DataFrame({"timestamp": pd.to_datetime(["2020-01-01"] * 2),
+                                         "y": [0.5, np.nan]})},
+       "prior": {"val": np.arange(3.0)}}
+
+
+def never() -> dict:
+    raise AssertionError("a process other than the first computed the prepared data")
+
+
+@pytest.mark.parametrize("cache", ["off", "unwritable"])
+def test_without_a_cache_the_run_folder_file_is_shared(tiny_cfg, tmp_path, monkeypatch, cache):
+    """``data.cache_dir=false``, or a cache folder rdl cannot write: the first process of
+    a multi-process run leaves the data in the run folder, and the others read it there."""
+    task, db, settings = small(tiny_cfg, False if cache == "off" else tmp_path / "cache")
+    if cache == "unwritable":
+        monkeypatch.setattr(caching, "writable", lambda folder: False)
+    path = str(tmp_path / "run" / ".prepared-x.pt")
+    (tmp_path / "run").mkdir()
+    for name in ("LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "SLURM_LOCALID", "SLURM_NODEID"):
+        monkeypatch.delenv(name, raising=False)
+    assert shared(task, db, settings, lambda: OUT, shared_path=path) is OUT
+    assert Path(path).exists() and not (tmp_path / "cache" / "prepared").exists()
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    back = shared(task, db, settings, never, shared_path=path)
+    same_bits(back["tables"]["train"], OUT["tables"]["train"])
+    same_bits(back["prior"]["val"], OUT["prior"]["val"])
+
+
+def test_the_other_processes_wait_for_the_first_s_entry(tiny_cfg, tmp_path, monkeypatch):
+    """A process other than the first computes nothing: it waits for the entry the first
+    writes (here a second later) and maps it."""
+    task, db, settings = small(tiny_cfg, tmp_path)
+    entry = entry_of(task, db, settings)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    writer = threading.Timer(1.0, lambda: _write(entry, OUT))
+    writer.start()
+    back = shared(task, db, settings, never, shared_path=str(tmp_path / ".prepared-x.pt"))
+    writer.join()
+    same_bits(back["prior"]["val"], OUT["prior"]["val"])
+    assert mapped(back["prior"]["val"], entry / DATA)
+    assert not (tmp_path / ".prepared-x.pt").exists()
