@@ -165,9 +165,10 @@ def _write(entry: Path | None, out: dict) -> bool:
     caching.remove_stale(root)
     tmp = caching.temp_dir(root, entry.name)
     try:
-        torch.save(plain(out), tmp / DATA)
-        caching.finish(tmp)
-        caching.publish(tmp, entry)
+        with stage("prepared data written to the cache", log):
+            torch.save(plain(out), tmp / DATA)
+            caching.finish(tmp)
+            caching.publish(tmp, entry)
     except OSError as e:   # a full disk, say: the data is fine, only its cache fails
         caching.warn_uncached(root, e)
         return False
