@@ -126,9 +126,11 @@ def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = Non
     ``HeteroData``, a TensorFrame per table), ``tables`` the split tables, and whose
     ``train_dataloader()``... serve temporal neighbour-sampled batches, as sampled
     (:func:`shaped` gives the same data shaped as a run's model needs). Settings that
-    cannot train raise a :class:`ValueError` before any data is read. ``prepared_path``:
-    with several processes, the file through which the first shares what it prepared
-    (:func:`rdl.preparation.shared`)."""
+    cannot train raise a :class:`ValueError` before any data is read. What is prepared
+    before the graph (split tables, tree fits and prior, seed features) is computed once
+    and read from rdl's cache after (:mod:`rdl.prepared_cache`); ``prepared_path``: with
+    several processes, the run folder's file through which the first shares it where
+    that cache cannot be written."""
     cfg = with_data_defaults(cfg)   # each choice logged once
     check_settings(cfg)
     task = task if task is not None else load_task(cfg)
@@ -231,7 +233,8 @@ def _run_pieces(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | 
                 ) -> tuple[DictConfig, RelDataModule, TaskModule, str | None]:
     """The config as run, the data shaped for the model, the LightningModule, whose
     checkpoints carry the config (``rdl.predict`` rebuilds the run from it), and the file
-    through which the processes of a multi-process run share what was prepared."""
+    through which the processes of a multi-process run share what was prepared where
+    the cache cannot be written (:mod:`rdl.prepared_cache`)."""
     shared = None
     if data is None:
         pl.seed_everything(cfg.seed, workers=True)

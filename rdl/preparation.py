@@ -2,8 +2,9 @@
 with no Lightning in it. The steps every family takes are here: the check of the tables
 the task names, the database the graph is built from, the split tables (the task's SQL on
 the database cut where each split's labels end), the graph (a node type per table, cached
-on disk by :func:`~rdl.graph.build.make_graph`), and the file through which the first
-process of a multi-process run shares what it computed (:func:`shared`). A family's
+on disk by :func:`~rdl.graph.build.make_graph`), and which process of a multi-process
+run is the first of all (the one that computes what :mod:`rdl.prepared_cache` keeps for
+every process and every restart). A family's
 ``prepare`` (:mod:`rdl.families.node.prepare`: label history, tree prior, seed features;
 :mod:`rdl.families.link.family`) composes them into its :class:`Prepared`, which
 ``rdl.train``, ``rdl.predict`` and every process of a run use.
@@ -12,19 +13,15 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 import pandas as pd
-import torch
 
 from rdl import paths
-from rdl.caching import atomic_file
 from rdl.data.database import Database, DataError
 from rdl.graph.build import check_stypes, make_graph
 from rdl.progress import stage
-from rdl.safe_load import load, plain, unplain
 from rdl.tasks import SPLITS, TIMESTAMPS, Task
 
 log = logging.getLogger(__name__)
@@ -84,7 +81,7 @@ def node_rank() -> int:
 
 def first_process() -> bool:
     """Whether this is the first process of all, on every machine: the one that prepares
-    what the others read (:func:`prepare`'s ``shared_path``)."""
+    what the others read (:func:`rdl.prepared_cache.shared`)."""
     return local_rank() == 0 and node_rank() == 0
 
 
@@ -162,50 +159,3 @@ def build_graph(task: Task, db: Database, graph_db: Database, stypes: dict, sett
         _, stats = make_graph(train_db, stypes, settings.text_embedder, cache)
     return make_graph(extend(graph_db, train=False), stypes, settings.text_embedder, cache,
                       stats)
-
-
-def shared(path: str | None, compute: Callable[[], dict], keys: tuple[str, ...]) -> dict:
-    """What ``compute()`` returns, computed once for every process of a run: with ``path``
-    set (several processes) the first process of all computes it and leaves its ``keys``
-    there (plain values: tables, arrays, tensors), and the others read them (all of them
-    train on the same split tables, features and tree prior: one LightGBM fit, not one per
-    machine)."""
-    out = _load_shared(path)
-    if out is None:
-        out = compute()
-        if path is not None:
-            _save_shared({k: out.get(k) for k in keys}, path)
-    return out
-
-
-def _save_shared(out: dict, path: str | None) -> None:
-    if path is None or not first_process():
-        return
-    with atomic_file(path) as tmp:  # never read half-written
-        # plain values only: the others read it weights-only (a pickle is code)
-        torch.save(plain(out), tmp)
-
-
-def _load_shared(path: str | None, timeout: float = 3600.0) -> dict | None:
-    """A process other than the first of all takes what that one prepared (it waits for
-    the file: launched by ``torchrun`` or ``srun``, all processes start at once). On
-    another machine the run's folder must be the same (a shared file system) for it to
-    appear."""
-    if path is None or first_process():
-        return None
-    if not os.path.exists(path):
-        log.info("waiting for %s, which the first process writes (on several machines, the "
-                 "run's folder must be shared)", path)
-    start = time.monotonic()
-    while not os.path.exists(path):
-        if time.monotonic() - start > timeout:
-            log.warning("%s did not appear in %.0f s: this process prepares the data "
-                        "itself", path, timeout)
-            return None
-        time.sleep(0.5)
-    out = unplain(load(path, "the prepared data", advice="rdl.train writes this file itself, "
-                       "for its other processes: delete it and run again"))
-    log.info("prepared data read from %s", path)
-    return out
-
-

@@ -6,8 +6,10 @@ are read with torch's weights-only unpickler instead, which builds tensors, numb
 and containers, plus the few types on :func:`allowed`; a file holding anything else is
 refused with the types named (:class:`UntrustedFile`). ``trust=True`` (``trust_checkpoint=
 true`` on the command line) reads a file you trust with the full unpickler. What rdl writes
-for itself to read back holds only such values: :func:`plain` turns tables (pandas frames, as
-Arrow's IPC bytes) and NumPy arrays (as tensors) into them and :func:`unplain` back.
+for itself to read back holds only such values: :func:`plain` turns tables (pandas frames: a
+tensor per column of numbers or times, Arrow's IPC bytes for the others) and NumPy arrays
+(as tensors) into them and :func:`unplain` back; loaded with ``mmap``, the arrays and those
+columns map the file.
 
 A checkpoint's config is code too: Hydra builds each ``_target_`` it names. Outside
 :data:`TARGETS` (rdl's, PyTorch's, Lightning's, the metrics') a target is refused in the
@@ -41,18 +43,22 @@ def allowed() -> list:
                                           np.bool_))]
 
 
-def load(path, what: str, trust: bool = False, advice: str | None = None):
-    """``torch.load(path)`` on the CPU, weights-only unless ``trust``.
+def load(path, what: str, trust: bool = False, advice: str | None = None,
+         mmap: bool = False):
+    """``torch.load(path)`` on the CPU, weights-only unless ``trust``. ``mmap``: the
+    tensors map the file instead of being read into memory (torch >= 2.1; rdl needs 2.6):
+    every process that loads it shares the pages, which stay private copy-on-write (a
+    write to a tensor changes this process's copy, never the file).
 
     Raises:
         UntrustedFile: the file holds other types (named), with ``advice`` (default: how to
             opt in).
     """
     if trust:
-        return torch.load(path, map_location="cpu", weights_only=False)
+        return torch.load(path, map_location="cpu", weights_only=False, mmap=mmap)
     with torch.serialization.safe_globals(allowed()):
         try:
-            return torch.load(path, map_location="cpu", weights_only=True)
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
         except pickle.UnpicklingError:
             names = unsafe_globals(path)
             if not names:  # not a pickle of objects refused: a broken file, said as it is
@@ -104,26 +110,21 @@ def _targets(node, key: str):
             yield from _targets(v, f"{key}[{i}]")
 
 
-FRAME, ARRAY = "__arrow_ipc__", "__numpy__"
+FRAME, ARRAY, COLUMNS = "__arrow_ipc__", "__numpy__", "__columns__"
 
 
 def plain(obj):
-    """``obj`` with each pandas frame as Arrow IPC bytes and each NumPy array as a tensor,
-    in nested dicts, lists and tuples: values the weights-only unpickler reads.
+    """``obj`` with each pandas frame and NumPy array as tensors (:func:`_plain_frame`),
+    in nested dicts, lists and tuples: values the weights-only unpickler reads, and that
+    a load with ``mmap`` maps instead of copying.
 
     Raises:
         TypeError: another type (naming it).
     """
     if isinstance(obj, pd.DataFrame):
-        sink = pa.BufferOutputStream()
-        table = pa.Table.from_pandas(obj, preserve_index=True)
-        with pa.ipc.new_stream(sink, table.schema) as w:
-            w.write_table(table)
-        lists = [c for c in obj.columns if obj[c].dtype == object and len(obj)
-                 and isinstance(obj[c].iloc[0], list)]
-        return {FRAME: sink.getvalue().to_pybytes(), "lists": lists}
+        return _plain_frame(obj)
     if isinstance(obj, np.ndarray):
-        return {ARRAY: torch.from_numpy(np.ascontiguousarray(obj))}
+        return _plain_array(obj)
     if isinstance(obj, dict):
         return {k: plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -134,17 +135,72 @@ def plain(obj):
                     "to a file it reads back")
 
 
+def _flat(dtype) -> bool:
+    """Whether a column of ``dtype`` is kept as a tensor of its bytes: NumPy's numbers,
+    booleans, naive times and durations (pandas' own types, strings and lists: Arrow)."""
+    return isinstance(dtype, np.dtype) and dtype.kind in "biufMm"
+
+
+def _plain_array(a: np.ndarray) -> dict:
+    """A NumPy array of numbers, times or durations as a tensor of the same bytes (times,
+    durations and unsigned integers as signed integers, which torch stores) and its dtype."""
+    a = np.array(a, order="C")   # a copy: a frame's column may be read-only (copy-on-write)
+    stored = a.view(f"i{a.dtype.itemsize}") if a.dtype.kind in "uMm" else a
+    return {ARRAY: torch.from_numpy(stored), "dtype": a.dtype.str}
+
+
+def _plain_frame(df: pd.DataFrame) -> dict:
+    """A frame as a tensor per NumPy column (:func:`_flat`) and its index (a range as its
+    bounds), the other columns as Arrow's IPC bytes (a list column's lists named)."""
+    index = df.index
+    if isinstance(index, pd.RangeIndex):
+        kept = ("range", index.start, index.stop, index.step, index.name)
+    elif _flat(index.dtype) and not isinstance(index, pd.MultiIndex):
+        kept = ("array", _plain_array(index.to_numpy()), index.name)
+    else:
+        kept = None   # in the Arrow part
+    flat = [c for c in df.columns if _flat(df[c].dtype)]
+    rest = df[[c for c in df.columns if c not in flat]]
+    arrow = None
+    if kept is None or len(rest.columns):
+        sink = pa.BufferOutputStream()
+        table = pa.Table.from_pandas(rest, preserve_index=kept is None)
+        with pa.ipc.new_stream(sink, table.schema) as w:
+            w.write_table(table)
+        arrow = sink.getvalue().to_pybytes()
+    lists = [c for c in rest.columns if rest[c].dtype == object and len(rest)
+             and isinstance(rest[c].iloc[0], list)]
+    return {COLUMNS: list(df.columns), "flat": {c: _plain_array(df[c].to_numpy()) for c in flat},
+            "index": kept, FRAME: arrow, "lists": lists}
+
+
 def unplain(obj):
-    """:func:`plain`'s values back (a list column's values as lists again)."""
-    if isinstance(obj, dict) and FRAME in obj:
-        df = pa.ipc.open_stream(obj[FRAME]).read_all().to_pandas()
-        for c in obj["lists"]:
-            df[c] = [None if v is None else list(v) for v in df[c]]
-        return df
+    """:func:`plain`'s values back: arrays and frames' NumPy columns views of the loaded
+    tensors (mapped, where the file was loaded with ``mmap``), a list column's values as
+    lists again."""
+    if isinstance(obj, dict) and COLUMNS in obj:
+        return _unplain_frame(obj)
     if isinstance(obj, dict) and ARRAY in obj:
-        return obj[ARRAY].numpy()
+        return obj[ARRAY].numpy().view(np.dtype(obj["dtype"]))
     if isinstance(obj, dict):
         return {k: unplain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return type(obj)(unplain(v) for v in obj)
     return obj
+
+
+def _unplain_frame(obj: dict) -> pd.DataFrame:
+    rest = None if obj[FRAME] is None else pa.ipc.open_stream(obj[FRAME]).read_all().to_pandas()
+    kept = obj["index"]
+    if kept is None:
+        index = rest.index
+    elif kept[0] == "range":
+        index = pd.RangeIndex(*kept[1:4], name=kept[4])
+    else:
+        index = pd.Index(unplain(kept[1]), name=kept[2], copy=False)
+    columns = {c: unplain(a) for c, a in obj["flat"].items()}
+    for c in obj["lists"]:
+        rest[c] = [None if v is None else list(v) for v in rest[c]]
+    columns.update({c: rest[c].array for c in ([] if rest is None else rest.columns)})
+    # no copy: the columns stay views of the loaded tensors
+    return pd.DataFrame({c: columns[c] for c in obj[COLUMNS]}, index=index, copy=False)

@@ -155,3 +155,19 @@ def test_unwritable_cache_runs_uncached_with_one_warning(tmp_path, monkeypatch):
     assert data["transactions"].num_nodes == len(database["transactions"])
     assert [p.name for p in tmp_path.iterdir()] in ([], ["graphs"])  # no entry, no temporary
     assert not list(tmp_path.rglob("*.*"))
+
+
+def test_a_cached_graph_is_mapped_from_its_files(tmp_path):
+    """A graph read from the cache maps its tables' files (rdl.graph.build.load_frame): the
+    processes that read it share the pages instead of each holding a copy."""
+    from rdl.graph.build import _file
+    from tests.test_prepared_cache import mapped
+
+    built, _ = make_graph(db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    data, _ = make_graph(db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    (entry,) = tmp_path.glob("graph-*")
+    same_graph(built, data)
+    for nt in data.node_types:
+        for feat in data[nt].tf.feat_dict.values():
+            values = feat if isinstance(feat, torch.Tensor) else feat.values
+            assert mapped(values, entry / _file(nt)), nt

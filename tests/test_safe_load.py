@@ -7,15 +7,14 @@ import builtins
 import os
 import sys
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from tests.zygote import command
 import torch
 
 from rdl.checkpoints import CONFIG_KEY, read_checkpoint
-from rdl.preparation import _load_shared, _save_shared
+from rdl import caching
+from rdl.prepared_cache import DATA, _read, _wait
 from rdl.safe_load import UntrustedFile, check_targets
 
 
@@ -74,38 +73,23 @@ def test_a_checkpoint_config_building_foreign_code_is_refused():
     check_targets(config, "ckpt_path x.ckpt")
 
 
-@pytest.mark.parametrize("task", ["user-churn", "user-item-purchase"])
-def test_the_prepared_data_round_trips_through_a_weights_only_read(tiny_cfg, task, tmp_path,
-                                                                   monkeypatch):
-    """What the first process of a machine writes, the others read back equal (tables with
-    lists of ids, history, prior, seed features) with no pickle of any class in it."""
+def test_the_prepared_data_holds_no_pickled_class(tiny_cfg, tmp_path):
+    """The prepared data's cache entry holds tensors, numbers, strings and containers only:
+    the weights-only unpickler reads it (tests/test_prepared_cache.py: read back equal)."""
     from rdl import api
-    from tests.conftest import task_overrides
-    cfg = tiny_cfg(*task_overrides(task))
-    prepared = api.prepare(cfg).prepared
-    path = tmp_path / "prepared.pt"
-    shared = getattr(prepared, "SHARED", ("tables",))   # a node task's, or a link task's
-    _save_shared({k: getattr(prepared, k) for k in shared}, str(path))
-    assert torch.serialization.get_unsafe_globals_in_checkpoint(str(path)) == []
-    monkeypatch.setenv("LOCAL_RANK", "1")
-    back = _load_shared(str(path))
-    for split, df in prepared.tables.items():
-        pd.testing.assert_frame_equal(back["tables"][split], df)
-        assert type(back["tables"][split].iloc[0, -1]) is type(df.iloc[0, -1])
-    if getattr(prepared, "history", None) is not None:
-        pd.testing.assert_frame_equal(back["history"], prepared.history)
-    for split, p in (getattr(prepared, "prior", None) or {}).items():
-        np.testing.assert_array_equal(back["prior"][split], p)
-    for split, x in (getattr(prepared, "seed_x", None) or {}).items():
-        assert torch.equal(back["seed_x"][split], x)
-    if "seed_feature_names" in shared:
-        assert tuple(back["seed_feature_names"]) == prepared.seed_feature_names
+    db = api.load_database(tiny_cfg())   # the session's cached database
+    api.prepare(tiny_cfg(f"data.cache_dir={tmp_path}"), db)
+    (entry,) = (tmp_path / "prepared").iterdir()
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(str(entry / DATA)) == []
 
 
-def test_planted_prepared_data_is_refused(tmp_path, monkeypatch):
-    marker, path = tmp_path / "payload-ran", tmp_path / "prepared.pt"
+@pytest.mark.parametrize("where", ["cache", "run folder"])
+def test_planted_prepared_data_is_refused(tmp_path, where):
+    marker, entry = tmp_path / "payload-ran", tmp_path / "entry"
+    entry.mkdir()
+    path = entry / DATA if where == "cache" else tmp_path / ".prepared-x.pt"
     torch.save({"tables": Payload(marker)}, path)
-    monkeypatch.setenv("LOCAL_RANK", "1")
+    caching.finish(entry)   # a complete entry, as far as its marker says
     with pytest.raises(UntrustedFile, match="the prepared data .*holds io.open.*delete it"):
-        _load_shared(str(path))
+        _read(entry) if where == "cache" else _wait(None, str(path), timeout=5)
     assert not marker.exists()

@@ -42,6 +42,16 @@ class MeanFit:
     scores = TreeFit.scores
     val_score = TreeFit.val_score
 
+    def stored(self) -> dict:
+        """The names of the fits it averages (:meth:`TreeFit.stored` keeps each of them):
+        :func:`restored` makes it again from them."""
+        return {"name": self.name, "mean_of": [f.name for f in self.fits]}
+
+
+def restored(stored: dict, fits: dict) -> MeanFit:
+    """The mean :meth:`MeanFit.stored` describes, of ``fits`` (restored LightGBMs by name)."""
+    return MeanFit(tuple(fits[n] for n in stored["mean_of"]), stored["name"])
+
 
 def with_mean(fits: dict) -> dict:
     """``fits`` (the LightGBM baselines by name) and, where both depths are there, their

@@ -56,7 +56,8 @@ class TreeFit:
     from, else None), ``frames`` (the split tables, train possibly a sample) and ``bounds``
     (the kind's ``label_range`` of the whole train split, which regression keeps to).
     ``names``: ``{LightGBM's name: readable name}`` of the features, in their order
-    (:mod:`rdl.features.names`: LightGBM stores no category value)."""
+    (:mod:`rdl.features.names`: LightGBM stores no category value). ``raws``: the raw
+    scores of val and test where they were stored (:meth:`stored`; no ``X`` then)."""
 
     task: Task
     booster: object
@@ -66,15 +67,41 @@ class TreeFit:
     name: str = DEPTH1
     bounds: tuple | None = None
     names: dict = field(default_factory=dict)
+    raws: dict = field(default_factory=dict)
 
     @property
     def rounds(self) -> int:
-        return max(1, int(self.booster.best_iteration or self.booster.current_iteration()))
+        # best_iteration: 0 without early stopping, -1 in a booster read from its text
+        best = int(self.booster.best_iteration or 0)
+        return max(1, best if best > 0 else self.booster.current_iteration())
 
     def raw(self, split: str) -> np.ndarray:
         """Raw scores of a split: values (regression), logits (binary) or class scores
         ``(N, C)`` (multiclass, before the softmax)."""
+        if split in self.raws:
+            return self.raws[split]
         return raw_scores(self.booster, self.X[split], self.base[split], self.rounds)
+
+    def stored(self) -> dict:
+        """What scores the fit again without its features (plain values, for the prepared
+        data's cache, :mod:`rdl.prepared_cache`): its raw scores of val and test, the
+        trees as LightGBM's text, its bounds and names."""
+        return {"name": self.name, "raws": {s: self.raw(s) for s in ("val", "test")},
+                "booster": self.booster.model_to_string(num_iteration=self.rounds),
+                "names": self.names,
+                "bounds": None if self.bounds is None else [float(b) for b in self.bounds]}
+
+    @classmethod
+    def restored(cls, task: Task, stored: dict, tables: dict[str, pd.DataFrame]) -> "TreeFit":
+        """A fit from :meth:`stored`: it scores ``tables``' val and test (the splits it
+        was stored with) as the fit did."""
+        import lightgbm
+
+        bounds = stored["bounds"]
+        return cls(task, lightgbm.Booster(model_str=stored["booster"]),
+                   {s: tables[s] for s in stored["raws"]}, X={}, base={}, name=stored["name"],
+                   bounds=None if bounds is None else tuple(bounds), names=stored["names"],
+                   raws=stored["raws"])
 
     def scores(self, rows: dict | None = None) -> dict:
         """``{"LightGBM": {split: {metric: value}}}`` for val and test (``rows``: split ->

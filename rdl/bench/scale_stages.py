@@ -36,8 +36,9 @@ WHAT = {
     "epoch": "the first training epoch (trainer.limit_train_batches batches, no "
              "validation), compile caches cold; setup: rdl.api.build, caches warm",
     "restart": "a fresh process to the end of its first training step, the caches the "
-               "stages before left warm (database, graph, compiled kernels); the split "
-               "tables and trees are computed again (nothing caches them)",
+               "stages before left warm (database, prepared data: split tables, trees and "
+               "seed features, which the epoch stage's setup computed; graph; compiled "
+               "kernels)",
 }
 STAGES = tuple(WHAT)
 

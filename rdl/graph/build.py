@@ -4,7 +4,8 @@ Each node type holds ``tf`` (a PyTorch Frame ``TensorFrame`` of the table's non-
 columns, one stype per column), ``time`` (int64 seconds, timed tables only) and
 ``num_nodes``. Each foreign key ``col`` of table ``T`` referencing ``P`` adds the edge types
 ``(T, "f2p_<col>", P)`` and its reverse ``(P, "rev_f2p_<col>", T)``. Materialised frames are
-cached on disk under a fingerprint of the data, the stypes and the text embedder.
+cached on disk under a fingerprint of the data, the stypes and the text embedder, and read
+from there mapped (:func:`load_frame`).
 """
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ import pandas as pd
 import torch
 import torch_frame
 from torch_frame.config import TextEmbedderConfig
-from torch_frame.data import Dataset
+from torch_frame.data import Dataset, TensorFrame
 from torch_frame.utils import infer_series_stype
+from torch_frame.utils.io import deserialize_feat_dict
 from torch_geometric.data import HeteroData
 
 from rdl import caching
@@ -111,12 +113,16 @@ def _numpy_scalars() -> list:
 
 
 def load_frame(path: str):
-    """``torch_frame.load(path)``: a cached frame and its stats, read with torch's
-    weights-only unpickler and the NumPy scalar types its stats hold allowed for this
-    read only. (Without them PyTorch Frame's weights-only read fails, and it warns and
-    reads the file again with the full unpickler.)"""
+    """A cached frame and its stats, as ``torch_frame.load(path)`` reads them, but mapped
+    (``torch.load(mmap=True)``, torch >= 2.1; rdl needs 2.6): every process that reads the
+    graph (each DDP process, on every machine) shares the file's pages instead of holding
+    a copy. Read with torch's weights-only unpickler and the NumPy scalar types its stats
+    hold allowed for this read only (without them PyTorch Frame's own weights-only read
+    fails, and it warns and reads the file again with the full unpickler)."""
     with torch.serialization.safe_globals(_numpy_scalars()):
-        return torch_frame.load(path)
+        tf_dict, col_stats = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    tf_dict["feat_dict"] = deserialize_feat_dict(tf_dict.pop("feat_serialized_dict"))
+    return TensorFrame(**tf_dict), col_stats
 
 
 def check_stypes(db: Database, stypes: dict | None) -> None:

@@ -10,11 +10,14 @@ import os
 import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
 from rdl.predict import predict
+from rdl.prepared_cache import DATA
 from rdl.preparation import first_process, local_rank, node_rank
 from tests.conftest import SHORT, TINY
 
@@ -117,3 +120,69 @@ def test_two_nodes_train_and_evaluate_as_one_machine(tmp_path, rdl_cache, one_ma
         for metric, value in one.items():
             assert two_nodes[split][metric] == pytest.approx(value, rel=1e-6), metric
     print(f"\n{launcher}, two nodes: {two_nodes}\none machine: {one_machine}")
+
+
+#: a node task with its tree fits, prior and seed features: all that the prepared cache keeps
+CACHED = ("task=user-churn", "compile.enabled=false", "data.eval_batch_size=16")
+
+
+def files(folder: Path) -> dict:
+    """Each file under ``folder``: its modification time, inode and size."""
+    return {str(p): (s.st_mtime_ns, s.st_ino, s.st_size) for p in folder.rglob("*")
+            if p.is_file() and (s := p.stat())}
+
+
+@pytest.mark.slow  # a run that fills the cache, then two DDP nodes: about 2 minutes on 2 cores
+def test_two_nodes_map_one_cache_entry_and_write_nothing(tmp_path, run_train):
+    """Two "nodes" started as Lightning starts a machine's processes itself (``NODE_RANK``,
+    ``MASTER_ADDR``), sharing a cache a first run filled: both map the one prepared-data
+    entry and the graph's files (their pages in each process's ``/proc/<pid>/maps``), no
+    process writes, replaces or copies a file of the cache, and no copy of the prepared
+    data appears in the run's folder or the processes' temporary folder."""
+    cache, tmp, run = tmp_path / "cache", tmp_path / "tmp", tmp_path / "nodes"
+    tmp.mkdir()
+    first = run_train(tmp_path / "first", *CACHED, env={"RDL_CACHE": str(cache)})
+    assert first.returncode == 0, first.stderr[-3000:]
+    (entry,) = (cache / "prepared").iterdir()
+    data, graph = entry / DATA, sorted((cache / "graphs").glob("graph-*/*.pt"))
+    before = files(cache)
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(
+        ("SLURM_", "TORCHELASTIC_", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK"))}
+    env.update(RDL_CACHE=str(cache), TMPDIR=str(tmp), OMP_NUM_THREADS="1",
+               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    nodes, outputs = [], [tmp_path / f"node{rank}.out" for rank in (0, 1)]
+    for rank in (0, 1):
+        command = [sys.executable, "-m", "rdl.train", f"hydra.run.dir={run}",
+                   f"hydra.job.name=node{rank}", *TINY, *SHORT, *CACHED, "trainer=ddp",
+                   "trainer.accelerator=cpu", "trainer.devices=1", "trainer.num_nodes=2"]
+        with open(outputs[rank], "w") as out:
+            nodes.append(subprocess.Popen(command, env={**env, "NODE_RANK": str(rank)},
+                                          stdout=out, stderr=subprocess.STDOUT))
+    seen = [set(), set()]   # the cache's files each process maps
+    start = time.monotonic()
+    while any(node.poll() is None for node in nodes) and time.monotonic() - start < 900:
+        for rank, node in enumerate(nodes):
+            try:
+                maps = Path(f"/proc/{node.pid}/maps").read_text()
+            except OSError:   # ended
+                continue
+            seen[rank] |= {f for f in (data, *graph) if f" {f}\n" in maps}
+        time.sleep(0.2)
+    for node, output in zip(nodes, outputs):
+        if node.poll() is None:   # past the time limit
+            node.kill()
+        assert node.wait() == 0, output.read_text()[-3000:]
+    assert "GLOBAL_RANK: 1, MEMBER: 2/2" in outputs[1].read_text()
+    for rank in (0, 1):
+        log = (run / f"node{rank}.log").read_text()
+        assert "prepared data read from the cache: " in log, rank
+        assert f"; {entry} (mapped)" in log, rank
+        assert "prepared data computed" not in log and "graph build" not in log, rank
+        assert data in seen[rank] and set(graph) <= seen[rank], (rank, seen[rank])
+    assert files(cache) == before   # nothing written, replaced or added
+    size = data.stat().st_size
+    copies = [p for p in (*run.rglob("*"), *tmp.rglob("*"))
+              if p.is_file() and (".prepared" in p.name or p.stat().st_size == size)]
+    assert copies == []

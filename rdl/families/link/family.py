@@ -12,8 +12,8 @@ from rdl.families.link.data import LinkDataModule
 from rdl.families.link.module import LinkTaskModule
 from rdl.families.link.task import LinkTask, RelBenchLinkTask
 from rdl.nn.interface import LinkPredictor
-from rdl.preparation import Prepared, build_graph, graph_database, shared, split_tables, \
-    task_database
+from rdl.prepared_cache import shared
+from rdl.preparation import Prepared, build_graph, graph_database, split_tables, task_database
 
 log = logging.getLogger("rdl.train")
 
@@ -45,8 +45,9 @@ class LinkFamily(Family):
     def prepare(self, task, db, settings, shared_path=None):
         db = task_database(task, db, settings)
         graph_db, stypes = graph_database(task, db, settings)
-        tables = shared(shared_path, lambda: {"tables": split_tables(task, db, settings.now)},
-                        ("tables",))["tables"]
+        tables = shared(task, db, settings,
+                        lambda: {"tables": split_tables(task, db, settings.now)},
+                        shared_path=shared_path)["tables"]
         data, col_stats = build_graph(task, db, graph_db, stypes, settings)
         return LinkPrepared(task, db, tables, data, col_stats)
 

@@ -15,8 +15,8 @@ import torch
 from torch import Tensor
 
 from rdl.data.database import Database, DataError
-from rdl.preparation import (Prepared, build_graph, graph_database, shared, split_tables,
-                             task_database)
+from rdl.prepared_cache import shared
+from rdl.preparation import Prepared, build_graph, graph_database, split_tables, task_database
 from rdl.progress import stage
 from rdl.tasks import HISTORY, SPLITS, Task
 
@@ -48,11 +48,6 @@ class NodePrepared(Prepared):
     seed_x: dict[str, Tensor] | None = None
     seed_feature_names: tuple = ()
     label_history: bool = False
-
-    #: what the first process of a machine shares with the others (the graph they read
-    #: from the graph cache; the tree fits only the first process of all reports, and it
-    #: computes them itself)
-    SHARED = ("tables", "history", "prior_name", "prior", "seed_x", "seed_feature_names")
 
     def targets(self, split: str) -> Tensor:
         """The labels of a split as the model's ``y``."""
@@ -95,16 +90,18 @@ class NodePrepared(Prepared):
 
 def prepare(task: Task, db: Database, settings, shared_path: str | None = None) -> NodePrepared:
     """Everything a run of node task ``task`` on ``db`` needs before its loaders, as
-    ``settings`` (:class:`~rdl.training.data_settings.DataSettings`) say. ``shared_path``:
-    with several processes, the file through which the first of all shares the tables,
-    features and prior with the others (:func:`rdl.preparation.shared`)."""
+    ``settings`` (:class:`~rdl.training.data_settings.DataSettings`) say. The tables,
+    features, tree fits and prior are computed once and cached (:mod:`rdl.prepared_cache`);
+    ``shared_path``: with several processes, the run folder's file through which the first
+    of all shares them where the cache cannot be written."""
     db = task_database(task, db, settings)
     if settings.label_history and HISTORY in db.tables:
         raise DataError(f"the database has a table named {HISTORY!r}, the name of the "
                         "task's label history; rename it or set data.label_history=false")
     graph_db, stypes = graph_database(task, db, settings)
-    out = shared(shared_path, lambda: _labels_and_features(task, db, graph_db, settings),
-                 NodePrepared.SHARED)
+    out = _restored(task, shared(task, db, settings,
+                                 lambda: _labels_and_features(task, db, graph_db, settings),
+                                 _stored, shared_path))
     tables, history = out["tables"], out["history"]
     if settings.label_history:
         history_table, stypes[HISTORY] = task.history_table(tables, history)
@@ -128,9 +125,34 @@ def prepare(task: Task, db: Database, settings, shared_path: str | None = None) 
                         seed_feature_names=tuple(out.get("seed_feature_names") or ()))
 
 
+def _stored(out: dict) -> dict:
+    """What :func:`_labels_and_features` computed as plain values (each tree fit as what
+    scores it again, :meth:`~rdl.baselines.trees.TreeFit.stored`; the chosen one by name)."""
+    fits = out.get("tree_fits")
+    if fits is None:
+        return out
+    chosen = next(name for name, fit in fits.items() if fit is out["tree_fit"])
+    return {**out, "tree_fits": {name: fit.stored() for name, fit in fits.items()},
+            "tree_fit": chosen}
+
+
+def _restored(task: Task, out: dict) -> dict:
+    """:func:`_stored`'s values back (``out`` as computed: as it is)."""
+    if not isinstance(out.get("tree_fit"), str):
+        return out
+    from rdl.baselines import tree_mean
+    from rdl.baselines.trees import TreeFit
+    stored = out["tree_fits"]
+    fits = {name: TreeFit.restored(task, fit, out["tables"])
+            for name, fit in stored.items() if "mean_of" not in fit}
+    fits = {name: fits[name] if name in fits else tree_mean.restored(fit, fits)
+            for name, fit in stored.items()}   # in their order
+    return {**out, "tree_fits": fits, "tree_fit": fits[out["tree_fit"]]}
+
+
 def _labels_and_features(task: Task, db: Database, graph_db: Database, settings) -> dict:
-    """Split tables, label history, tree prior and seed features: the work that processes
-    share (``shared_path``)."""
+    """Split tables, label history, tree fits and prior, and seed features: what is
+    computed once for every process and every restart (:mod:`rdl.prepared_cache`)."""
     tables = split_tables(task, db, settings.now)
     out = dict(tables=tables, history=task.history(tables))
     rest = None
