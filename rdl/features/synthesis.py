@@ -4,11 +4,11 @@ aggregates, its rows' parents (with their popularity at the seed time) and child
 Every join is DuckDB SQL on one thread under the one visibility rule."""
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pandas as pd
 import torch_frame
 
+from rdl import duck
 from rdl.data.database import Table
 from rdl.features.labels import label_matrix
 from rdl.features.names import Columns, down, hop, side_by_side, up
@@ -316,11 +316,9 @@ class Synthesis:
 
 
 def _duck(sql: str, **frames) -> pd.DataFrame:
-    """``sql`` over the given frames in DuckDB, on one thread (float sums in one order)."""
-    con = duckdb.connect(config={"threads": 1})
-    try:
+    """``sql`` over the given frames in DuckDB, on one thread (float sums in one order),
+    within its memory limit (:mod:`rdl.duck`)."""
+    with duck.connect() as con:
         for name, frame in frames.items():
             con.register(name, frame)
         return con.execute(sql).df()
-    finally:
-        con.close()
