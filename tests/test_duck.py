@@ -1,6 +1,7 @@
 """rdl.duck: DuckDB within a memory limit, spilling to disk past it, gives what DuckDB gave
 before (a plain connection on one thread): the split tables, the label history and the
-depth-2 features, row for row, bit for bit, dtypes and order included; the limit's setting,
+depth-2 features (its category codes now in a byte or two, not eight), row for row, bit
+for bit, dtypes and order included; the limit's setting,
 its default from the machine's memory, and its error."""
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import logging
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pytest
 from hydra.utils import instantiate
@@ -16,6 +18,7 @@ from rdl import duck
 from rdl.api import data_settings, load_database, load_task
 from rdl.data.forum import forum_db
 from rdl.features.deep import deep_features
+from rdl.features.synthesis import Synthesis
 from rdl.preparation import graph_database, split_tables, task_database
 
 
@@ -67,9 +70,16 @@ def assert_same(got: dict, want: dict) -> None:
 
 
 def as_before(monkeypatch, compute):
-    """``compute()`` as before rdl.duck: plain connections."""
+    """``compute()`` as before rdl.duck: plain connections, and the synthesis's category
+    codes as int64 (a byte or two each now)."""
+    made = Synthesis.codes
+
+    def wide(self, *args, **kwargs):
+        codes, top = made(self, *args, **kwargs)
+        return codes.astype(np.int64), top
     with monkeypatch.context() as m:
         m.setattr(duck, "connect", plain)
+        m.setattr(Synthesis, "codes", wide)
         return compute()
 
 

@@ -71,11 +71,13 @@ class Synthesis:
         return list(counts.index[:self.settings.top_k])
 
     def codes(self, table: Table, col: str, rows=None) -> tuple[np.ndarray, list]:
-        """The column's values as codes of its top values (-1: another or none)."""
+        """The column's values as codes of its top values (-1: another or none), in the
+        smallest integer type that holds them: a child table's rows carry a code per
+        categorical column of theirs and of their parents' (a byte each, not eight)."""
         top = self.top_values(table, col)
         values = table.df[col] if rows is None else table.df[col].iloc[rows]
         codes = pd.Index(top, dtype="string").get_indexer(values.astype("string"))
-        return np.asarray(codes, dtype=np.int64), top
+        return codes.astype(np.min_scalar_type(-max(len(top), 1))), top  # -1..len-1
 
     # -- parents ------------------------------------------------------------------------
     def parents(self) -> pd.DataFrame | None:
