@@ -38,6 +38,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rdl.api import build, user_error
+from rdl.settings import duckdb_settings
 from rdl.caching import atomic_file
 from rdl.checkpoints import read_checkpoint
 from rdl.data.database import DataError
@@ -157,7 +158,7 @@ def write(table: pd.DataFrame, out: Path, fmt: str) -> None:
 def main(cfg: DictConfig) -> None:
     try:
         with configured(verbose=bool(cfg.get("verbose", False)),    # undone when it ends
-                        threads=cfg.get("threads", "auto")):
+                        threads=cfg.get("threads", "auto"), duckdb=duckdb_settings(cfg)):
             out, table, metrics = predict(cfg)
     except Exception as e:
         if user_error(e) is None or os.environ.get("HYDRA_FULL_ERROR") == "1":

@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rdl.families import family_of, model_family
 from rdl.paths import CONF_DIR, TASKS_DIR
+from rdl.duck import check as check_duckdb_memory
 from rdl.threads import check as check_threads
 from rdl.training.data_settings import CHOSEN, DataSettings
 from rdl.training.loader_workers import check as check_loader
@@ -62,6 +63,7 @@ def check_settings(cfg: DictConfig) -> None:
             need(_whole(size) and size >= 1, f"data.{key}", size, "must be an integer >= 1")
     check_loader(data.get("num_workers", 0), data.get("prefetch_factor"))
     check_threads(cfg.get("threads", "auto"))
+    check_duckdb_memory(duckdb_settings(cfg)["memory_limit"])
     buckets = data.get("buckets")
     need(buckets is None or not getattr(model_cls, "takes_tokens", False), "data.buckets",
          buckets, f"static-shape buckets pad message-passing batches; {model_cls.__name__} "
@@ -181,12 +183,21 @@ def data_key(cfg: DictConfig) -> str:
 def process_settings(cfg: DictConfig) -> dict:
     """What a run of ``cfg`` sets up in its process (:func:`rdl.training.process.configured`):
     ``malloc`` keeping freed memory when training on the CPU, Dynamo's compile logs,
-    which of Lightning's warnings and lines are shown (``verbose``), and the threads of
-    each of the run's training processes on this machine (``threads``, :mod:`rdl.threads`)."""
+    which of Lightning's warnings and lines are shown (``verbose``), the threads of
+    each of the run's training processes on this machine (``threads``, :mod:`rdl.threads`)
+    and DuckDB's memory limit and spill folder (``duckdb``, :mod:`rdl.duck`)."""
     return {"keep_freed_memory": bool(cfg.get("keep_freed_memory", True)) and _on_cpu(cfg),
             "compile_log": bool((cfg.get("compile") or {}).get("log", False)),
             "verbose": bool(cfg.get("verbose", False)),
-            "threads": cfg.get("threads", "auto"), "processes": local_processes(cfg)}
+            "threads": cfg.get("threads", "auto"), "processes": local_processes(cfg),
+            "duckdb": duckdb_settings(cfg)}
+
+
+def duckdb_settings(cfg: DictConfig) -> dict:
+    """``duckdb.*`` of the config (:func:`rdl.duck.configured`'s arguments)."""
+    given = cfg.get("duckdb") or {}
+    return {"memory_limit": given.get("memory_limit", "auto"),
+            "spill_dir": given.get("spill_dir")}
 
 
 def local_processes(cfg: DictConfig) -> int:

@@ -22,7 +22,7 @@ FLOORS = [
     # 0: no rdl below it
     ["rdl.paths", "rdl.caching", "rdl.scaling", "rdl.visibility", "rdl.sections",
      "rdl.progress", "rdl.cores"],
-    ["rdl.safe_load", "rdl.threads"],
+    ["rdl.safe_load", "rdl.threads", "rdl.duck"],
     # 2: files to tables
     ["rdl.data"],
     # 3: tables to a graph, and to a sampled batch

@@ -33,6 +33,7 @@ from rdl.settings import check_settings
     (["threads=0"], "threads=0: must be auto (from the cores this process may use), a whole "
                     "number >= 1, or off"),
     (["threads=many"], "threads=many: must be auto"),
+    (["duckdb.memory_limit=lots"], "duckdb.memory_limit='lots': expected auto or a size"),
 ])
 def test_bad_setting_is_named(tiny_cfg, overrides, message):
     with pytest.raises(ValueError) as e:
@@ -51,6 +52,7 @@ def test_bad_setting_is_named(tiny_cfg, overrides, message):
     ["experiment=gpu"],                                # auto workers and prefetch
     ["data.num_workers=2", "data.prefetch_factor=4"],
     ["threads=3"], ["threads=off"],
+    ["duckdb.memory_limit=8GB"], ["duckdb.memory_limit=500MiB", "duckdb.spill_dir=/tmp"],
 ])
 def test_good_settings_pass(tiny_cfg, overrides):
     check_settings(tiny_cfg(*overrides))

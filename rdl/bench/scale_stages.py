@@ -13,6 +13,7 @@ of them (the graph build inside ``rdl.prepare``).
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 from rdl.bench.report import reset_peak_rss, step_peak_rss_gib
@@ -41,6 +42,9 @@ WHAT = {
                "kernels)",
 }
 STAGES = tuple(WHAT)
+#: what a stage sets up for the rest of its process (a run's settings), held here: a
+#: context entered on a stack nothing holds is undone at once, when the stack is collected
+PROCESS = contextlib.ExitStack()
 
 
 class Meter:
@@ -103,9 +107,15 @@ class Clock:
 
 
 def _config(spec: dict, *more: str):
+    """The stage's config; DuckDB set up as it says, for the rest of the process (as
+    ``rdl.train`` sets it up for a run: ``duckdb.memory_limit``)."""
+    from rdl import duck
     from rdl.api import config
-    return config(f"task={spec['task']}", "data=hm-kaggle", f"data.db.path={spec['files']}",
-                  f"output_dir={spec['run_dir']}", *spec["overrides"], *more)
+    from rdl.settings import duckdb_settings
+    cfg = config(f"task={spec['task']}", "data=hm-kaggle", f"data.db.path={spec['files']}",
+                 f"output_dir={spec['run_dir']}", *spec["overrides"], *more)
+    PROCESS.enter_context(duck.configured(**duckdb_settings(cfg)))
+    return cfg
 
 
 def _inputs(spec: dict, *more: str):
@@ -237,8 +247,6 @@ def _trainer(spec: dict, **limits):
     """``(trainer, module, data, steps)`` of a run of the config, built by
     :func:`rdl.api.build` in this process set up as a run sets it up: Lightning's trainer of
     one epoch, no validation, checkpoint or logger; ``steps`` counts its steps."""
-    import contextlib
-
     import pytorch_lightning as pl
     from hydra.utils import instantiate
 
@@ -257,7 +265,7 @@ def _trainer(spec: dict, **limits):
             self.seeds += seeds_of(batch, module)
 
     cfg = _config(spec)
-    contextlib.ExitStack().enter_context(configured(**process_settings(cfg)))  # till exit
+    PROCESS.enter_context(configured(**process_settings(cfg)))
     pl.seed_everything(cfg.seed, workers=True, verbose=False)
     _, data, module = build(cfg)
     steps = Steps()

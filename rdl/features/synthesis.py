@@ -4,11 +4,11 @@ aggregates, its rows' parents (with their popularity at the seed time) and child
 Every join is DuckDB SQL on one thread under the one visibility rule."""
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pandas as pd
 import torch_frame
 
+from rdl import duck
 from rdl.data.database import Table
 from rdl.features.labels import label_matrix
 from rdl.features.names import Columns, down, hop, side_by_side, up
@@ -71,11 +71,13 @@ class Synthesis:
         return list(counts.index[:self.settings.top_k])
 
     def codes(self, table: Table, col: str, rows=None) -> tuple[np.ndarray, list]:
-        """The column's values as codes of its top values (-1: another or none)."""
+        """The column's values as codes of its top values (-1: another or none), in the
+        smallest integer type that holds them: a child table's rows carry a code per
+        categorical column of theirs and of their parents' (a byte each, not eight)."""
         top = self.top_values(table, col)
         values = table.df[col] if rows is None else table.df[col].iloc[rows]
         codes = pd.Index(top, dtype="string").get_indexer(values.astype("string"))
-        return np.asarray(codes, dtype=np.int64), top
+        return codes.astype(np.min_scalar_type(-max(len(top), 1))), top  # -1..len-1
 
     # -- parents ------------------------------------------------------------------------
     def parents(self) -> pd.DataFrame | None:
@@ -316,11 +318,9 @@ class Synthesis:
 
 
 def _duck(sql: str, **frames) -> pd.DataFrame:
-    """``sql`` over the given frames in DuckDB, on one thread (float sums in one order)."""
-    con = duckdb.connect(config={"threads": 1})
-    try:
+    """``sql`` over the given frames in DuckDB, on one thread (float sums in one order),
+    within its memory limit (:mod:`rdl.duck`)."""
+    with duck.connect() as con:
         for name, frame in frames.items():
             con.register(name, frame)
         return con.execute(sql).df()
-    finally:
-        con.close()

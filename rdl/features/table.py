@@ -22,10 +22,10 @@ of the seeds on per-entity running sums.
 """
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pandas as pd
 
+from rdl import duck
 from rdl.data.database import Database, DataError, Table
 from rdl.features.labels import visible_labels
 from rdl.features.names import hop, side_by_side
@@ -192,15 +192,10 @@ def child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray, seeds:
     sql = (f"SELECT q.rid, {', '.join(terms)} FROM q JOIN child c ON c.e = q.e "
            f"AND c.t > q.s - {max(WINDOWS) * w} AND c.t {sql_comparison(strict)} q.s "
            "GROUP BY q.rid")
-    # One thread: parallel float sums add in a varying order, and LightGBM's splits then
-    # differ from run to run in the last digits.
-    con = duckdb.connect(config={"threads": 1})
-    try:
+    with duck.connect() as con:   # one thread: float sums in one order (rdl/duck.py)
         con.register("q", q)
         con.register("child", child)
         agg = con.execute(sql).df()
-    finally:
-        con.close()
     agg = agg.set_index("rid").reindex(np.arange(len(ids))).fillna(0.0)
     out = {}
     for n in WINDOWS:

@@ -25,6 +25,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from rdl import duck
 from rdl.paths import TASKS_DIR
 from rdl.data.database import Database, DataError
 from rdl.tasks.ids import register, to_rows
@@ -251,11 +252,9 @@ class Task:
     def make_table(self, db: Database, timestamps) -> pd.DataFrame:
         """Run the task's SQL on ``db`` for the given seed times; the SQL sees the files'
         own ids, mapped back to rows after (:mod:`rdl.tasks.ids`)."""
-        # One thread: DuckDB's parallel aggregates add floats in an order that varies from
-        # run to run, and label sums then differed in their last bits (one item-sales run
-        # in four), enough to change LightGBM's trees; a run must repeat with its seed.
-        con = duckdb.connect(config={"threads": 1})
-        try:
+        # one thread (label sums in one order), a memory limit past which it spills to
+        # disk: rdl/duck.py
+        with duck.connect() as con:
             register(con, db)   # keyed by the files' ids (rdl.tasks.ids)
             con.register(TIMESTAMPS,
                          pd.DataFrame({"timestamp": pd.to_datetime(list(timestamps))}))
@@ -265,10 +264,10 @@ class Task:
                     df = con.execute(self.query.replace("{timedelta}", str(self.delta))).df()
                 else:
                     df = con.execute(self.sql_path.read_text(), {"window": window}).df()
+            except duckdb.OutOfMemoryException:
+                raise   # not the SQL's fault: rdl.duck says which setting to raise
             except duckdb.Error as e:
                 raise DataError(f"task {self.name!r}: {self.source} failed in DuckDB: {e}") from None
-        finally:
-            con.close()
         if self.time_col != "timestamp" and self.time_col in df.columns:
             df = df.rename(columns={self.time_col: "timestamp"})
         expected = ["timestamp", self.entity_col, self.target_col]

@@ -7,6 +7,7 @@ put in their environment before torch starts (:func:`rdl.threads.at_start`).
   and one line saying it with the wait policy (:func:`rdl.threads.used`);
 - ``keep_freed_memory`` (training on the CPU): glibc ``malloc`` keeps freed memory between
   steps (:mod:`rdl.training.malloc`);
+- ``duckdb``: DuckDB's memory limit and spill folder (:mod:`rdl.duck`);
 - ``compile.log``: Dynamo reports each recompile and graph break with its reason;
 - the CPU patches' Inductor fixes (:mod:`rdl.training.inductor`), which a compile that asks
   for them installs: put back after the run;
@@ -82,12 +83,16 @@ def quiet():
 
 @contextlib.contextmanager
 def configured(keep_freed_memory: bool = False, compile_log: bool = False,
-               verbose: bool = True, threads=None, processes: int = 1):
+               verbose: bool = True, threads=None, processes: int = 1,
+               duckdb: dict | None = None):
     """The process set up for one run, as the config says; everything undone on exit.
     ``threads``: the ``threads`` setting (None: torch's count left as it is), for
-    ``processes`` training processes on this machine."""
+    ``processes`` training processes on this machine. ``duckdb``: ``duckdb.*``
+    (:func:`rdl.duck.configured`; None: its defaults)."""
+    from rdl import duck
     from rdl.training import malloc
     with contextlib.ExitStack() as undo:
+        undo.enter_context(duck.configured(**(duckdb or {})))
         if not verbose:
             undo.enter_context(quiet())
         if threads is not None:

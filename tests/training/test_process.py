@@ -67,7 +67,10 @@ def test_settings_of_a_run():
     cfg = OmegaConf.create({"keep_freed_memory": True, "compile": {"log": True},
                             "trainer": {"accelerator": "gpu"}})
     assert process_settings(cfg) == {"keep_freed_memory": False, "compile_log": True,
-                                     "verbose": False, "threads": "auto", "processes": 1}
+                                     "verbose": False, "threads": "auto", "processes": 1,
+                                     "duckdb": {"memory_limit": "auto", "spill_dir": None}}
+    cfg.duckdb = {"memory_limit": "2GB"}
+    assert process_settings(cfg)["duckdb"] == {"memory_limit": "2GB", "spill_dir": None}
     cfg.threads, cfg.trainer.devices = 3, 4
     assert (process_settings(cfg)["threads"], process_settings(cfg)["processes"]) == (3, 4)
     cfg.trainer.accelerator = "cpu"

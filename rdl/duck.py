@@ -1,0 +1,135 @@
+"""DuckDB as rdl runs it (a task's SQL, the feature synthesis): one rule for every
+connection, :func:`connect`.
+
+- **One thread**: DuckDB's parallel aggregates add floats in an order that varies from run
+  to run (label sums differed in their last bits, enough to change LightGBM's trees); a run
+  must repeat with its seed.
+- **A memory limit, past which DuckDB spills to disk** its joins, aggregates and sorts
+  (the ``duckdb.memory_limit`` setting; ``auto``: a quarter of the memory this process may
+  use, the machine's or its cgroup's limit, said once in the log). Without one DuckDB takes
+  up to 80 % of the machine: a user-churn label query held 4 GiB at a quarter of rel-hm's
+  size, four times the database (docs/performance.md, the cost curve). A query spilled
+  gives the same rows in the same order (tested: ``tests/test_duck.py``); one that cannot
+  fit even so fails with an error that names the setting.
+- **Spilled to a folder of its own**, under ``duckdb.spill_dir`` (default: rdl's cache
+  folder, on disk, where ``/tmp`` may be memory), removed when the connection closes.
+
+DuckDB's insertion order is kept (its default): the label SQL's rows are sorted after,
+but rows that tie keep DuckDB's order, which must not change.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+from rdl import paths
+
+log = logging.getLogger(__name__)
+
+#: the process's settings (``duckdb.*`` of the config; :func:`configured` sets them)
+SETTINGS = {"memory_limit": "auto", "spill_dir": None}
+#: ``auto``'s share of the memory this process may use
+AUTO_SHARE = 0.25
+_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
+_said: set = set()
+
+
+def check(memory_limit) -> None:
+    """A :class:`ValueError` naming ``duckdb.memory_limit`` where it is neither ``auto``
+    nor a size DuckDB reads (``8GB``, ``500MiB``)."""
+    if memory_limit != "auto" and not (isinstance(memory_limit, str) and _SIZE.match(memory_limit)):
+        raise ValueError(f"duckdb.memory_limit={memory_limit!r}: expected auto or a size such "
+                         "as 8GB or 500MiB")
+
+
+@contextlib.contextmanager
+def configured(memory_limit="auto", spill_dir=None):
+    """The process's DuckDB settings (``duckdb.*``) while inside; the previous ones after."""
+    check(memory_limit)
+    before = dict(SETTINGS)
+    SETTINGS.update(memory_limit=memory_limit, spill_dir=spill_dir)
+    try:
+        yield
+    finally:
+        SETTINGS.update(before)
+
+
+def memory_limit() -> str:
+    """The limit :func:`connect` gives DuckDB, as DuckDB reads it."""
+    value = SETTINGS["memory_limit"]
+    check(value)
+    if value != "auto":
+        _say(value, "DuckDB memory limit %s (duckdb.memory_limit), spilling past it to %s",
+             value, spill_root())
+        return value.replace(" ", "")
+    total, source = usable_memory()
+    mib = max(256, int(total * AUTO_SHARE / 2**20))
+    _say(value, "DuckDB memory limit %.1f GiB (a quarter of %s, %.1f GiB; duckdb.memory_limit "
+         "sets it), spilling past it to %s", mib / 1024, source, total / 2**30, spill_root())
+    return f"{mib}MiB"
+
+
+def spill_root() -> Path:
+    """Where :func:`connect`'s spill folders go: ``duckdb.spill_dir``, else rdl's cache."""
+    return Path(SETTINGS["spill_dir"] or paths.cache_dir() / "duckdb-spill").expanduser()
+
+
+@contextlib.contextmanager
+def connect():
+    """An in-memory DuckDB connection with rdl's settings (one thread, the memory limit,
+    a spill folder of its own); closed, and its folder removed, on exit."""
+    limit = memory_limit()
+    root = spill_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=root) as spill:
+        con = duckdb.connect(config={"threads": 1, "memory_limit": limit,
+                                     "temp_directory": spill})
+        try:
+            yield con
+        except duckdb.OutOfMemoryException as e:
+            raise MemoryError(f"DuckDB ran out of its memory limit {limit} "
+                              f"(duckdb.memory_limit) even spilling to {root}: raise it "
+                              f"(duckdb.memory_limit=16GB): {e}".split("\n")[0]) from None
+        finally:
+            con.close()
+
+
+@functools.cache
+def usable_memory() -> tuple[int, str]:
+    """``(bytes, source)``: the memory this process may use, the least of the machine's
+    and its cgroups' limits (a container's, a Slurm job's)."""
+    from rdl.cores import PROC_CGROUP, PROC_MOUNTS, _folders   # the cgroup walk, one place
+    known = [(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this machine's memory")]
+    try:
+        own, mounts = PROC_CGROUP.read_text().splitlines(), PROC_MOUNTS.read_text().splitlines()
+    except OSError:
+        own, mounts = [], []
+    for line in own:
+        hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        v2 = hierarchy == "0" and controllers == ""
+        if not v2 and "memory" not in controllers.split(","):
+            continue
+        folders = (_folders(mounts, path, "cgroup2", None) if v2
+                   else _folders(mounts, path, "cgroup", "memory"))
+        for folder in folders:
+            try:
+                text = (folder / ("memory.max" if v2 else "memory.limit_in_bytes")).read_text()
+            except OSError:
+                continue
+            if text.strip().isdigit():
+                known.append((int(text), "the cgroup's memory limit"))
+    return min(known, key=lambda k: k[0])
+
+
+def _say(key, message: str, *args) -> None:
+    """``message`` in the log once per process (per ``key``)."""
+    if key not in _said:
+        _said.add(key)
+        log.info(message, *args)

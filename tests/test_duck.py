@@ -1,0 +1,169 @@
+"""rdl.duck: DuckDB within a memory limit, spilling to disk past it, gives what DuckDB gave
+before (a plain connection on one thread): the split tables, the label history and the
+depth-2 features (its category codes now in a byte or two, not eight), row for row, bit
+for bit, dtypes and order included; the limit's setting,
+its default from the machine's memory, and its error."""
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from hydra.utils import instantiate
+
+from rdl import duck
+from rdl.api import data_settings, load_database, load_task
+from rdl.data.forum import forum_db
+from rdl.features.deep import deep_features
+from rdl.features.synthesis import Synthesis
+from rdl.preparation import graph_database, split_tables, task_database
+
+
+@contextlib.contextmanager
+def plain():
+    """The connection every query had before rdl.duck: one thread, DuckDB's defaults."""
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@contextlib.contextmanager
+def no_spilling():
+    """rdl.duck's connections, but with no room on disk: a query that must spill fails."""
+    made = duckdb.connect
+
+    def connect(*args, config=None, **kwargs):
+        return made(*args, config={**(config or {}), "max_temp_directory_size": "0KB"},
+                    **kwargs)
+    duckdb.connect = connect
+    try:
+        yield
+    finally:
+        duckdb.connect = made
+
+
+def outputs(task, db, settings, deep: bool = True) -> dict:
+    """What the tables and depth2 stages make: the split tables, the label history and
+    each split's depth-2 features (as the trees run the synthesis)."""
+    tables = split_tables(task, db, now=False)
+    history = task.history(tables)
+    out = {f"table {s}": df for s, df in tables.items()} | {"history": history}
+    if deep:
+        graph_db = graph_database(task, db, settings)[0]
+        out |= {f"deep {s}": deep_features(task, graph_db, df, history, settings.strict,
+                                           settings.deep_features)
+                for s, df in tables.items()}
+    return out
+
+
+def assert_same(got: dict, want: dict) -> None:
+    assert got.keys() == want.keys()
+    for name in want:
+        assert len(want[name]) > 0, name
+        # every value exact (NaN where NaN), dtypes, column names and the row index
+        pd.testing.assert_frame_equal(got[name], want[name], check_exact=True, obj=name)
+
+
+def as_before(monkeypatch, compute):
+    """``compute()`` as before rdl.duck: plain connections, and the synthesis's category
+    codes as int64 (a byte or two each now)."""
+    made = Synthesis.codes
+
+    def wide(self, *args, **kwargs):
+        codes, top = made(self, *args, **kwargs)
+        return codes.astype(np.int64), top
+    with monkeypatch.context() as m:
+        m.setattr(duck, "connect", plain)
+        m.setattr(Synthesis, "codes", wide)
+        return compute()
+
+
+def hm(tiny_cfg, task: str, scale: float):
+    cfg = tiny_cfg(f"task={task}", f"data.db.scale={scale}")
+    task, settings = load_task(cfg), data_settings(cfg)
+    return task, task_database(task, load_database(cfg), settings), settings
+
+
+@pytest.mark.parametrize("task_name", ["user-churn", "item-sales"])
+def test_spilled_to_disk_the_tables_are_those_of_before(tiny_cfg, monkeypatch, tmp_path,
+                                                        task_name):
+    """At a tenth of a percent of rel-hm's size, 64 MB are too few for the labels' joins:
+    with no room to spill the split tables fail; spilled, they are the same, bit for bit
+    (item-sales: float sums)."""
+    task, db, settings = hm(tiny_cfg, task_name, 0.01)
+    want = as_before(monkeypatch, lambda: outputs(task, db, settings, deep=False))
+    with duck.configured(memory_limit="64MB", spill_dir=str(tmp_path)):
+        if task_name == "user-churn":
+            with no_spilling(), pytest.raises(MemoryError, match="duckdb.memory_limit"):
+                split_tables(task, db, now=False)
+        assert_same(outputs(task, db, settings, deep=False), want)
+    assert list(tmp_path.iterdir()) == []   # each connection's spill folder removed
+
+
+def test_spilled_depth2_features_are_those_of_before(tiny_cfg, monkeypatch, tmp_path):
+    task, db, settings = hm(tiny_cfg, "user-churn", 0.01)
+    want = as_before(monkeypatch, lambda: outputs(task, db, settings))
+    with duck.configured(memory_limit="64MB", spill_dir=str(tmp_path)):
+        assert_same(outputs(task, db, settings), want)
+
+
+@pytest.mark.parametrize("task_name", ["user-churn", "item-sales"])
+def test_tiny_hm_as_before(tiny_cfg, monkeypatch, task_name):
+    task, db, settings = hm(tiny_cfg, task_name, 0.001)
+    want = as_before(monkeypatch, lambda: outputs(task, db, settings))
+    assert_same(outputs(task, db, settings), want)
+
+
+def test_a_folder_database_as_before(tiny_cfg, rdl_cache, monkeypatch):
+    """The forum, read from its folder as data=folder reads a user's files: string keys,
+    a self-referencing foreign key, a static table, a timed entity table."""
+    db = forum_db(scale=0.002, cache_dir=rdl_cache)
+    cfg = tiny_cfg("task=forum-user-active", "data.stypes=null")   # the schema's stypes
+    task, settings = instantiate(cfg.task, _convert_="all"), data_settings(cfg)
+    db = task_database(task, db, settings)
+    want = as_before(monkeypatch, lambda: outputs(task, db, settings))
+    assert_same(outputs(task, db, settings), want)
+
+
+def test_the_limit_auto_is_a_quarter_of_the_memory_said_once(monkeypatch, caplog):
+    monkeypatch.setattr(duck, "usable_memory", lambda: (8 * 2**30, "the cgroup's memory limit"))
+    monkeypatch.setattr(duck, "_said", set())
+    with caplog.at_level(logging.INFO, logger="rdl.duck"), duck.configured():
+        assert duck.memory_limit() == "2048MiB"
+        with duck.connect() as con:
+            limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+            threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+        duck.memory_limit()
+    assert limit.startswith(("2.0 GiB", "2.1 GB", "2.0GiB")) and threads == 1, (limit, threads)
+    said = [r.getMessage() for r in caplog.records if "DuckDB memory limit" in r.getMessage()]
+    assert len(said) == 1 and "2.0 GiB" in said[0] and "cgroup" in said[0], said
+    with duck.configured(memory_limit="3GB"):
+        assert duck.memory_limit() == "3GB"
+    assert duck.SETTINGS["memory_limit"] == "auto"   # put back
+
+
+def test_usable_memory_is_the_least_of_the_machine_and_its_cgroup(machine, tmp_path):
+    machine(2, v2={"/": "max 100000"})
+    own = duck.usable_memory.__wrapped__()
+    assert own[1] == "this machine's memory" and own[0] > 2**28
+    (next(tmp_path.glob("cgroup*")) / "unified" / "memory.max").write_text(f"{2**28}\n")
+    assert duck.usable_memory.__wrapped__() == (2**28, "the cgroup's memory limit")
+
+
+@pytest.mark.parametrize("value", ["lots", "8", 8, None, "-1GB"])
+def test_a_bad_limit_is_named(value):
+    with pytest.raises(ValueError, match="duckdb.memory_limit"):
+        duck.check(value)
+
+
+def test_too_little_memory_names_the_setting(tmp_path):
+    with duck.configured(memory_limit="1MB", spill_dir=str(tmp_path)):
+        with pytest.raises(MemoryError, match=r"duckdb.memory_limit"):
+            with duck.connect() as con:
+                con.execute("SELECT count(DISTINCT i) FROM range(10000000) t(i)").fetchall()
+    assert list(tmp_path.iterdir()) == []
