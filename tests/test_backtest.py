@@ -528,12 +528,12 @@ def test_the_overview_names_every_printed_baseline_ahead_of_the_model(tmp_path, 
             path = tmp_path / name / str(job) / "metrics.json"
             metrics = json.loads(path.read_text())
             metrics["LightGBM (depth 2)"] = res(0.65, 0.65)
-            metrics["LightGBM (mean of depth 1 and 2)"] = res(
+            metrics["LightGBM (mean of depth 1, 2)"] = res(
                 0.70 + job / 100 + gap + job / 1000, 0.71 + job / 100 + gap - job / 1000)
             path.write_text(json.dumps(metrics))
     main([str(tmp_path / "behind"), str(tmp_path / "level"), "--out", str(tmp_path / "o.md")])
     printed = capsys.readouterr().out
-    for name, want in (("behind", "LightGBM (mean of depth 1 and 2)"), ("level", "none")):
+    for name, want in (("behind", "LightGBM (mean of depth 1, 2)"), ("level", "none")):
         row = next(line for line in printed.splitlines() if line.startswith(f"| {name}"))
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[-1] == want

@@ -35,8 +35,9 @@ FLOORS = [
     ["rdl.baselines"],
     # 7: the steps of preparation every family takes
     ["rdl.preparation"],
-    # 8: training that every family shares (settings, data module, LightningModule, compile)
-    ["rdl.training"],
+    # 8: training that every family shares (settings, data module, LightningModule, compile);
+    # the prepared data's cache, which every family's preparation reads or fills
+    ["rdl.training", "rdl.prepared_cache"],
     # 9: what a family gives (rdl.families.family); 10: the families; 11: which is which
     ["rdl.families.family"],
     ["rdl.families.node", "rdl.families.link"],

@@ -18,8 +18,8 @@ import numpy as np
 
 from rdl.baselines.trees import DEPTH1, DEPTH2, TreeFit
 
-#: the printed name of the mean of the two LightGBMs
-MEAN = "LightGBM (mean of depth 1 and 2)"
+#: the printed name of the mean of the two LightGBMs (within the report's name width, 30)
+MEAN = "LightGBM (mean of depth 1, 2)"
 
 
 @dataclass
