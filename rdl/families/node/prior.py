@@ -61,7 +61,7 @@ def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, 
              history: pd.DataFrame, blocks: int, seed: int) -> dict[str, np.ndarray]:
     """:func:`tree_prior` of one LightGBM fitted on ``features``."""
     task = fit.task
-    timer = stage(f"tree prior ({fit.name})", log)
+    timer = stage("tree prior", log)
     # the baseline's own predictions for every val and test row (and "now" row)
     out = {s: fit.raw(s) for s in fit.X if s != "train"}
     train = tables["train"]
@@ -93,7 +93,8 @@ def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, 
                                  fit.rounds)
     out["train"] = prior
     seeded = 100 * (~np.isnan(prior.reshape(len(prior), -1)[:, 0])).mean() if len(prior) else 0
-    timer.end(f"{len(cuts) - 1} train blocks, {seeded:.0f}% of train seeds with a prior")
+    timer.end(f"{len(cuts) - 1} train blocks, {seeded:.0f}% of train seeds with a prior "
+              f"({fit.name})")
     return out
 
 
