@@ -256,8 +256,8 @@ def test_train_windows_on_the_command_line_reaches_the_task(tiny_cfg):
 
 def test_a_task_naming_no_metrics_is_scored_by_its_kind(tmp_path):
     """A YAML task with a monitor and no metrics (the LightGBM baseline once failed on it with
-    KeyError 'mae') or with neither is scored by its kind's metrics; a known error metric
-    monitored without a mode is minimised; an unknown one needs its mode."""
+    KeyError 'mae') or with neither is scored by its kind's metrics; a metric monitored
+    without a mode goes its own direction; one that has none needs the mode."""
     import torchmetrics
     from rdl.baselines.scoring import score
     kw = dict(name="s", sql="hm/item-sales.sql", kind="regression", entity_table="article",
@@ -274,6 +274,12 @@ def test_a_task_naming_no_metrics_is_scored_by_its_kind(tmp_path):
     assert NodeTask(**kw, monitor="r2").monitor_mode == "max"
     churn = task("user-churn", "customer", "customer_id", "churn", "binary_classification")
     assert (churn.monitor, churn.monitor_mode) == ("auroc", "max")
+    # the direction is the metric's own (torchmetrics' higher_is_better), whatever its name
+    assert NodeTask(**kw, monitor="err",
+                    metrics={"err": torchmetrics.MeanAbsoluteError()}).monitor_mode == "min"
+
+    class Pinball(torchmetrics.MeanAbsoluteError):
+        higher_is_better = None   # a metric that does not say
+
     with pytest.raises(ValueError, match="monitor 'pinball' needs monitor_mode"):
-        NodeTask(**kw, monitor="pinball",
-                 metrics={"pinball": torchmetrics.MeanAbsoluteError()})
+        NodeTask(**kw, monitor="pinball", metrics={"pinball": Pinball()})

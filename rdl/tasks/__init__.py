@@ -40,11 +40,6 @@ HISTORY = "label_history"
 #: The table of seed times a task's SQL reads (:meth:`Task.make_table`), beside the database's.
 TIMESTAMPS = "timestamps"
 SPLITS = ("train", "val", "test")
-#: metrics a task may monitor without naming its monitor_mode (torchmetrics' names as rdl's
-#: kinds and RelBench use them)
-LOWER_IS_BETTER = frozenset({"mae", "mse", "rmse", "loss", "log_loss", "smape", "mape"})
-HIGHER_IS_BETTER = frozenset({"auroc", "average_precision", "accuracy", "f1", "macro_f1",
-                              "r2", "map", "precision", "recall", "ndcg", "mrr"})
 
 
 def parse_window(window) -> pd.Timedelta:
@@ -97,8 +92,8 @@ class Task:
         metrics: metric name -> torchmetrics ``Metric`` (built by Hydra from the YAML);
             none: the kind's (:meth:`~rdl.tasks.kinds.Kind.default_metrics`).
         monitor, monitor_mode: the validation metric that selects the model, and whether
-            higher (``max``) or lower (``min``) is better; none: the kind's, and the mode
-            of a known metric (``mae``: ``min``).
+            higher (``max``) or lower (``min``) is better; none: the kind's, and the
+            monitored metric's own direction (torchmetrics' ``higher_is_better``).
         num_eval_timestamps: seed times of the val and of the test split, one window
             apart (RelBench's; val's end a window before the test time, test's a window
             before the data's end).
@@ -161,11 +156,11 @@ class Task:
         if not self.monitor:
             self.monitor, mode = self.kind.monitor
             self.monitor_mode = self.monitor_mode or mode
-        if self.monitor_mode is None:
-            self.monitor_mode = self.monitor_direction()
         if self.monitor not in self.metrics:
             raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} is not one of its "
                              f"metrics {sorted(self.metrics)}")
+        if self.monitor_mode is None:
+            self.monitor_mode = self.monitor_direction()
         try:
             self.delta = parse_window(self.window)
         except ValueError:
@@ -211,17 +206,13 @@ class Task:
                                     f"(looked in {', '.join(map(str, folders)) or 'its path'})")
 
     def monitor_direction(self) -> str:
-        """``monitor_mode`` where the YAML names none: the kind's for its own monitor,
-        ``min`` for an error or a loss, else one clear error."""
-        watch, mode = self.kind.monitor
-        if self.monitor == watch:
-            return mode
-        if self.monitor in LOWER_IS_BETTER:
-            return "min"
-        if self.monitor in HIGHER_IS_BETTER:
-            return "max"
-        raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} needs monitor_mode "
-                         "(min: lower is better, or max)")
+        """``monitor_mode`` where the YAML names none: the monitored metric's own direction
+        (torchmetrics' ``higher_is_better``), else one clear error."""
+        higher = getattr(self.metrics[self.monitor], "higher_is_better", None)
+        if higher is None:
+            raise ValueError(f"task {self.name!r}: monitor {self.monitor!r} needs monitor_mode "
+                             "(min: lower is better, or max)")
+        return "max" if higher else "min"
 
     def kind_settings(self) -> dict:
         """What the family's kinds are made with besides the task's name."""
