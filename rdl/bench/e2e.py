@@ -31,7 +31,6 @@ the same run (same task, model and size).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import tempfile
@@ -46,7 +45,8 @@ from rdl.bench.alone import sync as _sync
 from rdl.bench.host_profile import HostProfile
 from rdl.bench.report import load_average, peak_rss_gib, report, run_dir
 from rdl.bench.turns import Gate
-from rdl.training.process import configured
+from rdl.settings import duckdb_settings
+from rdl.training.process import for_process
 from rdl.training.compile import stats
 
 #: static-shape buckets (rdl/conf/experiment/buckets.yaml's settings)
@@ -249,9 +249,9 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
         pl.seed_everything(cfg.seed, workers=True, verbose=False)
         dev = torch.device(device)
         # This process runs one row: set up as rdl.train's main() sets up a run's.
-        contextlib.ExitStack().enter_context(configured(
-            keep_freed_memory=cfg.get("keep_freed_memory", True) and dev.type == "cpu",
-            compile_log=cfg.compile.log, threads=cfg.get("threads", "auto")))
+        for_process(keep_freed_memory=cfg.get("keep_freed_memory", True) and dev.type == "cpu",
+                    compile_log=cfg.compile.log, threads=cfg.get("threads", "auto"),
+                    verbose=True, duckdb=duckdb_settings(cfg))
         _, dm, module = build(cfg)
         clock = EpochClock(dev, warm=1, gate=Gate(gate))
         prof = StepProfiler(dev, epochs, profile)

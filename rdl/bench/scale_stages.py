@@ -13,7 +13,6 @@ of them (the graph build inside ``rdl.prepare``).
 """
 from __future__ import annotations
 
-import contextlib
 import time
 
 from rdl.bench.report import reset_peak_rss, step_peak_rss_gib
@@ -42,9 +41,6 @@ WHAT = {
                "kernels)",
 }
 STAGES = tuple(WHAT)
-#: what a stage sets up for the rest of its process (a run's settings), held here: a
-#: context entered on a stack nothing holds is undone at once, when the stack is collected
-PROCESS = contextlib.ExitStack()
 
 
 class Meter:
@@ -109,12 +105,12 @@ class Clock:
 def _config(spec: dict, *more: str):
     """The stage's config; DuckDB set up as it says, for the rest of the process (as
     ``rdl.train`` sets it up for a run: ``duckdb.memory_limit``)."""
-    from rdl import duck
     from rdl.api import config
     from rdl.settings import duckdb_settings
+    from rdl.training.process import for_process
     cfg = config(f"task={spec['task']}", "data=hm-kaggle", f"data.db.path={spec['files']}",
                  f"output_dir={spec['run_dir']}", *spec["overrides"], *more)
-    PROCESS.enter_context(duck.configured(**duckdb_settings(cfg)))
+    for_process(duckdb=duckdb_settings(cfg))
     return cfg
 
 
@@ -253,7 +249,7 @@ def _trainer(spec: dict, **limits):
     from rdl.api import build
     from rdl.bench.alone import seeds_of
     from rdl.settings import process_settings
-    from rdl.training.process import configured
+    from rdl.training.process import for_process
 
     class Steps(pl.Callback):
         """The wall time at the end of the first training step; batches and seeds."""
@@ -265,7 +261,7 @@ def _trainer(spec: dict, **limits):
             self.seeds += seeds_of(batch, module)
 
     cfg = _config(spec)
-    PROCESS.enter_context(configured(**process_settings(cfg)))
+    for_process(**process_settings(cfg))
     pl.seed_everything(cfg.seed, workers=True, verbose=False)
     _, data, module = build(cfg)
     steps = Steps()

@@ -81,6 +81,17 @@ def quiet():
             logger.removeFilter(_not_chatter)
 
 
+#: what :func:`for_process` set up, held here until the process exits: a context entered
+#: on a stack nothing holds is undone at once, when the stack is collected
+_PROCESS = contextlib.ExitStack()
+
+
+def for_process(**settings) -> None:
+    """:func:`configured` for the rest of this process's life (a benchmark's child process,
+    which measures one row as ``rdl.train`` would run it)."""
+    _PROCESS.enter_context(configured(**settings))
+
+
 @contextlib.contextmanager
 def configured(keep_freed_memory: bool = False, compile_log: bool = False,
                verbose: bool = True, threads=None, processes: int = 1,

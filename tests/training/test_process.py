@@ -75,3 +75,24 @@ def test_settings_of_a_run():
     assert (process_settings(cfg)["threads"], process_settings(cfg)["processes"]) == (3, 4)
     cfg.trainer.accelerator = "cpu"
     assert process_settings(cfg)["keep_freed_memory"] is True
+
+
+def test_a_benchmark_child_keeps_its_run_settings_for_the_rest_of_the_process():
+    """``for_process`` (a benchmark's child measuring one row) keeps what it set up after
+    the call returns and garbage is collected; a stack nobody holds would undo it at once."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import gc, torch\n"
+            "from rdl import duck\n"
+            "from rdl.training.process import for_process\n"
+            "def row():\n"
+            "    for_process(threads=1, duckdb={'memory_limit': '1GB'})\n"
+            "row(); gc.collect()\n"
+            "print(duck.SETTINGS['memory_limit'], torch.get_num_threads())\n")
+    env = {k: v for k, v in os.environ.items()   # no thread count of the user's to win
+           if not k.startswith(("OMP_", "MKL_", "RDL_THREADS"))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env)
+    assert out.stdout.split()[-2:] == ["1GB", "1"]

@@ -38,7 +38,6 @@ What is measured:
 """
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
 from itertools import islice
@@ -47,7 +46,7 @@ import torch
 
 from rdl.bench.report import peak_rss_gib
 from rdl.bench.train.variants import VARIANTS, _compose
-from rdl.training.process import configured
+from rdl.training.process import for_process
 
 PROFILE_COLUMNS = ("prof_matmul_ms", "prof_rng_ms", "prof_other_ms", "prof_kernel_ms",
                    "prof_kernels")
@@ -120,9 +119,8 @@ def measure(task: str, model: str, variant: str, overrides: list[str], steps: in
     cfg = _compose([f"task={task}", f"model={model}", *overrides])
     # This process runs one variant: set up as rdl.train's main() sets up a run's, for the
     # process's lifetime.
-    contextlib.ExitStack().enter_context(configured(
-        keep_freed_memory=cfg.get("keep_freed_memory", True) and dev.type == "cpu",
-        compile_log=cfg.compile.log))
+    for_process(keep_freed_memory=cfg.get("keep_freed_memory", True) and dev.type == "cpu",
+                compile_log=cfg.compile.log)
     pl.seed_everything(cfg.seed, workers=True, verbose=False)
     _, dm, module = build(cfg)
     module.to(dev)
