@@ -40,7 +40,7 @@ import torch
 from rdl import caching, paths
 from rdl.caching import atomic_file
 from rdl.data.database import Database
-from rdl.graph.build import fingerprint
+from rdl.graph.build import column_digest, fingerprint
 from rdl.preparation import first_process
 from rdl.progress import stage
 from rdl.safe_load import load, plain, unplain
@@ -103,7 +103,7 @@ def digest(task, db: Database, settings) -> str:
     h.update(repr(sorted(db.stypes.items())).encode())
     for name, keys in sorted(db.keys.items()):   # the files' ids, which the task's SQL sees
         h.update(name.encode())
-        h.update(pd.util.hash_pandas_object(pd.Series(keys), index=False).to_numpy().tobytes())
+        h.update(column_digest(pd.Series(keys)))
     return h.hexdigest()[:16]
 
 

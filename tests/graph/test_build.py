@@ -1,4 +1,5 @@
 """Database -> HeteroData: node types, TensorFrames, time, f2p/rev edges, cache, errors."""
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -135,3 +136,22 @@ def test_any_table_name_is_cached(tmp_path):
         assert a.col_names_dict == b.col_names_dict and a.num_rows == b.num_rows
         for st in a.feat_dict:
             torch.testing.assert_close(a.feat_dict[st], b.feat_dict[st], equal_nan=True)
+
+
+@pytest.mark.parametrize("values, changed", [
+    (pd.Series([1.5, np.nan, 3.0]), pd.Series([1.5, np.nan, 3.5])),
+    (pd.Series([1, 2, 3]), pd.Series([1, 2, 4])),
+    (pd.Series(pd.to_datetime(["2020-01-01", None, "2020-01-03"])),
+     pd.Series(pd.to_datetime(["2020-01-01", None, "2020-01-04"]))),
+    (pd.Series([1, None, 0], dtype="Int64"), pd.Series([1, 0, 0], dtype="Int64")),
+    (pd.Series([True, False]), pd.Series([True, True])),
+    (pd.Series([True, None], dtype="boolean"), pd.Series([True, False], dtype="boolean")),
+    (pd.Series(["a", None, "c"], dtype="string"), pd.Series(["a", "", "c"], dtype="string")),
+    (pd.Series([np.array(["x"]), None], dtype=object), pd.Series([np.array(["y"]), None], dtype=object)),
+])
+def test_a_column_digest_is_its_values(values, changed):
+    """Equal values give equal digests whatever the index; one changed cell (a missing value
+    made 0 or empty among them) another."""
+    from rdl.graph.build import column_digest
+    assert column_digest(values) == column_digest(values.copy().set_axis(range(5, 5 + len(values))))
+    assert column_digest(values) != column_digest(changed)
