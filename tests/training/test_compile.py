@@ -241,3 +241,46 @@ def test_tail_merging_batches(n, batch_size):
     if len(batches) > 1:
         assert min(2 * len(b) for b in batches) >= batch_size
     assert max(len(b) for b in batches) < 1.5 * batch_size + 1
+
+
+class _FloatAttributes(torch.nn.Module):
+    """An embedding (its ``norm_type`` a float), a dropout rate and a norm's epsilon: the
+    floats every rdl model holds through PyTorch Frame's and its own modules."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.drop, self.norm = (torch.nn.Embedding(10, 4), torch.nn.Dropout(0.2),
+                                          torch.nn.LayerNorm(4))
+
+    def forward(self, x, seed_time):
+        return self.norm(self.drop(self.emb(x))).sum(-1) + seed_time
+
+
+def test_a_compile_traces_the_model_once(monkeypatch):
+    """A model's floats are constants of its graph (``DYNAMO_SETTINGS``): with
+    ``dynamic=True`` Dynamo would trace ``nn.Embedding``'s float ``norm_type`` as a symbol,
+    fail to make it a tensor and restart its analysis, tracing the model twice."""
+    import logging
+
+    from rdl.training import compile as rdl_compile
+
+    def restarts(settings) -> list[str]:
+        monkeypatch.setattr(rdl_compile, "DYNAMO_SETTINGS", settings)
+        torch._dynamo.reset()
+        seen = []
+        handler = logging.Handler()
+        handler.emit = lambda record: seen.append(record.getMessage())
+        logger = logging.getLogger("torch._dynamo")
+        logger.addHandler(handler)
+        torch._logging.set_logs(dynamo=logging.INFO)
+        try:
+            forward = rdl_compile.compile_model(_FloatAttributes())
+            out = forward(torch.arange(6).view(3, 2), torch.zeros(3, 2))
+        finally:
+            torch._logging.set_logs()
+            logger.removeHandler(handler)
+        assert out.shape == (3, 2)
+        return [m for m in seen if "Restarting analysis" in m]
+
+    assert restarts(rdl_compile.DYNAMO_SETTINGS) == []
+    assert restarts({}), "without the setting this torch no longer restarts: drop the setting?"
