@@ -63,8 +63,10 @@ class Synthesis:
         if not len(s):
             return rows.iloc[:0]
         times = rows[t].to_numpy()
-        return rows.iloc[np.flatnonzero((times > s.min() - span)
-                                        & visible(times, s.max(), self.strict))]
+        keep = np.flatnonzero((times > s.min() - span) & visible(times, s.max(), self.strict))
+        if len(keep) and keep[-1] - keep[0] == len(keep) - 1:   # a table in time order:
+            return rows.iloc[keep[0]:keep[-1] + 1]              # a slice, no copy
+        return rows.iloc[keep]
 
     def rows_of(self, name: str, keys) -> np.ndarray:
         """The row positions in table ``name`` of the primary keys ``keys`` (-1: none)."""

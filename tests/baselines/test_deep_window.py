@@ -109,10 +109,11 @@ def test_relbench_shapes(shapes, monkeypatch, dataset, name, strict):
 
 
 # -- rows on the windows' edges ------------------------------------------------------------
-def edge_db() -> tuple[Database, pd.DataFrame]:
+def edge_db(in_order: bool) -> tuple[Database, pd.DataFrame]:
     """:func:`chain_db` with, for each seed time ``s`` and a few shops, sales (with their
     reviews) and campaigns exactly on the edges of the windows before ``s``: at ``s``,
-    just before it, at the opening of the last 1, 4 and 12 windows and just after."""
+    just before it, at the opening of the last 1, 4 and 12 windows and just after;
+    ``in_order``: each table's rows in time order (a window is a slice of them)."""
     db, labels = chain_db(3)
     sale, review, campaign = db["sale"].df, db["review"].df, db["campaign"].df
     times = pd.DatetimeIndex(sorted(labels["timestamp"].unique()))
@@ -131,6 +132,9 @@ def edge_db() -> tuple[Database, pd.DataFrame]:
     campaign = pd.concat([campaign, pd.DataFrame({
         "region_id": pd.array(rng.integers(0, 4, n), dtype="Int64"), "t": at,
         "budget": rng.random(n)})], ignore_index=True)
+    if in_order:
+        sale, review, campaign = (d.sort_values("t", kind="stable", ignore_index=True)
+                                  for d in (sale, review, campaign))
     return Database({**{name: t for name, t in db},
                      "sale": Table(sale, pkey="sale_id", time_col="t",
                                    fkeys={"shop_id": "shop", "product_id": "product"}),
@@ -139,12 +143,13 @@ def edge_db() -> tuple[Database, pd.DataFrame]:
 
 
 @pytest.mark.parametrize("strict", [False, True])
-@pytest.mark.parametrize("chunk_rows", [30, 90])   # one seed time a chunk, or three
-def test_rows_on_the_windows_edges_count(monkeypatch, strict, chunk_rows):
+@pytest.mark.parametrize("chunk_rows,in_order", [(30, False), (90, True)])
+def test_rows_on_the_windows_edges_count(monkeypatch, strict, chunk_rows, in_order):
     """The windowed features are the whole tables' with rows exactly on each window's
     edges; and those rows matter: a window cut one nanosecond short at its start (the
-    earliest seed's window) or at its end (the latest seed) gives other features."""
-    db, labels = edge_db()
+    earliest seed's window) or at its end (the latest seed) gives other features. One seed
+    time a chunk, rows in any order; three, rows in time order."""
+    db, labels = edge_db(in_order)
     task = make_task()
     history = task.history({"train": labels, "val": labels.iloc[:0], "test": labels.iloc[:0]})
     # the seed times with 12 windows of rows before them, interleaved
