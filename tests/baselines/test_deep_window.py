@@ -124,7 +124,8 @@ def edge_db(in_order: bool) -> tuple[Database, pd.DataFrame]:
     new = pd.DataFrame({"sale_id": np.arange(n) + len(sale), "t": at,
                         "shop_id": pd.array(rng.integers(0, 30, n), dtype="Int64"),
                         "product_id": pd.array(rng.integers(0, 12, n), dtype="Int64"),
-                        "amount": rng.exponential(1.0, n), "channel": rng.choice(["web", "till"], n)})
+                        "amount": rng.exponential(1.0, n),
+                        "channel": rng.choice(["web", "till"], n)})
     sale = pd.concat([sale, new], ignore_index=True)
     review = pd.concat([review, pd.DataFrame({"sale_id": pd.array(new["sale_id"], dtype="Int64"),
                                               "t": at, "stars": rng.integers(1, 6, n) * 1.0})],
@@ -135,11 +136,12 @@ def edge_db(in_order: bool) -> tuple[Database, pd.DataFrame]:
     if in_order:
         sale, review, campaign = (d.sort_values("t", kind="stable", ignore_index=True)
                                   for d in (sale, review, campaign))
-    return Database({**{name: t for name, t in db},
-                     "sale": Table(sale, pkey="sale_id", time_col="t",
-                                   fkeys={"shop_id": "shop", "product_id": "product"}),
-                     "review": Table(review, fkeys={"sale_id": "sale"}, time_col="t"),
-                     "campaign": Table(campaign, fkeys={"region_id": "region"}, time_col="t")}), labels
+    tables = {name: t for name, t in db} | {
+        "sale": Table(sale, pkey="sale_id", time_col="t",
+                      fkeys={"shop_id": "shop", "product_id": "product"}),
+        "review": Table(review, fkeys={"sale_id": "sale"}, time_col="t"),
+        "campaign": Table(campaign, fkeys={"region_id": "region"}, time_col="t")}
+    return Database(tables), labels
 
 
 @pytest.mark.parametrize("strict", [False, True])
