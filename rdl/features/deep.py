@@ -117,15 +117,17 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
     order and with its index (to be put beside :func:`~rdl.features.table.entity_features`).
     ``db``: the database as the graph holds it (no row after the test time). The rows go
     through in chunks of whole seed times of about ``chunk_rows`` rows, so that memory stays
-    bounded on a full-size train split (millions of rows)."""
+    bounded on a full-size train split (millions of rows); what does not depend on the seeds
+    is made once for all chunks, and each chunk reads only the rows of its seeds' windows
+    (:mod:`rdl.features.synthesis`), so the time grows with the rows, not chunks x rows."""
     settings = settings or DeepSettings()
     times = df["timestamp"].to_numpy()
     order = np.argsort(times, kind="stable")
-    kinds: dict[str, dict] = {}  # the tables' column kinds, inferred once
+    shared: dict = {}  # what the chunks share (Synthesis.once): made once per call
     chunks = []
     for rows in bar(list(_chunks(times[order], chunk_rows)), "depth-2 synthesis", unit="chunk"):
         sub = df.iloc[order[rows]]
-        part = _features(Synthesis(task, db, sub, strict, settings, kinds), history)
+        part = _features(Synthesis(task, db, sub, strict, settings, shared), history)
         # float32: a full-size train split has millions of rows (LightGBM bins them anyway)
         part = part.astype({c: np.float32 for c in part.columns
                             if part[c].dtype == np.float64})
@@ -134,7 +136,7 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
     if chunks:
         out = pd.concat(chunks).sort_index()
     else:
-        out = _features(Synthesis(task, db, df, strict, settings, kinds), history)
+        out = _features(Synthesis(task, db, df, strict, settings, shared), history)
     if out.shape[1] > settings.max_features:
         log.info("deep features: %d of %d kept (data.deep_features.max_features)",
                  settings.max_features, out.shape[1])

@@ -1,7 +1,15 @@
 """The parts of the depth-2 feature synthesis (:mod:`rdl.features.deep`), one method each,
 over one chunk of seeds: parents, group label histories, and per child table its
 aggregates, its rows' parents (with their popularity at the seed time) and children.
-Every join is DuckDB SQL on one thread under the one visibility rule."""
+Every join is DuckDB SQL on one thread under the one visibility rule.
+
+What does not depend on the seeds (a table's rows as the SQL reads them, a group's label
+means) is made once per :func:`~rdl.features.deep.deep_features` call and shared by its
+chunks. Each chunk's joins read only the rows its seeds' windows can hold (:meth:`Synthesis.window`:
+a time after the earliest seed's window opens, visible at the latest seed), not the whole
+table: the work grows with the rows, not with chunks times rows. The rows kept keep their
+order, and each float aggregate adds a group's rows in that order (:func:`_duck`'s
+``ordered``), so the features are those of the whole table, bit for bit."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,9 +21,12 @@ from rdl.data.database import Table
 from rdl.features.labels import label_matrix
 from rdl.features.names import Columns, down, hop, side_by_side, up
 from rdl.features.table import is_free_text, own_features
-from rdl.visibility import includes_equal, sql_comparison
+from rdl.visibility import includes_equal, sql_comparison, visible
 
 STATS = ("avg", "min", "max", "stddev_samp")
+#: each chunk's joins read only the rows its seeds' windows can hold (False: every row of
+#: the table, as before; the tests compare the two)
+WINDOWED = True
 
 
 class Synthesis:
@@ -29,25 +40,47 @@ class Synthesis:
                                "s": self.seeds.astype(np.int64)})
         self.w = int(task.delta.value)
         self.le = sql_comparison(strict)
-        # shared by the chunks of one call: column kinds, the child tables as the SQL reads them
-        self._kinds: dict = {} if shared is None else shared
+        # shared by the chunks of one call: what does not depend on the seeds (column kinds,
+        # key indexes, the tables' rows as the SQL reads them, group label means)
+        self._shared: dict = {} if shared is None else shared
         self._popularity: dict = {}
-        self._index: dict[str, pd.Index] = {}
         self.erow = self.rows_of(task.entity_table, self.ids)
+
+    def once(self, key: tuple, make):
+        """``make()``, made once per call (for every chunk) under ``key``."""
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]
+
+    def window(self, rows: pd.DataFrame, span: int, t: str = "t") -> pd.DataFrame:
+        """The rows (times ``t`` in ns) that a window of ``span`` ns before some seed of
+        this chunk can hold: after the earliest seed's window opens, visible at the latest
+        seed. In their order: a group's float aggregates add its rows in the same order as
+        over the whole table, and so come out the same, bit for bit."""
+        if not WINDOWED:
+            return rows
+        s = self.q["s"].to_numpy()
+        if not len(s):
+            return rows.iloc[:0]
+        times = rows[t].to_numpy()
+        keep = np.flatnonzero((times > s.min() - span) & visible(times, s.max(), self.strict))
+        if len(keep) and keep[-1] - keep[0] == len(keep) - 1:   # a table in time order:
+            return rows.iloc[keep[0]:keep[-1] + 1]              # a slice, no copy
+        return rows.iloc[keep]
 
     def rows_of(self, name: str, keys) -> np.ndarray:
         """The row positions in table ``name`` of the primary keys ``keys`` (-1: none)."""
-        if name not in self._index:
+        def index():
             table = self.db[name]
-            self._index[name] = pd.Index(table.df[table.pkey].to_numpy(np.float64, na_value=np.nan))
+            return pd.Index(table.df[table.pkey].to_numpy(np.float64, na_value=np.nan))
         keys = np.asarray(pd.array(keys).to_numpy(np.float64, na_value=np.nan)
                           if not isinstance(keys, np.ndarray) else keys, dtype=np.float64)
-        return self._index[name].get_indexer(keys)
+        return self.once(("index", name), index).get_indexer(keys)
 
     # -- column kinds -------------------------------------------------------------------
     def kinds(self, name: str) -> dict[str, list[str]]:
         """A table's numerical and categorical feature columns, as the graph types them."""
-        if name not in self._kinds:
+        def infer():
             from rdl.graph.build import infer_stypes
             table = self.db[name]
             st = infer_stypes(table, self.db.stypes.get(name))
@@ -57,8 +90,8 @@ class Synthesis:
             cat = [c for c, s in st.items()
                    if s in (torch_frame.categorical, torch_frame.text_embedded)
                    and c != table.time_col and not is_free_text(table.df[c])]
-            self._kinds[name] = {"num": num, "cat": cat}
-        return self._kinds[name]
+            return {"num": num, "cat": cat}
+        return self.once(("kinds", name), infer)
 
     def top_values(self, table: Table, col: str) -> list:
         """The column's ``top_k`` most frequent values in rows up to the val time."""
@@ -117,9 +150,11 @@ class Synthesis:
         last 1 and 4 windows before ``s`` (``pop_1``, ``pop_4``)."""
         key = (name, fkey)
         if key not in self._popularity:
-            c = pd.DataFrame({"p": child.df[fkey], "t": child.df[child.time_col]}).dropna()
-            c = c.assign(p=c["p"].to_numpy(dtype=np.int64),
-                         t=c["t"].to_numpy().astype("datetime64[ns]").astype(np.int64))
+            def rows():
+                c = pd.DataFrame({"p": child.df[fkey], "t": child.df[child.time_col]}).dropna()
+                return c.assign(p=c["p"].to_numpy(dtype=np.int64),
+                                t=c["t"].to_numpy().astype("datetime64[ns]").astype(np.int64))
+            c = self.window(self.once(("popularity", name, fkey), rows), 4 * self.w)
             s = pd.DataFrame({"s": np.unique(self.q["s"].to_numpy())})
             sql = (f"SELECT s.s, c.p, count(*) FILTER (WHERE c.t > s.s - {self.w}) AS pop_1, "
                    "count(*) AS pop_4 FROM s JOIN c "
@@ -138,14 +173,33 @@ class Synthesis:
     def group_histories(self, history: pd.DataFrame | None) -> pd.DataFrame | None:
         """Per categorical column of the entity (a group), the mean label of the group's
         entities at its last closed window before ``s`` and over its last 4."""
-        task = self.task
         if history is None or len(history) == 0:
             return None
+        out = Columns()
+        for col, codes, g, ycols in self.once(("groups", id(history)),
+                                              lambda: self.group_means(history)):
+            seeds = pd.DataFrame({"rid": np.arange(len(self.ids)),
+                                  "g": np.where(self.erow >= 0, codes[self.erow], -1),
+                                  "t": self.seeds})
+            hit = pd.merge_asof(seeds.sort_values("t", kind="stable"), g,
+                                left_on="t", right_on="available", by="g",
+                                direction="backward", allow_exact_matches=True)
+            hit = hit.set_index("rid").reindex(np.arange(len(self.ids)))
+            for j, c in enumerate(ycols):
+                tag = "" if len(ycols) == 1 else f".class_{j}"
+                out[f"group[{col}].label_last{tag}"] = hit[c].to_numpy(np.float64)
+                out[f"group[{col}].label_mean_4{tag}"] = hit[f"{c}_4"].to_numpy(np.float64)
+        return pd.DataFrame(out, index=pd.RangeIndex(len(self.ids))) if out else None
+
+    def group_means(self, history: pd.DataFrame) -> list[tuple]:
+        """Per group column of the entity: its code per entity row, and per group and time
+        a label closes (``available``, in order) the mean label and the mean of the last 4."""
+        task = self.task
         entity = self.db[task.entity_table]
         e, y = task.entity_col, task.target_col
         h = history[[e, "available", y]].dropna(subset=[y])
         labels = label_matrix(task, h[y])
-        out = Columns()
+        out = []
         for col in self.kinds(task.entity_table)["cat"]:
             values = entity.df[col].astype("string")
             if values.nunique() > self.settings.max_group_values or values.nunique() < 2:
@@ -159,33 +213,23 @@ class Synthesis:
             ycols = [c for c in g.columns if c.startswith("y")]
             roll = g.groupby("g", sort=False)[ycols].rolling(4, min_periods=1).mean()
             g[[f"{c}_4" for c in ycols]] = roll.reset_index(level=0, drop=True).to_numpy()
-            seeds = pd.DataFrame({"rid": np.arange(len(self.ids)), "g": np.where(self.erow >= 0, codes[self.erow], -1),
-                                  "t": self.seeds})
-            hit = pd.merge_asof(seeds.sort_values("t", kind="stable"),
-                                g.sort_values("available", kind="stable"),
-                                left_on="t", right_on="available", by="g",
-                                direction="backward", allow_exact_matches=True)
-            hit = hit.set_index("rid").reindex(np.arange(len(self.ids)))
-            for j, c in enumerate(ycols):
-                tag = "" if len(ycols) == 1 else f".class_{j}"
-                out[f"group[{col}].label_last{tag}"] = hit[c].to_numpy(np.float64)
-                out[f"group[{col}].label_mean_4{tag}"] = hit[f"{c}_4"].to_numpy(np.float64)
-        return pd.DataFrame(out, index=pd.RangeIndex(len(self.ids))) if out else None
+            out.append((col, codes, g.sort_values("available", kind="stable"), ycols))
+        return out
 
     # -- one child table ----------------------------------------------------------------
     def child(self, name: str, table: Table, fkey: str) -> pd.DataFrame:
         """Everything of one child table ``C`` (and its parents and children) over the
         entity's ``C`` rows in the last windows."""
         settings = self.settings
-        key = ("child", name, fkey)  # what does not depend on the seeds: once per call
-        if key not in self._kinds:
-            self._kinds[key] = self.child_rows(name, table, fkey)
-        c, cols, pops, prefix = self._kinds[key]
+        c, cols, pops, prefix = self.once(("child", name, fkey),
+                                          lambda: self.child_rows(name, table, fkey))
         wmax = max(settings.windows)
+        c = self.window(c, wmax * self.w)
         sql = (f"SELECT q.rid, {', '.join(f'{x} AS f{i}' for i, (x, _) in enumerate(cols))} "
-               f"FROM q JOIN c ON c.e = q.e AND c.t > q.s - {wmax * self.w} "
+               f"FROM c JOIN q ON c.e = q.e AND c.t > q.s - {wmax * self.w} "
                f"AND c.t {self.le} q.s GROUP BY q.rid")
-        agg = _duck(sql, q=self.q, c=c).set_index("rid").reindex(np.arange(len(self.ids)))
+        agg = _duck(sql, ordered=True, q=self.q, c=c).set_index("rid").reindex(
+            np.arange(len(self.ids)))
         out = Columns()
         for i, (expr, col) in enumerate(cols):
             v = agg[f"f{i}"].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -267,7 +311,9 @@ class Synthesis:
         return c, cols, pops, prefix
 
     def popularity_over_rows(self, c, ref_col, pop, pp, wmax) -> dict:
-        """The parent's popularity at ``s``, averaged over the entity's child rows."""
+        """The parent's popularity at ``s``, averaged over the entity's child rows ``c``
+        (those of the last ``wmax`` windows, :meth:`window`; integers: any order adds
+        them up the same)."""
         cc = c[["e", "t", ref_col]].rename(columns={ref_col: "p"}).dropna()
         cc = cc.assign(p=cc["p"].astype(np.int64))
         sql = ("SELECT q.rid, avg(coalesce(pop.pop_1, 0)) AS a1, avg(coalesce(pop.pop_4, 0)) "
@@ -285,11 +331,30 @@ class Synthesis:
         out = Columns()
         if table.pkey is None:
             return out
+        for gp, nums, gg in self.once(("grandchildren", name, fkey),
+                                      lambda: self.grandchild_rows(name, table, fkey, prefix)):
+            gg = self.window(gg, wmax * self.w)
+            terms = ["count(*) AS n"] + [f"avg(gg.x{j}) AS x{j}" for j in range(len(nums))]
+            sql = (f"SELECT q.rid, {', '.join(terms)} FROM gg JOIN q ON gg.e = q.e "
+                   f"AND gg.t > q.s - {wmax * self.w} AND gg.t {self.le} q.s "
+                   f"AND gg.ct {self.le} q.s GROUP BY q.rid")
+            agg = _duck(sql, ordered=True, q=self.q, gg=gg).set_index("rid").reindex(
+                np.arange(len(self.ids)))
+            out[f"{gp}.count_{wmax}"] = agg["n"].fillna(0).to_numpy(np.float64)
+            for j, col in enumerate(nums):
+                out[f"{gp}.{col}.avg_{wmax}"] = agg[f"x{j}"].to_numpy(np.float64, na_value=np.nan)
+        return out
+
+    def grandchild_rows(self, name, table, fkey, prefix) -> list[tuple]:
+        """Per table ``G`` referencing ``C`` (per key): the prefix of its features, its
+        numeric columns and its rows as :meth:`grandchildren`'s SQL reads them (the entity
+        of their ``C`` row, its time ``ct``, their own time ``t`` and numbers)."""
         # per row of C: its entity's key (NaN: none) and its time
         owner = table.df[fkey].to_numpy(dtype=np.float64, na_value=np.nan)
         ct = table.df[table.time_col].to_numpy().astype("datetime64[ns]")
         owner = np.where(np.isnat(ct), np.nan, owner)
         ct = ct.astype(np.int64)
+        out = []
         for gname, g in self.db:
             for gfk in [f for f, r in g.fkeys.items() if r == name]:
                 ridx = self.rows_of(name, g.df[gfk].to_numpy(dtype=np.float64, na_value=np.nan))
@@ -303,24 +368,21 @@ class Synthesis:
                 nums = self.kinds(gname)["num"]
                 for j, col in enumerate(nums):
                     gg[f"x{j}"] = g.df[col].to_numpy(dtype=np.float64, na_value=np.nan)[ok]
-                gp = down(prefix, gname, g.fkeys, gfk)
-                terms = ["count(*) AS n"] + [f"avg(gg.x{j}) AS x{j}" for j in range(len(nums))]
-                sql = (f"SELECT q.rid, {', '.join(terms)} FROM q JOIN gg ON gg.e = q.e "
-                       f"AND gg.t > q.s - {wmax * self.w} AND gg.t {self.le} q.s "
-                       f"AND gg.ct {self.le} q.s GROUP BY q.rid")
-                agg = _duck(sql, q=self.q, gg=gg).set_index("rid").reindex(
-                    np.arange(len(self.ids)))
-                out[f"{gp}.count_{wmax}"] = agg["n"].fillna(0).to_numpy(np.float64)
-                for j, col in enumerate(nums):
-                    out[f"{gp}.{col}.avg_{wmax}"] = agg[f"x{j}"].to_numpy(
-                        np.float64, na_value=np.nan)
+                out.append((down(prefix, gname, g.fkeys, gfk), nums, gg))
         return out
 
 
-def _duck(sql: str, **frames) -> pd.DataFrame:
+def _duck(sql: str, ordered: bool = False, **frames) -> pd.DataFrame:
     """``sql`` over the given frames in DuckDB, on one thread (float sums in one order),
-    within its memory limit (:mod:`rdl.duck`)."""
+    within its memory limit (:mod:`rdl.duck`). ``ordered``: the join as written, its right
+    side (the seeds) hashed and its left (the rows) streamed through in their order, so
+    that each group adds its rows in the rows' order whatever the sizes. Left to itself
+    DuckDB hashes the smaller side, and a group whose rows come from the hash table gets
+    them in another order: where a chunk's rows, cut to its windows, are fewer than its
+    seeds, its float sums would differ in their last bits from the whole table's."""
     with duck.connect() as con:
+        if ordered:
+            con.execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
         for name, frame in frames.items():
             con.register(name, frame)
         return con.execute(sql).df()
