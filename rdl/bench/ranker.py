@@ -22,11 +22,11 @@ from rdl.bench.report import load_average, report, reset_peak_rss, step_peak_rss
 from rdl.bench.trees import lead
 
 
-def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
-    """One link task at one ``backtest``: a row per split."""
+def ranker_inputs(task_name: str, back: int, overrides: list[str]) -> tuple:
+    """What a run gives the ranker for one link task at one ``backtest``: ``(cfg, task,
+    database as the graph holds it, split tables, RankerSettings, DeepSettings)``."""
     from rdl.api import config, load_database, load_task
-    from rdl.baselines.link import link_baselines
-    from rdl.baselines.ranker import NAME, RankerSettings, fit_ranker
+    from rdl.baselines.ranker import RankerSettings
     from rdl.families.link import LinkTask
     from rdl.features.deep import DeepSettings
 
@@ -39,7 +39,15 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     tables = {s: task.split_table(s, db) for s in ("train", "val", "test")}
     view = task.inputs(db.upto(task.test_time))
     settings = RankerSettings.of(cfg.data.get("ranker")) or RankerSettings()
-    deep = DeepSettings.of(cfg.data.get("deep_features"))
+    return cfg, task, view, tables, settings, DeepSettings.of(cfg.data.get("deep_features"))
+
+
+def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
+    """One link task at one ``backtest``: a row per split."""
+    from rdl.baselines.link import link_baselines
+    from rdl.baselines.ranker import NAME, fit_ranker
+
+    cfg, task, view, tables, settings, deep = ranker_inputs(task_name, back, overrides)
     reset_peak_rss()
     start = time.perf_counter()
     fit = fit_ranker(task, view, tables, settings, cfg.data.strict, cfg.seed, deep=deep)
