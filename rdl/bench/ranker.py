@@ -11,7 +11,10 @@ metric, with the candidates' recall, the ranker's time and the peak memory of th
 mean +- standard error over every week scored, and weeks won, and the share of the ranker's
 gain per feature family (pair, co-occurrence, parents, segments, popularity, source ranks,
 the entity's row, the item's row). ``--set data.db.scale=1.0``
-measures the ranker at H&M's full size.
+measures the ranker at H&M's full size; ``--set data=hm-kaggle data.db.path=DIR`` reads the
+Kaggle files in ``DIR`` instead (the real ones, or the synthetic database written by
+``python -m rdl.data.synthetic_hm.files DIR --scale 1.0``, which keeps the generator's
+memory out of the process).
 """
 from __future__ import annotations
 

@@ -14,11 +14,11 @@ from tests.baselines.test_ranker import T, purchase_task, shop
 
 
 def seeds_at_two_times() -> pd.DataFrame:
-    """Seven seeds at two seed times, the times interleaved (as a split table may be)."""
-    df = pd.DataFrame({"timestamp": [T("2020-08-31"), T("2020-08-27")] * 3 + [T("2020-08-31")],
-                       "customer_id": [0, 1, 2, 3, 0, 2, 1],
-                       "article_id": [[3], [1], [5], [1], [2], [3], [4]]})
-    return df
+    """Seven seeds at two seed times, the times interleaved (as a split table may be); two
+    want an article that nothing retrieves (0 and 4: never sold)."""
+    return pd.DataFrame({"timestamp": [T("2020-08-31"), T("2020-08-27")] * 3 + [T("2020-08-31")],
+                         "customer_id": [0, 1, 2, 3, 0, 2, 1],
+                         "article_id": [[3], [1], [5], [0], [2], [3], [4]]})
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 100])
@@ -30,6 +30,7 @@ def test_chunks_give_every_seed_once_and_the_rows_of_all_at_once(chunk):
         whole = f.split(df)
         parts = list(f.chunks(df))
         light = f.candidates(df)
+        hits = f.split(df, hits_only=True)
     finally:
         f.close()
     assert whole.seeds == 7 and len(whole.rid) > 7 and set(whole.rid) == set(range(7))
@@ -55,6 +56,12 @@ def test_chunks_give_every_seed_once_and_the_rows_of_all_at_once(chunk):
     # retrieval alone (what the seeds LightGBM learns from are chosen by) finds the same
     assert (light.rid == whole.rid).all() and (light.item == whole.item).all()
     assert (light.label == whole.label).all() and (light.found == whole.found).all()
+    # the seeds LambdaRank learns from alone: the same rows, less those of seeds without hit
+    assert np.flatnonzero(whole.found == 0).tolist() == [3, 6]   # articles 0 and 4: unsold
+    keep = whole.found[whole.rid] > 0
+    assert (hits.rid == whole.rid[keep]).all() and (hits.item == whole.item[keep]).all()
+    assert (hits.label == whole.label[keep]).all() and (hits.found == whole.found).all()
+    pd.testing.assert_frame_equal(hits.X, whole.X[keep].reset_index(drop=True))
 
 
 def fitted(inputs, **settings):

@@ -93,10 +93,10 @@ def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     the trees early either way).
 
     Memory is bounded by the settings, not the data: the features are built for the seeds
-    LightGBM learns from alone (the sampled train seeds and at most ``val_seeds`` val
-    seeds with a true item among their candidates, found by retrieval first), binned and
-    let go of before training; the splits scored are built and scored ``chunk_seeds``
-    seeds at a time."""
+    LightGBM learns from alone (of the sampled train seeds and of at most ``val_seeds`` val
+    seeds, those with a true item among their candidates: for val found by retrieval
+    first, as the sample is drawn from them), binned and let go of before training; the
+    splits scored are built and scored ``chunk_seeds`` seeds at a time."""
     from rdl.baselines.ranker.fit import dataset, ranking_params, scored, train_booster, useful
 
     settings = settings or RankerSettings()
@@ -106,12 +106,13 @@ def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     feats = Featuriser(task, db, tables, settings, strict, deep)
     try:
         train = sample_train(tables["train"], settings, seed)
-        learn = useful(feats.candidates(train).found, None, seed)
-        if not len(learn):
+        f = feats.split(train, hits_only=True)
+        if not len(f.rid):
             raise ValueError("LightGBM ranker: retrieval found no true item for any train "
                              "seed (no candidates to learn an order from)")
-        # each split's frame is binned and let go of before the next one is built
-        train_set, names = dataset(feats.split(train.iloc[learn]), params)
+        learned = int((f.found > 0).sum())
+        train_set, names = dataset(f, params)
+        del f   # binned: the frame goes before the next one is built
         val = tables["val"].iloc[: rows.get("val")]
         found = feats.candidates(val)
         stop = useful(found.found, settings.val_seeds, seed)
@@ -124,7 +125,7 @@ def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     fit = RankerFit(task, booster, {s: c for s, (c, _) in out.items()},
                     {s: x for s, (_, x) in out.items()}, names)
     timer.end(f"{len(train)} train seeds at {train['timestamp'].nunique()} times "
-              f"({len(learn)} with a true item among their candidates), "
+              f"({learned} with a true item among their candidates), "
               f"{found.per_seed:.1f} candidates per seed, candidate recall "
               f"{found.candidate_recall():.3f} (val), "
               f"{booster.best_iteration or booster.current_iteration()} trees, "

@@ -139,6 +139,12 @@ class Featuriser:
         self.db = db if "now" in tables else db.upto(task.test_time)
         ev = events(task, self.db, tables, strict)
         self.sources = ev.sources
+        # every item a seed can have as a candidate (retrieval's items are the events' and
+        # the item table's): their row features are computed once per seed time
+        target = self.db[task.target_table]
+        self.items = np.unique(np.concatenate(
+            [ev.frame["i"].to_numpy(), target.df[target.pkey].dropna().to_numpy(np.int64)]))
+        self._item_rows: tuple = (None, None)   # (seed time, the items' row features)
         self.retrieval = Retrieval(
             ev, parent_columns(self.db, task.target_table, settings),
             segment_columns(self.db, task.entity_table, settings), task.delta.value, settings,
@@ -161,14 +167,18 @@ class Featuriser:
             rid, item = rid[order], item[order]
         return Candidates(rid, item, *self._labels(df, rid, item))
 
-    def split(self, df: pd.DataFrame) -> SplitFeatures:
+    def split(self, df: pd.DataFrame, hits_only: bool = False) -> SplitFeatures:
         """The candidates and features of every row of the split table ``df``, all at once
-        (the rows LightGBM learns from: at most ``train_seeds`` or ``val_seeds`` seeds)."""
-        X = pd.concat(list(self._frames(df)), ignore_index=True)
+        (the rows LightGBM learns from: at most ``train_seeds`` or ``val_seeds`` seeds);
+        ``hits_only``: the rows of the seeds with a true item among their candidates alone
+        (those LambdaRank learns from), the others dropped before their features are."""
+        known = self._truth(df)
+        X = pd.concat(list(self._frames(df, known=known if hits_only else None)),
+                      ignore_index=True)
         order = sort_order(X["rid"].to_numpy(), X["i"].to_numpy())
         if order is not None:   # seed times interleaved in df (else sorted already: no copy)
             X = X.iloc[order].reset_index(drop=True)
-        return self._featured(df, X)
+        return self._featured(df, X, known)
 
     def chunks(self, df: pd.DataFrame) -> Iterator[SplitFeatures]:
         """The candidates and features of the rows of ``df``, ``chunk_seeds`` seeds of one
@@ -197,26 +207,33 @@ class Featuriser:
         size = size or self.settings.chunk_seeds
         return [at.iloc[k: k + size] for k in range(0, len(at), size)]
 
-    def _frames(self, df: pd.DataFrame, size: int | None = None) -> Iterator[pd.DataFrame]:
+    def _frames(self, df: pd.DataFrame, size: int | None = None, known=None
+                ) -> Iterator[pd.DataFrame]:
         """``df``'s (seed, candidate) rows with their features (columns ``rid``, ``i``, then
         the features), per seed time ``size`` seeds at a time (None: all of the time's),
-        each frame sorted by ``rid``, then ``i``. The entity's and the items' row features
-        are computed once per seed time (each call reads whole child tables): for the
-        time's seeds, and for the items any of them has as a candidate, found by a first
-        pass of retrieval where the time's seeds take more than one frame."""
+        each frame sorted by ``rid``, then ``i``; ``known`` (:meth:`_truth` of ``df``):
+        only the rows of seeds with a true item among their candidates. The entity's and
+        the items' row features are computed once per seed time (each call reads whole
+        child tables): the time's seeds', and every item's (:meth:`_items_at`)."""
         task = self.task
         for s, at in self._times(df, "ranker features"):
-            frames = self._chunks(at, size or len(at))
-            pairs = [self._pairs(at)] if len(frames) == 1 else []  # else retrieved twice
-            items = np.unique(np.concatenate(
-                [p["i"].to_numpy() for p in pairs] or
-                [self.retrieval.candidates(c)["i"].to_numpy()
-                 for f in frames for c in self._chunks(f)]))
             ent = self._rows(task.entity_table, at["e"].to_numpy(), s, "entity")
-            feats = self._rows(task.target_table, items, s, "item")
-            for seeds in frames:   # (popped: no frame's pairs kept once it is given)
-                yield self._with_rows(pairs.pop() if pairs else self._pairs(seeds),
-                                      at, ent, items, feats)
+            items = self._items_at(s)
+            for seeds in self._chunks(at, size or len(at)):
+                pairs = self._pairs(seeds)
+                if known is not None:
+                    rid = pairs["rid"].to_numpy()
+                    found = self._labels(df, rid, pairs["i"].to_numpy(), known)[2]
+                    pairs = pairs[found[rid] > 0].reset_index(drop=True)
+                yield self._with_rows(pairs, at, ent, items)
+
+    def _items_at(self, s: np.datetime64) -> pd.DataFrame:
+        """The row features of every item (:attr:`items`) at ``s``, kept for the last seed
+        time asked (a split scored after the one stopping the trees early, at one time)."""
+        if self._item_rows[0] != s:
+            self._item_rows = (None, None)   # the last time's go first
+            self._item_rows = (s, self._rows(self.task.target_table, self.items, s, "item"))
+        return self._item_rows[1]
 
     def _pairs(self, seeds: pd.DataFrame) -> pd.DataFrame:
         """Retrieval's candidates and pair features of ``seeds`` (one seed time),
@@ -250,13 +267,13 @@ class Featuriser:
         return SplitFeatures(rid, item, label, truth, found, X, safe)
 
     def _with_rows(self, pairs: pd.DataFrame, seeds: pd.DataFrame, ent: pd.DataFrame,
-                   items: np.ndarray, feats: pd.DataFrame) -> pd.DataFrame:
+                   items: pd.DataFrame) -> pd.DataFrame:
         """``pairs`` with the entity's row features (``ent``: a row per seed of ``seeds``)
-        and the item's (``feats``: a row per item of the sorted ``items``)."""
+        and the item's (``items``: a row per item of :attr:`items`)."""
         parts = [pairs.astype({c: np.float32 for c in pairs.columns if c not in ("rid", "i")})]
         pos = pd.Index(seeds["rid"].to_numpy()).get_indexer(pairs["rid"].to_numpy())
         parts.append(ent.iloc[pos].reset_index(drop=True))
-        parts.append(feats.iloc[np.searchsorted(items, pairs["i"].to_numpy())]
+        parts.append(items.iloc[np.searchsorted(self.items, pairs["i"].to_numpy())]
                      .reset_index(drop=True))
         return side_by_side(parts)
 
