@@ -67,10 +67,13 @@ class Retrieval:
         self.con.execute(sql)
 
     def at(self, s: int) -> None:
-        """Build the per-time tables for seed time ``s`` (ns)."""
+        """Build the per-time tables for seed time ``s`` (ns) (kept where they are built
+        for ``s`` already: val is retrieved for, built and scored at one time)."""
+        if s == self.s:
+            return
         c, w = self.cfg, self.w
         lo = s - c.lookback * w
-        self.s = s
+        self.s = None   # set once every table is built
         self._q(f"""CREATE OR REPLACE TEMP TABLE pop AS
             SELECT i, count(*) FILTER (WHERE v > {s - w}) AS p1,
                    count(*) FILTER (WHERE v > {s - 4 * w}) AS p4, count(*) AS pl
@@ -91,6 +94,7 @@ class Retrieval:
                 SELECT g.g, ev.i, count(*) FILTER (WHERE ev.v > {s - w}) AS c1, count(*) AS c4
                 FROM ev JOIN seg_{k} g ON g.e = ev.e
                 WHERE ev.v <= {s} AND ev.v > {s - 4 * w} GROUP BY g.g, ev.i""")
+        self.s = s
 
     def pairs(self, seeds: pd.DataFrame) -> pd.DataFrame:
         """Candidates and pair features of ``seeds`` (columns ``rid``, ``e``; all at the
