@@ -3,17 +3,15 @@ standardised per seed, and the weight chosen on val in a run of ``rdl.train``.""
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from rdl.baselines.ranker.features import SplitFeatures
+from rdl.baselines.ranker.features import Candidates
 from rdl.families.link.blend import per_seed_z
 
 
 def test_scores_are_standardised_over_each_seeds_candidates():
     rid = np.array([0, 0, 0, 1, 1, 2])
-    f = SplitFeatures(pd.DataFrame(index=range(6)), rid, np.arange(6), np.zeros(6),
-                      [[1], [2], [3]], np.zeros(3))
+    f = Candidates(rid, np.arange(6), np.zeros(6), [[1], [2], [3]], np.zeros(3))
     z = per_seed_z(f, np.array([1.0, 2.0, 3.0, 10.0, 30.0, 5.0]))
     s = np.sqrt(2 / 3)
     assert z == pytest.approx([-1 / s, 0, 1 / s, -1, 1, 0])   # a lone candidate: 0

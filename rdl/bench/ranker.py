@@ -11,7 +11,10 @@ metric, with the candidates' recall, the ranker's time and the peak memory of th
 mean +- standard error over every week scored, and weeks won, and the share of the ranker's
 gain per feature family (pair, co-occurrence, parents, segments, popularity, source ranks,
 the entity's row, the item's row). ``--set data.db.scale=1.0``
-measures the ranker at H&M's full size.
+measures the ranker at H&M's full size; ``--set data=hm-kaggle data.db.path=DIR`` reads the
+Kaggle files in ``DIR`` instead (the real ones, or the synthetic database written by
+``python -m rdl.data.synthetic_hm.files DIR --scale 1.0``, which keeps the generator's
+memory out of the process).
 """
 from __future__ import annotations
 
@@ -22,11 +25,11 @@ from rdl.bench.report import load_average, report, reset_peak_rss, step_peak_rss
 from rdl.bench.trees import lead
 
 
-def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
-    """One link task at one ``backtest``: a row per split."""
+def ranker_inputs(task_name: str, back: int, overrides: list[str]) -> tuple:
+    """What a run gives the ranker for one link task at one ``backtest``: ``(cfg, task,
+    database as the graph holds it, split tables, RankerSettings, DeepSettings)``."""
     from rdl.api import config, load_database, load_task
-    from rdl.baselines.link import link_baselines
-    from rdl.baselines.ranker import NAME, RankerSettings, fit_ranker
+    from rdl.baselines.ranker import RankerSettings
     from rdl.families.link import LinkTask
     from rdl.features.deep import DeepSettings
 
@@ -39,7 +42,15 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     tables = {s: task.split_table(s, db) for s in ("train", "val", "test")}
     view = task.inputs(db.upto(task.test_time))
     settings = RankerSettings.of(cfg.data.get("ranker")) or RankerSettings()
-    deep = DeepSettings.of(cfg.data.get("deep_features"))
+    return cfg, task, view, tables, settings, DeepSettings.of(cfg.data.get("deep_features"))
+
+
+def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
+    """One link task at one ``backtest``: a row per split."""
+    from rdl.baselines.link import link_baselines
+    from rdl.baselines.ranker import NAME, fit_ranker
+
+    cfg, task, view, tables, settings, deep = ranker_inputs(task_name, back, overrides)
     reset_peak_rss()
     start = time.perf_counter()
     fit = fit_ranker(task, view, tables, settings, cfg.data.strict, cfg.seed, deep=deep)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rdl.baselines.ranker.features import Featuriser, SplitFeatures
+from rdl.baselines.ranker.features import Candidates, Featuriser
 from rdl.baselines.ranker.settings import RankerSettings
 from rdl.data.database import Database
 from rdl.progress import stage
@@ -41,18 +41,21 @@ __all__ = ["NAME", "RankerFit", "RankerSettings", "fit_ranker", "ranker_baseline
 
 @dataclass
 class RankerFit:
-    """The fitted ranker: per split (val, test) its candidates and features (``splits``)
-    and its score of each candidate (``scores``, aligned with the candidates' rows)."""
+    """The fitted ranker: per split (val, test) its candidates (``splits``, without their
+    features: they are built and scored a chunk of seeds at a time) and its score of each
+    candidate (``scores``, aligned with the candidates' rows); ``names``: its features,
+    LightGBM's name -> the readable one."""
 
     task: Task
     booster: object
-    splits: dict[str, SplitFeatures]
+    splits: dict[str, Candidates]
     scores: dict[str, np.ndarray]
+    names: dict[str, str]
 
     def gain_shares(self) -> dict[str, float]:
         """The booster's gain per feature family (:data:`FAMILIES`), as shares of its
         total: where the ranker finds its signal."""
-        names = self.splits["val"].names
+        names = self.names
         gain = self.booster.feature_importance(
             "gain", iteration=self.booster.best_iteration or None)
         out = dict.fromkeys([*FAMILIES, "other"], 0.0)
@@ -87,28 +90,46 @@ def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     every val and test candidate (``rows``: split -> the first ``n`` rows only; ``deep``:
     :class:`~rdl.features.deep.DeepSettings` for the entity's and the item's depth-2
     features, None: depth 1; ``splits``: those scored, val among them or not: it stops
-    the trees early either way)."""
-    from rdl.baselines.ranker.fit import predict, train_booster
+    the trees early either way).
+
+    Memory is bounded by the settings, not the data: the features are built for the seeds
+    LightGBM learns from alone (of the sampled train seeds and of at most ``val_seeds`` val
+    seeds, those with a true item among their candidates: for val found by retrieval
+    first, as the sample is drawn from them), binned and let go of before training; the
+    splits scored are built and scored ``chunk_seeds`` seeds at a time."""
+    from rdl.baselines.ranker.fit import dataset, ranking_params, scored, train_booster, useful
 
     settings = settings or RankerSettings()
     timer = stage(NAME, log)
     rows = rows or {}
+    params = ranking_params(task.eval_k, seed)
     feats = Featuriser(task, db, tables, settings, strict, deep)
     try:
         train = sample_train(tables["train"], settings, seed)
-        X = {"train": feats.split(train)}
-        X.update({s: feats.split(tables[s].iloc[: rows.get(s)])
-                  for s in dict.fromkeys(("val", *splits))})
+        f = feats.split(train, hits_only=True)
+        if not len(f.rid):
+            raise ValueError("LightGBM ranker: retrieval found no true item for any train "
+                             "seed (no candidates to learn an order from)")
+        learned = int((f.found > 0).sum())
+        train_set, names = dataset(f, params)
+        del f   # binned: the frame goes before the next one is built
+        val = tables["val"].iloc[: rows.get("val")]
+        found = feats.candidates(val)
+        stop = useful(found.found, settings.val_seeds, seed)
+        val_set = (dataset(feats.split(val.iloc[stop]), params, reference=train_set)[0]
+                   if len(stop) else None)
+        booster = train_booster(train_set, val_set, settings, params)
+        out = {s: scored(booster, feats, tables[s].iloc[: rows.get(s)]) for s in splits}
     finally:
         feats.close()
-    booster = train_booster(X["train"], X["val"], task.eval_k, settings, seed)
-    fit = RankerFit(task, booster, {s: X[s] for s in splits},
-                    {s: predict(booster, X[s]) for s in splits})
-    timer.end(f"{X['train'].seeds} train seeds at {train['timestamp'].nunique()} times, "
-              f"{X['val'].per_seed:.1f} candidates per seed, candidate recall "
-              f"{X['val'].candidate_recall():.3f} (val), "
+    fit = RankerFit(task, booster, {s: c for s, (c, _) in out.items()},
+                    {s: x for s, (_, x) in out.items()}, names)
+    timer.end(f"{len(train)} train seeds at {train['timestamp'].nunique()} times "
+              f"({learned} with a true item among their candidates), "
+              f"{found.per_seed:.1f} candidates per seed, candidate recall "
+              f"{found.candidate_recall():.3f} (val), "
               f"{booster.best_iteration or booster.current_iteration()} trees, "
-              f"{len(X['val'].columns)} features")
+              f"{len(names)} features")
     return fit
 
 

@@ -15,8 +15,9 @@ Per seed time ``s`` (:meth:`Retrieval.at`), over the events visible at ``s``
 - the newest items: the item table's rows visible at ``s`` with the latest times (where
   the table has a time).
 
-Then per chunk of seeds at ``s`` (:meth:`Retrieval.pairs`): the entity's pairs (count all
-time and in the last 1 and 4 windows, first and last time), its ``recent_items``, the
+Then per chunk of seeds at ``s`` (:meth:`Retrieval.pairs`; :meth:`Retrieval.candidates`
+without the features): the entity's pairs (count all time and in the last 1 and 4
+windows, first and last time), its ``recent_items``, the
 candidates of each source (:data:`~rdl.baselines.ranker.settings.SOURCES`) with their ranks,
 and the features of every candidate. DuckDB does the joins and the per-group top-n; pandas
 only receives the result (one row per seed and candidate).
@@ -66,10 +67,13 @@ class Retrieval:
         self.con.execute(sql)
 
     def at(self, s: int) -> None:
-        """Build the per-time tables for seed time ``s`` (ns)."""
+        """Build the per-time tables for seed time ``s`` (ns) (kept where they are built
+        for ``s`` already: val is retrieved for, built and scored at one time)."""
+        if s == self.s:
+            return
         c, w = self.cfg, self.w
         lo = s - c.lookback * w
-        self.s = s
+        self.s = None   # set once every table is built
         self._q(f"""CREATE OR REPLACE TEMP TABLE pop AS
             SELECT i, count(*) FILTER (WHERE v > {s - w}) AS p1,
                    count(*) FILTER (WHERE v > {s - 4 * w}) AS p4, count(*) AS pl
@@ -90,10 +94,22 @@ class Retrieval:
                 SELECT g.g, ev.i, count(*) FILTER (WHERE ev.v > {s - w}) AS c1, count(*) AS c4
                 FROM ev JOIN seg_{k} g ON g.e = ev.e
                 WHERE ev.v <= {s} AND ev.v > {s - 4 * w} GROUP BY g.g, ev.i""")
+        self.s = s
 
     def pairs(self, seeds: pd.DataFrame) -> pd.DataFrame:
         """Candidates and pair features of ``seeds`` (columns ``rid``, ``e``; all at the
         time of the last :meth:`at`): one row per (``rid``, item ``i``), sorted."""
+        self._candidates(seeds)
+        return self._features()
+
+    def candidates(self, seeds: pd.DataFrame) -> pd.DataFrame:
+        """The candidates of ``seeds`` alone, as :meth:`pairs` finds them (columns ``rid``,
+        ``i``; sorted), without their features."""
+        self._candidates(seeds)
+        return self.con.execute("SELECT rid, i FROM cand ORDER BY rid, i").df()
+
+    def _candidates(self, seeds: pd.DataFrame) -> None:
+        """The tables of :meth:`pairs` up to ``cand``: each seed's candidates and ranks."""
         c, w, s = self.cfg, self.w, self.s
         self.con.register("q_df", seeds[["rid", "e"]])
         self._q("CREATE OR REPLACE TEMP TABLE q AS SELECT * FROM q_df")
@@ -152,7 +168,6 @@ class Retrieval:
         self._q(f"""CREATE OR REPLACE TEMP TABLE cand AS
             SELECT rid, i, {', '.join(f"min(r) FILTER (WHERE src = '{n}') AS rank_{n}" for n, *_ in ranked)}
             FROM ({' UNION ALL '.join(picks)}) GROUP BY rid, i""")
-        return self._features()
 
     def _features(self) -> pd.DataFrame:
         """Every candidate's features: the pair's, the item's popularity, its co-occurrence,

@@ -34,8 +34,12 @@ class RankerSettings:
             (rel-hm's ``product_code``), beside its foreign keys.
         train_times: the train split's last seed times the ranker trains on.
         train_seeds, val_seeds: at most this many seeds (a seeded sample) to train on and
-            to stop early on.
-        chunk_seeds: seeds whose candidates are built at once (memory).
+            to stop early on (of those with a true item among their candidates: their
+            features are built at once, so memory grows with these, not with the data).
+        chunk_seeds: seeds of a split to score whose candidates and features are built,
+            scored and let go of at once (memory: about ``chunk_seeds`` x candidates per
+            seed x features floats, whatever the split's size), and seeds per retrieval
+            query. The scores do not depend on it.
         rounds, patience: LightGBM's boosting rounds, and early stopping's patience on val.
     """
     past: int = 30

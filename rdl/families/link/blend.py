@@ -20,14 +20,14 @@ import numpy as np
 import torch
 
 from rdl.baselines.ranker import RankerFit, fit_ranker
-from rdl.baselines.ranker.features import SplitFeatures
+from rdl.baselines.ranker.features import Candidates
 from rdl.baselines.link import pad_lists
 from rdl.baselines.ranker.fit import score_ranking, top_k
 
 log = logging.getLogger("rdl.train")
 
 
-def per_seed_z(f: SplitFeatures, x: np.ndarray) -> np.ndarray:
+def per_seed_z(f: Candidates, x: np.ndarray) -> np.ndarray:
     """``x`` standardised over each seed's candidates (0 where they are all equal)."""
     n = np.bincount(f.rid, minlength=f.seeds).astype(np.float64)
     mean = np.bincount(f.rid, weights=x, minlength=f.seeds) / np.maximum(n, 1)
@@ -37,7 +37,7 @@ def per_seed_z(f: SplitFeatures, x: np.ndarray) -> np.ndarray:
 
 
 @torch.no_grad()
-def model_scores(module, data, split: str, f: SplitFeatures, rows: int) -> np.ndarray:
+def model_scores(module, data, split: str, f: Candidates, rows: int) -> np.ndarray:
     """The model's score of every candidate of ``f`` (a split's first ``rows`` seeds), by
     the split's evaluation loader, on the module's device."""
     device = module.trainer.strategy.root_device
