@@ -30,7 +30,8 @@ from rdl.training.cpu_patches import CpuPatches, prepare
 # batch of one seed, or a much smaller one than the rest (``rdl.training.batches``).
 log = logging.getLogger(__name__)
 SHAPE_SETTINGS = dict(use_duck_shape=False)
-#: Dynamo's settings while tracing. ``specialize_float``: a model's floats (dropout rates,
+#: Dynamo's settings while tracing, by default (``compile.dynamo``; the opt-out
+#: ``compile.dynamo.specialize_float=false`` is torch's own). ``specialize_float``: a model's floats (dropout rates,
 #: norm epsilons, ``nn.Embedding.norm_type``) are constants of its graph, as in torch up to
 #: 2.5. Since then ``dynamic=True`` traces each as a symbol and turns it into a tensor
 #: input; ``F.embedding``'s ``norm_type`` (PyTorch Frame's categorical encoders) cannot be,
@@ -59,15 +60,20 @@ class CompileOptions:
             ``fullgraph``, ``backend``).
         cpu_patches: :class:`~rdl.training.cpu_patches.CpuPatches` (or a dict of them, or
             a bool for all): rdl's speed-ups of the compiled model on the CPU.
+        dynamo: ``torch._dynamo.config`` settings applied only while rdl's compiled model
+            traces and runs (default :data:`DYNAMO_SETTINGS`; ``{}``: torch's own). A
+            setting this torch lacks is skipped with a warning.
     """
     enabled: bool = True
     optimizer: bool = False
     log: bool = False
     kwargs: dict = field(default_factory=lambda: {"dynamic": True})
     cpu_patches: CpuPatches | dict | bool = field(default_factory=CpuPatches)
+    dynamo: dict = field(default_factory=lambda: dict(DYNAMO_SETTINGS))
 
     def __post_init__(self):
         self.cpu_patches = CpuPatches.of(self.cpu_patches)
+        self.dynamo = dict(self.dynamo or {})
 
     @classmethod
     def of(cls, value) -> "CompileOptions":
@@ -79,7 +85,7 @@ class CompileOptions:
 
 
 def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool = True,
-                  **kwargs) -> Callable:
+                  dynamo: dict | None = None, **kwargs) -> Callable:
     """``torch.compile(model, dynamic=True, **kwargs)``, traced without duck shaping
     (:data:`SHAPE_SETTINGS`). Call it with padded inputs
     (:class:`~rdl.training.shapes.Padded`).
@@ -101,7 +107,7 @@ def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool 
         nonlocal compiled
         if compiled is None:
             compiled = _compile_for(model, args[-1].device, cpu_patches, kwargs)  # seed_time
-        with _shape_settings(), _graph_limit(kwargs):
+        with _shape_settings(dynamo), _graph_limit(kwargs):
             if first and model.training in first:
                 with compiling(first.pop(model.training)):
                     return compiled(*args, **kw)
@@ -133,10 +139,10 @@ def _compile_for(model, device: torch.device, cpu_patches, kwargs: dict) -> Call
     return torch.compile(model, **kwargs)
 
 
-def _shape_settings():
-    """Dynamo's shape and float settings while tracing (:data:`SHAPE_SETTINGS`,
-    :data:`DYNAMO_SETTINGS`), where this torch has them; a single warning where it does
-    not."""
+def _shape_settings(dynamo: dict | None = None):
+    """Dynamo's shape and float settings while tracing (:data:`SHAPE_SETTINGS`, and
+    ``dynamo``: None for :data:`DYNAMO_SETTINGS`), where this torch has them; a single
+    warning where it does not."""
     from rdl.training.cpu_patches import warn_once
     settings = contextlib.ExitStack()
     try:
@@ -146,13 +152,15 @@ def _shape_settings():
         warn_once(f"torch {torch.__version__} has no Dynamo setting {SHAPE_SETTINGS} ({e}): "
                   "two sizes equal at the first batch may be assumed equal, and a later batch "
                   "recompile")
-    dynamo = torch._dynamo.config
-    missing = [k for k in DYNAMO_SETTINGS if not hasattr(dynamo, k)]
+    wanted = DYNAMO_SETTINGS if dynamo is None else dynamo
+    config = torch._dynamo.config
+    missing = [k for k in wanted if not hasattr(config, k)]
     if missing:
-        warn_once(f"torch {torch.__version__} has no Dynamo setting {missing}: a model's "
-                  "floats may be traced as symbols (a compile may trace the model twice)")
-    settings.enter_context(dynamo.patch(**{k: v for k, v in DYNAMO_SETTINGS.items()
-                                            if k not in missing}))
+        warn_once(f"compile.dynamo: torch {torch.__version__} has no Dynamo setting "
+                  f"{missing}; it is left out (without specialize_float a model's floats may "
+                  "be traced as symbols, and a compile trace the model twice)")
+    settings.enter_context(config.patch(**{k: v for k, v in wanted.items()
+                                           if k not in missing}))
     return settings
 
 

@@ -56,7 +56,7 @@ class TaskModule(pl.LightningModule):
         forward = model
         if self.compile_options.enabled:
             forward = compile_model(model, self.compile_options.cpu_patches,
-                                    **self.compile_options.kwargs)
+                                    self.compile_options.dynamo, **self.compile_options.kwargs)
         self._step_loss, self._loss_sum, self._loss_count = None, None, 0  # see training_step
         # Not an nn.Module attribute: the compiled wrapper shares the model's parameters,
         # and checkpoints keep the plain model's keys.

@@ -256,7 +256,7 @@ class _FloatAttributes(torch.nn.Module):
         return self.norm(self.drop(self.emb(x))).sum(-1) + seed_time
 
 
-def test_a_compile_traces_the_model_once(monkeypatch):
+def test_a_compile_traces_the_model_once():
     """A model's floats are constants of its graph (``DYNAMO_SETTINGS``): with
     ``dynamic=True`` Dynamo would trace ``nn.Embedding``'s float ``norm_type`` as a symbol,
     fail to make it a tensor and restart its analysis, tracing the model twice."""
@@ -265,7 +265,6 @@ def test_a_compile_traces_the_model_once(monkeypatch):
     from rdl.training import compile as rdl_compile
 
     def restarts(settings) -> list[str]:
-        monkeypatch.setattr(rdl_compile, "DYNAMO_SETTINGS", settings)
         torch._dynamo.reset()
         seen = []
         handler = logging.Handler()
@@ -274,7 +273,7 @@ def test_a_compile_traces_the_model_once(monkeypatch):
         logger.addHandler(handler)
         torch._logging.set_logs(dynamo=logging.INFO)
         try:
-            forward = rdl_compile.compile_model(_FloatAttributes())
+            forward = rdl_compile.compile_model(_FloatAttributes(), dynamo=settings)
             out = forward(torch.arange(6).view(3, 2), torch.zeros(3, 2))
         finally:
             torch._logging.set_logs()
@@ -282,5 +281,18 @@ def test_a_compile_traces_the_model_once(monkeypatch):
         assert out.shape == (3, 2)
         return [m for m in seen if "Restarting analysis" in m]
 
-    assert restarts(rdl_compile.DYNAMO_SETTINGS) == []
+    assert restarts(None) == []   # rdl's default, DYNAMO_SETTINGS
     assert restarts({}), "without the setting this torch no longer restarts: drop the setting?"
+    assert restarts({"specialize_float": False})   # the opt-out: torch's own since 2.6
+
+
+def test_compile_dynamo_is_a_setting(tiny_cfg):
+    """``compile.dynamo`` reaches the module as composed (the default: float constants),
+    and the opt-out does too."""
+    from hydra.utils import instantiate
+
+    from rdl.training import compile as rdl_compile
+
+    assert instantiate(tiny_cfg().compile).dynamo == rdl_compile.DYNAMO_SETTINGS
+    off = tiny_cfg("compile.dynamo.specialize_float=false").compile
+    assert instantiate(off).dynamo == {"specialize_float": False}
