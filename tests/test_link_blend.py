@@ -19,19 +19,31 @@ def test_scores_are_standardised_over_each_seeds_candidates():
 
 def test_the_weight_best_on_val_is_kept(tmp_path, run_train):
     out = run_train(tmp_path, "experiment=user-item-purchase", "compile.enabled=false",
-                    "evaluation.ranker_blend=[0.0,0.5,1.0]")
+                    "evaluation.ranker_blend=[0.0,0.5,1.0,alone]")
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads((tmp_path / "metrics.json").read_text())
     blend, ranker = res["model"]["blend"], res["LightGBM ranker"]
-    assert list(blend["by_weight"]) == ["0", "0.5", "1"]
+    assert list(blend["by_weight"]) == ["0", "0.5", "1", "alone"]
     # weight 0 ranks by the ranker alone: exactly its scores
     for split in ("val", "test"):
         assert blend["by_weight"]["0"][split] == {k: v for k, v in ranker[split].items()
                                                   if k != "candidate_recall"}
-    best = max(blend["by_weight"].values(), key=lambda t: t["val"]["map"])["val"]["map"]
-    kept = blend["by_weight"][f"{blend['weight']:g}"]
-    assert kept["val"]["map"] == best
+        # alone: the model's own ranking of every item, as trained
+        assert blend["by_weight"]["alone"][split] == blend["alone"][split]
+    # the option best on val, the first listed where two tie
+    scores = [t["val"]["map"] for t in blend["by_weight"].values()]
+    first_best = list(blend["by_weight"])[scores.index(max(scores))]
+    chosen = blend["weight"] if blend["weight"] == "alone" else f"{blend['weight']:g}"
+    assert chosen == first_best
+    kept = blend["by_weight"][chosen]
     assert res["model"]["val"] == kept["val"] and res["model"]["test"] == kept["test"]
-    # the model's own ranking of every item, as trained, beside it
     assert set(blend["alone"]["val"]) == {"map", "precision", "recall"}
-    assert "the model on the ranker's candidates: weight" in out.stdout + out.stderr
+    assert "the model on the ranker's candidates: " in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("weights", ["[0.5,2.0]", "[none_of_these]", "[true]"])
+def test_a_blend_option_that_is_neither_a_weight_nor_alone_is_refused(tiny_cfg, weights):
+    from rdl.settings import check_settings
+    with pytest.raises(ValueError, match=r"evaluation.ranker_blend=.*\[0, 1\] or alone"):
+        check_settings(tiny_cfg(f"evaluation.ranker_blend={weights}"))
+    check_settings(tiny_cfg("evaluation.ranker_blend=[0.0,1,alone]"))

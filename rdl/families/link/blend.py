@@ -7,10 +7,12 @@ sampled subgraph. Each sees what the other does not. So, after training, each se
 candidates are ranked by ``(1 - w) * z(ranker) + w * z(model)`` (``z``: the scores
 standardised over the seed's candidates, so that neither's scale decides), for each
 ``w`` of ``evaluation.ranker_blend`` (0: the ranker alone; 1: the model alone on the
-ranker's candidates), and the ``w`` best on val is kept, the smallest where two tie: the
-model's entry in the report is that ranking. The model's own ranking of every item, as
-trained, is kept beside it (``"blend": {"alone": ...}``), with every weight's val and test
-scores (test scores are reported, never used to choose).
+ranker's candidates); its entry ``alone`` is the model's own ranking of every item, as
+trained, which finds the true items retrieval missed (on lahman-player-team it was ahead
+of every blend on val and test in all five weeks: docs/results.md). The option best on
+val is kept, the first listed where two tie: the model's entry in the report is that
+ranking. The model's own ranking is kept beside it (``"blend": {"alone": ...}``), with
+every option's val and test scores (test scores are reported, never used to choose).
 """
 from __future__ import annotations
 
@@ -67,31 +69,46 @@ def model_scores(module, data, split: str, f: Candidates, rows: int) -> np.ndarr
 
 
 def blended(module, data, trainer, ckpt: str | None, alone: dict, weights, rows: dict) -> dict:
-    """The model's entry in the results: the blend with the weight best on val, and
-    ``"blend": {"weight": w, "by_weight": {w: {"val": ..., "test": ...}}, "alone": ...}``
-    (``alone``: the model's own scores, as :meth:`Family.evaluate` gives them); the weight
-    is saved into ``ckpt`` (the best checkpoint) for ``rdl.predict``."""
+    """The model's entry in the results: the option of ``weights`` (blend weights, and
+    ``"alone"``) best on val, and ``"blend": {"weight": w, "by_weight": {w: {"val": ...,
+    "test": ...}}, "alone": ...}`` (``alone``: the model's own scores, as
+    :meth:`Family.evaluate` gives them); the choice is saved into ``ckpt`` (the best
+    checkpoint) for ``rdl.predict`` (the weight; None: the model alone)."""
     task = data.task
     fit = cached_fit(data, rows)
+    options = [ALONE if w == ALONE else float(w) for w in weights]
     ranker = {s: per_seed_z(f, fit.scores[s]) for s, f in fit.splits.items()}
-    model = {s: per_seed_z(f, model_scores(module, data, s, f, len(f.truth)))
-             for s, f in fit.splits.items()}
+    if any(w != ALONE for w in options):
+        model = {s: per_seed_z(f, model_scores(module, data, s, f, len(f.truth)))
+                 for s, f in fit.splits.items()}
     table, best = {}, None
     key, higher = task.monitor, task.monitor_mode != "min"
-    for w in map(float, weights):
-        table[w] = {s: _task_metrics(score_ranking(task, f, (1 - w) * ranker[s] + w * model[s]))
-                    for s, f in fit.splits.items()}
+    for w in options:
+        if w == ALONE:
+            table[w] = {s: _task_metrics(alone[s]) for s in fit.splits}
+        else:
+            table[w] = {s: _task_metrics(score_ranking(task, f, (1 - w) * ranker[s] + w * model[s]))
+                        for s, f in fit.splits.items()}
         v = table[w]["val"][key]
         if best is None or (v > table[best]["val"][key] if higher else v < table[best]["val"][key]):
             best = w
-    log.info("the model on the ranker's candidates: weight %g, the best on val of %s (%s: %s)",
-             best, ", ".join(f"{w:g}" for w in table), key,
+    log.info("the model on the ranker's candidates: %s, the best on val of %s (%s: %s)",
+             "the model alone over every item" if best == ALONE else f"weight {best:g}",
+             ", ".join(map(_name, table)), key,
              ", ".join(f"{t['val'][key]:.4f}" for t in table.values()))
-    module.ranker_blend = best
+    module.ranker_blend = None if best == ALONE else best
     if ckpt:
         trainer.save_checkpoint(ckpt, weights_only=False)
-    by_weight = {f"{w:g}": t for w, t in table.items()}
+    by_weight = {_name(w): t for w, t in table.items()}
     return {**table[best], "blend": {"weight": best, "by_weight": by_weight, "alone": alone}}
+
+
+#: the option of ``evaluation.ranker_blend`` that ranks every item by the model alone
+ALONE = "alone"
+
+
+def _name(w) -> str:
+    return w if w == ALONE else f"{w:g}"
 
 
 def _task_metrics(scores: dict) -> dict:
