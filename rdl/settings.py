@@ -85,10 +85,9 @@ def check_settings(cfg: DictConfig) -> None:
     need(isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr)
          and lr > 0, "lr", lr, "must be a finite number > 0")
     blend = (cfg.get("evaluation") or {}).get("ranker_blend") or []
-    need(all(w == "alone" or (isinstance(w, (int, float)) and not isinstance(w, bool)
-                              and 0 <= w <= 1) for w in blend),
-         "evaluation.ranker_blend", list(blend), "each entry a weight of the model in [0, 1] "
-         "or alone (the model's own ranking of every item)")
+    need(all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w <= 1
+             for w in blend), "evaluation.ranker_blend", list(blend),
+         "each entry a weight of the model in [0, 1]")
     back = cfg.get("backtest", 0)
     need(_whole(back) and back >= 0, "backtest", back, "must be a whole number of task "
          "windows >= 0 (how far back to move the val and test times)")

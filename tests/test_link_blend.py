@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from rdl.baselines.ranker.features import Candidates
-from rdl.families.link.blend import per_seed_z
+from rdl.baselines.ranker.fit import top_k
+from rdl.families.link.blend import Scored, blend, per_seed_z
 
 
 def test_scores_are_standardised_over_each_seeds_candidates():
@@ -17,33 +18,62 @@ def test_scores_are_standardised_over_each_seeds_candidates():
     assert z == pytest.approx([-1 / s, 0, 1 / s, -1, 1, 0])   # a lone candidate: 0
 
 
+def _two_seeds():
+    """Seed 0: candidates 1, 2, 3 (true: 4, which retrieval missed); seed 1: candidates 5, 6
+    (true: 6). The model's top 2 of every item: 4, 3 for seed 0 and 6, 7 for seed 1."""
+    f = Candidates(np.array([0, 0, 0, 1, 1]), np.array([1, 2, 3, 5, 6]),
+                   np.array([0, 0, 0, 0, 1]), [[4], [6]], np.array([0, 1]))
+    ranker = np.array([3.0, 2.0, 1.0, 2.0, 1.0])
+    model = Scored(candidates=np.array([0.0, 1.0, 2.0, 0.5, 3.0]),
+                   rid=np.array([0, 0, 1, 1]), item=np.array([4, 3, 6, 7]),
+                   score=np.array([5.0, 2.0, 3.0, 1.0]))
+    return f, ranker, model
+
+
+def test_weight_0_is_the_ranker_alone_and_1_the_model_alone_over_every_item():
+    f, ranker, model = _two_seeds()
+    rows, score = blend(f, ranker, model, 0.0)
+    assert top_k(rows, score, 3) == [[1, 2, 3], [5, 6]]     # the candidates only
+    rows, score = blend(f, ranker, model, 1.0)
+    # the model's order over the candidates and its own top items, the missed 4 first
+    assert top_k(rows, score, 3) == [[4, 3, 2], [6, 7, 5]]
+    assert rows.label.tolist().count(1) == 2                  # 4 and 6 are true
+    assert len(rows.rid) == 7                                 # 3 (top of seed 0) and 6 once
+
+
+def test_an_item_retrieval_missed_gets_the_rankers_lowest_score():
+    f, ranker, model = _two_seeds()
+    rows, score = blend(f, ranker, model, 0.5)
+    z = per_seed_z(f, ranker)
+    at = np.flatnonzero((rows.rid == 0) & (rows.item == 4))
+    mean, std = 1.0, np.sqrt(2 / 3)                           # the model over seed 0's candidates
+    assert score[at] == pytest.approx(0.5 * z[:3].min() + 0.5 * (5.0 - mean) / std)
+
+
 def test_the_weight_best_on_val_is_kept(tmp_path, run_train):
     out = run_train(tmp_path, "experiment=user-item-purchase", "compile.enabled=false",
-                    "evaluation.ranker_blend=[0.0,0.5,1.0,alone]")
+                    "evaluation.ranker_blend=[0.0,0.5,1.0]")
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads((tmp_path / "metrics.json").read_text())
     blend, ranker = res["model"]["blend"], res["LightGBM ranker"]
-    assert list(blend["by_weight"]) == ["0", "0.5", "1", "alone"]
-    # weight 0 ranks by the ranker alone: exactly its scores
+    assert list(blend["by_weight"]) == ["0", "0.5", "1"]
     for split in ("val", "test"):
+        # weight 0 ranks by the ranker alone: exactly its scores
         assert blend["by_weight"]["0"][split] == {k: v for k, v in ranker[split].items()
                                                   if k != "candidate_recall"}
-        # alone: the model's own ranking of every item, as trained
-        assert blend["by_weight"]["alone"][split] == blend["alone"][split]
-    # the option best on val, the first listed where two tie
-    scores = [t["val"]["map"] for t in blend["by_weight"].values()]
-    first_best = list(blend["by_weight"])[scores.index(max(scores))]
-    chosen = blend["weight"] if blend["weight"] == "alone" else f"{blend['weight']:g}"
-    assert chosen == first_best
-    kept = blend["by_weight"][chosen]
+        # weight 1 by the model alone: its own ranking of every item, as trained
+        assert blend["by_weight"]["1"][split] == pytest.approx(blend["alone"][split], abs=1e-6)
+    best = max(blend["by_weight"].values(), key=lambda t: t["val"]["map"])["val"]["map"]
+    kept = blend["by_weight"][f"{blend['weight']:g}"]
+    assert kept["val"]["map"] == best
     assert res["model"]["val"] == kept["val"] and res["model"]["test"] == kept["test"]
     assert set(blend["alone"]["val"]) == {"map", "precision", "recall"}
-    assert "the model on the ranker's candidates: " in out.stdout + out.stderr
+    assert "the model on the ranker's candidates: weight" in out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("weights", ["[0.5,2.0]", "[none_of_these]", "[true]"])
-def test_a_blend_option_that_is_neither_a_weight_nor_alone_is_refused(tiny_cfg, weights):
+@pytest.mark.parametrize("weights", ["[0.5,2.0]", "[alone]", "[true]"])
+def test_a_blend_weight_outside_0_1_is_refused(tiny_cfg, weights):
     from rdl.settings import check_settings
-    with pytest.raises(ValueError, match=r"evaluation.ranker_blend=.*\[0, 1\] or alone"):
+    with pytest.raises(ValueError, match=r"evaluation.ranker_blend=.*in \[0, 1\]"):
         check_settings(tiny_cfg(f"evaluation.ranker_blend={weights}"))
-    check_settings(tiny_cfg("evaluation.ranker_blend=[0.0,1,alone]"))
+    check_settings(tiny_cfg("evaluation.ranker_blend=[0.0,1,0.5]"))
