@@ -65,7 +65,10 @@ class Scored:
     score: np.ndarray
 
 
-def union(f: Candidates, ranker: np.ndarray, model: Scored) -> tuple[Candidates, np.ndarray, np.ndarray]:
+Joined = tuple  # (rows: Candidates, z(ranker), z(model)) over a seed's candidates and more
+
+
+def union(f: Candidates, ranker: np.ndarray, model: Scored) -> Joined:
     """``(rows, z(ranker), z(model))`` over each seed's candidates and the model's top items
     that retrieval did not find (after them, their ranker ``z`` the seed's lowest)."""
     zr = per_seed_z(f, ranker)
@@ -85,11 +88,13 @@ def union(f: Candidates, ranker: np.ndarray, model: Scored) -> tuple[Candidates,
             np.concatenate([zm, (model.score[new] - mean[rid]) / std[rid]]))
 
 
-def blend(f: Candidates, ranker: np.ndarray, model: Scored, w: float) -> tuple[Candidates, np.ndarray]:
-    """The rows and scores of weight ``w`` (0: the ranker's candidates alone)."""
+def blend(f: Candidates, ranker: np.ndarray, model: Scored, w: float,
+          joined: Joined | None = None) -> tuple[Candidates, np.ndarray]:
+    """The rows and scores of weight ``w`` (0: the ranker's candidates alone; ``joined``:
+    :func:`union` of the same, computed once for several weights)."""
     if w == 0:
         return f, per_seed_z(f, ranker)
-    rows, zr, zm = union(f, ranker, model)
+    rows, zr, zm = joined or union(f, ranker, model)
     return rows, (1 - w) * zr + w * zm
 
 
@@ -139,10 +144,12 @@ def blended(module, data, trainer, ckpt: str | None, alone: dict, weights, rows:
     task = data.task
     fit = cached_fit(data, rows)
     model = {s: model_scores(module, data, s, f, len(f.truth)) for s, f in fit.splits.items()}
+    joined = {s: union(f, fit.scores[s], model[s]) for s, f in fit.splits.items()}
     table, best = {}, None
     key, higher = task.monitor, task.monitor_mode != "min"
     for w in map(float, weights):
-        table[w] = {s: _task_metrics(score_ranking(task, *blend(f, fit.scores[s], model[s], w)))
+        table[w] = {s: _task_metrics(score_ranking(
+                        task, *blend(f, fit.scores[s], model[s], w, joined[s])))
                     for s, f in fit.splits.items()}
         v = table[w]["val"][key]
         if best is None or (v > table[best]["val"][key] if higher else v < table[best]["val"][key]):
