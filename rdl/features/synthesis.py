@@ -176,7 +176,7 @@ class Synthesis:
         if history is None or len(history) == 0:
             return None
         out = Columns()
-        for col, codes, g, ycols in self.once(("groups", id(history)),
+        for col, codes, g, ycols in self.once(("groups",),
                                               lambda: self.group_means(history)):
             seeds = pd.DataFrame({"rid": np.arange(len(self.ids)),
                                   "g": np.where(self.erow >= 0, codes[self.erow], -1),

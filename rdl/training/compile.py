@@ -31,13 +31,13 @@ from rdl.training.cpu_patches import CpuPatches, prepare
 log = logging.getLogger(__name__)
 SHAPE_SETTINGS = dict(use_duck_shape=False)
 #: Dynamo's settings while tracing, by default (``compile.dynamo``; the opt-out
-#: ``compile.dynamo.specialize_float=false`` is torch's own). ``specialize_float``: a model's floats (dropout rates,
-#: norm epsilons, ``nn.Embedding.norm_type``) are constants of its graph, as in torch up to
-#: 2.5. Since then ``dynamic=True`` traces each as a symbol and turns it into a tensor
-#: input; ``F.embedding``'s ``norm_type`` (PyTorch Frame's categorical encoders) cannot be,
-#: so Dynamo restarted its whole analysis and traced the model twice at every compile,
-#: cold or warm: user-churn's warm compile for evaluation took 82.7 s, 41.5 s with this
-#: (docs/compile.md). Sizes stay dynamic.
+#: ``compile.dynamo.specialize_float=false`` is torch's own). ``specialize_float``: a
+#: model's floats (dropout rates, norm epsilons, ``nn.Embedding.norm_type``) are constants
+#: of its graph, as in torch up to 2.5. Since then ``dynamic=True`` traces each as a
+#: symbol and turns it into a tensor input; ``F.embedding``'s ``norm_type`` (PyTorch
+#: Frame's categorical encoders) cannot be, so Dynamo restarted its whole analysis and
+#: traced the model twice at every compile, cold or warm: user-churn's warm compile for
+#: evaluation took 82.7 s, 41.5 s with this (docs/compile.md). Sizes stay dynamic.
 DYNAMO_SETTINGS = dict(specialize_float=True)
 #: graphs a model compiled with ``dynamic=False`` may have before Dynamo gives up and runs
 #: it eagerly (Dynamo's own limit, 8, is below one graph per static-shape bucket, split and
@@ -107,7 +107,7 @@ def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool 
         nonlocal compiled
         if compiled is None:
             compiled = _compile_for(model, args[-1].device, cpu_patches, kwargs)  # seed_time
-        with _shape_settings(dynamo), _graph_limit(kwargs):
+        with _trace_settings(dynamo), _graph_limit(kwargs):
             if first and model.training in first:
                 with compiling(first.pop(model.training)):
                     return compiled(*args, **kw)
@@ -139,7 +139,7 @@ def _compile_for(model, device: torch.device, cpu_patches, kwargs: dict) -> Call
     return torch.compile(model, **kwargs)
 
 
-def _shape_settings(dynamo: dict | None = None):
+def _trace_settings(dynamo: dict | None = None):
     """Dynamo's shape and float settings while tracing (:data:`SHAPE_SETTINGS`, and
     ``dynamo``: None for :data:`DYNAMO_SETTINGS`), where this torch has them; a single
     warning where it does not."""

@@ -286,13 +286,27 @@ def test_a_compile_traces_the_model_once():
     assert restarts({"specialize_float": False})   # the opt-out: torch's own since 2.6
 
 
-def test_compile_dynamo_is_a_setting(tiny_cfg):
-    """``compile.dynamo`` reaches the module as composed (the default: float constants),
-    and the opt-out does too."""
+def test_compile_dynamo_is_a_setting(tiny_cfg, monkeypatch):
+    """``compile.dynamo`` reaches the compiled model as composed (the default: float
+    constants), and the opt-out does too."""
     from hydra.utils import instantiate
 
+    from rdl.families.node import NodeTask
+    from rdl.families.node.module import NodeTaskModule
     from rdl.training import compile as rdl_compile
+    from rdl.training import module as rdl_module
 
-    assert instantiate(tiny_cfg().compile).dynamo == rdl_compile.DYNAMO_SETTINGS
-    off = tiny_cfg("compile.dynamo.specialize_float=false").compile
-    assert instantiate(off).dynamo == {"specialize_float": False}
+    seen = []
+    monkeypatch.setattr(rdl_module, "compile_model",
+                        lambda model, patches, dynamo, **kw: seen.append(dynamo) or model)
+    task = NodeTask(name="item-sales", sql="hm/item-sales.sql", kind="regression",
+                    entity_table="article", entity_col="article_id", target_col="sales",
+                    val_timestamp="2020-09-07", test_timestamp="2020-09-14")
+    model = torch.nn.Linear(1, 1)
+    model.time_types = []
+    for overrides, want in [((), rdl_compile.DYNAMO_SETTINGS),
+                            (("compile.dynamo.specialize_float=false",),
+                             {"specialize_float": False})]:
+        options = instantiate(tiny_cfg(*overrides).compile)
+        NodeTaskModule(model, task, optimizer=torch.optim.Adam, compile=options)
+        assert seen.pop() == want
