@@ -69,7 +69,7 @@ def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
     trust = bool(cfg.get("trust_checkpoint"))
     saved, ckpt = read_checkpoint(cfg.ckpt_path, trust)
     check_targets(saved, f"ckpt_path {cfg.ckpt_path}", trust)  # Hydra builds them below
-    run = OmegaConf.create(saved)
+    run = newer_settings(OmegaConf.create(saved), cfg.ckpt_path)
     run.compile.enabled = False  # one pass over a split: compiling would cost more than it saves
     # sampled on the CPU, whatever the machine that trained (data.sampler.device; and a
     # checkpoint from before the setting lacks it)
@@ -104,6 +104,21 @@ def predict(cfg: DictConfig) -> tuple[Path, pd.DataFrame, dict]:
         Path(cfg.ckpt_path).resolve().parent.parent / f"predictions_{cfg.split}.{cfg.format}")
     write(table, out, cfg.format)
     return out, table, metrics
+
+
+def newer_settings(run: DictConfig, path) -> DictConfig:
+    """``run`` (a checkpoint's saved config) with the data settings rdl gained since it was
+    written set to today's defaults (``data/loader/default.yaml``), named in a warning: a
+    checkpoint of an older rdl predicts instead of failing on a missing argument."""
+    from rdl.paths import CONF_DIR
+    packaged = OmegaConf.load(CONF_DIR / "data" / "loader" / "default.yaml")
+    new = [k for k in packaged if k != "_target_" and k not in run.data]
+    for k in new:
+        OmegaConf.update(run, f"data.{k}", packaged[k], force_add=True)
+    if new:
+        log.warning("ckpt_path %s was written by an older rdl: the settings %s are not in "
+                    "it, and take today's defaults", path, ", ".join(f"data.{k}" for k in new))
+    return run
 
 
 def check_schema(path, want: dict, got: dict) -> None:

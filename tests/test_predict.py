@@ -136,3 +136,28 @@ def test_a_task_given_to_predict_says_what_to_do(tmp_path, rdl_cache):
     assert res.stderr.startswith("error: task=...: rdl.predict takes the task from the "
                                  "checkpoint"), res.stderr
     assert "+run.<key>=<value>" in res.stderr
+
+
+def test_a_checkpoint_of_an_older_rdl_gets_todays_defaults(tiny_cfg, caplog):
+    """A checkpoint written before a data setting existed (the node prior's ``prior_*``,
+    2026-11-28) failed in rdl.predict with "missing 3 required positional arguments"; the
+    missing settings now take today's defaults, named in a warning."""
+    from rdl.predict import newer_settings
+    from rdl.training.data_settings import DataSettings
+
+    cfg = tiny_cfg()
+    old = OmegaConf.masked_copy(cfg, list(cfg))
+    for key in ("prior_from", "prior_margin", "prior_trees"):
+        del old.data[key]
+    with pytest.raises(TypeError, match="prior_from"):
+        DataSettings.from_config(old.data)
+    with caplog.at_level("WARNING", logger="rdl.predict"):
+        run = newer_settings(old, "old.ckpt")
+    assert "old.ckpt was written by an older rdl" in caplog.text
+    assert "data.prior_from, data.prior_margin, data.prior_trees" in caplog.text
+    for key in ("prior_from", "prior_margin", "prior_trees"):
+        assert run.data[key] == cfg.data[key]
+    assert DataSettings.from_config(run.data).prior_from == cfg.data.prior_from
+    caplog.clear()
+    newer_settings(cfg, "new.ckpt")   # nothing missing: nothing said
+    assert "older rdl" not in caplog.text
