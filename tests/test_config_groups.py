@@ -54,3 +54,15 @@ def test_a_task_or_model_fills_only_the_data_settings_left_null():
     # a data config's own value stands too (the tiny database's fan-out)
     assert list(data("data=hm-tiny", "task=user-item-purchase",
                      "model=two-tower").num_neighbors) == [16, 8]
+
+
+def test_two_experiments_compose_the_second_database_with_a_tasks_budget():
+    """docs/results.md's synthetic-db2 purchase row: the database of one preset, the task,
+    model and training budget of another, as Hydra composes a list of a group's configs."""
+    both = composed("experiment=[synthetic-db2,user-item-purchase]")
+    one = composed("experiment=user-item-purchase")
+    assert (both["data"]["db"]["seed"], both["data"]["db"]["scale"]) == (1, 0.05)
+    assert (one["data"]["db"]["seed"], one["data"]["db"]["scale"]) != (1, 0.05)
+    for key in ("task", "model", "trainer"):
+        assert both[key] == one[key], key
+    assert both["trainer"]["max_epochs"] == 6 and both["trainer"]["limit_train_batches"] is None
