@@ -42,7 +42,8 @@ from rdl.progress import stage
 from rdl.report import directions, report
 from rdl.safe_load import allowed
 from rdl.settings import (check_settings, data_key, process_settings, several_processes,
-                          with_data_defaults, with_kind_model, with_task_settings)
+                          with_data_defaults, with_kind_model, with_task_settings,
+                          with_trainer_defaults)
 from rdl.tasks import Task
 from rdl.tracking import log_results
 from rdl.training.compile import STATIC_GRAPHS
@@ -235,6 +236,7 @@ def _run_pieces(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | 
     checkpoints carry the config (``rdl.predict`` rebuilds the run from it), and the file
     through which the processes of a multi-process run share what was prepared where
     the cache cannot be written (:mod:`rdl.prepared_cache`)."""
+    cfg = with_trainer_defaults(cfg)   # the task's budget where the run left the default
     shared = None
     if data is None:
         pl.seed_everything(cfg.seed, workers=True)

@@ -74,6 +74,7 @@ def task_key(task) -> str:
     """The task as what it labels depends on: its class, its settings (a metric by its
     repr, the kind by its class), its SQL's text, its label files' sizes and times."""
     fields = {f.name: getattr(task, f.name) for f in dataclasses.fields(task)}
+    fields.pop("trainer_defaults", None)   # a training budget labels the same rows
     fields["kind"] = type(task.kind).__qualname__
     fields["metrics"] = {k: repr(v) for k, v in sorted((task.metrics or {}).items())}
     sql = getattr(task, "sql_path", None)

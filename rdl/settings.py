@@ -118,6 +118,42 @@ def with_data_defaults(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
+#: the trainer settings that make a run's training budget: a task's ``trainer_defaults``
+#: replace them as one, or not at all
+BUDGET = ("max_epochs", "max_steps", "min_epochs", "min_steps", "max_time",
+          "limit_train_batches")
+
+
+def with_trainer_defaults(cfg: DictConfig) -> DictConfig:
+    """``cfg`` with the task's ``trainer_defaults`` (the training budget its backtests
+    chose: ``{max_epochs: 6, limit_train_batches: null}`` for H&M purchase) where the run
+    left the budget as ``trainer/default.yaml`` has it. The budget is one unit: where the
+    command line names any of its settings (``trainer.max_epochs=2``), or a preset changed
+    one (``debug=limit``), the run's own budget stands whole, since half of the task's (six
+    epochs of 50 batches) is a budget nobody chose. What was applied is logged."""
+    chosen = cfg.task.get("trainer_defaults") or {}
+    if not chosen:
+        return cfg
+    keys = sorted(set(BUDGET) | set(chosen))
+    default = OmegaConf.load(CONF_DIR / "trainer" / "default.yaml")
+    trainer = cfg.get("trainer") or {}
+    moved = [k for k in keys if trainer.get(k) != default.get(k) or _named(f"trainer.{k}")]
+    if all(trainer.get(k) == v for k, v in chosen.items()):
+        return cfg   # (a preset that sets the same budget)
+    if moved:
+        log.info("trainer.%s set by the run: the task's training budget (%s) is not applied",
+                 moved[0], ", ".join(f"{k}={'null' if v is None else v}"
+                                     for k, v in chosen.items()))
+        return cfg
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        for key, value in chosen.items():
+            cfg.trainer[key] = value
+    log.info("%s (the training budget of task %s: its trainer_defaults)", ", ".join(
+        f"trainer.{k}={'null' if v is None else v}" for k, v in chosen.items()), cfg.task.name)
+    return cfg
+
+
 def with_kind_model(cfg: DictConfig, task) -> DictConfig:
     """``cfg`` with the default model of ``task``'s kind (:attr:`Kind.default_model
     <rdl.tasks.kinds.Kind.default_model>`) where the config's model cannot train the task
@@ -180,7 +216,9 @@ def several_processes(cfg: DictConfig) -> bool:
 
 def data_key(cfg: DictConfig) -> str:
     """A digest of the settings that what the datamodule prepares depends on."""
-    text = OmegaConf.to_yaml(OmegaConf.masked_copy(cfg, ["data", "task", "seed"]), resolve=True)
+    kept = OmegaConf.masked_copy(cfg, ["data", "task", "seed"])
+    kept.task.pop("trainer_defaults", None)   # a training budget prepares the same data
+    text = OmegaConf.to_yaml(kept, resolve=True)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 

@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import rdl
-from rdl.settings import with_data_defaults
+from rdl.settings import with_data_defaults, with_trainer_defaults
 
 PRESETS = ("experiment", "debug", "hparams_search")
 CHOICES = [(group.name, option.stem) for group in sorted(rdl.CONF_DIR.iterdir())
@@ -65,4 +65,30 @@ def test_two_experiments_compose_the_second_database_with_a_tasks_budget():
     assert (one["data"]["db"]["seed"], one["data"]["db"]["scale"]) != (1, 0.05)
     for key in ("task", "model", "trainer"):
         assert both[key] == one[key], key
-    assert both["trainer"]["max_epochs"] == 6 and both["trainer"]["limit_train_batches"] is None
+    budget = with_trainer_defaults(OmegaConf.create(both)).trainer
+    assert budget.max_epochs == 6 and budget.limit_train_batches is None
+
+
+def test_a_task_sets_the_training_budget_only_where_the_run_left_the_default():
+    """H&M purchase's six epochs over every train seed (its trainer_defaults) apply to
+    ``task=user-item-purchase`` with or without its preset, and not where the run chose a
+    budget of its own, on the command line or through a preset: then the run's stands
+    whole, not half of each."""
+    def trainer(*overrides):
+        with initialize_config_dir(str(rdl.CONF_DIR), version_base="1.3"):
+            return with_trainer_defaults(compose("config", list(overrides))).trainer
+
+    default = composed()["trainer"]
+    for run in (("task=user-item-purchase",), ("experiment=user-item-purchase",),
+                ("experiment=synthetic-db2", "task=user-item-purchase"),
+                ("task=user-item-purchase", "trainer=ddp")):
+        t = trainer(*run)
+        assert (t.max_epochs, t.limit_train_batches) == (6, None), run
+    assert trainer("task=user-churn") == default                   # a task without one
+    mine = trainer("task=user-item-purchase", "trainer.max_epochs=2")
+    assert (mine.max_epochs, mine.limit_train_batches) == (2, default["limit_train_batches"])
+    limited = trainer("task=user-item-purchase", "debug=limit")
+    assert limited.limit_train_batches != default["limit_train_batches"]
+    assert (limited.max_epochs, limited.limit_train_batches) == tuple(
+        composed("task=user-item-purchase", "debug=limit")["trainer"][k]
+        for k in ("max_epochs", "limit_train_batches"))

@@ -112,6 +112,10 @@ class Task:
         data_defaults: data settings that won the task's validation sweep (e.g.
             ``{"strategy": "mix"}``), applied where ``data.*`` is null
             (:func:`rdl.settings.with_data_defaults`).
+        trainer_defaults: the training budget that won the task's backtests (e.g.
+            ``{"max_epochs": 6, "limit_train_batches": None}``), applied where the run
+            leaves the trainer's budget as it is by default
+            (:func:`rdl.settings.with_trainer_defaults`).
     """
 
     name: str
@@ -129,6 +133,7 @@ class Task:
     backtest: int = 0
     train_windows: int | None = None
     data_defaults: dict = field(default_factory=dict)
+    trainer_defaults: dict = field(default_factory=dict)
     num_eval_timestamps: int = 1
     query: str | None = None
     time_col: str = "timestamp"
