@@ -92,3 +92,20 @@ def test_a_task_sets_the_training_budget_only_where_the_run_left_the_default():
     assert (limited.max_epochs, limited.limit_train_batches) == tuple(
         composed("task=user-item-purchase", "debug=limit")["trainer"][k]
         for k in ("max_epochs", "limit_train_batches"))
+
+
+def test_a_run_of_the_task_carries_its_budget_into_the_checkpoint_config(tiny_cfg):
+    """``python -m rdl.train task=user-item-purchase``: the run pieces (the config as run,
+    which the checkpoints carry for rdl.predict and a resumed run) have the kind's model
+    and the task's budget; with a budget on the command line, that budget."""
+    from rdl.api import _run_pieces
+    from rdl.checkpoints import CONFIG_KEY
+
+    for overrides, budget in ((("task=user-item-purchase",), (6, None)),
+                              (("task=user-item-purchase", "trainer.max_epochs=1",
+                                "trainer.limit_train_batches=2"), (1, 2))):
+        cfg, _, module, _ = _run_pieces(tiny_cfg(*overrides), None, None)
+        saved = module.hparams[CONFIG_KEY]
+        assert saved["model"]["_target_"] == "rdl.nn.ContextGNN"
+        assert (saved["trainer"]["max_epochs"], saved["trainer"]["limit_train_batches"]) == budget
+        assert (cfg.trainer.max_epochs, cfg.trainer.limit_train_batches) == budget

@@ -391,7 +391,7 @@ SLOW_COMMANDS = {
     # test_train.py's and test_predict.py's short runs train these three already
     "python -m rdl.train task=item-sales",
     "python -m rdl.train task=user-item-purchase model=idgnn",
-    "python -m rdl.train experiment=user-item-purchase",
+    "python -m rdl.train task=user-item-purchase",
     # tests/test_correction.py trains with one factor; the default scales every CI run
     "python -m rdl.train task=item-sales evaluation.correction_scales=[1.0]",
     # sweeps: test_search.py runs rdl.train -m end to end (Hydra's launcher, a sweeper,
