@@ -126,11 +126,11 @@ BUDGET = ("max_epochs", "max_steps", "min_epochs", "min_steps", "max_time",
 
 def with_trainer_defaults(cfg: DictConfig) -> DictConfig:
     """``cfg`` with the task's ``trainer_defaults`` (the training budget its backtests
-    chose: ``{max_epochs: 6, limit_train_batches: null}`` for H&M purchase) where the run
+    chose: ``{max_epochs: 6, limit_train_batches: 2000}`` for H&M purchase) where the run
     left the budget as ``trainer/default.yaml`` has it. The budget is one unit: where the
     command line names any of its settings (``trainer.max_epochs=2``), or a preset changed
     one (``debug=limit``), the run's own budget stands whole, since half of the task's (six
-    epochs of 50 batches) is a budget nobody chose. What was applied is logged."""
+    epochs of the default's 50 batches) is a budget nobody chose. What was applied is logged."""
     chosen = cfg.task.get("trainer_defaults") or {}
     if not chosen:
         return cfg

@@ -66,7 +66,7 @@ def test_two_experiments_compose_the_second_database_with_a_tasks_budget():
     for key in ("task", "model", "trainer"):
         assert both[key] == one[key], key
     budget = with_trainer_defaults(OmegaConf.create(both)).trainer
-    assert budget.max_epochs == 6 and budget.limit_train_batches is None
+    assert budget.max_epochs == 6 and budget.limit_train_batches == 2000
 
 
 def test_a_task_sets_the_training_budget_only_where_the_run_left_the_default():
@@ -83,7 +83,7 @@ def test_a_task_sets_the_training_budget_only_where_the_run_left_the_default():
                 ("experiment=synthetic-db2", "task=user-item-purchase"),
                 ("task=user-item-purchase", "trainer=ddp")):
         t = trainer(*run)
-        assert (t.max_epochs, t.limit_train_batches) == (6, None), run
+        assert (t.max_epochs, t.limit_train_batches) == (6, 2000), run
     assert trainer("task=user-churn") == default                   # a task without one
     mine = trainer("task=user-item-purchase", "trainer.max_epochs=2")
     assert (mine.max_epochs, mine.limit_train_batches) == (2, default["limit_train_batches"])
@@ -101,7 +101,7 @@ def test_a_run_of_the_task_carries_its_budget_into_the_checkpoint_config(tiny_cf
     from rdl.api import _run_pieces
     from rdl.checkpoints import CONFIG_KEY
 
-    for overrides, budget in ((("task=user-item-purchase",), (6, None)),
+    for overrides, budget in ((("task=user-item-purchase",), (6, 2000)),
                               (("task=user-item-purchase", "trainer.max_epochs=1",
                                 "trainer.limit_train_batches=2"), (1, 2))):
         cfg, _, module, _ = _run_pieces(tiny_cfg(*overrides), None, None)

@@ -113,7 +113,7 @@ class Task:
             ``{"strategy": "mix"}``), applied where ``data.*`` is null
             (:func:`rdl.settings.with_data_defaults`).
         trainer_defaults: the training budget that won the task's backtests (e.g.
-            ``{"max_epochs": 6, "limit_train_batches": None}``), applied where the run
+            ``{"max_epochs": 6, "limit_train_batches": 2000}``), applied where the run
             leaves the trainer's budget as it is by default
             (:func:`rdl.settings.with_trainer_defaults`).
     """
