@@ -38,19 +38,34 @@ log = logging.getLogger("rdl.train")
 
 
 def per_seed_stats(f: Candidates, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each seed's mean and standard deviation of ``x`` over its candidates (a standard
-    deviation of 0, all equal, is given as 1)."""
-    n = np.maximum(np.bincount(f.rid, minlength=f.seeds), 1).astype(np.float64)
-    mean = np.bincount(f.rid, weights=x, minlength=f.seeds) / n
-    d = x - mean[f.rid]
+    """Each seed's mean and standard deviation of ``x`` over its candidates that have a
+    finite score (a standard deviation of 0, all equal or none scored, is given as 1)."""
+    ok = np.isfinite(x)
+    n = np.maximum(np.bincount(f.rid, weights=ok, minlength=f.seeds), 1)
+    mean = np.bincount(f.rid, weights=np.where(ok, x, 0.0), minlength=f.seeds) / n
+    d = np.where(ok, x - mean[f.rid], 0.0)
     std = np.sqrt(np.bincount(f.rid, weights=d * d, minlength=f.seeds) / n)
     return mean, np.where(std > 0, std, 1.0)
 
 
 def per_seed_z(f: Candidates, x: np.ndarray) -> np.ndarray:
-    """``x`` standardised over each seed's candidates (0 where they are all equal)."""
+    """``x`` standardised over each seed's candidates (0 where they are all equal). A
+    candidate without a finite score (ID-GNN scores only the items in the seed's
+    subgraph: ``-inf`` elsewhere) gets the seed's lowest ``z``, no better than the worst
+    it scored, as an item retrieval missed gets the ranker's lowest; before, one ``-inf``
+    made the seed's every ``z`` NaN and the blend an arbitrary order."""
     mean, std = per_seed_stats(f, x)
-    return (x - mean[f.rid]) / std[f.rid]
+    ok = np.isfinite(x)
+    z = np.where(ok, (np.where(ok, x, 0.0) - mean[f.rid]) / std[f.rid], np.inf)
+    return np.where(ok, z, _lowest(f, z)[f.rid])
+
+
+def _lowest(f: Candidates, z: np.ndarray) -> np.ndarray:
+    """Each seed's lowest finite ``z`` over its candidates (0 where it has none)."""
+    lowest = np.full(f.seeds, np.inf)
+    np.minimum.at(lowest, f.rid, z)
+    lowest[np.isinf(lowest)] = 0.0
+    return lowest
 
 
 @dataclass
@@ -73,13 +88,13 @@ def union(f: Candidates, ranker: np.ndarray, model: Scored) -> Joined:
     that retrieval did not find (after them, their ranker ``z`` the seed's lowest)."""
     zr = per_seed_z(f, ranker)
     mean, std = per_seed_stats(f, model.candidates)
-    zm = (model.candidates - mean[f.rid]) / std[f.rid]
+    zm = per_seed_z(f, model.candidates)
     n_items = int(max(f.item.max(initial=0), model.item.max(initial=0))) + 1
-    new = ~np.isin(model.rid * n_items + model.item, f.rid * n_items + f.item)
+    # (a top item the model scored -inf is one it did not score: nothing to add)
+    new = ~np.isin(model.rid * n_items + model.item, f.rid * n_items + f.item) & \
+        np.isfinite(model.score)
     rid, item = model.rid[new], model.item[new]
-    lowest = np.full(f.seeds, np.inf)
-    np.minimum.at(lowest, f.rid, zr)
-    lowest[np.isinf(lowest)] = 0.0
+    lowest = _lowest(f, zr)
     truth = [set(t) for t in f.truth]
     label = np.array([i in truth[r] for r, i in zip(rid, item)], dtype=f.label.dtype)
     rows = Candidates(np.concatenate([f.rid, rid]), np.concatenate([f.item, item]),
