@@ -40,6 +40,11 @@ class Family:
         """A :class:`ValueError` where a data setting cannot train a task of the family,
         before any data is read (none here)."""
 
+    def check_schema(self, settings: DataSettings, task: Task, db: Database,
+                     model_cls: type) -> None:
+        """A :class:`ValueError` where ``model_cls`` cannot learn ``task`` on ``db``'s
+        schema, once it is read and before the heavy work (none here)."""
+
     def prepare(self, task: Task, db: Database, settings: DataSettings,
                 shared_path: str | None = None) -> Prepared:
         """What the family's loaders and baselines need (:mod:`rdl.preparation`)."""

@@ -38,6 +38,11 @@ class IDGNN(LinkPredictor, torch.nn.Module):
     score of (its seed, that row).
     """
 
+    #: it scores only the ``dst_table`` rows of the seed's sampled subgraph (``-inf``
+    #: elsewhere): the target table must lie within the sampled hops of the seed's
+    #: (checked once the schema is read, :meth:`rdl.families.link.LinkFamily.check_schema`)
+    scores_in_subgraph_only: bool = True
+
     def __init__(self, src_table: str, dst_table: str, num_dst_nodes: int | None = None,
                  channels: int = 128, head_layers: int = 1, **kwargs):
         super().__init__()

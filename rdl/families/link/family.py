@@ -42,6 +42,20 @@ class LinkFamily(Family):
             raise ValueError(f"data.buckets: static-shape buckets pad node-task batches; task "
                              f"{task.name!r} is link prediction (set data.buckets=null)")
 
+    def check_schema(self, settings, task, db, model_cls):
+        if not getattr(model_cls, "scores_in_subgraph_only", False):
+            return
+        hops, path = len(settings.num_neighbors), schema_path(db, task.entity_table,
+                                                              task.target_table)
+        if path is not None and len(path) - 1 > hops:
+            raise ValueError(
+                f"model {model_cls.__name__} scores only the rows of {task.target_table!r} in "
+                f"a seed's sampled subgraph, {hops} hops from {task.entity_table!r} "
+                f"(model.num_layers, data.num_neighbors); {task.target_table!r} is "
+                f"{len(path) - 1} hops away ({' - '.join(path)}), so it would score none of "
+                f"them: model.num_layers={len(path) - 1} with {len(path) - 1} fan-outs in "
+                f"data.num_neighbors, or model=contextgnn (it scores every row)")
+
     def prepare(self, task, db, settings, shared_path=None):
         db = task_database(task, db, settings)
         graph_db, stypes = graph_database(task, db, settings)
@@ -79,3 +93,26 @@ class LinkFamily(Family):
         ids = original_ids(data.db, task.target_table, top.reshape(-1)).reshape(top.shape)
         truth = pad_lists(data.tables[split][task.target_col].map(list).tolist(), 1)
         return {task.target_col: list(ids)}, score_tensors(task, pred, truth) if labelled else {}
+
+
+def schema_path(db, src: str, dst: str) -> list[str] | None:
+    """The tables of a shortest foreign-key path from ``src`` to ``dst`` in ``db``'s schema
+    (either way along each key, as the graph's edges and their reverses go), or None."""
+    links: dict[str, set[str]] = {name: set() for name in db.tables}
+    for name, tab in db.tables.items():
+        for ref in tab.fkeys.values():
+            if ref in links:
+                links[name].add(ref)
+                links[ref].add(name)
+    if src not in links or dst not in links:
+        return None
+    before, frontier = {src: None}, [src]
+    while frontier and dst not in before:
+        frontier = [n for t in frontier for n in sorted(links[t])
+                    if n not in before and before.setdefault(n, t) == t]
+    if dst not in before:
+        return None
+    path = [dst]
+    while path[-1] != src:
+        path.append(before[path[-1]])
+    return path[::-1]
