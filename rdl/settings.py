@@ -134,12 +134,12 @@ def with_trainer_defaults(cfg: DictConfig) -> DictConfig:
     chosen = cfg.task.get("trainer_defaults") or {}
     if not chosen:
         return cfg
-    keys = sorted(set(BUDGET) | set(chosen))
-    default = OmegaConf.load(CONF_DIR / "trainer" / "default.yaml")
     trainer = cfg.get("trainer") or {}
-    moved = [k for k in keys if trainer.get(k) != default.get(k) or _named(f"trainer.{k}")]
     if all(trainer.get(k) == v for k, v in chosen.items()):
         return cfg   # (a preset that sets the same budget)
+    default = OmegaConf.load(CONF_DIR / "trainer" / "default.yaml")
+    moved = [k for k in sorted(set(BUDGET) | set(chosen))
+             if trainer.get(k) != default.get(k) or _named(f"trainer.{k}")]
     if moved:
         log.info("trainer.%s set by the run: the task's training budget (%s) is not applied",
                  moved[0], ", ".join(f"{k}={'null' if v is None else v}"

@@ -247,3 +247,20 @@ def test_the_other_processes_wait_for_the_first_s_entry(tiny_cfg, tmp_path, monk
     same_bits(back["prior"]["val"], OUT["prior"]["val"])
     assert mapped(back["prior"]["val"], entry / DATA)
     assert not (tmp_path / ".prepared-x.pt").exists()
+
+
+def test_a_tasks_training_budget_keeps_its_prepared_data_and_file_names(tiny_cfg):
+    """``trainer_defaults`` changes how long a run trains, not what it prepares: the
+    prepared data's task key and the shared file's key stay; a label setting moves both."""
+    import dataclasses
+
+    from rdl.prepared_cache import task_key
+    from rdl.settings import data_key
+
+    cfg = tiny_cfg(*task_overrides("user-item-purchase"))
+    task = api.load_task(cfg)
+    other = tiny_cfg(*task_overrides("user-item-purchase"), "task.trainer_defaults.max_epochs=9")
+    assert task_key(dataclasses.replace(task, trainer_defaults={"max_epochs": 9})) == task_key(task)
+    assert data_key(other) == data_key(cfg)
+    assert task_key(dataclasses.replace(task, window="14d")) != task_key(task)
+    assert data_key(tiny_cfg(*task_overrides("user-item-purchase"), "task.window=14d")) != data_key(cfg)
