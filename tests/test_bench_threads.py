@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rdl.bench.threads import main, overlap
+from rdl import threads as policy
+from rdl.bench.threads import POLICIES, child_env, main, overlap
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,6 +28,23 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_overlap_is_the_shared_part_of_the_union(turns, expected):
     got = overlap(turns)
     assert got == pytest.approx(expected) if expected is not None else got is None
+
+
+def test_each_policy_starts_its_trainings_with_its_wait_policy(tmp_path, monkeypatch):
+    """``after`` gets rdl's wait policy, ``before`` none, ``passive`` only the user's
+    OMP_WAIT_POLICY=PASSIVE (nothing of rdl's beside it), whatever the benchmark's own
+    process was started with."""
+    for name in (*policy.USER_WAIT, policy.MARK):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in policy.environment({}).items():      # as at_start sets it
+        monkeypatch.setenv(name, value)
+    waits = {}
+    for name, (_, user) in POLICIES.items():
+        env = child_env(name == "before", str(tmp_path), user)
+        waits[name] = {n: env[n] for n in (*policy.USER_WAIT, policy.MARK) if n in env}
+    assert waits["after"] == {**policy.WAIT_ENV, policy.MARK: ",".join(policy.WAIT_ENV)}
+    assert waits["before"] == {}
+    assert waits["passive"] == {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def test_one_timed_epoch_at_least():

@@ -14,10 +14,12 @@ whole epochs, seeds/s over all but the first, cold compile caches), run three wa
   0.5), ``overlap`` the part of their timed spans they ran together;
 - ``pinned``: one training under ``taskset -c 0`` (one core), ``vs_alone`` over ``alone``.
 
-each under both thread policies (:mod:`rdl.threads`), in one run so that the ratios compare
-on one machine: ``after``, rdl's (``threads=auto``, ``OMP_WAIT_POLICY=PASSIVE``), and
-``before``, torch's and OpenMP's defaults (``threads=off``, no wait policy). The cases
-alternate between the policies, so that a machine that slows down meanwhile slows both.
+each under the thread policies asked for (:mod:`rdl.threads`), in one run so that the
+ratios compare on one machine: ``after``, rdl's (``threads=auto`` with the wait policy
+:data:`rdl.threads.WAIT_ENV`), ``before``, torch's and OpenMP's defaults (``threads=off``,
+no wait policy), and ``passive``, ``threads=auto`` with a user's ``OMP_WAIT_POLICY=PASSIVE``
+(every idle thread sleeps at once: the policy rdl set before the spin count). The cases
+alternate between the policies, so that a machine that slows down meanwhile slows all.
 ``threads``: the threads each training ran with. Measure on an otherwise idle machine
 (the header gives the load average before and after).
 """
@@ -42,25 +44,33 @@ from rdl.caching import write_atomic
 
 #: case: (trainings at once, command prefix)
 CASES = {"alone": (1, []), "together": (2, []), "pinned": (1, ["taskset", "-c", "0"])}
-POLICIES = {"before": ["threads=off"], "after": ["threads=auto"]}
+#: policy: (overrides, environment the user gives the training)
+POLICIES = {"before": (["threads=off"], {}), "after": (["threads=auto"], {}),
+            "passive": (["threads=auto"], {"OMP_WAIT_POLICY": "PASSIVE"})}
 
 
-def start(spec: dict, prefix: list[str], off: bool, tmp: str, log: Path):
-    """One training (``rdl.bench.e2e``'s child), started with the policy's environment,
-    its output (the result line too) written to ``log``."""
-    env = policy.environment(cold_env(tmp), off=off)
+def child_env(off: bool, tmp: str, user: dict) -> dict:
+    """A training's environment under a policy: rdl's wait policy (none with ``off``),
+    or ``user``'s variables in its place, as a user who set them would start it."""
+    return {**policy.environment(cold_env(tmp), off=off or bool(user)), **user}
+
+
+def start(spec: dict, prefix: list[str], off: bool, tmp: str, log: Path, user: dict):
+    """One training (``rdl.bench.e2e``'s child), started with the policy's environment
+    (:func:`child_env`), its output (the result line too) written to ``log``."""
+    env = child_env(off, tmp, user)
     cmd = [*prefix, sys.executable, "-m", "rdl.bench.e2e", "--worker", json.dumps(spec)]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
-        out.write(f"$ {' '.join(cmd)}\n(OMP_WAIT_POLICY="
-                  f"{env.get('OMP_WAIT_POLICY', 'unset')})\n\n")
+        wait = " ".join(f"{n}={env.get(n, 'unset')}" for n in policy.USER_WAIT)
+        out.write(f"$ {' '.join(cmd)}\n({wait})\n\n")
         out.flush()
         return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
 
 
 def run_case(specs: list[dict], prefix: list[str], off: bool, timeout: float,
-             logs: list[Path]) -> list[dict]:
+             logs: list[Path], user: dict | None = None) -> list[dict]:
     """The trainings of ``specs`` at once; their timed epochs begin together. Each one's
     :func:`~rdl.bench.e2e.measure` result, or ``{"error": ...}``."""
     with tempfile.TemporaryDirectory(prefix="rdl-bench-threads-",
@@ -70,7 +80,7 @@ def run_case(specs: list[dict], prefix: list[str], off: bool, timeout: float,
         for i, (spec, log) in enumerate(zip(specs, logs)):
             os.makedirs(os.path.join(tmp, str(i)))
             procs.append(start({**spec, "gate": gates[i]}, prefix, off,
-                               os.path.join(tmp, str(i)), log))
+                               os.path.join(tmp, str(i)), log, user or {}))
         deadline, went = time.monotonic() + timeout, False
         try:
             while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
@@ -114,7 +124,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--workers", type=int, default=0, help="data.num_workers")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batches", type=int, default=20, help="training batches per epoch")
-    p.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
+    p.add_argument("--policies", nargs="+", default=["before", "after"],
+                   choices=list(POLICIES))
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     p.add_argument("--set", nargs="*", default=[], dest="sets", metavar="OVERRIDE")
     p.add_argument("--timeout", type=float, default=1800, help="seconds a case may take")
@@ -132,13 +143,14 @@ def main(argv: list[str] | None = None) -> None:
     for case in args.cases:
         n, prefix = CASES[case]
         for name in args.policies:
+            overrides, user = POLICIES[name]
             spec = dict(task=task, model=model, variant=args.variant, workers=args.workers,
-                        overrides=[*args.sets, *POLICIES[name]], epochs=args.epochs,
+                        overrides=[*args.sets, *overrides], epochs=args.epochs,
                         batches=args.batches, device="cpu", alone=False)
             print(f"{case}, {name} ...", flush=True)
             t = time.perf_counter()
             logs = [out / "logs" / f"{len(rows):02d}-{i}.log" for i in range(n)]
-            res = run_case([spec] * n, prefix, name == "before", args.timeout, logs)
+            res = run_case([spec] * n, prefix, name == "before", args.timeout, logs, user)
             speeds = [r.get("seeds_per_s") for r in res]
             ok = all(speeds)
             mean = sum(speeds) / n if ok else None
