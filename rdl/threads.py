@@ -8,12 +8,16 @@ the config (``auto``, a number, or ``off``: torch's and OpenMP's own defaults).
   used as given. Over ``auto``, a user's own choice wins: ``OMP_NUM_THREADS`` or
   ``MKL_NUM_THREADS`` in the environment, or a ``torch.set_num_threads`` call before the
   run (a count other than the one torch starts with).
-- **The wait policy** (:func:`at_start`): ``OMP_WAIT_POLICY=PASSIVE``, so that a thread
-  that has done its share of a parallel region sleeps rather than spins. Spinning
-  (GNU libgomp's default: 300,000 turns first) costs nothing on cores a run has alone,
-  but where another process holds them it takes their time: two default trainings on two
-  cores each kept 0.15x of their speed alone (issue 50; ``python -m rdl.bench threads``
-  measures it). The OpenMP runtime reads its environment once, when it loads, which is
+- **The wait policy** (:func:`at_start`, :data:`WAIT_ENV`): a thread that has done its
+  share of a parallel region spins a few hundred turns, then sleeps. OpenMP's default
+  spin (GNU libgomp's: 300,000 turns) costs nothing on cores a run has alone, but where
+  another process holds them it takes their time: two default trainings on two cores
+  each kept 0.10-0.15x of their speed alone (issue 50). Sleeping at once
+  (``OMP_WAIT_POLICY=PASSIVE``) keeps the share but cost a training alone about a fifth
+  of its speed, waking threads at each of a small model's many ops; 300 turns keep most
+  of both (``python -m rdl.bench threads``, docs/performance.md). ``GOMP_SPINCOUNT`` is
+  GNU libgomp's (torch's pip wheels on Linux), which reads it over the policy; another
+  runtime (LLVM's, Intel's) reads only ``OMP_WAIT_POLICY`` and sleeps at once. The OpenMP runtime reads its environment once, when it loads, which is
   when torch is imported: rdl's command lines call :func:`at_start` before they import
   torch, and it is in effect in that process and those it starts (loader workers, DDP's
   processes). A user's ``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT`` or ``KMP_BLOCKTIME`` wins;
@@ -38,8 +42,9 @@ from rdl.cores import usable
 
 log = logging.getLogger(__name__)
 
-#: what :func:`at_start` puts in the environment
-WAIT_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+#: what :func:`at_start` puts in the environment (libgomp: 300 turns, then sleep; other
+#: OpenMP runtimes: sleep at once)
+WAIT_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "300"}
 #: a user's own wait policy (OpenMP's, GNU libgomp's, LLVM's and Intel's): rdl sets none
 USER_WAIT = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 #: a user's own thread count: it wins over ``threads=auto``
@@ -113,8 +118,8 @@ def wait_policy() -> str:
     if user:
         return f"{user}={env[user]} (yours)"
     if _started == "late":
-        return ("OpenMP's default (torch was imported before rdl could set "
-                "OMP_WAIT_POLICY=PASSIVE; set it before importing torch)")
+        return ("OpenMP's default (torch was imported before rdl could set " + " ".join(
+            f"{n}={v}" for n, v in WAIT_ENV.items()) + "; set it before importing torch)")
     if _started == "off":
         return "OpenMP's default (threads=off)"
     if any(n in env for n in WAIT_ENV) and _ours(env) >= set(WAIT_ENV):
