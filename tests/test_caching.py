@@ -171,3 +171,22 @@ def test_a_cached_graph_is_mapped_from_its_files(tmp_path):
         for feat in data[nt].tf.feat_dict.values():
             values = feat if isinstance(feat, torch.Tensor) else feat.values
             assert mapped(values, entry / _file(nt)), nt
+
+
+def test_cache_dir_false_loads_every_generated_database_and_writes_no_cache(
+        tiny_cfg, tmp_path, monkeypatch):
+    """``data.cache_dir=false`` (no cache): the synthetic H&M database is generated in
+    memory and a generated folder (the forum) exported to a temporary folder and removed;
+    neither writes into rdl's cache (it crashed on ``Path(False)`` before)."""
+    from rdl import api
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("RDL_CACHE", str(cache))
+    for data in ("data=hm", "experiment=forum-user-active"):
+        cfg = tiny_cfg(data, "data.cache_dir=false")
+        db = api.load_database(cfg)
+        assert len(db.tables) >= 3 and all(len(t) > 0 for _, t in db), data
+        assert not cache.exists() or not any(cache.iterdir()), (data, list(cache.iterdir()))
+    same = api.load_database(tiny_cfg("data=hm"))    # the cached one: the same rows
+    nocache = api.load_database(tiny_cfg("data=hm", "data.cache_dir=false"))
+    for name, table in same:
+        pd.testing.assert_frame_equal(table.df, nocache[name].df)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -255,10 +256,15 @@ def exported_folder(name: str, export, cache_dir=None) -> Database:
     """A database shipped inside a package, exported once as a folder ``<cache_dir>/<name>``
     (``export(folder)`` writes its files and ``schema.yaml``; written beside, then renamed,
     so a crash never leaves a half-written folder) and read by :func:`load_folder`, as a
-    user's own folder is."""
+    user's own folder is. ``cache_dir=False`` (``data.cache_dir=false``): exported into a
+    temporary folder, read, and removed."""
     from rdl import paths
     from rdl import caching
 
+    if cache_dir is False:
+        with tempfile.TemporaryDirectory(prefix=f"rdl-{name}-") as tmp:
+            export(Path(tmp))
+            return load_folder(tmp)
     root = Path(cache_dir) if cache_dir is not None else paths.cache_dir()
     folder = root / name
     if not (folder / "schema.yaml").exists():

@@ -25,9 +25,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl import paths
-from rdl import caching
-from rdl.data.folder import load_folder
 
 #: bump when the generated data changes (it is part of the cache folder's name)
 GENERATOR_VERSION = 1
@@ -184,14 +181,11 @@ def write_forum(folder, seed: int = 0, scale: float = 0.02) -> Path:
 def forum_db(seed: int = 0, scale: float = 0.02, cache_dir=None):
     """The generated forum as a :class:`~rdl.data.Database`: its files are written once
     under ``cache_dir`` (default :func:`rdl.cache_dir`) and read by
-    :func:`~rdl.data.folder.load_folder`, as a folder of your own would be."""
-    root = Path(cache_dir) if cache_dir is not None else paths.cache_dir()
-    folder = root / f"forum-v{GENERATOR_VERSION}-seed{int(seed)}-scale{float(scale):g}"
-    if not (folder / "schema.yaml").exists():
-        # written beside, then renamed: a crash never leaves a half-written folder
-        with caching.atomic_dir(folder, keep_first=True) as tmp:
-            write_forum(tmp, seed, scale)
-    return load_folder(folder)
+    :func:`~rdl.data.folder.load_folder`, as a folder of your own would be
+    (``cache_dir=False``: into a temporary folder, removed once read)."""
+    from rdl.data.folder import exported_folder
+    return exported_folder(f"forum-v{GENERATOR_VERSION}-seed{int(seed)}-scale{float(scale):g}",
+                           lambda folder: write_forum(folder, seed, scale), cache_dir)
 
 
 def main(argv=None) -> None:

@@ -31,10 +31,13 @@ def synthetic_cache_path(seed: int = 0, scale: float = 0.02, cache_dir=None) -> 
 
 def synthetic_hm_db(seed: int = 0, scale: float = 0.02, cache_dir=None) -> Database:
     """A synthetic rel-hm database (:func:`rdl.data.synthetic_hm.generate` + :func:`hm_database`),
-    saved under ``cache_dir`` on first use and loaded from there afterwards."""
-    path = synthetic_cache_path(seed, scale, cache_dir)
-    return cached_database(
-        path, lambda: hm_database(**synthetic_hm.generate(seed=seed, scale=scale), start=START))
+    saved under ``cache_dir`` on first use and loaded from there afterwards (``False``:
+    generated in memory, nothing saved: ``data.cache_dir=false``)."""
+    make = lambda: hm_database(**synthetic_hm.generate(seed=seed, scale=scale),  # noqa: E731
+                               start=START)
+    if cache_dir is False:
+        return make()
+    return cached_database(synthetic_cache_path(seed, scale, cache_dir), make)
 
 
 def load_hm(source: str = "synthetic", path=None, seed: int = 0, scale: float = 0.02,
