@@ -114,7 +114,7 @@ def test_another_setting_is_another_entry(tiny_cfg, tmp_path, caplog):
     for changed in ("backtest=1", "train_windows=2", "seed=1", "data.deep_features=null",
                     "data.deep_features.top_k=3", "data.tree_prior=false",
                     "data.seed_features=false", "data.strict=true", "data.prior_margin=2.0",
-                    "data.tree_blocks=2", "task=item-sales"):
+                    "data.tree_blocks=2", "data.tree_rows=100", "task=item-sales"):
         assert entry(changed) != base, changed
     for same in ("data.batch_size=7", "data.num_workers=0", "data.label_history=false",
                  "data.num_neighbors=[4,4]", "model.channels=8", "trainer.max_epochs=3",

@@ -35,6 +35,8 @@ from rdl.tasks import Task
 
 log = logging.getLogger(__name__)
 
+#: the train rows a LightGBM is fitted on, a seeded sample where there are more: time and
+#: memory bounded at any scale (``data.tree_rows``, whose default it is)
 MAX_TRAIN_ROWS = 200_000
 #: the baselines' names: LightGBM on depth-1 features, and on depth 1 and 2
 #: (:mod:`rdl.features.deep`)
@@ -130,10 +132,12 @@ class TreeFit:
 def fit_tree_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                        history: pd.DataFrame | None = None, strict: bool = False,
                        seed: int = 0, features: dict[str, pd.DataFrame] | None = None,
-                       deep=None) -> tuple[dict[str, TreeFit], dict[str, dict]]:
+                       deep=None, max_train_rows: int = MAX_TRAIN_ROWS,
+                       ) -> tuple[dict[str, TreeFit], dict[str, dict]]:
     """LightGBM on depth-1 features (``features``, computed if None) and, with ``deep``
     (:class:`~rdl.features.deep.DeepSettings`), on depth 1 and 2: ``({name: fit},
-    {name: feature tables per split})``."""
+    {name: feature tables per split})``. Each fit on a seeded sample of ``max_train_rows``
+    train rows where there are more (``data.tree_rows``)."""
     from rdl.features.deep import deep_features
 
     if deep is not None and deep.select and deep.select_weeks:   # before any heavy work
@@ -143,7 +147,8 @@ def fit_tree_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame]
     if features is None:
         features = {s: entity_features(task, view, df, history, strict)
                     for s, df in tables.items()}
-    fits = {DEPTH1: fit_lightgbm(task, db, tables, history, strict, seed, features=features)}
+    fits = {DEPTH1: fit_lightgbm(task, db, tables, history, strict, seed, max_train_rows,
+                                 features=features)}
     feats = {DEPTH1: features}
     if deep is not None:
         synthesis = stage("depth-2 synthesis", log)
@@ -152,25 +157,27 @@ def fit_tree_baselines(task: Task, db: Database, tables: dict[str, pd.DataFrame]
                 for s, df in tables.items()}
         synthesis.end(f"{both['train'].shape[1] - features['train'].shape[1]} columns for "
                       f"{sum(map(len, tables.values()))} rows")
-        fits[DEPTH2] = fit_lightgbm(task, db, tables, history, strict, seed, features=both,
-                                    name=DEPTH2)
+        fits[DEPTH2] = fit_lightgbm(task, db, tables, history, strict, seed, max_train_rows,
+                                    features=both, name=DEPTH2)
         feats[DEPTH2] = both
         if deep.select:
-            fits[DEPTH2], feats[DEPTH2] = choose_depth2(task, db, tables, history, strict, seed,
-                                                        fits[DEPTH1], fits[DEPTH2], both, deep)
+            fits[DEPTH2], feats[DEPTH2] = choose_depth2(
+                task, db, tables, history, strict, seed, fits[DEPTH1], fits[DEPTH2], both, deep,
+                max_train_rows=max_train_rows)
     return fits, feats
 
 
 def choose_depth2(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                   history: pd.DataFrame, strict: bool, seed: int, depth1: TreeFit,
                   whole: TreeFit, both: dict[str, pd.DataFrame], deep,
-                  name: str = DEPTH2) -> tuple[TreeFit, dict[str, pd.DataFrame]]:
+                  name: str = DEPTH2, max_train_rows: int = MAX_TRAIN_ROWS,
+                  ) -> tuple[TreeFit, dict[str, pd.DataFrame]]:
     """The depth-2 trees on depth 1's features and the depth-2 features ``deep.select``
     keeps, chosen on val (:func:`select_on_val`) or on the train split's last weeks
     (:func:`select_on_train_tail`, ``deep.select_weeks``): ``(fit, feature tables)``.
     ``whole``: the trees on all of ``both``; ``depth1``: on depth 1's features alone."""
     refit = lambda f, t=tables: fit_lightgbm(task, db, t, history, strict, seed,  # noqa: E731
-                                             features=f, name=name)
+                                             max_train_rows, features=f, name=name)
     n1 = depth1.X["train"].shape[1]
     if not deep.select_weeks:
         return select_on_val(whole, both, n1, deep.select, refit, depth1=depth1)
@@ -266,7 +273,9 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     history = task.history(tables) if history is None else history
     view = db if "now" in tables else db.upto(task.test_time)  # "now": the whole database
     train = tables["train"]
+    rows = f"{len(train)} train rows"
     if len(train) > max_train_rows:
+        rows = f"a sample of {max_train_rows} of {len(train)} train rows (data.tree_rows)"
         train = train.sample(n=max_train_rows, random_state=seed).sort_index()
     frames = {"train": train, **{s: tables[s] for s in ("val", "test", "now") if s in tables}}
     if len(frames["val"]) == 0:
@@ -286,7 +295,7 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
         tables["train"][task.target_col].to_numpy(dtype=np.float64)), names)
     top = fit.importance().nlargest(3)
     timer.end(f"features {featurised:.1f} s, fit {timer.seconds() - featurised:.1f} s; "
-              f"{fit.rounds} trees, {len(train)} train rows x {X['train'].shape[1]} features; "
+              f"{fit.rounds} trees, {rows} x {X['train'].shape[1]} features; "
               f"most gain: {', '.join(feature_names.shown(n, 60) for n in top.index)}")
     return fit
 

@@ -46,12 +46,14 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     # with data.deep_features.select, the depth-2 trees on all features and the ones chosen
     # on val, side by side: one fit on all, then select_on_val as fit_tree_baselines runs it
     fits, feats = fit_tree_baselines(task, view, tables, history, cfg.data.strict,
-                                     deep=dataclasses.replace(deep, select=()))
+                                     deep=dataclasses.replace(deep, select=()),
+                                     max_train_rows=cfg.data.tree_rows)
     seconds = time.perf_counter() - start
     scores = {k: v for fit in fits.values() for k, v in fit.scores().items()}
     if deep.select:   # as fit_tree_baselines chooses (on val, or data.deep_features.select_weeks)
         chosen, _ = choose_depth2(task, view, tables, history, cfg.data.strict, 0,
-                                  fits[DEPTH1], fits[DEPTH2], feats[DEPTH2], deep, name=CHOSEN)
+                                  fits[DEPTH1], fits[DEPTH2], feats[DEPTH2], deep, name=CHOSEN,
+                                  max_train_rows=cfg.data.tree_rows)
         scores[CHOSEN] = chosen.scores()[chosen.name]
     scores.update(history_baselines(task, tables, history))
     metric = monitor(task)

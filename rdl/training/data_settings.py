@@ -62,7 +62,7 @@ class DataSettings:
             batch (None: ``batch_size``).
         strict: neighbours must be strictly older than the seed (RelBench v3 rule).
         label_history, seed_features, tree_prior, prior_from, prior_margin, prior_trees,
-            tree_blocks:
+            tree_blocks, tree_rows:
             the node family's (:mod:`rdl.families.node`); a link task leaves them out.
             deep_features: the depth-2 synthesis's bounds (node tasks' trees; link tasks'
             ranker).
@@ -98,6 +98,7 @@ class DataSettings:
     prior_margin: float
     prior_trees: str
     tree_blocks: int
+    tree_rows: int
     deep_features: DeepSettings | None
     ranker: RankerSettings | None
     text_embedder: object
@@ -122,6 +123,11 @@ class DataSettings:
     def __post_init__(self):
         check_loader(self.num_workers, self.prefetch_factor)
         check_prior(self.prior_from, self.prior_margin, self.prior_trees)
+        rows = self.tree_rows
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise ValueError(f"data.tree_rows={rows!r}: expected a whole number >= 1 (the "
+                             "train rows each LightGBM is fitted on, a seeded sample where "
+                             "there are more)")
         # dicts from the config become the objects they describe, once, here
         convert = {"deep_features": DeepSettings.of(self.deep_features),
                    "ranker": RankerSettings.of(self.ranker),

@@ -106,3 +106,30 @@ def test_the_model_starts_as_its_prior(tiny_cfg, task_name, among, trees):
     else:
         rate = dm.tables["train"][task.target_col].mean()
         np.testing.assert_allclose(base[first], task.kind.as_raw(rate), rtol=1e-5)
+
+
+def test_tree_rows_caps_every_lightgbm_fit_and_the_log_says_so(tiny_cfg, monkeypatch, caplog):
+    """``data.tree_rows``: the baselines' fits (depth 1, depth 2, each count of depth-2
+    features tried) and each forward-chained block of the prior are fitted on at most that
+    many train rows, a seeded sample, and the baselines' log lines say so."""
+    import logging
+    from rdl.baselines import trees
+    from rdl.families.node import prior as prior_module
+    fitted, real = [], trees.train_trees
+
+    def counting(task, X, *args, **kwargs):
+        fitted.append(len(X))
+        return real(task, X, *args, **kwargs)
+
+    monkeypatch.setattr(trees, "train_trees", counting)
+    monkeypatch.setattr(prior_module, "train_trees", counting)
+    with caplog.at_level(logging.INFO):
+        _, dm, _ = build(tiny_cfg("data.tree_rows=40", "data.cache_dir=false",
+                                  "compile.enabled=false"))
+    train = len(dm.tree_fits[DEPTH1].X["train"])
+    assert train == 40 and len(dm.tables["train"]) > 40
+    assert len(fitted) >= 3 and max(fitted) == 40
+    assert f"a sample of 40 of {len(dm.tables['train'])} train rows (data.tree_rows)" \
+        in caplog.text
+    with pytest.raises(ValueError, match=r"^data.tree_rows=0: expected a whole number >= 1"):
+        build(tiny_cfg("data.tree_rows=0"))

@@ -191,14 +191,15 @@ def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Databa
     full = {s: with_own(task, graph_db, tables[s], rest[s]) for s in rest}
     depth1.end(f"{full['train'].shape[1]} columns")
     fits, feats = fit_tree_baselines(task, graph_db, tables, history, strict,
-                                     settings.random_seed, features=full, deep=deep)
+                                     settings.random_seed, features=full, deep=deep,
+                                     max_train_rows=settings.tree_rows)
     fits = with_mean(fits)   # printed beside the two it averages
     trees = max(fits, key=lambda name: fits[name].val_score())
     name = chosen_prior(task, tables, history, tree_candidates(fits, settings.prior_trees),
                         settings.prior_from, settings.prior_margin, settings.random_seed)
     if name in fits:
         prior = tree_prior(fits[name], tables, feats, history, settings.tree_blocks,
-                           settings.random_seed)
+                           settings.random_seed, settings.tree_rows)
     else:
         prior = simple_prior(task, name, tables, history)
     if deep is not None and deep.inputs:  # the depth-2 columns as model inputs too

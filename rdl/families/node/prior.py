@@ -43,22 +43,26 @@ MIN_ROWS = 2 * PARAMS["min_data_in_leaf"]
 
 
 def tree_prior(fit, tables: dict[str, pd.DataFrame], features: dict[str, dict],
-               history: pd.DataFrame, blocks: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
+               history: pd.DataFrame, blocks: int = 8, seed: int = 0,
+               max_rows: int = MAX_TRAIN_ROWS) -> dict[str, np.ndarray]:
     """Per split, the raw prior of each row of ``tables[split]``: ``[N]`` values or logits,
     or ``[N, C]`` class scores; NaN where there is none (the first train block).
     ``fit``: a LightGBM baseline (:func:`~rdl.baselines.trees.fit_lightgbm`), or the mean
     of several (:class:`~rdl.baselines.tree_mean.MeanFit`: the mean of their priors, each
     forward-chained on its own features); ``features``: by fit name, the feature tables
-    of the whole splits it was fitted on."""
+    of the whole splits it was fitted on; ``max_rows``: each block's trees on a seeded
+    sample of that many earlier labels where there are more (``data.tree_rows``)."""
     members = getattr(fit, "fits", None)
     if members is None:
-        return _chained(fit, tables, features[fit.name], history, blocks, seed)
-    parts = [_chained(f, tables, features[f.name], history, blocks, seed) for f in members]
+        return _chained(fit, tables, features[fit.name], history, blocks, seed, max_rows)
+    parts = [_chained(f, tables, features[f.name], history, blocks, seed, max_rows)
+             for f in members]
     return {s: np.mean([p[s] for p in parts], axis=0) for s in parts[0]}
 
 
 def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, pd.DataFrame],
-             history: pd.DataFrame, blocks: int, seed: int) -> dict[str, np.ndarray]:
+             history: pd.DataFrame, blocks: int, seed: int,
+             max_rows: int = MAX_TRAIN_ROWS) -> dict[str, np.ndarray]:
     """:func:`tree_prior` of one LightGBM fitted on ``features``."""
     task = fit.task
     timer = stage("tree prior", log)
@@ -82,8 +86,8 @@ def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, 
                      "instead): only %d labels closed before them, fewer than %d", rows.sum(),
                      pd.Timestamp(lo), len(known), MIN_ROWS)
             continue
-        if len(known) > MAX_TRAIN_ROWS:
-            known = np.sort(np.random.default_rng(seed).choice(known, MAX_TRAIN_ROWS, False))
+        if len(known) > max_rows:
+            known = np.sort(np.random.default_rng(seed).choice(known, max_rows, False))
         # Regression boosts from the last label, or where there is none the mean of the
         # labels known by ``lo`` (not of all train labels: that would read later ones).
         base = boost_base(task, train, history, train.iloc[known])
