@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rdl.data.folder import exported_folder
 
 #: bump when the generated data changes (it is part of the cache folder's name)
 GENERATOR_VERSION = 1
@@ -183,7 +184,6 @@ def forum_db(seed: int = 0, scale: float = 0.02, cache_dir=None):
     under ``cache_dir`` (default :func:`rdl.cache_dir`) and read by
     :func:`~rdl.data.folder.load_folder`, as a folder of your own would be
     (``cache_dir=False``: into a temporary folder, removed once read)."""
-    from rdl.data.folder import exported_folder
     return exported_folder(f"forum-v{GENERATOR_VERSION}-seed{int(seed)}-scale{float(scale):g}",
                            lambda folder: write_forum(folder, seed, scale), cache_dir)
 

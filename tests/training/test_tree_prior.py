@@ -124,12 +124,14 @@ def test_tree_rows_caps_every_lightgbm_fit_and_the_log_says_so(tiny_cfg, monkeyp
     monkeypatch.setattr(trees, "train_trees", counting)
     monkeypatch.setattr(prior_module, "train_trees", counting)
     with caplog.at_level(logging.INFO):
-        _, dm, _ = build(tiny_cfg("data.tree_rows=40", "data.cache_dir=false",
-                                  "compile.enabled=false"))
+        _, dm, _ = build(tiny_cfg("data.tree_rows=40", "data.prior_from=trees",
+                                  "data.cache_dir=false", "compile.enabled=false"))
     train = len(dm.tree_fits[DEPTH1].X["train"])
     assert train == 40 and len(dm.tables["train"]) > 40
+    assert dm.prior_name == MEAN       # its blocks: two chained priors, each capped
     assert len(fitted) >= 3 and max(fitted) == 40
     assert f"a sample of 40 of {len(dm.tables['train'])} train rows (data.tree_rows)" \
         in caplog.text
+    assert "each block's trees on at most 40 labels, a sample (data.tree_rows)" in caplog.text
     with pytest.raises(ValueError, match=r"^data.tree_rows=0: expected a whole number >= 1"):
         build(tiny_cfg("data.tree_rows=0"))

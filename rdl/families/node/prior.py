@@ -62,7 +62,7 @@ def tree_prior(fit, tables: dict[str, pd.DataFrame], features: dict[str, dict],
 
 def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, pd.DataFrame],
              history: pd.DataFrame, blocks: int, seed: int,
-             max_rows: int = MAX_TRAIN_ROWS) -> dict[str, np.ndarray]:
+             max_rows: int) -> dict[str, np.ndarray]:
     """:func:`tree_prior` of one LightGBM fitted on ``features``."""
     task = fit.task
     timer = stage("tree prior", log)
@@ -72,6 +72,7 @@ def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, 
     X = lightgbm_names(features["train"])
     y = train[task.target_col].to_numpy(dtype=np.float64)
     prior = np.full((len(train),) + out["val"].shape[1:], np.nan)
+    sampled = False
     seed_time = train["timestamp"].to_numpy().astype("datetime64[ns]")
     times = np.unique(seed_time)
     cuts = [c[0] for c in np.array_split(times, min(blocks, len(times))) if len(c)]
@@ -87,6 +88,7 @@ def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, 
                      pd.Timestamp(lo), len(known), MIN_ROWS)
             continue
         if len(known) > max_rows:
+            sampled = True
             known = np.sort(np.random.default_rng(seed).choice(known, max_rows, False))
         # Regression boosts from the last label, or where there is none the mean of the
         # labels known by ``lo`` (not of all train labels: that would read later ones).
@@ -97,8 +99,10 @@ def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, 
                                  fit.rounds)
     out["train"] = prior
     seeded = 100 * (~np.isnan(prior.reshape(len(prior), -1)[:, 0])).mean() if len(prior) else 0
+    cap = (f", each block's trees on at most {max_rows} labels, a sample (data.tree_rows)"
+           if sampled else "")
     timer.end(f"{len(cuts) - 1} train blocks, {seeded:.0f}% of train seeds with a prior "
-              f"({fit.name})")
+              f"({fit.name}){cap}")
     return out
 
 
