@@ -36,8 +36,10 @@ CHOSEN = ("num_neighbors", "strategy", "bidirectional", "triplets")
 #: :mod:`rdl.families.node.prior_choice`)
 AMONG = ("all", "trees")
 #: which LightGBM is the trees' candidate for the prior (``data.prior_trees``): the mean of
-#: depth 1 and 2 (:mod:`rdl.baselines.tree_mean`), or the one better on val
-TREES = ("mean", "best")
+#: depth 1 and 2 weighted as the train split's forward-chained weeks choose
+#: (:mod:`rdl.families.node.prior_weight`), their plain mean (:mod:`rdl.baselines.tree_mean`),
+#: or the one better on val
+TREES = ("chained", "mean", "best")
 
 
 def check_prior(among: str, margin: float = 0.0, trees: str = "mean") -> None:

@@ -179,9 +179,10 @@ def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Databa
     seed features)."""
     strict, deep = settings.strict, settings.deep_features
     from rdl.features.table import entity_features, with_own
-    from rdl.baselines.trees import DEPTH2, fit_tree_baselines
-    from rdl.families.node.prior import tree_prior
-    from rdl.baselines.tree_mean import with_mean
+    from rdl.baselines.trees import DEPTH1, DEPTH2, fit_tree_baselines
+    from rdl.families.node.prior import chained_priors, tree_prior
+    from rdl.families.node.prior_weight import chained_weight
+    from rdl.baselines.tree_mean import MEAN, weighted, with_mean
     from rdl.families.node.prior_choice import chosen_prior, tree_candidates
     from rdl.families.node.simple_prior import simple_prior
 
@@ -194,12 +195,22 @@ def _fit_prior(task: Task, tables: dict, history: pd.DataFrame, graph_db: Databa
                                      settings.random_seed, features=full, deep=deep,
                                      max_train_rows=settings.tree_rows)
     fits = with_mean(fits)   # printed beside the two it averages
+    chained = (settings.tree_blocks, settings.random_seed, settings.tree_rows)
+    parts, candidates = None, tree_candidates(fits, settings.prior_trees)
+    if settings.prior_trees == "chained" and MEAN in fits:
+        # each depth's forward-chained prior, made once: the weight is chosen on them and
+        # the prior is their weighted mean (rdl/families/node/prior_weight.py)
+        parts = chained_priors({n: fits[n] for n in (DEPTH1, DEPTH2)}, tables, feats,
+                               history, *chained)
+        blend = weighted(fits, chained_weight(
+            task, tables["train"], (parts[DEPTH1]["train"], parts[DEPTH2]["train"]),
+            fits[DEPTH1].bounds))
+        fits, candidates = {**fits, blend.name: blend}, {blend.name: blend}
     trees = max(fits, key=lambda name: fits[name].val_score())
-    name = chosen_prior(task, tables, history, tree_candidates(fits, settings.prior_trees),
-                        settings.prior_from, settings.prior_margin, settings.random_seed)
+    name = chosen_prior(task, tables, history, candidates, settings.prior_from,
+                        settings.prior_margin, settings.random_seed)
     if name in fits:
-        prior = tree_prior(fits[name], tables, feats, history, settings.tree_blocks,
-                           settings.random_seed, settings.tree_rows)
+        prior = tree_prior(fits[name], tables, feats, history, *chained, parts=parts)
     else:
         prior = simple_prior(task, name, tables, history)
     if deep is not None and deep.inputs:  # the depth-2 columns as model inputs too

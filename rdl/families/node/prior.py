@@ -44,20 +44,34 @@ MIN_ROWS = 2 * PARAMS["min_data_in_leaf"]
 
 def tree_prior(fit, tables: dict[str, pd.DataFrame], features: dict[str, dict],
                history: pd.DataFrame, blocks: int = 8, seed: int = 0,
-               max_rows: int = MAX_TRAIN_ROWS) -> dict[str, np.ndarray]:
+               max_rows: int = MAX_TRAIN_ROWS, parts: dict | None = None) -> dict[str, np.ndarray]:
     """Per split, the raw prior of each row of ``tables[split]``: ``[N]`` values or logits,
     or ``[N, C]`` class scores; NaN where there is none (the first train block).
-    ``fit``: a LightGBM baseline (:func:`~rdl.baselines.trees.fit_lightgbm`), or the mean
-    of several (:class:`~rdl.baselines.tree_mean.MeanFit`: the mean of their priors, each
-    forward-chained on its own features); ``features``: by fit name, the feature tables
-    of the whole splits it was fitted on; ``max_rows``: each block's trees on a seeded
-    sample of that many earlier labels where there are more (``data.tree_rows``)."""
-    members = getattr(fit, "fits", None)
-    if members is None:
-        return _chained(fit, tables, features[fit.name], history, blocks, seed, max_rows)
-    parts = [_chained(f, tables, features[f.name], history, blocks, seed, max_rows)
-             for f in members]
-    return {s: np.mean([p[s] for p in parts], axis=0) for s in parts[0]}
+    ``fit``: a LightGBM baseline (:func:`~rdl.baselines.trees.fit_lightgbm`), or the
+    (weighted) mean of several (:class:`~rdl.baselines.tree_mean.MeanFit`: the mean of
+    their priors, each forward-chained on its own features); ``features``: by fit name, the
+    feature tables of the whole splits it was fitted on; ``max_rows``: each block's trees
+    on a seeded sample of that many earlier labels where there are more
+    (``data.tree_rows``); ``parts``: by fit name, priors already made (:func:`chained_priors`),
+    not made again."""
+    parts = dict(parts or {})
+    members = getattr(fit, "fits", None) or (fit,)
+    for f in members:
+        if f.name not in parts:
+            parts[f.name] = _chained(f, tables, features[f.name], history, blocks, seed, max_rows)
+    if not hasattr(fit, "fits"):
+        return parts[fit.name]
+    return {s: fit.combine([parts[f.name][s] for f in members]) for s in parts[members[0].name]}
+
+
+def chained_priors(fits: dict, tables: dict[str, pd.DataFrame], features: dict[str, dict],
+                   history: pd.DataFrame, blocks: int = 8, seed: int = 0,
+                   max_rows: int = MAX_TRAIN_ROWS) -> dict[str, dict[str, np.ndarray]]:
+    """:func:`tree_prior` of each LightGBM of ``fits`` (by name), made once: what the
+    weight of a mean of them is chosen on (:mod:`rdl.families.node.prior_weight`) and what
+    the mean's prior is made of."""
+    return {name: _chained(f, tables, features[name], history, blocks, seed, max_rows)
+            for name, f in fits.items()}
 
 
 def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, pd.DataFrame],

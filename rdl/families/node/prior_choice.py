@@ -70,10 +70,12 @@ def tree_candidates(fits: dict, trees: str = "mean") -> dict:
     """The LightGBMs of ``fits`` the prior is chosen among (``data.prior_trees``): ``mean``,
     the mean of depth 1 and 2 alone where it is there (:mod:`rdl.baselines.tree_mean`:
     on the synthetic user-churn the one better on val trailed depth 1 on the test weeks);
-    ``best``, each fitted one, the better on val chosen."""
+    ``best``, each fitted one, the better on val chosen. ``chained``: as ``mean`` here; the
+    preparation replaces it with the mean weighted as the train split's chained weeks
+    choose (:mod:`rdl.families.node.prior_weight`)."""
     from rdl.baselines.tree_mean import MEAN
     check("all", 0.0, trees)
-    if trees == "mean" and MEAN in fits:
+    if trees in ("mean", "chained") and MEAN in fits:
         return {MEAN: fits[MEAN]}
     return {name: fit for name, fit in fits.items() if name != MEAN}
 
