@@ -62,7 +62,7 @@ def test_a_tie_or_too_few_weeks_give_the_plain_mean(caplog):
     only_last = np.where((train["timestamp"] == WEEKS[-1]).to_numpy(), same, np.nan)
     with caplog.at_level(logging.INFO, logger="rdl.preparation"):
         assert chained_weight(make_task("regression"), train, (only_last, same), None) == 0.5
-    assert "1 train week(s) with a forward-chained prior to choose it on" in caplog.text
+    assert "1 train seed time(s) with a forward-chained prior to choose it on" in caplog.text
 
 
 def test_a_one_class_week_is_skipped():

@@ -76,15 +76,14 @@ def chained_weight(task: Task, train: pd.DataFrame, parts: tuple[np.ndarray, np.
     scores = week_scores(task, train, parts, bounds, weeks)
     n = len(scores[GRID[0]])
     if n < 2:
-        log.info("prior: depth 2's weight 0.5 (the mean of both LightGBMs): %d train "
-                 "week(s) with a forward-chained prior to choose it on, fewer than 2", n)
+        log.info("prior: depth 2's weight 0.5 (the mean of both LightGBMs): %d train seed "
+                 "time(s) with a forward-chained prior to choose it on, fewer than 2", n)
         return 0.5
     mean = {w: float(np.mean(v)) for w, v in scores.items()}
     best = max(GRID, key=lambda w: (-math.inf if math.isnan(mean[w]) else mean[w],
                                     -abs(w - 0.5)))
     sign = 1.0 if task.monitor_mode == "max" else -1.0
     every = ", ".join(f"{w:g}: {sign * v:.5g}" for w, v in mean.items())
-    log.info("prior: depth 2's weight %g, the best on the last %d train weeks' "
-             "forward-chained priors (%s, mean of the weeks: %s)", best, n, monitor(task),
-             every)
+    log.info("prior: depth 2's weight %g, the best on the last %d train seed times' "
+             "forward-chained priors (%s, their mean: %s)", best, n, monitor(task), every)
     return best
