@@ -18,10 +18,13 @@ def _alone() -> bool:
 
 
 @torch.no_grad()
-def score_tensors(task: Task, pred: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
-    """Every metric of ``task`` on ``pred`` against ``target``: all of them here, not
-    gathered from other processes (a multi-process run scores baselines in one)."""
-    metrics = MetricCollection(dict(task.metrics)).clone()
+def score_tensors(task: Task, pred: torch.Tensor, target: torch.Tensor,
+                  only: str | None = None) -> dict[str, float]:
+    """Every metric of ``task`` (``only``: that one) on ``pred`` against ``target``: all
+    of them here, not gathered from other processes (a multi-process run scores baselines
+    in one)."""
+    chosen = {k: m for k, m in task.metrics.items() if only is None or k == only}
+    metrics = MetricCollection(chosen).clone()
     for m in metrics.values():
         m.distributed_available_fn = _alone
     metrics.update(pred, target)
@@ -34,13 +37,13 @@ def targets(task: Task, df: pd.DataFrame) -> torch.Tensor:
                                                            dtype=np.float64)))
 
 
-def score(task: Task, pred, df: pd.DataFrame) -> dict[str, float]:
-    """Every metric of ``task`` for the predictions ``pred`` (array-like, aligned with the
-    rows of the split table ``df``)."""
+def score(task: Task, pred, df: pd.DataFrame, only: str | None = None) -> dict[str, float]:
+    """Every metric of ``task`` (``only``: that one) for the predictions ``pred``
+    (array-like, aligned with the rows of the split table ``df``)."""
     pred = torch.tensor(np.asarray(pred, dtype=np.float32))   # a copy: a column is read-only
     if len(pred) != len(df):
         raise ValueError(f"task {task.name!r}: {len(pred)} predictions for {len(df)} rows")
-    return score_tensors(task, pred, targets(task, df))
+    return score_tensors(task, pred, targets(task, df), only)
 
 
 @torch.no_grad()

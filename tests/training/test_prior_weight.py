@@ -116,3 +116,20 @@ def test_the_prior_is_the_weighted_mean_on_every_split(tiny_cfg, monkeypatch, tm
 
 def test_grid_holds_both_ends_and_the_mean():
     assert GRID[0] == 0 and GRID[-1] == 1 and 0.5 in GRID
+
+
+def test_a_one_row_week_is_skipped_and_only_the_monitored_metric_is_computed(monkeypatch):
+    """A seed time with one row defines no r2 (RelBench's rating tasks monitor MAE and
+    report r2 too): it is skipped, and no other metric than the monitored one is asked."""
+    import torchmetrics
+    rng = np.random.default_rng(3)
+    train = train_table(rng)
+    train = pd.concat([train, train.iloc[[0]].assign(timestamp=WEEKS[-1] + pd.Timedelta("7D"))],
+                      ignore_index=True)
+    task = make_task("regression")
+    task.metrics["r2"] = torchmetrics.R2Score()
+    parts = (rng.normal(10, 3, len(train)), rng.normal(10, 3, len(train)))
+    scores = prior_weight.week_scores(task, train, parts, None, weeks=3)
+    assert all(len(v) == 3 for v in scores.values())   # the last three full weeks, not the one row
+    from rdl.baselines.scoring import score
+    assert set(score(task, parts[0][:5], train.iloc[:5], only="mae")) == {"mae"}

@@ -46,7 +46,8 @@ def week_scores(task: Task, train: pd.DataFrame, parts: tuple[np.ndarray, np.nda
     """Per weight of :data:`GRID`, the monitored metric (larger is better) on each of the
     last ``weeks`` train seed times where every row has a prior (``parts``: the raw
     forward-chained priors of the train rows, depth 1 and depth 2; NaN: none); a time
-    whose labels are all one class is skipped."""
+    with one row, or whose labels are all one class, is skipped (no metric is defined on
+    it: r2, AUROC)."""
     sign = 1.0 if task.monitor_mode == "max" else -1.0
     metric = monitor(task)
     first = parts[0].reshape(len(train), -1)[:, 0]
@@ -58,11 +59,12 @@ def week_scores(task: Task, train: pd.DataFrame, parts: tuple[np.ndarray, np.nda
     for t in times[::-1]:
         rows = np.flatnonzero(seed_time == t)
         week = train.iloc[rows]
-        if classes and week[task.target_col].nunique() < 2:
+        if len(rows) < 2 or classes and week[task.target_col].nunique() < 2:
             continue
         for w in GRID:
             raw = (1 - w) * parts[0][rows] + w * parts[1][rows]
-            out[w].append(sign * score(task, to_prediction(task, raw, bounds), week)[metric])
+            pred = to_prediction(task, raw, bounds)
+            out[w].append(sign * score(task, pred, week, only=metric)[metric])
         if len(out[GRID[0]]) == weeks:
             break
     return out
