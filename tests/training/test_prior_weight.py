@@ -54,7 +54,7 @@ def test_the_weight_is_the_one_best_on_the_last_chained_weeks(better_late, want)
         make_task("regression"), train, parts, None, weeks=6)
 
 
-def test_a_tie_or_too_few_weeks_give_the_plain_mean(caplog):
+def test_a_tie_or_fewer_chained_weeks_than_asked_give_the_plain_mean(caplog):
     rng = np.random.default_rng(1)
     train = train_table(rng)
     same = rng.normal(10.0, 3.0, len(train))
@@ -62,7 +62,12 @@ def test_a_tie_or_too_few_weeks_give_the_plain_mean(caplog):
     only_last = np.where((train["timestamp"] == WEEKS[-1]).to_numpy(), same, np.nan)
     with caplog.at_level(logging.INFO, logger="rdl.preparation"):
         assert chained_weight(make_task("regression"), train, (only_last, same), None) == 0.5
-    assert "1 train seed time(s) with a forward-chained prior to choose it on" in caplog.text
+    assert "1 train seed time(s) with a forward-chained prior to choose it on, fewer than 8" \
+        in caplog.text
+    # six chained weeks where depth 2 is far better in the last four: too few for eight
+    parts = parts_where(train, True, rng)
+    assert chained_weight(make_task("regression"), train, parts, None, weeks=4) == 1.0
+    assert chained_weight(make_task("regression"), train, parts, None) == 0.5
 
 
 def test_a_one_class_week_is_skipped():

