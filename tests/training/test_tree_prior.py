@@ -125,7 +125,8 @@ def test_tree_rows_caps_every_lightgbm_fit_and_the_log_says_so(tiny_cfg, monkeyp
     monkeypatch.setattr(prior_module, "train_trees", counting)
     with caplog.at_level(logging.INFO):
         _, dm, _ = build(tiny_cfg("data.tree_rows=40", "data.prior_from=trees",
-                                  "data.cache_dir=false", "compile.enabled=false"))
+                                  "data.prior_trees=mean", "data.cache_dir=false",
+                                  "compile.enabled=false"))
     train = len(dm.tree_fits[DEPTH1].X["train"])
     assert train == 40 and len(dm.tables["train"]) > 40
     assert dm.prior_name == MEAN       # its blocks: two chained priors, each capped

@@ -55,11 +55,11 @@ def tree_prior(fit, tables: dict[str, pd.DataFrame], features: dict[str, dict],
     (``data.tree_rows``); ``parts``: by fit name, priors already made (:func:`chained_priors`),
     not made again."""
     parts = dict(parts or {})
-    members = getattr(fit, "fits", None) or (fit,)
+    members = getattr(fit, "fits", (fit,))
     for f in members:
         if f.name not in parts:
             parts[f.name] = _chained(f, tables, features[f.name], history, blocks, seed, max_rows)
-    if not hasattr(fit, "fits"):
+    if members == (fit,):
         return parts[fit.name]
     return {s: fit.combine([parts[f.name][s] for f in members]) for s in parts[members[0].name]}
 
