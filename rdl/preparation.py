@@ -146,16 +146,25 @@ def split_tables(task: Task, db: Database, now: bool) -> dict[str, pd.DataFrame]
 
 
 def build_graph(task: Task, db: Database, graph_db: Database, stypes: dict, settings,
-                extend: Callable[..., Database] = lambda d, train: d) -> tuple:
+                extend: Callable[..., Database] = lambda d, train: d,
+                digest: str | None = None) -> tuple:
     """``(graph, col_stats)`` of ``graph_db``; ``extend(db, train)`` adds a family's own
     tables to a database (the node family's label history; ``train``: to the training
     graph's). Predictions "now" encode columns as the model was trained: with the training
-    graph's statistics (category indices, medians), not those of the whole database."""
+    graph's statistics (category indices, medians), not those of the whole database.
+    ``digest``: the prepared data's (:func:`rdl.prepared_cache.digest`), which covers every
+    row of ``db``, the task and the settings ``graph_db`` and ``extend`` are made with
+    (``data.label_history`` added here, the one that is not in it): the graph cache finds
+    its entry by it, without hashing every row a second time."""
     root = None if settings.cache_dir is False else (settings.cache_dir or paths.cache_dir())
     cache = None if root is None else os.path.join(root, "graphs")
+
+    def key(train: bool) -> str | None:
+        return None if digest is None else repr((digest, settings.label_history, train))
+
     stats = None
     if settings.now:
         train_db = extend(task.inputs(db.upto(task.test_time)), train=True)
-        _, stats = make_graph(train_db, stypes, settings.text_embedder, cache)
+        _, stats = make_graph(train_db, stypes, settings.text_embedder, cache, key=key(True))
     return make_graph(extend(graph_db, train=False), stypes, settings.text_embedder, cache,
-                      stats)
+                      stats, key=key(False))

@@ -120,13 +120,14 @@ def entry_of(task, db: Database, settings) -> Path | None:
 
 def shared(task, db: Database, settings, compute: Callable[[], dict],
            store: Callable[[dict], dict] = lambda out: out,
-           shared_path: str | None = None) -> dict:
+           shared_path: str | None = None, entry: Path | None = None) -> dict:
     """What ``compute()`` returns (a dict), computed once: read from the cache entry
     (plain values: tables, arrays, tensors, mapped) where it is complete, else computed
     and, as ``store(out)`` says (plain values), written there. ``shared_path``: with
     several processes, the run folder's file for when the cache cannot be written; only
-    the first process of all computes, the others wait for the entry or that file."""
-    entry = entry_of(task, db, settings)
+    the first process of all computes, the others wait for the entry or that file.
+    ``entry``: :func:`entry_of`'s, where the caller made it already (it hashes every row)."""
+    entry = entry if entry is not None else entry_of(task, db, settings)
     found = _read(entry)
     if found is not None:
         return found

@@ -190,3 +190,41 @@ def test_cache_dir_false_loads_every_generated_database_and_writes_no_cache(
     nocache = api.load_database(tiny_cfg("data=hm", "data.cache_dir=false"))
     for name, table in same:
         pd.testing.assert_frame_equal(table.df, nocache[name].df)
+
+
+def test_a_key_finds_the_graph_without_hashing_the_rows_again(tmp_path, monkeypatch):
+    """``make_graph(..., key=)`` (the prepared data's digest, which hashed every row): the
+    first build hashes the rows and records the key; the next finds the same entry by the
+    key alone. A key whose entry is gone, or a database of another shape under the same
+    key, hashes the rows again."""
+    from rdl.graph import build
+    hashed = []
+    real = build.fingerprint
+    monkeypatch.setattr(build, "fingerprint", lambda *a, **k: hashed.append(1) or real(*a, **k))
+
+    def graph(key, database=None):
+        return make_graph(database or db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8),
+                          key=key)
+
+    built, _ = graph("k1")
+    (entry,) = tmp_path.glob("graph-*")
+    (index,) = (tmp_path / "keys").iterdir()
+    assert hashed == [1] and index.read_text() == entry.name
+    again, _ = graph("k1")
+    assert hashed == [1]                          # found by the key: no row hashed
+    same_graph(built, again)
+    graph("k2")                                   # another key: the rows are hashed, the
+    assert hashed == [1, 1]                       # same entry found, the key recorded
+    assert list(tmp_path.glob("graph-*")) == [entry] and len(list((tmp_path / "keys").iterdir())) == 2
+    graph(None)                                   # no key: hashed as before, no index written
+    assert hashed == [1, 1, 1] and len(list((tmp_path / "keys").iterdir())) == 2
+    fewer = db()
+    fewer.tables["customer"] = type(fewer["customer"])(
+        fewer["customer"].df.drop(columns=[fewer["customer"].df.columns[-1]]),
+        fewer["customer"].pkey, fewer["customer"].fkeys, fewer["customer"].time_col)
+    other, _ = graph("k1", fewer)                 # same key, another shape: hashed, built
+    assert hashed == [1, 1, 1, 1] and len(list(tmp_path.glob("graph-*"))) == 2
+    import shutil
+    shutil.rmtree(entry)                          # the key's entry removed: built again
+    graph("k1")
+    assert hashed == [1, 1, 1, 1, 1] and caching.complete(entry)

@@ -102,6 +102,34 @@ def test_a_restart_reads_the_cache_bit_for_bit_and_mapped(tiny_cfg, tmp_path, ca
     assert any(hasattr(fit, "fits") for fit in again.tree_fits.values())
 
 
+def test_a_restart_hashes_the_rows_once(tiny_cfg, tmp_path, monkeypatch, task="user-churn"):
+    """The first run hashes every row twice (the prepared data's digest, the graph's
+    fingerprint); a restart once: the graph cache finds its entry by the digest
+    (rdl.graph.build: ``keys/``). No trees here: they change nothing in this."""
+    from rdl import prepared_cache
+    from rdl.graph import build
+    hashed = []
+    real = build.fingerprint
+
+    def counted(*args, **kwargs):
+        hashed.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(build, "fingerprint", counted)
+    monkeypatch.setattr(prepared_cache, "fingerprint", counted)
+    overrides = (*task_overrides(task), "data.tree_prior=false", "data.deep_features=null",
+                 "data.seed_features=false")
+    db = api.load_database(tiny_cfg(*overrides))
+    first = prepare(tiny_cfg, db, tmp_path, *overrides)
+    assert len(hashed) == 2
+    again = prepare(tiny_cfg, db, tmp_path, *overrides)
+    assert len(hashed) == 3 and len(list((tmp_path / "graphs").glob("graph-*"))) == 1
+    assert again.data.node_types == first.data.node_types
+    for nt in first.data.node_types:
+        assert again.data[nt].num_nodes == first.data[nt].num_nodes
+    prepare(tiny_cfg, db, tmp_path, *overrides, "data.label_history=false")  # another graph
+    assert len(hashed) == 5 and len(list((tmp_path / "graphs").glob("graph-*"))) == 2
+
+
 def test_another_setting_is_another_entry(tiny_cfg, tmp_path, caplog):
     db = api.load_database(tiny_cfg())
 

@@ -197,6 +197,28 @@ def _bytes_digest(a: np.ndarray) -> bytes:
     return hashlib.sha1(np.ascontiguousarray(a).view(np.uint8)).digest()
 
 
+def _indexed(index: Path | None) -> Path | None:
+    """The complete graph entry the key file ``index`` names, or None."""
+    try:
+        name = index.read_text().strip() if index is not None else ""
+    except OSError:
+        return None
+    entry = index.parent.parent / name if re.fullmatch(r"graph-[0-9a-f]{16}", name) else None
+    return entry if entry is not None and caching.complete(entry) else None
+
+
+def _index(index: Path | None, entry: Path) -> None:
+    """Records that the key file ``index`` names ``entry`` (once; a cache that cannot
+    be written only loses the shortcut)."""
+    if index is None or _indexed(index) == entry:
+        return
+    try:
+        index.parent.mkdir(exist_ok=True)
+        caching.write_atomic(index, entry.name)
+    except OSError:
+        pass
+
+
 def _file(table: str) -> str:
     """The cache file of a table's frame: ``<table>.pt``, or, for a name that is no plain
     file name (``a/b``, ``..``, empty), one made from its hash."""
@@ -207,7 +229,7 @@ def _file(table: str) -> str:
 
 def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
                text_embedder=None, cache_dir: str | os.PathLike | None = None,
-               given_stats: dict[str, dict] | None = None,
+               given_stats: dict[str, dict] | None = None, key: str | None = None,
                ) -> tuple[HeteroData, dict[str, dict]]:
     """Build the graph of ``db``; returns ``(data, col_stats)`` with per-table column stats.
 
@@ -218,6 +240,11 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
         cache_dir: where materialised TensorFrames are cached; ``None`` disables caching.
         given_stats: per table, the column statistics to encode with (those of another
             graph: a model's category indices and scales), instead of this data's own.
+        key: a digest the caller has already made of everything ``db``'s rows come from
+            (:func:`rdl.preparation.build_graph`: the prepared data's, which hashed every
+            row). The cache's index (``keys/``) maps it to the graph's entry, so a restart
+            finds the entry without hashing every row again; where the index has no such
+            key, the rows are hashed as without one and the key added.
     """
     stypes = stypes or {}
     check_stypes(db, stypes)
@@ -232,9 +259,15 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
         if given_stats is not None:  # (only then: the keys of existing caches stay valid)
             parts.append(repr(sorted(given_stats.items())))
         root = Path(cache_dir)
-        entry = root / f"graph-{fingerprint(db, *parts, columns=col_to_stype)}"
+        # the key, with what costs nothing to read (each table's columns, dtypes, rows)
+        shape = [(n, t.meta(), list(t.df.columns), list(map(str, t.df.dtypes)), len(t.df))
+                 for n, t in sorted(db.tables.items())]
+        index = None if key is None else root / "keys" / hashlib.sha1(
+            repr((GRAPH_VERSION, key, parts, shape)).encode()).hexdigest()[:16]
+        entry = _indexed(index) or root / f"graph-{fingerprint(db, *parts, columns=col_to_stype)}"
         if caching.complete(entry):
             cached = entry
+            _index(index, entry)
         elif caching.writable(root):
             caching.remove_stale(root)
             tmp = caching.temp_dir(root, entry.name)
@@ -264,6 +297,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
         if tmp is not None:
             caching.finish(tmp)
             caching.publish(tmp, entry)
+            _index(index, entry)
     except OSError as e:  # a full disk, say: the graph is fine, only its cache fails
         if cached is None and tmp is None:
             raise

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from rdl.data.database import Database, DataError
-from rdl.prepared_cache import shared
+from rdl.prepared_cache import entry_of, shared
 from rdl.preparation import Prepared, build_graph, graph_database, split_tables, task_database
 from rdl.progress import stage
 from rdl.tasks import HISTORY, SPLITS, Task
@@ -99,9 +99,10 @@ def prepare(task: Task, db: Database, settings, shared_path: str | None = None) 
         raise DataError(f"the database has a table named {HISTORY!r}, the name of the "
                         "task's label history; rename it or set data.label_history=false")
     graph_db, stypes = graph_database(task, db, settings)
+    entry = entry_of(task, db, settings)
     out = _restored(task, shared(task, db, settings,
                                  lambda: _labels_and_features(task, db, graph_db, settings),
-                                 _stored, shared_path))
+                                 _stored, shared_path, entry))
     tables, history = out["tables"], out["history"]
     if settings.label_history:
         history_table, stypes[HISTORY] = task.history_table(tables, history)
@@ -118,7 +119,8 @@ def prepare(task: Task, db: Database, settings, shared_path: str | None = None) 
             table = task.history_table(splits, task.history(splits))[0]
         return Database({**d.tables, HISTORY: table})
 
-    data, col_stats = build_graph(task, db, graph_db, stypes, settings, extend)
+    data, col_stats = build_graph(task, db, graph_db, stypes, settings, extend,
+                                  None if entry is None else entry.name)
     return NodePrepared(task, db, data=data, col_stats=col_stats,
                         label_history=settings.label_history,
                         **{k: v for k, v in out.items() if k != "seed_feature_names"},
