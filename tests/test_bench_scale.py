@@ -128,3 +128,24 @@ def test_a_stage_past_max_gib_stops_and_says_so(tmp_path):
     assert row["seconds"] is None and "stopped: resident memory passed 0.05 GiB" in row["error"]
     assert row["stopped_at_gib"] > 0.05
     assert "failed" in (tmp_path / "scale-curve.md").read_text()
+
+
+def test_a_curve_stopped_midway_keeps_the_stages_it_measured(tmp_path, monkeypatch):
+    """The report is rewritten after each stage: a curve of hours stopped in its third
+    stage (here, Ctrl-C in the stage's process) leaves the first two's rows."""
+    from rdl.bench.train import runner
+    calls = []
+
+    def child(spec, timeout, log, **kwargs):
+        calls.append(spec["stage"])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return {"seconds": float(len(calls)), "peak_gib": 0.5, "setup_s": 0.0,
+                "setup_peak_gib": 0.1}
+    monkeypatch.setattr(runner, "_run_child", child)
+    with pytest.raises(KeyboardInterrupt):
+        scale.main(["--scale", "0.002", "--stages", "write", "read", "checks",
+                    "--out", str(tmp_path), "--work", str(tmp_path)])
+    saved = json.loads((tmp_path / "scale.json").read_text())["rows"]
+    assert [(r["stage"], r["seconds"]) for r in saved] == [("write", 1.0), ("read", 2.0)]
+    assert (tmp_path / "scale-curve.md").read_text().count("0.50 GiB") == 2

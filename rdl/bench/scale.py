@@ -117,8 +117,10 @@ def pivot(rows: list[dict]) -> list[dict]:
             for s in table.values()]
 
 
-def run_scale(scale: float, args, out: Path) -> list[dict]:
-    """The stages at one scale, each in a fresh process, in a work folder of its own."""
+def run_scale(scale: float, args, out: Path, measured=lambda rows: None) -> list[dict]:
+    """The stages at one scale, each in a fresh process, in a work folder of its own;
+    ``measured(rows)`` after each stage (the report so far: a curve of hours that stops
+    keeps what it measured)."""
     from rdl.bench.train.runner import _run_child
 
     work = Path(tempfile.mkdtemp(prefix=f"rdl-bench-scale-{scale:g}-", dir=args.work))
@@ -138,6 +140,7 @@ def run_scale(scale: float, args, out: Path) -> list[dict]:
             rows.append({"scale": scale, "stage": stage, "seconds": res.get("seconds"),
                          "peak_gib": res.get("peak_gib"),
                          **{k: v for k, v in res.items() if k not in ("seconds", "peak_gib")}})
+            measured(rows)
             if res.get("seconds") is not None:
                 print(f"    {res['seconds']:.1f} s, peak {res['peak_gib']:.2f} GiB", flush=True)
             if stage == "write" and "error" in res:
@@ -182,7 +185,14 @@ def main(argv: list[str] | None = None) -> None:
         p.error("without the write stage, --files DIR must name the Kaggle files to read")
 
     out = Path(args.out) if args.out else run_dir("scale")
-    rows = curve([r for scale in args.scale for r in run_scale(scale, args, out)])
+    done: list[dict] = []
+    for scale in args.scale:
+        done += run_scale(scale, args, out, lambda rows: _report(argv, args, out, done + rows))
+
+
+def _report(argv: list[str], args, out: Path, rows: list[dict]) -> None:
+    """The report of the stages measured so far (rewritten whole after each)."""
+    rows = curve(rows)
     header = (f"The cost curve: `python -m rdl.bench scale {' '.join(argv)}`, task {args.task}, "
               f"{_machine()}, load average {load_average()} at the end. Each stage in a "
               "fresh process; "
