@@ -2,6 +2,7 @@
 a damaged entry is rebuilt, a live process's temporary is left alone, and a cache folder
 that cannot be written means a run without caching and one warning."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -224,7 +225,6 @@ def test_a_key_finds_the_graph_without_hashing_the_rows_again(tmp_path, monkeypa
         fewer["customer"].pkey, fewer["customer"].fkeys, fewer["customer"].time_col)
     other, _ = graph("k1", fewer)                 # same key, another shape: hashed, built
     assert hashed == [1, 1, 1, 1] and len(list(tmp_path.glob("graph-*"))) == 2
-    import shutil
     shutil.rmtree(entry)                          # the key's entry removed: built again
     graph("k1")
     assert hashed == [1, 1, 1, 1, 1] and caching.complete(entry)

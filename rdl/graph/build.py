@@ -208,9 +208,9 @@ def _indexed(index: Path | None) -> Path | None:
 
 
 def _index(index: Path | None, entry: Path) -> None:
-    """Records that the key file ``index`` names ``entry`` (once; a cache that cannot
-    be written only loses the shortcut)."""
-    if index is None or _indexed(index) == entry:
+    """Records that the key file ``index`` names ``entry`` (a cache that cannot be
+    written only loses the shortcut)."""
+    if index is None:
         return
     try:
         index.parent.mkdir(exist_ok=True)
@@ -264,10 +264,12 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
                  for n, t in sorted(db.tables.items())]
         index = None if key is None else root / "keys" / hashlib.sha1(
             repr((GRAPH_VERSION, key, parts, shape)).encode()).hexdigest()[:16]
-        entry = _indexed(index) or root / f"graph-{fingerprint(db, *parts, columns=col_to_stype)}"
+        found = _indexed(index)   # complete, or None
+        entry = found or root / f"graph-{fingerprint(db, *parts, columns=col_to_stype)}"
         if caching.complete(entry):
             cached = entry
-            _index(index, entry)
+            if found is None:
+                _index(index, entry)
         elif caching.writable(root):
             caching.remove_stale(root)
             tmp = caching.temp_dir(root, entry.name)
