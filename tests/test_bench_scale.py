@@ -3,6 +3,7 @@ rows, ratios and sums, each stage's own peak, and the benchmark end to end at a 
 scale."""
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,3 +150,28 @@ def test_a_curve_stopped_midway_keeps_the_stages_it_measured(tmp_path, monkeypat
     saved = json.loads((tmp_path / "scale.json").read_text())["rows"]
     assert [(r["stage"], r["seconds"]) for r in saved] == [("write", 1.0), ("read", 2.0)]
     assert (tmp_path / "scale-curve.md").read_text().count("0.50 GiB") == 2
+
+
+def test_a_kept_work_folder_runs_later_stages_in_its_caches(tmp_path, monkeypatch):
+    """--keep keeps a scale's work folder; --in runs stages in it again (its files and
+    rdl cache: the RDL_CACHE the stages see), and keeps it."""
+    from rdl.bench.train import runner
+    seen = []
+
+    def child(spec, timeout, log, env=None, **kwargs):
+        seen.append((spec["stage"], spec["files"], env["RDL_CACHE"]))
+        Path(spec["files"]).mkdir(parents=True, exist_ok=True)
+        return {"seconds": 1.0, "peak_gib": 0.5, "setup_s": 0.0, "setup_peak_gib": 0.1}
+    monkeypatch.setattr(runner, "_run_child", child)
+    work = tmp_path / "work"
+    work.mkdir()
+    scale.main(["--scale", "0.002", "--stages", "write", "read", "--keep",
+                "--out", str(tmp_path / "a"), "--work", str(work)])
+    kept = next(work.iterdir())
+    assert seen[0][1] == str(kept / "files") and seen[0][2] == str(kept / "cache")
+    scale.main(["--scale", "0.002", "--stages", "restart", "--in", str(kept),
+                "--out", str(tmp_path / "b")])
+    assert seen[-1] == ("restart", str(kept / "files"), str(kept / "cache"))
+    assert kept.is_dir() and list(work.iterdir()) == [kept]
+    with pytest.raises(SystemExit):   # not a kept work folder
+        scale.main(["--scale", "0.002", "--stages", "restart", "--in", str(tmp_path / "b")])

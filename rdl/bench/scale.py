@@ -18,7 +18,9 @@ when the scale is done, unless ``--keep``): the files, rdl's cache (``RDL_CACHE`
 the compile caches (``TORCHINDUCTOR_CACHE_DIR``), empty at the start, filled by the
 stages as a user's run fills them. ``--files DIR`` times the stages on Kaggle files
 already there (the real ones, or the writer's) instead of writing them (one ``--scale``,
-then only a label). ``--set`` adds config overrides to every stage (``model.channels=64``,
+then only a label). ``--keep`` keeps the work folder; ``--in DIR`` runs stages in one kept
+before, its files and caches as its stages left them (a restart measured again after a
+change). ``--set`` adds config overrides to every stage (``model.channels=64``,
 ``trainer.limit_train_batches=20``). ``--max-gib`` stops a stage whose resident memory
 passes it, before the machine runs out (its row says where it stopped).
 
@@ -123,7 +125,8 @@ def run_scale(scale: float, args, out: Path, measured=lambda rows: None) -> list
     keeps what it measured)."""
     from rdl.bench.train.runner import _run_child
 
-    work = Path(tempfile.mkdtemp(prefix=f"rdl-bench-scale-{scale:g}-", dir=args.work))
+    work = (Path(args.within) if args.within else
+            Path(tempfile.mkdtemp(prefix=f"rdl-bench-scale-{scale:g}-", dir=args.work)))
     files = Path(args.files) if args.files else work / "files"
     env = {"RDL_CACHE": str(work / "cache"), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
            "TORCHINDUCTOR_AUTOGRAD_CACHE": "1", "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor"),
@@ -146,7 +149,7 @@ def run_scale(scale: float, args, out: Path, measured=lambda rows: None) -> list
             if stage == "write" and "error" in res:
                 break   # nothing to read
     finally:
-        if not args.keep:
+        if not args.keep and not args.within:
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"work folder kept: {work}")
@@ -177,11 +180,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--work", default=None, metavar="DIR",
                    help="where the work folders go (default: the system's temporary folder)")
     p.add_argument("--keep", action="store_true", help="keep the work folders")
+    p.add_argument("--in", dest="within", default=None, metavar="DIR",
+                   help="a work folder kept by --keep, at one --scale: its files and caches "
+                        "as its stages left them (a later stage, restart, measured again)")
     p.add_argument("--out", default=None, help="report folder (default outputs/bench/<time>-scale)")
     args = p.parse_args(argv)
     if args.files and ("write" in args.stages or len(args.scale) > 1):
         p.error("--files replaces the write stage, at one --scale: leave write out of --stages")
-    if not args.files and "write" not in args.stages:
+    if args.within and (len(args.scale) > 1 or not (Path(args.within) / "files").is_dir()):
+        p.error("--in DIR: a work folder kept by --keep (DIR/files), at one --scale")
+    if not args.files and not args.within and "write" not in args.stages:
         p.error("without the write stage, --files DIR must name the Kaggle files to read")
 
     out = Path(args.out) if args.out else run_dir("scale")
