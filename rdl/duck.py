@@ -13,6 +13,15 @@ connection, :func:`connect`.
   fit even so fails with an error that names the setting.
 - **Spilled to a folder of its own**, under ``duckdb.spill_dir`` (default: rdl's cache
   folder, on disk, where ``/tmp`` may be memory), removed when the connection closes.
+- **A split's seed times a few at a time** (:func:`seed_time_groups`): a label query
+  crosses every seed time with every entity row (user-churn's ``EXISTS``: 52 seed times x
+  5.5M customers at four times rel-hm's size, which spilled more than 50 GB and filled the
+  disk), so a task's SQL runs on groups of seed times of at most ``duckdb.label_pairs``
+  (seed time, entity row) pairs, and the groups' rows are put together. A label depends
+  only on its own seed time, so the rows are those of one query (tested), but for the
+  last bits of float sums, which DuckDB may add in another order in another plan
+  (item-sales: 0.01 % of its train labels at one seed time a query); the setting is in
+  the prepared data's digest (:mod:`rdl.prepared_cache`).
 
 DuckDB's insertion order is kept (its default): the label SQL's rows are sorted after,
 but rows that tie keep DuckDB's order, which must not change.
@@ -34,7 +43,7 @@ from rdl import paths
 log = logging.getLogger(__name__)
 
 #: the process's settings (``duckdb.*`` of the config; :func:`configured` sets them)
-SETTINGS = {"memory_limit": "auto", "spill_dir": None}
+SETTINGS = {"memory_limit": "auto", "spill_dir": None, "label_pairs": 25_000_000}
 #: ``auto``'s share of the memory this process may use
 AUTO_SHARE = 0.25
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
@@ -50,15 +59,31 @@ def check(memory_limit) -> None:
 
 
 @contextlib.contextmanager
-def configured(memory_limit="auto", spill_dir=None):
+def configured(memory_limit="auto", spill_dir=None, label_pairs=25_000_000):
     """The process's DuckDB settings (``duckdb.*``) while inside; the previous ones after."""
     check(memory_limit)
+    check_pairs(label_pairs)
     before = dict(SETTINGS)
-    SETTINGS.update(memory_limit=memory_limit, spill_dir=spill_dir)
+    SETTINGS.update(memory_limit=memory_limit, spill_dir=spill_dir, label_pairs=label_pairs)
     try:
         yield
     finally:
         SETTINGS.update(before)
+
+
+def check_pairs(label_pairs) -> None:
+    """A :class:`ValueError` naming ``duckdb.label_pairs`` where it is not a whole number >= 1."""
+    if isinstance(label_pairs, bool) or not isinstance(label_pairs, int) or label_pairs < 1:
+        raise ValueError(f"duckdb.label_pairs={label_pairs!r}: expected a whole number >= 1 "
+                         "(the (seed time, entity row) pairs one label query may cross)")
+
+
+def seed_time_groups(times: list, rows: int) -> list[list]:
+    """``times`` (a split's seed times, in order) in consecutive groups of at most
+    ``duckdb.label_pairs // rows`` (at least one), ``rows``: the entity table's. One group
+    where they all fit, as before this rule (the same query, the same rows)."""
+    per = max(1, SETTINGS["label_pairs"] // max(1, rows))
+    return [times[i:i + per] for i in range(0, len(times), per)] or [times]
 
 
 def memory_limit() -> str:

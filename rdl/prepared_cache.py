@@ -6,7 +6,8 @@ second to read) is kept in rdl's cache, ``<cache>/prepared/<digest>`` (``$RDL_CA
 ``data.cache_dir``; ``data.cache_dir=false`` turns it off with the other caches). The
 digest covers everything it is computed from (:func:`digest`): every row of the database,
 its keys and stypes, the task (its settings and SQL), the data settings that change it,
-the libraries that compute it and :data:`PREPARED_VERSION`. A restart with the same
+``duckdb.label_pairs`` (how many seed times a label query takes: float sums may differ in
+their last bits between groupings), the libraries that compute it and :data:`PREPARED_VERSION`. A restart with the same
 settings reads the entry; any change gives another digest, another entry.
 
 The entry is one file of tensors (:func:`rdl.safe_load.plain`: a frame's columns of
@@ -37,7 +38,7 @@ from typing import Callable
 import pandas as pd
 import torch
 
-from rdl import caching, paths
+from rdl import caching, duck, paths
 from rdl.caching import atomic_file
 from rdl.data.database import Database
 from rdl.graph.build import column_digest, fingerprint
@@ -99,7 +100,8 @@ def digest(task, db: Database, settings) -> str:
     """The digest of everything the prepared data of ``task`` on ``db`` (as the task sees
     it) with ``settings`` is computed from."""
     h = hashlib.sha1(repr((PREPARED_VERSION, [(n, _version(n)) for n in ("rdl", *LIBRARIES)],
-                           task_key(task), settings_key(settings))).encode())
+                           task_key(task), settings_key(settings),
+                           duck.SETTINGS["label_pairs"])).encode())
     h.update(fingerprint(db).encode())   # every row of every table
     h.update(repr(sorted(db.stypes.items())).encode())
     for name, keys in sorted(db.keys.items()):   # the files' ids, which the task's SQL sees

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rdl.families import family_of, model_family
 from rdl.paths import CONF_DIR, TASKS_DIR
-from rdl.duck import check as check_duckdb_memory
+from rdl.duck import check as check_duckdb_memory, check_pairs
 from rdl.threads import check as check_threads
 from rdl.training.data_settings import CHOSEN, DataSettings
 from rdl.training.loader_workers import check as check_loader
@@ -64,6 +64,7 @@ def check_settings(cfg: DictConfig) -> None:
     check_loader(data.get("num_workers", 0), data.get("prefetch_factor"))
     check_threads(cfg.get("threads", "auto"))
     check_duckdb_memory(duckdb_settings(cfg)["memory_limit"])
+    check_pairs(duckdb_settings(cfg)["label_pairs"])
     buckets = data.get("buckets")
     need(buckets is None or not getattr(model_cls, "takes_tokens", False), "data.buckets",
          buckets, f"static-shape buckets pad message-passing batches; {model_cls.__name__} "
@@ -239,7 +240,8 @@ def duckdb_settings(cfg: DictConfig) -> dict:
     """``duckdb.*`` of the config (:func:`rdl.duck.configured`'s arguments)."""
     given = cfg.get("duckdb") or {}
     return {"memory_limit": given.get("memory_limit", "auto"),
-            "spill_dir": given.get("spill_dir")}
+            "spill_dir": given.get("spill_dir"),
+            "label_pairs": given.get("label_pairs", 25_000_000)}
 
 
 def local_processes(cfg: DictConfig) -> int:

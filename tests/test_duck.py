@@ -167,3 +167,55 @@ def test_too_little_memory_names_the_setting(tmp_path):
             with duck.connect() as con:
                 con.execute("SELECT count(DISTINCT i) FROM range(10000000) t(i)").fetchall()
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("task_name", ["user-churn", "item-sales", "user-item-purchase",
+                                       "forum-user-active"])
+def test_seed_times_a_few_at_a_time_give_the_rows_of_one_query(tiny_cfg, rdl_cache, caplog,
+                                                                task_name):
+    """A task's SQL on a split's seed times in groups (``duckdb.label_pairs``: one, then
+    three seed times a query) gives the split tables and the label history of one query
+    over them all: bit for bit (user-item-purchase: lists), but for the last bits of
+    item-sales' float sums (DuckDB's plan for one seed time adds them in another order)."""
+    if task_name.startswith("forum"):
+        cfg = tiny_cfg(f"task={task_name}", "data.stypes=null")
+        task, settings = instantiate(cfg.task, _convert_="all"), data_settings(cfg)
+        db = task_database(task, forum_db(scale=0.002, cache_dir=rdl_cache), settings)
+    else:
+        task, db, settings = hm(tiny_cfg, task_name, 0.003)
+    def outputs_(task, db, settings, deep):   # a link task has no label history
+        if hasattr(task, "history"):
+            return outputs(task, db, settings, deep)
+        return {f"table {s}": df for s, df in split_tables(task, db, now=False).items()}
+    want = outputs_(task, db, settings, deep=False)
+    assert len(want["table train"]["timestamp"].unique()) > 3
+    entities = len(db[task.entity_table])
+    for per in (1, 3):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="rdl.tasks"), \
+                duck.configured(label_pairs=per * entities):
+            got = outputs_(task, db, settings, deep=False)
+        said = [r.getMessage() for r in caplog.records if "label queries" in r.getMessage()]
+        assert said and f"of at most {per} (duckdb.label_pairs)" in said[0], said
+        if task_name == "item-sales":
+            for name in want:
+                pd.testing.assert_frame_equal(got[name], want[name], check_exact=False,
+                                              rtol=1e-12, atol=0, obj=name)
+                assert (got[name]["sales"] == want[name]["sales"]).mean() > 0.99, name
+        else:
+            assert_same(got, want)
+
+
+def test_seed_time_groups_keep_the_order_and_one_group_where_they_fit():
+    times = list(range(7))
+    with duck.configured(label_pairs=30):
+        assert duck.seed_time_groups(times, 10) == [[0, 1, 2], [3, 4, 5], [6]]
+        assert duck.seed_time_groups(times, 100) == [[t] for t in times]   # at least one
+        assert duck.seed_time_groups(times, 4) == [times]
+        assert duck.seed_time_groups([], 4) == [[]]
+
+
+@pytest.mark.parametrize("value", [0, -5, 2.5, "many", True])
+def test_a_bad_label_pairs_is_named(value):
+    with pytest.raises(ValueError, match="duckdb.label_pairs"):
+        duck.check_pairs(value)

@@ -249,21 +249,35 @@ class Task:
         """Run the task's SQL on ``db`` for the given seed times; the SQL sees the files'
         own ids, mapped back to rows after (:mod:`rdl.tasks.ids`)."""
         # one thread (label sums in one order), a memory limit past which it spills to
-        # disk: rdl/duck.py
+        # disk, and the seed times a few at a time, for a label query crosses them with
+        # every entity row (one group where they fit, as before): rdl/duck.py
+        entities = len(db[self.entity_table]) if self.entity_table in db.tables else 1
+        groups = duck.seed_time_groups(list(pd.to_datetime(list(timestamps))), entities)
+        if len(groups) > 1:
+            log.info("task %s: %d seed times in %d label queries of at most %d "
+                     "(duckdb.label_pairs)", self.name, sum(map(len, groups)), len(groups),
+                     len(groups[0]))
+        if self.sql_path is None:  # RelBench's manifest SQL: the window as text
+            sql, params = self.query.replace("{timedelta}", str(self.delta)), None
+        else:
+            sql = self.sql_path.read_text()
+            params = {"window": dt.timedelta(seconds=self.delta.total_seconds())}
+        parts = []
         with duck.connect() as con:
             register(con, db)   # keyed by the files' ids (rdl.tasks.ids)
-            con.register(TIMESTAMPS,
-                         pd.DataFrame({"timestamp": pd.to_datetime(list(timestamps))}))
-            window = dt.timedelta(seconds=self.delta.total_seconds())
-            try:
-                if self.sql_path is None:  # RelBench's manifest SQL: the window as text
-                    df = con.execute(self.query.replace("{timedelta}", str(self.delta))).df()
-                else:
-                    df = con.execute(self.sql_path.read_text(), {"window": window}).df()
-            except duckdb.OutOfMemoryException:
-                raise   # not the SQL's fault: rdl.duck says which setting to raise
-            except duckdb.Error as e:
-                raise DataError(f"task {self.name!r}: {self.source} failed in DuckDB: {e}") from None
+            for group in groups:
+                con.register(TIMESTAMPS, pd.DataFrame({"timestamp": pd.to_datetime(group)}))
+                try:
+                    parts.append(con.execute(sql, params).df())
+                except duckdb.OutOfMemoryException:
+                    raise   # not the SQL's fault: rdl.duck says which setting to raise
+                except duckdb.Error as e:
+                    raise DataError(f"task {self.name!r}: {self.source} failed in DuckDB: "
+                                    f"{e}") from None
+                con.unregister(TIMESTAMPS)
+        # a group that labels nothing adds no rows (nor its columns' empty dtypes)
+        parts = [part for part in parts if len(part)] or parts[:1]
+        df = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
         if self.time_col != "timestamp" and self.time_col in df.columns:
             df = df.rename(columns={self.time_col: "timestamp"})
         expected = ["timestamp", self.entity_col, self.target_col]
