@@ -35,13 +35,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-import pandas as pd
 import torch
 
 from rdl import caching, duck, paths
 from rdl.caching import atomic_file
 from rdl.data.database import Database
-from rdl.graph.build import column_digest, fingerprint
 from rdl.preparation import first_process
 from rdl.progress import stage
 from rdl.safe_load import load, plain, unplain
@@ -102,11 +100,10 @@ def digest(task, db: Database, settings) -> str:
     h = hashlib.sha1(repr((PREPARED_VERSION, [(n, _version(n)) for n in ("rdl", *LIBRARIES)],
                            task_key(task), settings_key(settings),
                            duck.SETTINGS["label_pairs"])).encode())
-    h.update(fingerprint(db).encode())   # every row of every table
+    # every row of every table and the files' ids, which the task's SQL sees (stored with
+    # the rows where the database comes from rdl's cache: no row hashed again)
+    h.update(db.digest().encode())
     h.update(repr(sorted(db.stypes.items())).encode())
-    for name, keys in sorted(db.keys.items()):   # the files' ids, which the task's SQL sees
-        h.update(name.encode())
-        h.update(column_digest(pd.Series(keys)))
     return h.hexdigest()[:16]
 
 
@@ -116,7 +113,7 @@ def entry_of(task, db: Database, settings) -> Path | None:
     if settings.cache_dir is False:
         return None
     root = Path(settings.cache_dir or paths.cache_dir()) / "prepared"
-    with stage("prepared data's digest (every row of the database)", log):
+    with stage("prepared data's digest", log):
         return root / digest(task, db, settings)
 
 

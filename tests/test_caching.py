@@ -110,17 +110,16 @@ def test_only_temporaries_of_dead_or_old_processes_are_removed(tmp_path):
     assert mine.exists() and elsewhere.exists() and entry.exists()
 
 
-# Dies after the first table's parquet file: the database folder is half written.
+# Dies after the first table's file: the database folder is half written.
 KILL_DB = """
 import os, signal, sys
-import pandas as pd
+from rdl.data import database
 from rdl.data.hm import synthetic_hm_db
-to_parquet, written = pd.DataFrame.to_parquet, []
-def write_then_die(self, *args, **kwargs):
-    to_parquet(self, *args, **kwargs)
-    written.append(args)
+write_table = database.write_table
+def write_then_die(*args, **kwargs):
+    write_table(*args, **kwargs)
     os.kill(os.getpid(), signal.SIGKILL)
-pd.DataFrame.to_parquet = write_then_die
+database.write_table = write_then_die
 synthetic_hm_db(seed=0, scale=float(sys.argv[2]), cache_dir=sys.argv[1])
 """
 

@@ -102,32 +102,46 @@ def test_a_restart_reads_the_cache_bit_for_bit_and_mapped(tiny_cfg, tmp_path, ca
     assert any(hasattr(fit, "fits") for fit in again.tree_fits.values())
 
 
-def test_a_restart_hashes_the_rows_once(tiny_cfg, tmp_path, monkeypatch, task="user-churn"):
-    """The first run hashes every row twice (the prepared data's digest, the graph's
-    fingerprint); a restart once: the graph cache finds its entry by the digest
-    (rdl.graph.build: ``keys/``). No trees here: they change nothing in this."""
-    from rdl import prepared_cache
+def test_a_restart_hashes_no_row(tiny_cfg, tmp_path, monkeypatch, task="user-churn"):
+    """A database saved in rdl's cache keeps its rows' digest (digest.json): the first run
+    hashes every row twice, once as the database is saved (the prepared data's digest
+    takes that one) and once for the graph's fingerprint; a restart, the database loaded
+    from its cache, hashes none: the prepared data's digest is the stored one and the
+    graph cache finds its entry by it (rdl.graph.build: ``keys/``). A database not from
+    the cache is hashed. No trees here: they change nothing in this."""
+    from rdl.data import digest as rows
+    from rdl.data.hm import synthetic_hm_db
     from rdl.graph import build
     hashed = []
-    real = build.fingerprint
 
-    def counted(*args, **kwargs):
-        hashed.append(1)
-        return real(*args, **kwargs)
-    monkeypatch.setattr(build, "fingerprint", counted)
-    monkeypatch.setattr(prepared_cache, "fingerprint", counted)
+    def counted(real):
+        def count(*args, **kwargs):
+            hashed.append(real.__name__)
+            return real(*args, **kwargs)
+        return count
+    monkeypatch.setattr(build, "fingerprint", counted(build.fingerprint))
+    monkeypatch.setattr(rows, "rows_digest", counted(rows.rows_digest))
     overrides = (*task_overrides(task), "data.tree_prior=false", "data.deep_features=null",
                  "data.seed_features=false")
-    db = api.load_database(tiny_cfg(*overrides))
+    scale = tiny_cfg(*overrides).data.db.scale
+    db = synthetic_hm_db(scale=scale, cache_dir=tmp_path / "db")   # made and saved
+    assert hashed == ["rows_digest"]
     first = prepare(tiny_cfg, db, tmp_path, *overrides)
-    assert len(hashed) == 2
-    again = prepare(tiny_cfg, db, tmp_path, *overrides)
-    assert len(hashed) == 3 and len(list((tmp_path / "graphs").glob("graph-*"))) == 1
+    assert hashed == ["rows_digest", "fingerprint"]
+    hashed.clear()
+    loaded = synthetic_hm_db(scale=scale, cache_dir=tmp_path / "db")   # a restart
+    again = prepare(tiny_cfg, loaded, tmp_path, *overrides)
+    assert hashed == [] and len(list((tmp_path / "graphs").glob("graph-*"))) == 1
+    assert len(list((tmp_path / "prepared").glob("*"))) == 1   # the same entry
     assert again.data.node_types == first.data.node_types
     for nt in first.data.node_types:
         assert again.data[nt].num_nodes == first.data[nt].num_nodes
-    prepare(tiny_cfg, db, tmp_path, *overrides, "data.label_history=false")  # another graph
-    assert len(hashed) == 5 and len(list((tmp_path / "graphs").glob("graph-*"))) == 2
+    prepare(tiny_cfg, loaded, tmp_path, *overrides, "data.label_history=false")  # another graph
+    assert hashed == ["fingerprint"] and len(list((tmp_path / "graphs").glob("graph-*"))) == 2
+    hashed.clear()
+    copied = type(loaded)(dict(loaded.tables), keys=dict(loaded.keys))   # not from the cache
+    prepare(tiny_cfg, copied, tmp_path, *overrides)
+    assert hashed == ["rows_digest"] and len(list((tmp_path / "prepared").glob("*"))) == 1
 
 
 def test_another_setting_is_another_entry(tiny_cfg, tmp_path, caplog):

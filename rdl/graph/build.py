@@ -31,7 +31,8 @@ from torch_geometric.data import HeteroData
 from rdl import caching
 from rdl.data import checks
 from rdl.data.database import Database, DataError, Table
-from rdl.graph.columns import hashable, multi_hot, with_lists
+from rdl.data.digest import column_digest
+from rdl.graph.columns import multi_hot, with_lists
 from rdl.progress import bar, stage
 
 log = logging.getLogger(__name__)
@@ -174,27 +175,6 @@ def fingerprint(db: Database, *parts: Any, columns: dict[str, list[str]] | None 
         for c in keep:
             h.update(column_digest(df[c]))
     return h.hexdigest()[:16]
-
-
-def column_digest(s: pd.Series) -> bytes:
-    """A digest of a column's values in order (not its index). Numbers, times and booleans
-    are hashed as their bytes (a masked array's with its mask; the values under the mask
-    zeroed), five times faster than pandas' per-row hash, which the rest (text, lists,
-    objects: :func:`~rdl.graph.columns.hashable`) still go through. Equal values, equal
-    digest; a restart hashes every row of the database, so the speed counts at scale."""
-    if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biufmM":
-        return _bytes_digest(s.to_numpy())
-    masked = (pd.arrays.IntegerArray, pd.arrays.FloatingArray, pd.arrays.BooleanArray)
-    if isinstance(s.array, masked):
-        mask = s.isna().to_numpy()
-        kind = s.dtype.numpy_dtype
-        return _bytes_digest(s.to_numpy(dtype=kind, na_value=kind.type(0))) + _bytes_digest(mask)
-    return hashlib.sha1(pd.util.hash_pandas_object(hashable(s), index=False)
-                        .to_numpy().tobytes()).digest()
-
-
-def _bytes_digest(a: np.ndarray) -> bytes:
-    return hashlib.sha1(np.ascontiguousarray(a).view(np.uint8)).digest()
 
 
 def _indexed(index: Path | None) -> Path | None:

@@ -1,0 +1,92 @@
+"""Database.save / load (rdl's database cache): the tables as Arrow IPC files, equal to
+what was saved, dtypes included; the rows' digest stored with them and handed on only
+while the tables keep the shape they were saved with; older parquet saves still load."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rdl.data import digest as rows
+from rdl.data.database import DIGEST_FILE, Database, Table
+
+
+def small() -> Database:
+    users = pd.DataFrame({"user_id": range(4), "name": ["a", None, "c", "d"],
+                          "age": pd.array([30, None, 41, 22], dtype="Int64"),
+                          "joined": pd.to_datetime(["2020-01-01", "2020-02-01",
+                                                    "2020-03-01", "2020-04-01"])})
+    orders = pd.DataFrame({"user_id": pd.array([0, 1, None, 3, 3], dtype="Int64"),
+                           "price": [1.5, np.nan, 2.0, 3.25, 0.0],
+                           "t": pd.to_datetime(["2020-05-01"] * 5),
+                           "paid": [True, False, True, True, False]})
+    return Database({"users": Table(users, "user_id", {}, "joined"),
+                     "orders": Table(orders, None, {"user_id": "users"}, "t")},
+                    keys={"users": pd.Index(["u7", "u3", "u9", "u1"])})
+
+
+def test_saved_and_loaded_the_same_with_its_digest(tmp_path):
+    db = small()
+    db.save(tmp_path / "db")
+    assert sorted(p.name for p in (tmp_path / "db").iterdir()) == [
+        DIGEST_FILE, "metadata.json", "orders.arrow", "users.arrow", "users.keys.arrow"]
+    loaded = Database.load(tmp_path / "db")
+    for name, tab in db:
+        pd.testing.assert_frame_equal(loaded[name].df, tab.df, check_exact=True)
+    pd.testing.assert_index_equal(loaded.keys["users"], db.keys["users"], check_names=False)
+    # the stored digest is the digest of the rows loaded, and no row is hashed for it
+    assert loaded.stored_digest[0] == rows.rows_digest(loaded) == db.digest()
+    assert loaded.digest() == loaded.stored_digest[0]
+
+
+def test_a_changed_database_is_hashed_again(tmp_path, monkeypatch):
+    small().save(tmp_path / "db")
+    loaded = Database.load(tmp_path / "db")
+    stored = loaded.digest()
+    cut = loaded.upto("2020-02-15")            # another database: hashed, another digest
+    assert cut.stored_digest is None and cut.digest() != stored
+    orders = loaded["orders"]                  # a table replaced with fewer rows
+    loaded.tables["orders"] = Table(orders.df.head(3), None, orders.fkeys, orders.time_col)
+    assert loaded.digest() == rows.rows_digest(loaded) != stored
+    for value in ({"version": rows.ROWS_VERSION + 1, "digest": "x"}, "not json"):
+        (tmp_path / "db" / DIGEST_FILE).write_text(json.dumps(value) if isinstance(
+            value, dict) else value)
+        assert Database.load(tmp_path / "db").stored_digest is None   # hashed when asked
+    (tmp_path / "db" / DIGEST_FILE).unlink()
+    assert Database.load(tmp_path / "db").digest() == stored
+
+
+def test_a_value_changes_the_digest():
+    db = small()
+    before = rows.rows_digest(db)
+    db["orders"].df.loc[1, "price"] = 9.0
+    assert rows.rows_digest(db) != before
+    db = small()
+    db.keys["users"] = pd.Index(["u7", "u3", "u9", "u2"])
+    assert rows.rows_digest(db) != before
+
+
+def test_an_older_parquet_save_still_loads(tmp_path):
+    """rdl saved its database cache as parquet before: such a folder loads, the same
+    frames, its digest hashed (it has none stored)."""
+    db = small()
+    folder = tmp_path / "old"
+    folder.mkdir()
+    for name, tab in db:
+        tab.df.to_parquet(folder / f"{name}.parquet", index=False)
+    pd.DataFrame({"key": db.keys["users"]}).to_parquet(folder / "users.keys.parquet",
+                                                       index=False)
+    (folder / "metadata.json").write_text(json.dumps({n: t.meta() for n, t in db}))
+    loaded = Database.load(folder)
+    for name, tab in db:
+        pd.testing.assert_frame_equal(loaded[name].df, tab.df, check_exact=True)
+    assert loaded.stored_digest is None and loaded.digest() == db.digest()
+
+
+def test_a_missing_table_file_is_named(tmp_path):
+    small().save(tmp_path / "db")
+    (tmp_path / "db" / "orders.arrow").unlink()
+    with pytest.raises(Exception, match=r"orders.arrow: missing, but .*lists table 'orders'"):
+        Database.load(tmp_path / "db")
