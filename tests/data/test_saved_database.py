@@ -90,3 +90,15 @@ def test_a_missing_table_file_is_named(tmp_path):
     (tmp_path / "db" / "orders.arrow").unlink()
     with pytest.raises(Exception, match=r"orders.arrow: missing, but .*lists table 'orders'"):
         Database.load(tmp_path / "db")
+
+
+def test_a_table_is_saved_in_one_piece(tmp_path):
+    """One record batch a table, whatever its rows (pandas joins pieces one by one)."""
+    import pyarrow.feather as feather
+    n = 200_000   # over pyarrow's default batch of 64k rows
+    db = Database({"t": Table(pd.DataFrame({"i": pd.array(range(n), dtype="Int64"),
+                                            "x": np.arange(n) * 0.5}), "i")})
+    db.save(tmp_path / "db")
+    table = feather.read_table(tmp_path / "db" / "t.arrow")
+    assert [table.column(c).num_chunks for c in ("i", "x")] == [1, 1]
+    pd.testing.assert_frame_equal(Database.load(tmp_path / "db")["t"].df, db["t"].df)
