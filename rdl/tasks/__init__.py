@@ -268,16 +268,31 @@ class Task:
             for group in groups:
                 con.register(TIMESTAMPS, pd.DataFrame({"timestamp": pd.to_datetime(group)}))
                 try:
-                    parts.append(con.execute(sql, params).df())
+                    part = con.execute(sql, params).df()
                 except duckdb.OutOfMemoryException:
                     raise   # not the SQL's fault: rdl.duck says which setting to raise
                 except duckdb.Error as e:
                     raise DataError(f"task {self.name!r}: {self.source} failed in DuckDB: "
                                     f"{e}") from None
                 con.unregister(TIMESTAMPS)
+                # ids to rows at once: a group's ids are text (64 characters each in
+                # H&M's files), its rows 8 bytes
+                parts.append(self._as_rows(part, db))
         # a group that labels nothing adds no rows (nor its columns' empty dtypes)
         parts = [part for part in parts if len(part)] or parts[:1]
         df = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+        df = df.dropna(subset=[self.entity_col])  # rows of dangling foreign keys
+        try:
+            df["timestamp"] = df["timestamp"].astype("datetime64[s]")
+            df[self.entity_col] = df[self.entity_col].astype("int64")
+        except (ValueError, TypeError) as e:
+            raise DataError(f"task {self.name!r}: {self.source} returned a column of the wrong "
+                            f"type (timestamp must hold times, {self.entity_col} the "
+                            f"{self.entity_table} table's keys): {e}") from None
+        return df.sort_values(["timestamp", self.entity_col], kind="stable").reset_index(drop=True)
+
+    def _as_rows(self, df: pd.DataFrame, db: Database) -> pd.DataFrame:
+        """The SQL's rows checked for their columns, the ids in them as row positions."""
         if self.time_col != "timestamp" and self.time_col in df.columns:
             df = df.rename(columns={self.time_col: "timestamp"})
         expected = ["timestamp", self.entity_col, self.target_col]
@@ -288,16 +303,7 @@ class Task:
         where = f"task {self.name!r}: {self.source}, column"
         df[self.entity_col] = to_rows(df[self.entity_col], db, self.entity_table,
                                       f"{where} {self.entity_col!r}")
-        df = self.target_rows(df, db, f"{where} {self.target_col!r}")
-        df = df.dropna(subset=[self.entity_col])  # rows of dangling foreign keys
-        try:
-            df["timestamp"] = df["timestamp"].astype("datetime64[s]")
-            df[self.entity_col] = df[self.entity_col].astype("int64")
-        except (ValueError, TypeError) as e:
-            raise DataError(f"task {self.name!r}: {self.source} returned a column of the wrong "
-                            f"type (timestamp must hold times, {self.entity_col} the "
-                            f"{self.entity_table} table's keys): {e}") from None
-        return df.sort_values(["timestamp", self.entity_col], kind="stable").reset_index(drop=True)
+        return self.target_rows(df, db, f"{where} {self.target_col!r}")
 
     def target_rows(self, df: pd.DataFrame, db: Database, where: str) -> pd.DataFrame:
         """``df`` with its targets as the model takes them where they name rows of a table
