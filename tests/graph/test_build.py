@@ -155,3 +155,64 @@ def test_a_column_digest_is_its_values(values, changed):
     from rdl.graph.build import column_digest
     assert column_digest(values) == column_digest(values.copy().set_axis(range(5, 5 + len(values))))
     assert column_digest(values) != column_digest(changed)
+
+
+def mixed(n: int = 57, seed: int = 0) -> Database:
+    """A table of every stype rdl encodes, with missing values and rare categories."""
+    rng = np.random.default_rng(seed)
+    t = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 10**7, n), unit="s")
+    tags = [",".join(rng.choice(list("abcde"), rng.integers(0, 3), replace=False)) for _ in range(n)]
+    df = pd.DataFrame({
+        "id": range(n), "t": t,
+        "x": np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n)),
+        "cat": rng.choice(["p", "q", "r", None], n, p=[0.5, 0.3, 0.15, 0.05]),
+        "tags": tags, "name": [f"item {i % 7} blue" for i in range(n)]})
+    return Database({"items": Table(df, pkey="id", time_col="t")})
+
+
+@pytest.mark.parametrize("stypes", [
+    {"x": "numerical", "cat": "categorical"},                           # plain tensors
+    {"x": "numerical", "tags": "multicategorical", "name": "text_embedded"}])   # nested
+def test_a_large_table_in_chunks_is_the_frame_of_the_whole(monkeypatch, stypes):
+    """Past CHUNK_ROWS rows a table is materialized a chunk at a time, with the whole
+    columns' statistics: the same TensorFrame, bit for bit, and the same statistics."""
+    from rdl.graph import build
+    d, over = mixed(), {"items": {**{c: None for c in ("x", "cat", "tags", "name")}, **stypes}}
+    whole, whole_stats = make_graph(d, over, text_embedder=HashingEmbedder(8))
+    calls = []
+    real = build._in_chunks
+    monkeypatch.setattr(build, "CHUNK_ROWS", 10)   # 6 chunks, the last of 7 rows
+    monkeypatch.setattr(build, "_in_chunks", lambda *a: calls.append(1) or real(*a))
+    chunked, chunked_stats = make_graph(d, over, text_embedder=HashingEmbedder(8))
+    assert calls == [1]
+    a, b = whole["items"].tf, chunked["items"].tf
+    assert a.col_names_dict == b.col_names_dict and a.num_rows == b.num_rows == 57
+    for stype, x in a.feat_dict.items():
+        y = b.feat_dict[stype]
+        if isinstance(x, torch.Tensor):
+            assert x.dtype == y.dtype and torch.equal(x.nan_to_num(-7.0), y.nan_to_num(-7.0))
+        else:   # MultiNestedTensor / MultiEmbeddingTensor
+            assert torch.equal(x.values, y.values) and torch.equal(x.offset, y.offset)
+    assert repr(whole_stats) == repr(chunked_stats)
+    # encoded with given statistics (predictions "now"), in chunks too
+    given, _ = make_graph(d, over, text_embedder=HashingEmbedder(8), given_stats=whole_stats)
+    for stype, x in given["items"].tf.feat_dict.items():
+        if isinstance(x, torch.Tensor):
+            assert torch.equal(x.nan_to_num(-7.0), a.feat_dict[stype].nan_to_num(-7.0))
+
+
+@pytest.mark.parametrize("values", [
+    [0.5, np.nan, 2.25, np.inf, -1.0, 1e-300, 7.0],                      # float64, NaN, inf
+    np.array([1.5, 2.5, np.nan, -3.25], dtype=np.float32),
+    np.array([3, 1, 4, 1, 5, 9, 2, 6], dtype=np.int64),
+    np.array([7, 200, 3], dtype=np.uint8),
+    [np.nan, np.inf, np.nan],                                              # nothing finite
+    list(np.random.default_rng(1).lognormal(size=1001)) + [np.nan] * 5])
+def test_numerical_stats_are_pytorch_frames(values):
+    """rdl's statistics of a numerical column are PyTorch Frame's, to the last bit."""
+    from torch_frame.data.stats import compute_col_stats
+    from rdl.graph.build import column_stats
+    df = pd.DataFrame({"x": values})
+    want = compute_col_stats(df["x"], torch_frame.numerical)
+    got = column_stats(df, {"x": torch_frame.numerical})["x"]
+    assert repr(got) == repr(want)
