@@ -187,8 +187,9 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if args.files and ("write" in args.stages or len(args.scale) > 1):
         p.error("--files replaces the write stage, at one --scale: leave write out of --stages")
-    if args.within and (len(args.scale) > 1 or not (Path(args.within) / "files").is_dir()):
-        p.error("--in DIR: a work folder kept by --keep (DIR/files), at one --scale")
+    if args.within and (len(args.scale) > 1 or not (
+            args.files or (Path(args.within) / "files").is_dir())):
+        p.error("--in DIR: a work folder kept by --keep (DIR/files, or --files), at one --scale")
     if not args.files and not args.within and "write" not in args.stages:
         p.error("without the write stage, --files DIR must name the Kaggle files to read")
 
