@@ -15,6 +15,8 @@ import json
 import numpy as np
 import pandas as pd
 
+from rdl.data.cells import hashable
+
 #: bump when what :func:`rows_digest` hashes changes: stored digests of older ones unused
 ROWS_VERSION = 1
 
@@ -23,7 +25,7 @@ def column_digest(s: pd.Series) -> bytes:
     """A digest of a column's values in order (not its index). Numbers, times and booleans
     are hashed as their bytes (a masked array's with its mask; the values under the mask
     zeroed), five times faster than pandas' per-row hash, which the rest (text, lists,
-    objects: :func:`~rdl.graph.columns.hashable`) still go through. Equal values, equal
+    objects: :func:`~rdl.data.cells.hashable`) still go through. Equal values, equal
     digest."""
     if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biufmM":
         return _bytes_digest(s.to_numpy())
@@ -32,7 +34,6 @@ def column_digest(s: pd.Series) -> bytes:
         mask = s.isna().to_numpy()
         kind = s.dtype.numpy_dtype
         return _bytes_digest(s.to_numpy(dtype=kind, na_value=kind.type(0))) + _bytes_digest(mask)
-    from rdl.graph.columns import hashable
     return hashlib.sha1(pd.util.hash_pandas_object(hashable(s), index=False)
                         .to_numpy().tobytes()).digest()
 

@@ -68,9 +68,11 @@ def test_settings_of_a_run():
                             "trainer": {"accelerator": "gpu"}})
     assert process_settings(cfg) == {"keep_freed_memory": False, "compile_log": True,
                                      "verbose": False, "threads": "auto", "processes": 1,
-                                     "duckdb": {"memory_limit": "auto", "spill_dir": None}}
+                                     "duckdb": {"memory_limit": "auto", "spill_dir": None,
+                                                "label_pairs": 25_000_000}}
     cfg.duckdb = {"memory_limit": "2GB"}
-    assert process_settings(cfg)["duckdb"] == {"memory_limit": "2GB", "spill_dir": None}
+    assert process_settings(cfg)["duckdb"] == {"memory_limit": "2GB", "spill_dir": None,
+                                                "label_pairs": 25_000_000}
     cfg.threads, cfg.trainer.devices = 3, 4
     assert (process_settings(cfg)["threads"], process_settings(cfg)["processes"]) == (3, 4)
     cfg.trainer.accelerator = "cpu"
