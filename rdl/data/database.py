@@ -190,7 +190,9 @@ class Database:
     def digest(self) -> str:
         """A digest of every row, column and key (:func:`rdl.data.digest.rows_digest`):
         the one stored with the rows where this database was saved to or loaded from
-        rdl's cache and its tables keep the shape they had then, else hashed."""
+        rdl's cache and its tables keep the shape they had then, else hashed. (rdl makes
+        new tables rather than change a database's frames in place, which a stored
+        digest could not see where the shape stays.)"""
         from rdl.data.digest import rows_digest, shape
         if self.stored_digest is not None and self.stored_digest[1] == shape(self):
             return self.stored_digest[0]
