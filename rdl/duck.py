@@ -43,7 +43,9 @@ from rdl import paths
 log = logging.getLogger(__name__)
 
 #: the process's settings (``duckdb.*`` of the config; :func:`configured` sets them)
-SETTINGS = {"memory_limit": "auto", "spill_dir": None, "label_pairs": 25_000_000}
+#: ``duckdb.label_pairs``' default: (seed time, entity row) pairs one label query crosses
+LABEL_PAIRS = 25_000_000
+SETTINGS = {"memory_limit": "auto", "spill_dir": None, "label_pairs": LABEL_PAIRS}
 #: ``auto``'s share of the memory this process may use
 AUTO_SHARE = 0.25
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
@@ -59,7 +61,7 @@ def check(memory_limit) -> None:
 
 
 @contextlib.contextmanager
-def configured(memory_limit="auto", spill_dir=None, label_pairs=25_000_000):
+def configured(memory_limit="auto", spill_dir=None, label_pairs=LABEL_PAIRS):
     """The process's DuckDB settings (``duckdb.*``) while inside; the previous ones after."""
     check(memory_limit)
     check_pairs(label_pairs)

@@ -7,8 +7,8 @@ second to read) is kept in rdl's cache, ``<cache>/prepared/<digest>`` (``$RDL_CA
 digest covers everything it is computed from (:func:`digest`): every row of the database,
 its keys and stypes, the task (its settings and SQL), the data settings that change it,
 ``duckdb.label_pairs`` (how many seed times a label query takes: float sums may differ in
-their last bits between groupings), the libraries that compute it and :data:`PREPARED_VERSION`. A restart with the same
-settings reads the entry; any change gives another digest, another entry.
+their last bits between groupings), the libraries that compute it and
+:data:`PREPARED_VERSION`. A restart with the same settings reads the entry; any change gives another digest, another entry.
 
 The entry is one file of tensors (:func:`rdl.safe_load.plain`: a frame's columns of
 numbers and times, arrays, seed features), written as every cache entry is

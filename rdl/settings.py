@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rdl.families import family_of, model_family
 from rdl.paths import CONF_DIR, TASKS_DIR
-from rdl.duck import check as check_duckdb_memory, check_pairs
+from rdl.duck import LABEL_PAIRS, check as check_duckdb_memory, check_pairs
 from rdl.threads import check as check_threads
 from rdl.training.data_settings import CHOSEN, DataSettings
 from rdl.training.loader_workers import check as check_loader
@@ -241,7 +241,7 @@ def duckdb_settings(cfg: DictConfig) -> dict:
     given = cfg.get("duckdb") or {}
     return {"memory_limit": given.get("memory_limit", "auto"),
             "spill_dir": given.get("spill_dir"),
-            "label_pairs": given.get("label_pairs", 25_000_000)}
+            "label_pairs": given.get("label_pairs", LABEL_PAIRS)}
 
 
 def local_processes(cfg: DictConfig) -> int:

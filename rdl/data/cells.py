@@ -12,9 +12,6 @@ import pandas as pd
 LIST_TYPES = (list, tuple, np.ndarray)
 
 
-LIST_TYPES = (list, tuple, np.ndarray)
-
-
 def is_list_column(s: pd.Series) -> bool:
     """Whether an object column holds list-like cells (its first non-missing one decides)."""
     if s.dtype != object:

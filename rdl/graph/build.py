@@ -144,25 +144,20 @@ def _in_chunks(df: pd.DataFrame, cols: dict, text_cfg, given) -> tuple:
     then encoded with them, row by row as the whole would be, into tensors of the whole
     table's size (the same frame, tested bit for bit)."""
     stats = {c: dict(v) for c, v in given.items()}   # the first chunk adds embedding sizes
-    out, at = None, 0
+    out, nested = None, []   # plain tensors filled in place; nested ones joined after
     for start in range(0, len(df), CHUNK_ROWS):
         part = df.iloc[start:start + CHUNK_ROWS]
         tf = Dataset(part, col_to_stype=cols, col_to_text_embedder_cfg=text_cfg
                      ).materialize(col_stats=stats).tensor_frame
-        if out is None:
-            if not all(isinstance(x, torch.Tensor) for x in tf.feat_dict.values()):
-                out = [tf]   # nested (multi-hot, text) features: joined by PyTorch Frame
-            else:
-                out = TensorFrame({k: x.new_empty((len(df), *x.shape[1:]))
-                                   for k, x in tf.feat_dict.items()}, tf.col_names_dict)
-        if isinstance(out, list):
-            if start:
-                out.append(tf)
+        if nested or not all(isinstance(x, torch.Tensor) for x in tf.feat_dict.values()):
+            nested.append(tf)   # (multi-hot, text) features: joined by PyTorch Frame
             continue
+        if out is None:
+            out = TensorFrame({k: x.new_empty((len(df), *x.shape[1:]))
+                               for k, x in tf.feat_dict.items()}, tf.col_names_dict)
         for k, x in tf.feat_dict.items():
-            out.feat_dict[k][at:at + len(part)] = x
-        at += len(part)
-    return (torch_frame.cat(out, dim=0) if isinstance(out, list) else out), stats
+            out.feat_dict[k][start:start + len(part)] = x
+    return (torch_frame.cat(nested, dim=0) if nested else out), stats
 
 
 def _numpy_scalars() -> list:

@@ -22,7 +22,6 @@ import pandas as pd
 from rdl.data.cells import LIST_TYPES, hashable, is_list_column  # noqa: F401
 
 
-
 def _as_list(v):
     if isinstance(v, LIST_TYPES):
         return [str(x) for x in v]
