@@ -283,3 +283,52 @@ def test_a_task_naming_no_metrics_is_scored_by_its_kind(tmp_path):
 
     with pytest.raises(ValueError, match="monitor 'pinball' needs monitor_mode"):
         NodeTask(**kw, monitor="pinball", metrics={"pinball": Pinball()})
+
+
+#: RelBench's user-churn query (relbench/tasks/hm.py), as rdl's manifest-style query text
+RELBENCH_USER_CHURN = """
+SELECT s.timestamp, c.customer_id, CAST(NOT EXISTS (
+    SELECT 1 FROM transactions t WHERE t.customer_id = c.customer_id
+      AND t.t_dat > s.timestamp AND t.t_dat <= s.timestamp + INTERVAL '{timedelta}'
+) AS INTEGER) AS churn
+FROM timestamps s, customer c
+WHERE EXISTS (
+    SELECT 1 FROM transactions t WHERE t.customer_id = c.customer_id
+      AND t.t_dat > s.timestamp - INTERVAL '{timedelta}' AND t.t_dat <= s.timestamp)
+"""
+
+
+@pytest.mark.parametrize("step", ["7d", "3d", "11d"])
+def test_user_churn_gives_relbench_s_rows(step):
+    """rdl's user-churn SQL (a range join of the transactions with the seed times) gives
+    the rows and labels of RelBench's (every seed time x customer, two EXISTS): seed times
+    a window apart as the splits take them, and closer (a transaction in several seed
+    times' windows) or further apart; transactions on the windows' edges (whole days),
+    without a customer (a dangling key) or a time, and customers who never buy."""
+    rng = np.random.default_rng(1)
+    n, customers = 4000, 300
+    days = rng.integers(0, 90, n)
+    tx = pd.DataFrame({
+        "t_dat": pd.Series(pd.Timestamp("2020-01-01") + pd.to_timedelta(days, "D"))
+                   .mask(rng.random(n) < 0.01),
+        # the files' ids are text; 2 % name no customer (a dangling key: no row)
+        "customer_id": [f"c{i:03d}" if keep else "gone" for i, keep in
+                        zip(rng.integers(0, customers - 20, n), rng.random(n) > 0.02)],
+        "article_id": pd.array(np.zeros(n, dtype=np.int64), dtype="Int64")})
+    db = Database({
+        "customer": Table(pd.DataFrame({"customer_id": [f"c{i:03d}" for i in range(customers)]}),
+                          pkey="customer_id"),
+        "article": Table(pd.DataFrame({"article_id": [0]}), pkey="article_id"),
+        "transactions": Table(tx, fkeys={"customer_id": "customer", "article_id": "article"},
+                              time_col="t_dat")})
+    db = db.reindex()
+    times = list(pd.date_range("2020-01-05", "2020-03-20", freq=step))
+    ours = task("user-churn", "customer", "customer_id", "churn", "binary_classification")
+    theirs = NodeTask(name="user-churn", sql=None, query=RELBENCH_USER_CHURN,
+                      kind="binary_classification", entity_table="customer",
+                      entity_col="customer_id", target_col="churn", window="7d",
+                      val_timestamp="2020-09-07", test_timestamp="2020-09-14")
+    want = theirs.make_table(db, times)
+    got = ours.make_table(db, times)
+    assert len(want) > 1000 and 0 < want["churn"].mean() < 1   # both kinds of label
+    pd.testing.assert_frame_equal(got, want)
