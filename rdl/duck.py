@@ -13,10 +13,10 @@ connection, :func:`connect`.
   fit even so fails with an error that names the setting.
 - **Spilled to a folder of its own**, under ``duckdb.spill_dir`` (default: rdl's cache
   folder, on disk, where ``/tmp`` may be memory), removed when the connection closes.
-- **A split's seed times a few at a time** (:func:`seed_time_groups`): a label query
-  crosses every seed time with every entity row (user-churn's ``EXISTS``: 52 seed times x
-  5.5M customers at four times rel-hm's size, which spilled more than 50 GB and filled the
-  disk), so a task's SQL runs on groups of seed times of at most ``duckdb.label_pairs``
+- **A split's seed times a few at a time** (:func:`seed_time_groups`): a label query may
+  cross every seed time with every entity row (RelBench's user-churn ``EXISTS``, which
+  rdl's own SQL no longer is: 52 seed times x 5.5M customers at four times rel-hm's size
+  spilled more than 50 GB and filled the disk), so a task's SQL runs on groups of seed times of at most ``duckdb.label_pairs``
   (seed time, entity row) pairs, and the groups' rows are put together. A label depends
   only on its own seed time, so the rows are those of one query (tested), but for the
   last bits of float sums, which DuckDB may add in another order in another plan
