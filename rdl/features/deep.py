@@ -124,7 +124,7 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
     times = df["timestamp"].to_numpy()
     order = np.argsort(times, kind="stable")
     shared: dict = {}  # what the chunks share (Synthesis.once): made once per call
-    chunks = []
+    chunks, filled = [], _Filled(len(df))
     for rows in bar(list(_chunks(times[order], chunk_rows)), "depth-2 synthesis", unit="chunk"):
         sub = df.iloc[order[rows]]
         part = _features(Synthesis(task, db, sub, strict, settings, shared), history)
@@ -132,8 +132,11 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
         part = part.astype({c: np.float32 for c in part.columns
                             if part[c].dtype == np.float64})
         part.index = order[rows]
-        chunks.append(part)
-    if chunks:
+        if not (filled.active and filled.add(part)):
+            chunks += [*filled.frames(), part]
+    if filled.active and filled.rows:
+        out = filled.frame()
+    elif chunks:
         out = pd.concat(chunks).sort_index()
     else:
         out = _features(Synthesis(task, db, df, strict, settings, shared), history)
@@ -143,6 +146,42 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
         out = out.iloc[:, :settings.max_features]
     out.index = df.index
     return out
+
+
+class _Filled:
+    """The chunks' features written in place into one float32 array of the split's rows,
+    where each chunk has the first one's columns, all float32 (as they are: the chunks
+    share what does not depend on the seeds): no concatenation and sort, each of which
+    copied every feature again (at four times rel-hm's size, gigabytes). A chunk with
+    other columns turns it back into frames, put together as before."""
+
+    def __init__(self, n: int):
+        self.n, self.active, self.array, self.columns, self.rows = n, True, None, None, []
+
+    def add(self, part: pd.DataFrame) -> bool:
+        """``part`` written in place; False (and no longer active) where it cannot be."""
+        if not all(dtype == np.float32 for dtype in part.dtypes) or (
+                self.columns is not None and not part.columns.equals(self.columns)):
+            self.active = False
+            return False
+        if self.array is None:
+            self.columns = part.columns
+            self.array = np.empty((self.n, part.shape[1]), dtype=np.float32)
+        self.array[part.index.to_numpy()] = part.to_numpy()
+        self.rows.append(part.index.to_numpy())
+        return True
+
+    def frames(self) -> list[pd.DataFrame]:
+        """What was written so far as one frame indexed by row (none: nothing was)."""
+        if not self.rows:
+            return []
+        rows = np.concatenate(self.rows)
+        self.active, self.rows = False, []
+        return [pd.DataFrame(self.array[rows], index=rows, columns=self.columns)]
+
+    def frame(self) -> pd.DataFrame:
+        """Every row written: the features in the split's row order."""
+        return pd.DataFrame(self.array, columns=self.columns)
 
 
 def _chunks(times: np.ndarray, size: int):

@@ -176,3 +176,29 @@ def test_chunks_of_seed_times_give_the_same_features():
     chunked = deep_features(task, db, df, history, chunk_rows=70)
     assert list(chunked.index) == list(df.index) and len(whole) == len(df)
     pd.testing.assert_frame_equal(whole, chunked)
+
+
+def test_chunks_with_other_columns_are_put_together_as_frames(monkeypatch):
+    """The chunks' features are written in place while every chunk has the first one's
+    float32 columns; a chunk with another column (or another type) turns the rows so far
+    back into frames, put together as before: every column, NaN where a chunk had none."""
+    from rdl.features import deep
+    db, labels = chain_db(2)
+    df = labels.sample(frac=1.0, random_state=0)
+    task = make_task()
+    history = task.history({"train": labels, "val": labels.iloc[:0], "test": labels.iloc[:0]})
+    made = deep._features
+    seen = []
+
+    def odd(syn, hist):   # the third chunk has a column more, of float64
+        out = made(syn, hist)
+        seen.append(len(out))
+        return out.assign(extra=np.arange(len(out), dtype=np.float64)) if len(seen) == 3 else out
+    whole = deep_features(task, db, df, history, chunk_rows=10**9)
+    monkeypatch.setattr(deep, "_features", odd)
+    chunked = deep_features(task, db, df, history, chunk_rows=70)
+    assert len(seen) > 3
+    assert list(chunked.columns) == [*whole.columns, "extra"]
+    pd.testing.assert_frame_equal(chunked[whole.columns], whole)
+    extra = chunked["extra"]
+    assert extra.notna().sum() == seen[2] and extra.dtype == np.float32
