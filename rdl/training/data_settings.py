@@ -64,7 +64,7 @@ class DataSettings:
             batch (None: ``batch_size``).
         strict: neighbours must be strictly older than the seed (RelBench v3 rule).
         label_history, seed_features, tree_prior, prior_from, prior_margin, prior_trees,
-            tree_blocks, tree_rows:
+            tree_blocks, tree_rows, train_seeds:
             the node family's (:mod:`rdl.families.node`); a link task leaves them out.
             deep_features: the depth-2 synthesis's bounds (node tasks' trees; link tasks'
             ranker).
@@ -101,6 +101,7 @@ class DataSettings:
     prior_trees: str
     tree_blocks: int
     tree_rows: int
+    train_seeds: int | None
     deep_features: DeepSettings | None
     ranker: RankerSettings | None
     text_embedder: object
@@ -130,6 +131,11 @@ class DataSettings:
             raise ValueError(f"data.tree_rows={rows!r}: expected a whole number >= 1 (the "
                              "train rows each LightGBM is fitted on, a seeded sample where "
                              "there are more)")
+        cap = self.train_seeds
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ValueError(f"data.train_seeds={cap!r}: expected a whole number >= 1 (the "
+                             "train rows a node task keeps, a seeded sample where there are "
+                             "more) or null (all)")
         # dicts from the config become the objects they describe, once, here
         convert = {"deep_features": DeepSettings.of(self.deep_features),
                    "ranker": RankerSettings.of(self.ranker),

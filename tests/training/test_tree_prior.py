@@ -136,3 +136,38 @@ def test_tree_rows_caps_every_lightgbm_fit_and_the_log_says_so(tiny_cfg, monkeyp
     assert "each block's trees on at most 40 labels, a sample (data.tree_rows)" in caplog.text
     with pytest.raises(ValueError, match=r"^data.tree_rows=0: expected a whole number >= 1"):
         build(tiny_cfg("data.tree_rows=0"))
+
+
+def test_train_seeds_caps_the_train_split_and_keeps_every_label_as_history(tiny_cfg, caplog):
+    """``data.train_seeds``: the train split keeps a seeded sample of that many of its rows
+    (said in the log), and every split's table, prior and seed features have its rows; the
+    label history, a feature and a node type of the graph, keeps every label; the sample
+    is the same run after run."""
+    import logging
+    import pandas as pd
+    from rdl.tasks import HISTORY
+    base = ("data.prior_from=trees", "data.cache_dir=false", "compile.enabled=false")
+    _, whole, _ = build(tiny_cfg(*base))
+    n = len(whole.tables["train"])
+    with caplog.at_level(logging.INFO):
+        _, dm, _ = build(tiny_cfg("data.train_seeds=60", *base))
+    train = dm.tables["train"]
+    assert n > 60 and len(train) == 60
+    assert f"train split: a sample of 60 of its {n} rows (data.train_seeds)" in caplog.text
+    # rows of the whole split, in its order, none twice
+    key = ["timestamp", dm.task.entity_col]
+    merged = train.merge(whole.tables["train"].reset_index(), on=key, how="left",
+                         suffixes=("", "_whole"))
+    assert merged["index"].notna().all() and merged["index"].is_monotonic_increasing
+    assert merged["index"].is_unique
+    pd.testing.assert_series_equal(merged[dm.task.target_col],
+                                   merged[f"{dm.task.target_col}_whole"], check_names=False)
+    assert len(dm.prior["train"]) == 60 and len(dm.seed_x["train"]) == 60
+    for split in ("val", "test"):
+        pd.testing.assert_frame_equal(dm.tables[split], whole.tables[split])
+    pd.testing.assert_frame_equal(dm.history, whole.history)
+    assert dm.data[HISTORY].num_nodes == whole.data[HISTORY].num_nodes == len(whole.history)
+    _, again, _ = build(tiny_cfg("data.train_seeds=60", *base))
+    pd.testing.assert_frame_equal(again.tables["train"], train)
+    with pytest.raises(ValueError, match=r"^data.train_seeds=0: expected a whole number >= 1"):
+        build(tiny_cfg("data.train_seeds=0"))
