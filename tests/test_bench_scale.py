@@ -113,6 +113,12 @@ def test_every_stage_at_a_tiny_scale(tiny_out):
     assert "depth-2 synthesis" in inner["trees"]   # the trees run it again
     assert "graph build" in inner["graph"]
     assert "graph read from the cache" in inner["restart"]   # the graph cache is warm
+    # the stages' setups start from what those before them left: the tables stage's split
+    # tables (no SQL run again), the trees stage's prepared data (no tree fitted again)
+    for stage in ("depth2", "trees", "epoch"):
+        assert not any(n.startswith("split tables") for n in inner[stage]), stage
+    assert "prepared data read from the cache" in inner["epoch"]
+    assert "depth-2 synthesis" not in inner["epoch"]
     assert rows["epoch"]["batches"] == 3 and rows["restart"]["batches"] == 1
     assert rows["epoch"]["rows"] > 0 and rows["tables"]["rows"] > 0
     assert rows["checks"]["rows"] == rows["read"]["rows"]

@@ -1,7 +1,9 @@
 """The stages ``python -m rdl.bench scale`` times (:mod:`rdl.bench.scale`), one per process.
 
 Each stage function runs in a fresh process: it makes what it starts from (from the caches
-the stages before it left, or computed again: its *setup*, untimed), then times its own
+the stages before it left, or computed again: its *setup*, untimed; the tables stage leaves
+the split tables in the work folder and the trees stage the prepared data in rdl's cache,
+for at scale 4 they are an hour of setups), then times its own
 work inside ``with clock:``, through rdl's own entry points (``rdl.config``,
 ``rdl.load_database``, ``rdl.prepare``, ``rdl.api.build``, the preparation's stage
 functions). Memory is the process's peak resident memory since the clock started (the
@@ -14,6 +16,7 @@ of them (the graph build inside ``rdl.prepare``).
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from rdl.bench.report import reset_peak_rss, step_peak_rss_gib
 
@@ -37,8 +40,8 @@ WHAT = {
              "validation), compile caches cold; setup: rdl.api.build, caches warm",
     "restart": "a fresh process to the end of its first training step, the caches the "
                "stages before left warm (database, prepared data: split tables, trees and "
-               "seed features, which the epoch stage's setup computed; graph; compiled "
-               "kernels)",
+               "seed features, which the trees stage or else the epoch stage's setup left; "
+               "graph; compiled kernels)",
 }
 STAGES = tuple(WHAT)
 
@@ -125,17 +128,37 @@ def _inputs(spec: dict, *more: str):
     return cfg, task, task_database(task, load_database(cfg), settings), settings
 
 
+def _tables_file(spec: dict, task, db, settings) -> Path:
+    """Where the tables stage leaves the split tables for the setups of the stages after
+    it (the work folder, by the prepared data's digest: the same inputs, the same tables);
+    at scale 4 they are minutes of SQL that each setup would run again."""
+    from rdl.prepared_cache import digest
+    return Path(spec["run_dir"]).parent / f"bench-split-tables-{digest(task, db, settings)}.pkl"
+
+
+def _split_tables(spec: dict, task, db, settings) -> dict:
+    """The split tables the tables stage left (:func:`_tables_file`), else computed."""
+    import pandas as pd
+    from rdl.preparation import split_tables
+
+    path = _tables_file(spec, task, db, settings)
+    return pd.read_pickle(path) if path.exists() else split_tables(task, db, settings.now)
+
+
 def _labelled(spec: dict):
-    """What the trees start from: the split tables, label history and the graph's view of
-    the database, or None for a task without trees (a link task)."""
+    """What the trees start from: the database as the task sees it, the split tables, label
+    history and the graph's view of the database, or None for a task without trees (a link
+    task)."""
     from rdl.families.node import NodeTask
-    from rdl.preparation import graph_database, split_tables
+    from rdl.families.node.prepare import labelled
+    from rdl.preparation import graph_database
 
     _, task, db, settings = _inputs(spec)
     if not isinstance(task, NodeTask):
         return None
-    tables = split_tables(task, db, settings.now)
-    return task, settings, tables, task.history(tables), graph_database(task, db, settings)[0]
+    out = labelled(task, db, settings, _split_tables(spec, task, db, settings))
+    return (task, settings, out["tables"], out["history"],
+            graph_database(task, db, settings)[0], db)
 
 
 def write(spec: dict, clock: Clock) -> dict:
@@ -173,12 +196,16 @@ def checks(spec: dict, clock: Clock) -> dict:
 
 
 def tables(spec: dict, clock: Clock) -> dict:
+    import pandas as pd
+    from rdl.caching import atomic_file
     from rdl.preparation import split_tables
 
     _, task, db, settings = _inputs(spec)
     with clock:
         out = split_tables(task, db, settings.now)
         task.history(out)
+    with atomic_file(_tables_file(spec, task, db, settings)) as tmp:   # for the setups after
+        pd.to_pickle(out, tmp)
     return {"rows": sum(map(len, out.values()))}
 
 
@@ -188,7 +215,7 @@ def depth2(spec: dict, clock: Clock) -> dict:
     given = _labelled(spec)
     if given is None or given[1].deep_features is None:
         return {"note": "no depth-2 synthesis (a link task, or data.deep_features=null)"}
-    task, settings, tables, history, graph_db = given
+    task, settings, tables, history, graph_db, _ = given
     view = graph_db if "now" in tables else graph_db.upto(task.test_time)  # as the trees see it
     with clock:
         out = {s: deep_features(task, view, df, history, settings.strict,
@@ -202,10 +229,23 @@ def trees(spec: dict, clock: Clock) -> dict:
     given = _labelled(spec)
     if given is None or not given[1].tree_prior:
         return {"note": "no trees (a link task, or data.tree_prior=false)"}
-    task, settings, tables, history, graph_db = given
+    task, settings, tables, history, graph_db, db = given
     with clock:
-        fits, _ = _fit_prior(task, tables, history, graph_db, settings)
+        fits, rest = _fit_prior(task, tables, history, graph_db, settings)
+    _leave_prepared(task, db, settings, dict(tables=tables, history=history, **fits), rest,
+                    graph_db)
     return {"rows": sum(map(len, tables.values())), "prior": fits["prior_name"]}
+
+
+def _leave_prepared(task, db, settings, out: dict, rest: dict, graph_db) -> None:
+    """The prepared data as ``rdl.prepare`` caches it (the trees' fits and the seed features
+    computed on them), so that the epoch stage's setup reads it instead of fitting the
+    trees again (an hour at scale 4): the stages' config is one, so the digest is."""
+    from rdl.families.node.prepare import _stored, with_seed_features
+    from rdl.prepared_cache import entry_of, shared
+
+    shared(task, db, settings, lambda: with_seed_features(task, graph_db, settings, out, rest),
+           _stored, None, entry_of(task, db, settings))
 
 
 def graph(spec: dict, clock: Clock) -> dict:
