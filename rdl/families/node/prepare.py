@@ -181,7 +181,7 @@ def labelled(task: Task, db: Database, settings, tables: dict | None = None) -> 
     every label; the train split then keeps at most ``data.train_seeds`` rows, a seeded
     sample where there are more (said in the log): the trees' features, the prior and the
     seed features are each a row per train seed, so that their time and memory stay
-    bounded at any size of the data (at four times rel-hm's, 15.9M user-churn seeds).
+    bounded at any size of the data (at four times rel-hm's, 15.2M user-churn train seeds).
     ``tables``: :func:`~rdl.preparation.split_tables`' where already computed."""
     tables = dict(split_tables(task, db, settings.now) if tables is None else tables)
     history = task.history(tables)
