@@ -21,6 +21,7 @@ import pandas as pd
 from rdl import paths
 from rdl.data.database import Database, DataError
 from rdl.graph.build import check_stypes, make_graph
+from rdl.graph.store import cached_graph
 from rdl.progress import stage
 from rdl.tasks import SPLITS, TIMESTAMPS, Task
 
@@ -121,17 +122,21 @@ class Prepared:
 
 
 def graph_database(task: Task, db: Database, settings) -> tuple[Database, dict]:
-    """The database the graph, the features and the baselines see, and its stypes.
+    """The database the graph, the features and the baselines see, and its stypes
+    (:func:`graph_stypes`).
 
     The graph never holds a row from after the test time: nothing the model is evaluated
     on can leak into its inputs (the sampler filters by seed time too). Predictions "now"
     see the whole database (its last time is their seed time). The task hides the columns
-    it must not show (RelBench's remove_columns, an autocomplete task's label). The
-    stypes: the database's own (a schema's), each column overridable by ``data.stypes``."""
-    graph_db = task.inputs(db if settings.now else db.upto(task.test_time))
+    it must not show (RelBench's remove_columns, an autocomplete task's label)."""
+    return task.inputs(db if settings.now else db.upto(task.test_time)), graph_stypes(db, settings)
+
+
+def graph_stypes(db: Database, settings) -> dict:
+    """The stypes of the graph's columns: the database's own (a schema's), each column
+    overridable by ``data.stypes``."""
     given = settings.stypes or {}
-    stypes = {t: {**db.stypes.get(t, {}), **given.get(t, {})} for t in {*db.stypes, *given}}
-    return graph_db, stypes
+    return {t: {**db.stypes.get(t, {}), **given.get(t, {})} for t in {*db.stypes, *given}}
 
 
 def split_tables(task: Task, db: Database, now: bool) -> dict[str, pd.DataFrame]:
@@ -145,7 +150,8 @@ def split_tables(task: Task, db: Database, now: bool) -> dict[str, pd.DataFrame]
     return tables
 
 
-def build_graph(task: Task, db: Database, graph_db: Database, stypes: dict, settings,
+def build_graph(task: Task, db: Database, graph_db: Database | Callable[[], Database],
+                stypes: dict, settings,
                 extend: Callable[..., Database] = lambda d, train: d,
                 digest: str | None = None) -> tuple:
     """``(graph, col_stats)`` of ``graph_db``; ``extend(db, train)`` adds a family's own
@@ -155,13 +161,19 @@ def build_graph(task: Task, db: Database, graph_db: Database, stypes: dict, sett
     ``digest``: the prepared data's (:func:`rdl.prepared_cache.digest`), which covers every
     row of ``db``, the task and the settings ``graph_db`` and ``extend`` are made with
     (``data.label_history`` added here, the one that is not in it): the graph cache finds
-    its entry by it, without hashing every row a second time."""
+    its entry by it, before ``graph_db`` is made (give a function that makes it: it is
+    called only where the cache has no such graph, so that a restart neither cuts nor
+    reads the database's rows) and without hashing every row a second time."""
     root = None if settings.cache_dir is False else (settings.cache_dir or paths.cache_dir())
     cache = None if root is None else os.path.join(root, "graphs")
 
     def key(train: bool) -> str | None:
         return None if digest is None else repr((digest, settings.label_history, train))
 
+    found = cached_graph(cache, key(False), stypes, settings.text_embedder, settings.now)
+    if found is not None:
+        return found
+    graph_db = graph_db() if callable(graph_db) else graph_db
     stats = None
     if settings.now:
         train_db = extend(task.inputs(db.upto(task.test_time)), train=True)

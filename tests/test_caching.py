@@ -72,7 +72,7 @@ def test_killed_graph_build_is_never_trusted_and_cleaned_up(tmp_path):
     (entry,) = tmp_path.glob("graph-*")
     assert caching.complete(entry)
     assert sorted(p.name for p in entry.iterdir()) == [
-        "article.pt", caching.MARKER, "customer.pt", "transactions.pt"]
+        "article.pt", caching.MARKER, "customer.pt", "structure.pt", "transactions.pt"]
     same_graph(data, make_graph(db(), text_embedder=HashingEmbedder(8))[0])
     same_graph(data, make_graph(db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8))[0])
 
@@ -158,9 +158,9 @@ def test_unwritable_cache_runs_uncached_with_one_warning(tmp_path, monkeypatch):
 
 
 def test_a_cached_graph_is_mapped_from_its_files(tmp_path):
-    """A graph read from the cache maps its tables' files (rdl.graph.build.load_frame): the
+    """A graph read from the cache maps its tables' files (rdl.graph.store.load_frame): the
     processes that read it share the pages instead of each holding a copy."""
-    from rdl.graph.build import _file
+    from rdl.graph.store import table_file as _file
     from tests.test_prepared_cache import mapped
 
     built, _ = make_graph(db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
@@ -206,18 +206,21 @@ def test_a_key_finds_the_graph_without_hashing_the_rows_again(tmp_path, monkeypa
         return make_graph(database or db(), cache_dir=tmp_path, text_embedder=HashingEmbedder(8),
                           key=key)
 
+    def keys() -> int:
+        return len(list((tmp_path / "keys").iterdir()))
+
     built, _ = graph("k1")
     (entry,) = tmp_path.glob("graph-*")
-    (index,) = (tmp_path / "keys").iterdir()
-    assert hashed == [1] and index.read_text() == entry.name
+    assert hashed == [1] and keys() == 2         # the key with the shape, and alone
+    assert {p.read_text() for p in (tmp_path / "keys").iterdir()} == {entry.name}
     again, _ = graph("k1")
     assert hashed == [1]                          # found by the key: no row hashed
     same_graph(built, again)
     graph("k2")                                   # another key: the rows are hashed, the
     assert hashed == [1, 1]                       # same entry found, the key recorded
-    assert list(tmp_path.glob("graph-*")) == [entry] and len(list((tmp_path / "keys").iterdir())) == 2
+    assert list(tmp_path.glob("graph-*")) == [entry] and keys() == 4
     graph(None)                                   # no key: hashed as before, no index written
-    assert hashed == [1, 1, 1] and len(list((tmp_path / "keys").iterdir())) == 2
+    assert hashed == [1, 1, 1] and keys() == 4
     fewer = db()
     fewer.tables["customer"] = type(fewer["customer"])(
         fewer["customer"].df.drop(columns=[fewer["customer"].df.columns[-1]]),
@@ -227,3 +230,34 @@ def test_a_key_finds_the_graph_without_hashing_the_rows_again(tmp_path, monkeypa
     shutil.rmtree(entry)                          # the key's entry removed: built again
     graph("k1")
     assert hashed == [1, 1, 1, 1, 1] and caching.complete(entry)
+
+
+def test_a_graph_is_found_by_its_key_alone_with_no_database(tmp_path):
+    """``cached_graph`` (what a restart reads before it cuts the database): the graph that
+    ``make_graph(..., key=)`` built, read back by the key and settings alone, every tensor
+    (frames, times, edges) mapped from the entry's files; another key, other stypes,
+    another text embedder or the statistics of another graph find nothing."""
+    from rdl.graph.store import STRUCTURE, cached_graph, table_file
+    from tests.graph.test_build import same_structure
+    from tests.test_prepared_cache import mapped
+
+    emb = HashingEmbedder(8)
+    assert cached_graph(tmp_path, "k", None, emb) is None          # nothing built yet
+    built, stats = make_graph(db(), cache_dir=tmp_path, text_embedder=emb, key="k")
+    found, found_stats = cached_graph(tmp_path, "k", None, emb)
+    (entry,) = tmp_path.glob("graph-*")
+    same_structure(make_graph(db(), text_embedder=emb)[0], found)   # as built uncached
+    assert found_stats.keys() == stats.keys()
+    for nt in found.node_types:
+        for feat in found[nt].tf.feat_dict.values():
+            values = feat if isinstance(feat, torch.Tensor) else feat.values
+            assert mapped(values, entry / table_file(nt)), nt
+        if "time" in found[nt]:
+            assert mapped(found[nt].time, entry / STRUCTURE), nt
+    for et in found.edge_types:
+        assert mapped(found[et].edge_index, entry / STRUCTURE), et
+    assert cached_graph(tmp_path, "other", None, emb) is None
+    assert cached_graph(tmp_path, "k", {"customer": {"club": None}}, emb) is None
+    assert cached_graph(tmp_path, "k", None, HashingEmbedder(16)) is None
+    assert cached_graph(tmp_path, "k", None, emb, given_stats=True) is None
+    assert cached_graph(None, "k", None, emb) is None and cached_graph(tmp_path, None, None, emb) is None

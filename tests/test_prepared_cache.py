@@ -108,9 +108,12 @@ def test_a_restart_hashes_no_row(tiny_cfg, tmp_path, monkeypatch, task="user-chu
     takes that one) and once for the graph's fingerprint; a restart, the database loaded
     from its cache, hashes none: the prepared data's digest is the stored one and the
     graph cache finds its entry by it (rdl.graph.build: ``keys/``). A database not from
-    the cache is hashed. No trees here: they change nothing in this."""
+    the cache is hashed. The restart does not cut the database either, nor infer a
+    column's stype: the graph is found by the digest alone (rdl.graph.store.cached_graph).
+    No trees here: they change nothing in this."""
     from rdl.data import digest as rows
     from rdl.data.hm import synthetic_hm_db
+    from rdl.families.node import prepare as node_prepare
     from rdl.graph import build
     hashed = []
 
@@ -121,13 +124,17 @@ def test_a_restart_hashes_no_row(tiny_cfg, tmp_path, monkeypatch, task="user-chu
         return count
     monkeypatch.setattr(build, "fingerprint", counted(build.fingerprint))
     monkeypatch.setattr(rows, "rows_digest", counted(rows.rows_digest))
+    monkeypatch.setattr(node_prepare, "graph_database", counted(node_prepare.graph_database))
+    monkeypatch.setattr(build, "infer_stypes", counted(build.infer_stypes))
     overrides = (*task_overrides(task), "data.tree_prior=false", "data.deep_features=null",
                  "data.seed_features=false")
     scale = tiny_cfg(*overrides).data.db.scale
     db = synthetic_hm_db(scale=scale, cache_dir=tmp_path / "db")   # made and saved
     assert hashed == ["rows_digest"]
     first = prepare(tiny_cfg, db, tmp_path, *overrides)
-    assert hashed == ["rows_digest", "fingerprint"]
+    assert [h for h in hashed if h != "infer_stypes"] == ["rows_digest", "graph_database",
+                                                        "fingerprint"]
+    assert hashed.count("infer_stypes") == len(first.data.node_types)
     hashed.clear()
     loaded = synthetic_hm_db(scale=scale, cache_dir=tmp_path / "db")   # a restart
     again = prepare(tiny_cfg, loaded, tmp_path, *overrides)
@@ -137,7 +144,8 @@ def test_a_restart_hashes_no_row(tiny_cfg, tmp_path, monkeypatch, task="user-chu
     for nt in first.data.node_types:
         assert again.data[nt].num_nodes == first.data[nt].num_nodes
     prepare(tiny_cfg, loaded, tmp_path, *overrides, "data.label_history=false")  # another graph
-    assert hashed == ["fingerprint"] and len(list((tmp_path / "graphs").glob("graph-*"))) == 2
+    assert [h for h in hashed if h != "infer_stypes"] == ["graph_database", "fingerprint"]
+    assert len(list((tmp_path / "graphs").glob("graph-*"))) == 2
     hashed.clear()
     copied = type(loaded)(dict(loaded.tables), keys=dict(loaded.keys))   # not from the cache
     prepare(tiny_cfg, copied, tmp_path, *overrides)

@@ -3,16 +3,15 @@
 Each node type holds ``tf`` (a PyTorch Frame ``TensorFrame`` of the table's non-key
 columns, one stype per column), ``time`` (int64 seconds, timed tables only) and
 ``num_nodes``. Each foreign key ``col`` of table ``T`` referencing ``P`` adds the edge types
-``(T, "f2p_<col>", P)`` and its reverse ``(P, "rev_f2p_<col>", T)``. Materialised frames are
+``(T, "f2p_<col>", P)`` and its reverse ``(P, "rev_f2p_<col>", T)``. A built graph is
 cached on disk under a fingerprint of the data, the stypes and the text embedder, and read
-from there mapped (:func:`load_frame`).
+from there mapped, frames, times and edges (:mod:`rdl.graph.store`).
 """
 from __future__ import annotations
 
 import hashlib
 import logging
 import os
-import re
 import shutil
 import warnings
 from pathlib import Path
@@ -25,7 +24,6 @@ import torch_frame
 from torch_frame.config import TextEmbedderConfig
 from torch_frame.data import Dataset, TensorFrame
 from torch_frame.utils import infer_series_stype
-from torch_frame.utils.io import deserialize_feat_dict
 from torch_geometric.data import HeteroData
 
 from rdl import caching
@@ -33,10 +31,11 @@ from rdl.data import checks
 from rdl.data.database import Database, DataError, Table
 from rdl.data.digest import column_digest
 from rdl.graph.columns import multi_hot, with_lists
+from rdl.graph.store import (GRAPH_VERSION, bare_index, indexed, read_entry, readable, record,
+                             save_structure, table_file)
 from rdl.progress import bar, stage
 
 log = logging.getLogger(__name__)
-GRAPH_VERSION = 3  # bump when the layout of the materialised graph changes
 #: rows of a table materialized at once (:func:`_in_chunks` past them)
 CHUNK_ROWS = 2_000_000
 
@@ -160,28 +159,6 @@ def _in_chunks(df: pd.DataFrame, cols: dict, text_cfg, given) -> tuple:
     return (torch_frame.cat(nested, dim=0) if nested else out), stats
 
 
-def _numpy_scalars() -> list:
-    """What torch's weights-only unpickler needs, beyond what PyTorch Frame allows itself,
-    to read the column stats of a cached frame: the NumPy integers of a timestamp column's
-    ``StatType.YEAR_RANGE`` (the years pandas gives, int32; int64 in older pandas)."""
-    multiarray = getattr(np, "_core", None) or np.core   # numpy 2 / numpy 1.26
-    return [multiarray.multiarray.scalar, np.dtype,
-            *(type(np.dtype(t)) for t in (np.int32, np.int64))]
-
-
-def load_frame(path: str):
-    """A cached frame and its stats, as ``torch_frame.load(path)`` reads them, but mapped
-    (``torch.load(mmap=True)``, torch >= 2.1; rdl needs 2.6): every process that reads the
-    graph (each DDP process, on every machine) shares the file's pages instead of holding
-    a copy. Read with torch's weights-only unpickler and the NumPy scalar types its stats
-    hold allowed for this read only (without them PyTorch Frame's own weights-only read
-    fails, and it warns and reads the file again with the full unpickler)."""
-    with torch.serialization.safe_globals(_numpy_scalars()):
-        tf_dict, col_stats = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    tf_dict["feat_dict"] = deserialize_feat_dict(tf_dict.pop("feat_serialized_dict"))
-    return TensorFrame(**tf_dict), col_stats
-
-
 def check_stypes(db: Database, stypes: dict | None) -> None:
     """Every stype override (``data.stypes``) names a table and column of ``db`` and a
     stype: a typo would otherwise be reported only when the graph is built, after the task
@@ -233,36 +210,6 @@ def fingerprint(db: Database, *parts: Any, columns: dict[str, list[str]] | None 
     return h.hexdigest()[:16]
 
 
-def _indexed(index: Path | None) -> Path | None:
-    """The complete graph entry the key file ``index`` names, or None."""
-    try:
-        name = index.read_text().strip() if index is not None else ""
-    except OSError:
-        return None
-    entry = index.parent.parent / name if re.fullmatch(r"graph-[0-9a-f]{16}", name) else None
-    return entry if entry is not None and caching.complete(entry) else None
-
-
-def _index(index: Path | None, entry: Path) -> None:
-    """Records that the key file ``index`` names ``entry`` (a cache that cannot be
-    written only loses the shortcut)."""
-    if index is None:
-        return
-    try:
-        index.parent.mkdir(exist_ok=True)
-        caching.write_atomic(index, entry.name)
-    except OSError:
-        pass
-
-
-def _file(table: str) -> str:
-    """The cache file of a table's frame: ``<table>.pt``, or, for a name that is no plain
-    file name (``a/b``, ``..``, empty), one made from its hash."""
-    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", table) and table != "..":
-        return f"{table}.pt"
-    return f"table-{hashlib.sha1(table.encode()).hexdigest()[:16]}.pt"
-
-
 def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
                text_embedder=None, cache_dir: str | os.PathLike | None = None,
                given_stats: dict[str, dict] | None = None, key: str | None = None,
@@ -280,7 +227,9 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             (:func:`rdl.preparation.build_graph`: the prepared data's, which hashed every
             row). The cache's index (``keys/``) maps it to the graph's entry, so a restart
             finds the entry without hashing every row again; where the index has no such
-            key, the rows are hashed as without one and the key added.
+            key, the rows are hashed as without one and the key added. The key is also
+            recorded alone (:func:`rdl.graph.store.bare_index`), for
+            :func:`~rdl.graph.store.cached_graph`, which needs no database.
     """
     stypes = stypes or {}
     check_stypes(db, stypes)
@@ -288,7 +237,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
     # A cache entry is read only when complete (its marker, written last, lists every
     # file); else the graph is built and written into a temporary folder that is renamed
     # into place at the end (rdl.caching): a killed build never leaves a half entry.
-    cached, tmp = None, None
+    tmp = None
     if cache_dir is not None:
         parts = [sorted((n, sorted((c, s.value) for c, s in d.items()))
                         for n, d in col_to_stype.items()), repr(text_embedder)]
@@ -300,17 +249,25 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
                  for n, t in sorted(db.tables.items())]
         index = None if key is None else root / "keys" / hashlib.sha1(
             repr((GRAPH_VERSION, key, parts, shape)).encode()).hexdigest()[:16]
-        found = _indexed(index)   # complete, or None
+        found = indexed(index)   # complete, or None
         entry = found or root / f"graph-{fingerprint(db, *parts, columns=col_to_stype)}"
-        if caching.complete(entry):
-            cached = entry
-            if found is None:
-                _index(index, entry)
-        elif caching.writable(root):
+        bare = None if key is None else bare_index(root, key, stypes, text_embedder,
+                                                   given_stats is not None)
+        if readable(entry):
+            try:
+                with stage("graph read from the cache", log):
+                    out = read_entry(entry)
+                record(index, entry)
+                record(bare, entry)
+                return out
+            except OSError as e:   # unreadable since it was written: built, uncached
+                caching.warn_uncached(root, e)
+                return make_graph(db, stypes, text_embedder, None, given_stats)
+        if caching.writable(root):
             caching.remove_stale(root)
             tmp = caching.temp_dir(root, entry.name)
 
-    built = stage("graph read from the cache" if cached else "graph build", log)
+    built = stage("graph build", log)
     data, col_stats = HeteroData(), {}
     try:
         for name, tab in bar(db, built.name, total=len(db.tables), unit="table"):
@@ -320,31 +277,41 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
                                 "call Database.reindex() first")
             if not cols:  # a table of keys only: one constant feature keeps the encoder simple
                 df, cols = pd.DataFrame({"__const__": np.ones(len(df))}), {"__const__": torch_frame.numerical}
-            if cached is not None:
-                tf, stats = load_frame(str(cached / _file(name)))
-            else:
-                tf, stats = _materialize(name, df, cols, text_embedder,
-                                         None if given_stats is None else given_stats[name])
-                if tmp is not None:
-                    torch_frame.save(tf, stats, str(tmp / _file(name)))
+            tf, stats = _materialize(name, df, cols, text_embedder,
+                                     None if given_stats is None else given_stats[name])
+            if tmp is not None:
+                torch_frame.save(tf, stats, str(tmp / table_file(name)))
             data[name].tf = tf
             data[name].num_nodes = len(tab)
             col_stats[name] = stats
             if tab.time_col is not None:
                 data[name].time = to_seconds(tab.df[tab.time_col])
+        _add_edges(db, data)
         if tmp is not None:
+            save_structure(tmp, data)
             caching.finish(tmp)
             caching.publish(tmp, entry)
-            _index(index, entry)
+            record(index, entry)
+            record(bare, entry)
     except OSError as e:  # a full disk, say: the graph is fine, only its cache fails
-        if cached is None and tmp is None:
+        if tmp is None:
             raise
         caching.warn_uncached(root, e)
         return make_graph(db, stypes, text_embedder, None, given_stats)
     finally:
         if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+    built.end(f"{len(data.node_types)} node types, {len(data.edge_types)} edge types")
+    if tmp is not None and readable(entry):
+        # the entry's mapped pages instead of the tensors just built: the run that built
+        # the graph holds it as every later run does, shared with its loader workers
+        del data
+        return read_entry(entry)
+    return data, col_stats
 
+
+def _add_edges(db: Database, data: HeteroData) -> None:
+    """Each foreign key's edges (child row -> parent row) and their reverse."""
     for name, tab in db:
         for col, ref in tab.fkeys.items():
             fk = tab.df[col]
@@ -359,5 +326,3 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
                                 f"table {ref!r}")
             data[name, f"f2p_{col}", ref].edge_index = edges
             data[ref, f"rev_f2p_{col}", name].edge_index = edges.flip(0)
-    built.end(f"{len(data.node_types)} node types, {len(data.edge_types)} edge types")
-    return data, col_stats

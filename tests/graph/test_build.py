@@ -60,16 +60,33 @@ def test_cache_round_trip(tmp_path):
     d = db()
     a, _ = make_graph(d, cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
     files = list(tmp_path.rglob("*.pt"))
-    assert len(files) == 3
+    assert sorted(f.name for f in files) == ["article.pt", "customer.pt", "structure.pt",
+                                             "transactions.pt"]
     b, _ = make_graph(d, cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    # the structure read back (as the build returned it, and again) is the one built
+    # without a cache: node types, rows, times and edges, in their order
+    fresh, _ = make_graph(d, text_embedder=HashingEmbedder(8))
+    for one in (a, fresh):
+        same_structure(one, b)
+    # other stypes -> another cache entry
+    make_graph(d, {"customer": {"club": None}}, cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
+    assert len({f.parent for f in tmp_path.rglob("*.pt")}) == 2
+
+
+def same_structure(a, b) -> None:
+    assert a.node_types == b.node_types and a.edge_types == b.edge_types
+    for nt in a.node_types:
+        assert a[nt].num_nodes == b[nt].num_nodes
+        assert ("time" in a[nt]) == ("time" in b[nt])
+        if "time" in a[nt]:
+            assert torch.equal(a[nt].time, b[nt].time)
+    for et in a.edge_types:
+        assert torch.equal(a[et].edge_index, b[et].edge_index)
     for nt in a.node_types:
         for st, x in a[nt].tf.feat_dict.items():
             y = b[nt].tf.feat_dict[st]
             x, y = (v if isinstance(v, torch.Tensor) else v.values for v in (x, y))
             assert torch.allclose(x.double(), y.double(), equal_nan=True)
-    # other stypes -> another cache entry
-    make_graph(d, {"customer": {"club": None}}, cache_dir=tmp_path, text_embedder=HashingEmbedder(8))
-    assert len({f.parent for f in tmp_path.rglob("*.pt")}) == 2
 
 
 def test_bad_overrides_name_the_problem():

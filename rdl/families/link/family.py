@@ -13,7 +13,8 @@ from rdl.families.link.module import LinkTaskModule
 from rdl.families.link.task import LinkTask, RelBenchLinkTask
 from rdl.nn.interface import LinkPredictor
 from rdl.prepared_cache import entry_of, shared
-from rdl.preparation import Prepared, build_graph, graph_database, split_tables, task_database
+from rdl.preparation import (Prepared, build_graph, graph_database, graph_stypes, split_tables,
+                             task_database)
 
 log = logging.getLogger("rdl.train")
 
@@ -58,12 +59,13 @@ class LinkFamily(Family):
 
     def prepare(self, task, db, settings, shared_path=None):
         db = task_database(task, db, settings)
-        graph_db, stypes = graph_database(task, db, settings)
+        stypes = graph_stypes(db, settings)
         entry = entry_of(task, db, settings)
         tables = shared(task, db, settings,
                         lambda: {"tables": split_tables(task, db, settings.now)},
                         shared_path=shared_path, entry=entry)["tables"]
-        data, col_stats = build_graph(task, db, graph_db, stypes, settings,
+        data, col_stats = build_graph(task, db, lambda: graph_database(task, db, settings)[0],
+                                      stypes, settings,
                                       digest=None if entry is None else entry.name)
         return LinkPrepared(task, db, tables, data, col_stats)
 

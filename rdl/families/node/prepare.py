@@ -6,6 +6,7 @@ forward-chained prediction, :mod:`rdl.families.node.prior`, or a simple baseline
 (:mod:`rdl.features.seed`). A link task has none of them."""
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 
@@ -16,7 +17,8 @@ from torch import Tensor
 
 from rdl.data.database import Database, DataError
 from rdl.prepared_cache import entry_of, shared
-from rdl.preparation import Prepared, build_graph, graph_database, split_tables, task_database
+from rdl.preparation import (Prepared, build_graph, graph_database, graph_stypes, split_tables,
+                             task_database)
 from rdl.progress import stage
 from rdl.tasks import HISTORY, Task
 
@@ -98,10 +100,12 @@ def prepare(task: Task, db: Database, settings, shared_path: str | None = None) 
     if settings.label_history and HISTORY in db.tables:
         raise DataError(f"the database has a table named {HISTORY!r}, the name of the "
                         "task's label history; rename it or set data.label_history=false")
-    graph_db, stypes = graph_database(task, db, settings)
+    stypes = graph_stypes(db, settings)
+    # made once, and only where the prepared data or the graph is not in the cache
+    graph_db = functools.cache(lambda: graph_database(task, db, settings)[0])
     entry = entry_of(task, db, settings)
     out = _restored(task, shared(task, db, settings,
-                                 lambda: _labels_and_features(task, db, graph_db, settings),
+                                 lambda: _labels_and_features(task, db, graph_db(), settings),
                                  _stored, shared_path, entry))
     tables, history = out["tables"], out["history"]
     if settings.label_history:
