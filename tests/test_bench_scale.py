@@ -60,6 +60,40 @@ def test_a_stage_s_peak_is_its_own_and_an_outer_one_keeps_its_parts():
     assert got["outer"]["seconds"] >= got["big"]["seconds"] + got["small"]["seconds"]
 
 
+def test_the_anonymous_peak_leaves_out_the_pages_of_a_mapped_file(tmp_path):
+    """``peak_anon_gib``: the process's own memory alone. A 256 MiB array counts in both
+    peaks; reading every page of a mapped 256 MiB file counts in the resident peak only
+    (the kernel can drop those pages: a mapped cache's)."""
+    import time
+
+    from rdl import progress
+    from rdl.bench.report import anon_rss_gib
+
+    if not reset_peak_rss() or anon_rss_gib() is None:
+        pytest.skip("this system does not report a process's peak or anonymous memory")
+    path = tmp_path / "mapped.bin"
+    np.ones(2**28 // 8).tofile(path)
+    meter = Meter()
+    progress.listeners.append(meter)
+    try:
+        with progress.stage("own"):
+            own = np.ones(2**28 // 8)
+            time.sleep(0.3)   # the sampler's turn
+            del own
+        with progress.stage("mapped"):
+            mapped = np.memmap(path, dtype=np.float64, mode="r")
+            assert mapped.sum() == 2**28 // 8   # every page read
+            time.sleep(0.3)
+            del mapped
+    finally:
+        progress.listeners.remove(meter)
+    got = {d["name"]: d for d in meter.done}
+    start = min(got["own"]["peak_anon_gib"], got["mapped"]["peak_anon_gib"])
+    assert got["own"]["peak_anon_gib"] - start >= 0.2
+    assert got["mapped"]["peak_gib"] - got["mapped"]["peak_anon_gib"] >= 0.2
+    assert got["mapped"]["peak_anon_gib"] < got["own"]["peak_anon_gib"] - 0.2
+
+
 def test_the_files_come_from_the_writer_or_from_files():
     with pytest.raises(SystemExit):
         scale.main(["--stages", "read"])               # nothing to read

@@ -26,6 +26,46 @@ def reset_peak_rss() -> bool:
         return False
 
 
+def anon_rss_gib() -> float | None:
+    """This process's anonymous resident memory now (``RssAnon``: its own pages, not the
+    file pages it maps, which the kernel drops and reads again under pressure), in GiB;
+    None without ``/proc``."""
+    try:
+        status = Path("/proc/self/status").read_text()
+        return int(status.split("RssAnon:")[1].split()[0]) / 2**20
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class AnonPeak:
+    """The most anonymous resident memory (:func:`anon_rss_gib`) since :meth:`reset`,
+    sampled every ``every_s`` by a thread: the kernel keeps a peak of the whole resident
+    size (``VmHWM``), which counts the pages of a mapped cache as they are read, but none of
+    the process's own memory alone. A peak shorter than ``every_s`` can be missed."""
+
+    def __init__(self, every_s: float = 0.05):
+        import threading
+        self.every_s, self.peak = every_s, anon_rss_gib()
+        if self.peak is not None:
+            threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        import time
+        while True:
+            self.sample()
+            time.sleep(self.every_s)
+
+    def sample(self) -> float | None:
+        """The peak so far, a sample taken now included."""
+        now = anon_rss_gib()
+        if now is not None:
+            self.peak = max(self.peak or 0.0, now)
+        return self.peak
+
+    def reset(self) -> None:
+        self.peak = anon_rss_gib()
+
+
 def step_peak_rss_gib() -> float:
     """Peak resident memory since the last :func:`reset_peak_rss` (``VmHWM``), in GiB;
     without ``/proc`` the peak of the whole process, as :func:`peak_rss_gib`."""

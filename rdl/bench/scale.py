@@ -66,7 +66,7 @@ def measure(stage: str, max_gib: float | None = None, **spec) -> dict:
     extra = getattr(scale_stages, stage)(spec, clock)
     own, setup = clock.result or {}, clock.setup or {}
     return {"seconds": own.get("seconds"), "peak_gib": own.get("peak_gib"),
-            "setup_s": setup.get("seconds"), "setup_peak_gib": setup.get("peak_gib"), **extra,
+            "peak_anon_gib": own.get("peak_anon_gib"), "setup_s": setup.get("seconds"), "setup_peak_gib": setup.get("peak_gib"), **extra,
             "inner": [d for d in meter.done if d["name"] not in ("setup", "stage")]}
 
 
@@ -98,7 +98,9 @@ def curve(rows: list[dict]) -> list[dict]:
         if all(s in got for s in FIRST_RUN):
             out.append({"scale": scale, "stage": SUM,
                         "seconds": sum(got[s]["seconds"] for s in FIRST_RUN),
-                        "peak_gib": max(got[s]["peak_gib"] for s in FIRST_RUN)})
+                        "peak_gib": max(got[s]["peak_gib"] for s in FIRST_RUN),
+                        "peak_anon_gib": max((got[s].get("peak_anon_gib") or 0.0
+                                              for s in FIRST_RUN), default=None) or None})
     one = {r["stage"]: r["seconds"] for r in out if r["scale"] == 1.0 and r.get("seconds")}
     for r in out:
         base = one.get(r["stage"])
@@ -113,6 +115,7 @@ def pivot(rows: list[dict]) -> list[dict]:
     for r in rows:
         cell = ((r.get("note") or "failed") if r.get("seconds") is None else
                 f"{r['seconds']:.1f} s, {r['peak_gib']:.2f} GiB"
+                + (f" ({r['peak_anon_gib']:.2f} anon)" if r.get("peak_anon_gib") else "")
                 + (f", x{r['vs_scale_1']:.2f}" if r.get("vs_scale_1") else ""))
         table.setdefault(r["stage"], {"stage": r["stage"]})[f"scale {r['scale']:g}"] = cell
     return [{"stage": s["stage"], **{f"scale {x:g}": s.get(f"scale {x:g}", "") for x in scales}}
@@ -141,8 +144,9 @@ def run_scale(scale: float, args, out: Path, measured=lambda rows: None) -> list
             res = _run_child(spec, args.timeout, out / "logs" / f"scale-{scale:g}-{stage}.log",
                              module="rdl.bench.scale", result=RESULT, env=env)
             rows.append({"scale": scale, "stage": stage, "seconds": res.get("seconds"),
-                         "peak_gib": res.get("peak_gib"),
-                         **{k: v for k, v in res.items() if k not in ("seconds", "peak_gib")}})
+                         "peak_gib": res.get("peak_gib"), "peak_anon_gib": res.get("peak_anon_gib"),
+                         **{k: v for k, v in res.items()
+                            if k not in ("seconds", "peak_gib", "peak_anon_gib")}})
             measured(rows)
             if res.get("seconds") is not None:
                 print(f"    {res['seconds']:.1f} s, peak {res['peak_gib']:.2f} GiB", flush=True)
@@ -205,10 +209,11 @@ def _report(argv: list[str], args, out: Path, rows: list[dict]) -> None:
     header = (f"The cost curve: `python -m rdl.bench scale {' '.join(argv)}`, task {args.task}, "
               f"{_machine()}, load average {load_average()} at the end. Each stage in a "
               "fresh process; "
-              "seconds and peak resident memory are its own.\n\n"
+              "seconds and peak resident memory are its own (peak_anon_gib: its anonymous "
+              "memory alone, without the pages of the caches it maps).\n\n"
               + "\n".join(f"- {s}: {WHAT[s]}" for s in STAGES if s in args.stages)
               + f"\n- {SUM}: a first run from an empty cache to its first epoch")
-    columns = ("scale", "stage", "seconds", "peak_gib", "vs_scale_1", "setup_s",
+    columns = ("scale", "stage", "seconds", "peak_gib", "peak_anon_gib", "vs_scale_1", "setup_s",
                "setup_peak_gib", "rows", "note", "error", "stopped_at_gib")
     report("scale", [{**{k: "" if r.get(k) is None else r[k] for k in columns},
                       "inner": _inner(r)} for r in rows], out, header=header)
@@ -230,6 +235,7 @@ def _machine() -> str:
 def _inner(row: dict) -> str:
     """rdl's progress stages inside a stage (not its setup's), in a line."""
     return "; ".join(f"{d['name']} {d['seconds']:.1f} s {d['peak_gib']:.2f} GiB"
+                     + (f" ({d['peak_anon_gib']:.2f} anon)" if d.get("peak_anon_gib") else "")
                      for d in row.get("inner") or [] if d["in"] == "stage")
 
 

@@ -8,7 +8,8 @@ work inside ``with clock:``, through rdl's own entry points (``rdl.config``,
 ``rdl.load_database``, ``rdl.prepare``, ``rdl.api.build``, the preparation's stage
 functions). Memory is the process's peak resident memory since the clock started (the
 peak reset then, ``/proc/self/clear_refs``): the stage's own, including what it started
-from. :class:`Meter` also times, with its own peak, each of rdl's progress stages
+from; and apart, the peak of its anonymous memory alone (``peak_anon_gib``, sampled: the
+resident size counts the pages of the caches it maps, which the kernel can drop). :class:`Meter` also times, with its own peak, each of rdl's progress stages
 (:mod:`rdl.progress`: ``split tables``, ``depth-2 synthesis``, ``graph build``, ...) that
 runs inside a stage: the stage's ``inner`` rows, and the figures of a stage that is one
 of them (the graph build inside ``rdl.prepare``).
@@ -18,7 +19,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rdl.bench.report import reset_peak_rss, step_peak_rss_gib
+from rdl.bench.report import AnonPeak, reset_peak_rss, step_peak_rss_gib
 
 #: the stages, in the order they run (each starts from what those before it cached), and
 #: what each times
@@ -55,23 +56,27 @@ class Meter:
     def __init__(self):
         self.open, self.done = {}, []
         self.phase = "setup"   # what a finished interval is part of (its ``in``)
+        self.anon = AnonPeak()
 
-    def _fold(self) -> float:
-        now = step_peak_rss_gib()
+    def _fold(self) -> tuple:
+        now, anon = step_peak_rss_gib(), self.anon.sample()
         for key in self.open:
             self.open[key][1] = max(self.open[key][1], now)
-        return now
+            if anon is not None:
+                self.open[key][2] = max(self.open[key][2] or 0.0, anon)
+        return now, anon
 
     def begin(self, key) -> None:
         self._fold()
         reset_peak_rss()
-        self.open[key] = [time.perf_counter(), step_peak_rss_gib()]
+        self.anon.reset()
+        self.open[key] = [time.perf_counter(), step_peak_rss_gib(), self.anon.peak]
 
     def finish(self, key, name: str) -> dict:
         self._fold()
-        start, peak = self.open.pop(key)
+        start, peak, anon = self.open.pop(key)
         self.done.append({"name": name, "seconds": time.perf_counter() - start,
-                          "peak_gib": peak, "in": self.phase})
+                          "peak_gib": peak, "peak_anon_gib": anon, "in": self.phase})
         return self.done[-1]
 
     def __call__(self, stage, ended: bool) -> None:   # an rdl.progress listener
