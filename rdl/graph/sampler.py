@@ -131,6 +131,10 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
             number's; the seeds of a batch are its input nodes).
         rng_per_batch: re-seed that generator for each batch from ``random_seed`` and the
             batch's input ids.
+        index_file: a file that keeps the graph's CSC index between runs
+            (:mod:`rdl.graph.temporal_index`): read, mapped, where it holds this graph's,
+            else written after the build. Give each graph its own (rdl: the graph cache
+            entry's, :func:`rdl.graph.store.index_file`).
 
     ``sample_from_nodes`` serves ``NodeLoader``, ``sample_from_edges``
     ``LinkLoader`` (with ``neg_sampling`` None, binary or triplet); see the
@@ -165,6 +169,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         device: Union[str, torch.device, None] = None,
         random_seed: Optional[int] = None,
         rng_per_batch: bool = False,
+        index_file: Optional[str] = None,
     ):
         if not isinstance(data, HeteroData):
             raise TypeError("TemporalSampler expects a HeteroData graph")
@@ -183,7 +188,7 @@ class TemporalSampler(LinkSampling, NodeSampling, TemporalIndex, BaseSampler):
         self.num_neighbors, self.num_hops = _parse_num_neighbors(num_neighbors, self.edge_types)
         self.num_nodes: Dict[NodeType, int] = {t: int(data[t].num_nodes or 0) for t in self.node_types}
 
-        self._build_index(data, time_attr)
+        self._build_index(data, time_attr, index_file)
 
         self._generator: Optional[torch.Generator] = None
         self._worker_key = None

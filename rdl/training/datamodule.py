@@ -21,6 +21,7 @@ from torch_geometric.transforms import Compose
 from rdl.data.database import DataError
 from rdl.graph.build import to_seconds
 from rdl.graph.sampler import TemporalSampler
+from rdl.graph.store import index_file
 from rdl.graph.transforms import Bidirectional, DropEdgeIds, InputRows
 from rdl.preparation import Prepared
 from rdl.tasks import HISTORY
@@ -80,7 +81,8 @@ class RelDataModule(pl.LightningDataModule):
         self.sampler = TemporalSampler(data, list(settings.num_neighbors),
                                        strategy=settings.strategy, strict=settings.strict,
                                        inclusive=(HISTORY,), random_seed=seed,
-                                       rng_per_batch=True, device=self.device)
+                                       rng_per_batch=True, device=self.device,
+                                       index_file=index_file(data))
 
     @property
     def eval_sampler(self) -> TemporalSampler:

@@ -327,3 +327,56 @@ def test_bad_arguments():
         TemporalSampler(d, {ET_TX: [1]})  # missing edge types
     with pytest.raises(ValueError):
         TemporalSampler(d, {et: [1] * (i + 1) for i, et in enumerate(d.edge_types)})
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("time_mode", sorted(TIME_SCALE))
+def test_an_index_file_is_written_once_then_read_mapped_and_samples_the_same(
+        tmp_path, device, time_mode):
+    """``index_file``: the first sampler builds the index and writes it; the next reads it
+    (its tensors mapped from the file on the CPU), builds nothing, and draws exactly what a
+    sampler without a file draws, for every strategy. A file of another graph, or a
+    damaged one, is not used: the index is built and the file replaced."""
+    from rdl.graph import temporal_index
+    from tests.test_prepared_cache import mapped
+
+    d = random_graph(7, time_mode)
+    seeds, times = make_seeds(d, np.random.default_rng(1), "user", 40, time_mode)
+    path = tmp_path / "index.pt"
+    built = []
+    real = temporal_index.TemporalIndex._make_index
+
+    def counted(self, *args):
+        built.append(1)
+        return real(self, *args)
+
+    def draws(sampler):
+        out = run_sampler(sampler, "user", seeds, times)
+        return ([(t, out.node[t].tolist()) for t in out.node]
+                + [(et, out.edge[et].tolist()) for et in out.edge])
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(temporal_index.TemporalIndex, "_make_index", counted)
+        for strategy in ("uniform", "last", "mix"):
+            plain = TemporalSampler(d, [3, 2], strategy=strategy, device=device, random_seed=5)
+            first = TemporalSampler(d, [3, 2], strategy=strategy, device=device, random_seed=5,
+                                    index_file=path)
+            assert path.exists()
+            read = TemporalSampler(d, [3, 2], strategy=strategy, device=device, random_seed=5,
+                                   index_file=path)
+            assert draws(plain) == draws(first) == draws(read), strategy
+        assert len(built) == 1 + 3   # each plain sampler's, and the first file's
+        if torch.device(device).type == "cpu":
+            some = next(iter(read._row.values()))
+            assert mapped(some, path)
+        built.clear()
+        other = random_graph(8, time_mode)
+        TemporalSampler(other, [3, 2], device=device, index_file=path)   # another graph
+        assert built == [1]
+        again = TemporalSampler(other, [3, 2], device=device, index_file=path)
+        assert built == [1] and again._unit.keys() == read._unit.keys()
+        path.write_bytes(b"damaged")
+        TemporalSampler(d, [3, 2], device=device, index_file=path)
+        assert built == [1, 1]
+        TemporalSampler(d, [3, 2], device=device, index_file=path)
+        assert built == [1, 1]
