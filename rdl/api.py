@@ -141,7 +141,9 @@ def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = Non
     db = db if db is not None else load_database(cfg)
     family_of(task).check_schema(settings, task, db, hydra.utils.get_class(cfg.model._target_))
     # batches as sampled, no pad rows
-    return data_module(db, task, settings, Exact(), prepared_path)
+    data = data_module(db, task, settings, Exact(), prepared_path)
+    db.release()   # the rows it read from rdl's cache: read again by the baselines, if needed
+    return data
 
 
 def make_model(cfg: DictConfig, data: RelDataModule) -> nn.Module:

@@ -109,7 +109,8 @@ def test_a_restart_hashes_no_row(tiny_cfg, tmp_path, monkeypatch, task="user-chu
     from its cache, hashes none: the prepared data's digest is the stored one and the
     graph cache finds its entry by it (rdl.graph.build: ``keys/``). A database not from
     the cache is hashed. The restart does not cut the database either, nor infer a
-    column's stype: the graph is found by the digest alone (rdl.graph.store.cached_graph).
+    column's stype: the graph is found by the digest alone (rdl.graph.store.cached_graph);
+    it reads no row of the database (rdl.data.database.StoredTable: read when needed).
     No trees here: they change nothing in this."""
     from rdl.data import digest as rows
     from rdl.data.hm import synthetic_hm_db
@@ -132,12 +133,15 @@ def test_a_restart_hashes_no_row(tiny_cfg, tmp_path, monkeypatch, task="user-chu
     db = synthetic_hm_db(scale=scale, cache_dir=tmp_path / "db")   # made and saved
     assert hashed == ["rows_digest"]
     first = prepare(tiny_cfg, db, tmp_path, *overrides)
+    assert not any(t.read for _, t in db)          # the rows it read released (read again
+    assert len(db["transactions"].df) == len(db["transactions"]) > 0   # if asked for)
     assert [h for h in hashed if h != "infer_stypes"] == ["rows_digest", "graph_database",
                                                         "fingerprint"]
     assert hashed.count("infer_stypes") == len(first.data.node_types)
     hashed.clear()
     loaded = synthetic_hm_db(scale=scale, cache_dir=tmp_path / "db")   # a restart
     again = prepare(tiny_cfg, loaded, tmp_path, *overrides)
+    assert not any(t.read for _, t in loaded)     # nor reads the database's rows
     assert hashed == [] and len(list((tmp_path / "graphs").glob("graph-*"))) == 1
     assert len(list((tmp_path / "prepared").glob("*"))) == 1   # the same entry
     assert again.data.node_types == first.data.node_types

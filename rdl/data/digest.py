@@ -46,8 +46,7 @@ def shape(db) -> list:
     """Each table's name, keys, columns, dtypes and row count: what a stored digest is
     checked against before it is used (a database changed since has another shape)."""
     return json.loads(json.dumps(  # as digest.json keeps it
-        [[name, tab.meta(), list(map(str, tab.df.columns)), list(map(str, tab.df.dtypes)),
-          len(tab)] for name, tab in sorted(db.tables.items())]
+        [[name, tab.meta(), *tab.layout()] for name, tab in sorted(db.tables.items())]
         + [[name, len(keys), str(keys.dtype)] for name, keys in sorted(db.keys.items())]))
 
 

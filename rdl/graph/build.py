@@ -172,7 +172,7 @@ def check_stypes(db: Database, stypes: dict | None) -> None:
         raise DataError(f"data.stypes names table(s) {unknown} that the database does not have; "
                         f"its tables: {sorted(db.tables)}")
     for name, overrides in (stypes or {}).items():
-        columns = list(db[name].df.columns)
+        columns = db[name].layout()[0]
         for col, stype in (overrides or {}).items():
             if col not in columns:
                 raise DataError(f"data.stypes.{name}.{col}: table {name!r} has no column {col!r} "
@@ -181,7 +181,7 @@ def check_stypes(db: Database, stypes: dict | None) -> None:
                 raise DataError(f"data.stypes.{name}.{col}: unknown stype {stype!r}; one of "
                                 f"{[s.value for s in torch_frame.stype]}")
             # values the stype cannot read: now, not when the graph is built (after LightGBM)
-            values, where = db[name].df[col], f"data.stypes.{name}.{col}: table {name!r}"
+            values, where = db[name].column(col), f"data.stypes.{name}.{col}: table {name!r}"
             if stype == "timestamp" and not pd.api.types.is_datetime64_any_dtype(values):
                 checks.parse_times(values, f"{where}, column {col!r}", required=False)
             elif stype == "numerical":

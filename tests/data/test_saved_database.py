@@ -102,3 +102,81 @@ def test_a_table_is_saved_in_one_piece(tmp_path):
     table = feather.read_table(tmp_path / "db" / "t.arrow")
     assert [table.column(c).num_chunks for c in ("i", "x")] == [1, 1]
     pd.testing.assert_frame_equal(Database.load(tmp_path / "db")["t"].df, db["t"].df)
+
+
+def test_a_loaded_table_reads_its_rows_when_first_asked_for(tmp_path):
+    """A loaded table (StoredTable) knows its layout, length and feature columns from the
+    saved digest, reads one column alone, and reads its rows only when ``df`` is asked
+    for: then the rows saved. The digest is the stored one throughout, with no row read;
+    it pickles unread (a loader worker, a DDP process) and reads its rows there."""
+    import pickle
+
+    from rdl.data.database import StoredTable
+
+    db = small()
+    db.save(tmp_path / "db")
+    loaded = Database.load(tmp_path / "db")
+    users = loaded["users"]
+    assert isinstance(users, StoredTable) and not users.read
+    assert len(users) == 4 and users.feature_cols == ["name", "age", "joined"]
+    assert users.layout() == db["users"].layout()
+    pd.testing.assert_series_equal(users.column("age"), db["users"].df["age"])
+    assert loaded.digest() == db.digest() and "rows=4" in repr(users)
+    assert not any(t.read for _, t in loaded)
+    again = pickle.loads(pickle.dumps(loaded))
+    assert not any(t.read for _, t in again)
+    for name, tab in db:
+        pd.testing.assert_frame_equal(again[name].df, tab.df, check_exact=True)
+    pd.testing.assert_frame_equal(users.df, db["users"].df, check_exact=True)
+    assert users.read and not loaded["orders"].read
+    assert loaded.digest() == db.digest()        # read, the same layout: still the stored one
+
+
+def test_a_file_changed_since_the_save_is_caught_at_its_read(tmp_path):
+    """The layout a loaded table reports before its rows are read is the saved one; a
+    file replaced since (another table's rows) shows another layout when read, and the
+    stored digest is then no longer handed on."""
+    from rdl.data.database import write_table
+
+    small().save(tmp_path / "db")
+    loaded = Database.load(tmp_path / "db")
+    stored = loaded.digest()
+    write_table(small()["orders"].df.head(2), tmp_path / "db" / "orders.arrow")
+    assert len(loaded["orders"].df) == 2
+    assert loaded.digest() != stored
+
+
+def test_released_rows_are_read_again_when_asked_for(tmp_path):
+    """``Database.release``: the rows of the tables read from the cache are dropped and
+    read again, the same, when next asked for; a table not from the cache keeps its rows."""
+    from rdl.data.database import cached_database
+
+    made = cached_database(tmp_path / "db", small)     # made, saved: its rows in memory
+    assert all(t.read for _, t in made)
+    made.release()
+    assert not any(t.read for _, t in made)
+    for name, tab in small():
+        pd.testing.assert_frame_equal(made[name].df, tab.df, check_exact=True)
+    plain = small()
+    plain.release()
+    assert len(plain["users"].df) == 4
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled", "missing time"])
+def test_upto_keeps_the_rows_up_to_t_and_shares_a_sorted_table_s(order):
+    """``Table.upto(t)``: the rows with time <= t, in their order, whatever the table's
+    order; a table in time order gives a slice that shares its rows (no copy)."""
+    rng = np.random.default_rng(0)
+    times = pd.Series(pd.to_datetime("2020-01-01") + pd.to_timedelta(
+        np.sort(rng.integers(0, 100, 1000)), unit="D"))
+    if order == "shuffled":
+        times = times.sample(frac=1, random_state=1).reset_index(drop=True)
+    if order == "missing time":
+        times = times.mask(pd.Series(rng.random(1000) < 0.05))
+    tab = Table(pd.DataFrame({"t": times, "x": np.arange(1000.0)}), time_col="t")
+    for t in ("2019-12-31", "2020-01-01", "2020-02-15", "2020-04-09", "2030-01-01"):
+        got = tab.upto(pd.Timestamp(t))
+        want = tab.df[tab.df["t"] <= pd.Timestamp(t)].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got.df, want, check_exact=True)
+        if order == "sorted" and len(want):
+            assert np.shares_memory(got.df["x"].to_numpy(), tab.df["x"].to_numpy())
