@@ -106,6 +106,27 @@ def atomic_dir(path: str | os.PathLike, keep_first: bool = False) -> Iterator[Pa
         raise
 
 
+@contextmanager
+def without_checksums() -> Iterator[None]:
+    """``torch.save`` inside the block writes no CRC-32 of its zip records (torch's
+    ``torch.utils.serialization.config.save.compute_crc32``, torch >= 2.6). Computing it
+    is most of the time of writing a large cache file here (about 130 MB/s: 40 s for the
+    4.8 GB of a graph's edges at four times rel-hm's size), and rdl reads its caches
+    mapped, where torch checks none (an entry's marker checks every file's size). An
+    older torch without the setting saves as before."""
+    try:
+        from torch.utils.serialization import config
+        before = config.save.compute_crc32
+    except (ImportError, AttributeError):
+        yield
+        return
+    config.save.compute_crc32 = False
+    try:
+        yield
+    finally:
+        config.save.compute_crc32 = before
+
+
 def write_atomic(path: str | os.PathLike, text: str) -> None:
     """``Path(path).write_text(text)``, through :func:`atomic_file`."""
     with atomic_file(path) as tmp:

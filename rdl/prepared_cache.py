@@ -166,7 +166,7 @@ def _write(entry: Path | None, out: dict) -> bool:
     caching.remove_stale(root)
     tmp = caching.temp_dir(root, entry.name)
     try:
-        with stage("prepared data written to the cache", log):
+        with stage("prepared data written to the cache", log), caching.without_checksums():
             torch.save(plain(out), tmp / DATA)
             caching.finish(tmp)
             caching.publish(tmp, entry)

@@ -261,3 +261,26 @@ def test_a_graph_is_found_by_its_key_alone_with_no_database(tmp_path):
     assert cached_graph(tmp_path, "k", None, HashingEmbedder(16)) is None
     assert cached_graph(tmp_path, "k", None, emb, given_stats=True) is None
     assert cached_graph(None, "k", None, emb) is None and cached_graph(tmp_path, None, None, emb) is None
+
+
+def test_a_cache_file_saved_without_checksums_reads_back_the_same(tmp_path):
+    """``caching.without_checksums``: inside it torch writes no CRC-32 (where this torch
+    has the setting), after it torch's setting is as it was, even after an error; the file
+    reads back equal, mapped and not."""
+    from torch.utils.serialization import config
+
+    before = config.save.compute_crc32
+    x = {"a": torch.arange(100_000), "b": torch.rand(3, 5)}
+    with caching.without_checksums():
+        assert config.save.compute_crc32 is False
+        torch.save(x, tmp_path / "x.pt")
+    assert config.save.compute_crc32 == before
+    try:
+        with caching.without_checksums():
+            raise KeyError
+    except KeyError:
+        pass
+    assert config.save.compute_crc32 == before
+    for mmap in (False, True):
+        got = torch.load(tmp_path / "x.pt", weights_only=True, mmap=mmap)
+        assert all(torch.equal(got[k], v) for k, v in x.items())

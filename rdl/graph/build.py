@@ -280,7 +280,8 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             tf, stats = _materialize(name, df, cols, text_embedder,
                                      None if given_stats is None else given_stats[name])
             if tmp is not None:
-                torch_frame.save(tf, stats, str(tmp / table_file(name)))
+                with caching.without_checksums():
+                    torch_frame.save(tf, stats, str(tmp / table_file(name)))
             data[name].tf = tf
             data[name].num_nodes = len(tab)
             col_stats[name] = stats

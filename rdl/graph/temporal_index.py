@@ -142,10 +142,10 @@ class TemporalIndex:
                           for et in self.edge_types]}
 
     def _write_index(self, time_attr: str, path: Path) -> None:
-        from rdl.caching import atomic_file, remove_stale
+        from rdl.caching import atomic_file, remove_stale, without_checksums
         try:
             remove_stale(path.parent)   # a killed writer's temporary
-            with atomic_file(path) as tmp:
+            with atomic_file(path) as tmp, without_checksums():
                 torch.save(self._index_state(time_attr), tmp)
         except OSError as e:   # a full disk, a read-only cache: only the shortcut is lost
             log.warning("the sampler's index could not be kept in %s (%s): it is built "
