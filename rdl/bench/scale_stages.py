@@ -42,7 +42,7 @@ WHAT = {
     "restart": "a fresh process to the end of its first training step, the caches the "
                "stages before left warm (database, prepared data: split tables, trees and "
                "seed features, which the trees stage or else the epoch stage's setup left; "
-               "graph; compiled kernels)",
+               "graph and the sampler's index; compiled kernels)",
 }
 STAGES = tuple(WHAT)
 
