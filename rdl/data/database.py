@@ -349,7 +349,11 @@ def read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
     alone."""
     if path.suffix == ".parquet":
         return pd.read_parquet(path, columns=columns)
-    return pd.read_feather(path, columns=columns)
+    if columns is None:
+        return pd.read_feather(path)
+    # mapped, so that only those columns' pages are read (pandas reads the whole file)
+    import pyarrow.feather as feather
+    return feather.read_table(str(path), columns=columns, memory_map=True).to_pandas()
 
 
 def _saved(path: Path, stem: str) -> Path | None:
