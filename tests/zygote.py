@@ -12,7 +12,10 @@ What a fork cannot give is what a process reads while it imports: OpenMP's and M
 environment and rdl's thread policy (``rdl.threads.at_start``, run by the zygote before it
 imports torch). A command line whose environment differs there from the zygote's, or that
 sets ``threads=off``, runs in a fresh interpreter instead (:func:`Zygote.can_run`); so does
-any module but :data:`MODULES`.
+any module but :data:`MODULES`, and every command line on a machine with CUDA: importing
+Lightning asks ``torch.cuda.is_available()``, which initialises the CUDA driver in the
+zygote, and a fork of such a process cannot initialise CUDA again (``CUDA error:
+initialization error`` in every ``trainer=gpu`` command line, the H200 of 2026-12-04).
 
 Why by hand: ``multiprocessing``'s forkserver preloads modules, but runs functions, not
 ``python -m`` command lines with their own output files, working directory and process
@@ -20,6 +23,7 @@ group; pytest-xdist runs tests, not command lines.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import selectors
@@ -49,6 +53,13 @@ def _import_time_env(env: dict) -> dict:
     return {k: v for k, v in environment(env).items() if k.startswith(AT_IMPORT)}
 
 
+@functools.cache
+def _cuda_machine() -> bool:
+    """Whether this machine has CUDA (module docstring: no fork there)."""
+    import torch
+    return torch.cuda.is_available()
+
+
 class Zygote:
     """A process that imported :data:`MODULES`; :meth:`run` forks it per command line."""
 
@@ -68,7 +79,7 @@ class Zygote:
         module = len(cmd) >= 3 and cmd[1] == "-m" and cmd[2] in MODULES
         script = (len(cmd) >= 2 and cmd[1].endswith(".py")
                   and Path(cmd[1]).resolve().is_relative_to(SCRIPTS))
-        return (cmd[0] == sys.executable and (module or script)
+        return (cmd[0] == sys.executable and (module or script) and not _cuda_machine()
                 and said[-1:] != ["off"]   # off: no wait policy
                 and _import_time_env(env) == _import_time_env(self.env)
                 and self.proc.poll() is None)
