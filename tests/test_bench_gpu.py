@@ -157,10 +157,12 @@ def test_the_check_fails_when_every_row_failed(tmp_path, rdl_cache):
 
 def test_the_parts_hold_every_row_once_most_wanted_first():
     """``--part N``: part 1 is the CUDA tests' and the rows wanted first since the H200 of
-    2026-11-28 found the step bound by its host: CUDA graphs over buckets at experiment=gpu
-    for each task (not applicable to the link task), and user-churn eager and compiled;
-    part 2 the rest of experiment=gpu (the other tasks, buckets alone, the model's ops
-    fused unstacked and per type, no loader worker, the sampler on the GPU); every row is
+    2026-12-04 measured user-churn's: eager and compiled item-sales and
+    user-item-purchase at experiment=gpu, and CUDA graphs over buckets for user-churn
+    (its partitions logged); part 2 the rest of experiment=gpu (user-churn again, CUDA
+    graphs over buckets for the other tasks (not applicable to the link task), buckets
+    alone, the model's ops fused unstacked and per type, no loader worker, the sampler on
+    the GPU); every row is
     in one part; a link task's buckets are listed as not applicable."""
     from rdl.bench.gpu_plan import GPU_VARIANTS, PARTS, TASKS, plan_rows
 
@@ -174,16 +176,16 @@ def test_the_parts_hold_every_row_once_most_wanted_first():
     assert [r[0] for r in every] == sorted(r[0] for r in every)   # parts in order
     assert sum((plan([p]) for p in PARTS), []) == every
     assert [r[1:5] + r[6:7] for r in plan([1])] == [
-        ("user-churn", "sage", "gpu", None, "reduce-overhead+buckets"),
-        ("item-sales", "sage", "gpu", None, "reduce-overhead+buckets"),
-        ("user-item-purchase", "contextgnn", "gpu", None, "reduce-overhead+buckets"),
-        ("user-churn", "sage", "gpu", None, "eager"),
-        ("user-churn", "sage", "gpu", None, "dynamic")]
-    assert [r[1:5] + r[6:7] for r in plan([2])] == [
         ("item-sales", "sage", "gpu", None, "eager"),
         ("item-sales", "sage", "gpu", None, "dynamic"),
         ("user-item-purchase", "contextgnn", "gpu", None, "eager"),
         ("user-item-purchase", "contextgnn", "gpu", None, "dynamic"),
+        ("user-churn", "sage", "gpu", None, "reduce-overhead+buckets")]
+    assert [r[1:5] + r[6:7] for r in plan([2])] == [
+        ("user-churn", "sage", "gpu", None, "eager"),
+        ("user-churn", "sage", "gpu", None, "dynamic"),
+        ("item-sales", "sage", "gpu", None, "reduce-overhead+buckets"),
+        ("user-item-purchase", "contextgnn", "gpu", None, "reduce-overhead+buckets"),
         ("user-churn", "sage", "gpu", None, "buckets"),
         ("item-sales", "sage", "gpu", None, "buckets"),
         ("user-item-purchase", "contextgnn", "gpu", None, "buckets"),
@@ -259,3 +261,12 @@ def test_the_profile_counts_copies_apart_and_lists_the_top_kernels():
         ("Memcpy HtoD (Pinned -> Device)", 0.5, pytest.approx(0.2)),
         ("triton_poi_fused_add_0", 0.5, pytest.approx(0.025)),
         ("Memset (Device)", 0.5, pytest.approx(0.005))]
+
+
+def test_rows_that_replay_cuda_graphs_log_why_torch_cut_or_skipped_them(monkeypatch):
+    from rdl.bench.gpu import GRAPH_LOGS, row_logs
+    monkeypatch.delenv("TORCH_LOGS", raising=False)
+    assert row_logs({"variant": "reduce-overhead+buckets"}) == {"TORCH_LOGS": GRAPH_LOGS}
+    assert row_logs({"variant": "dynamic"}) == {} and row_logs({"variant": "eager"}) == {}
+    monkeypatch.setenv("TORCH_LOGS", "recompiles")   # a user's own choice stays
+    assert row_logs({"variant": "reduce-overhead"}) == {}

@@ -112,6 +112,21 @@ def tests_result(out: Path, stopped: bool) -> dict:
     return {"summary": summary.strip("= "), "failed": failed}
 
 
+#: what torch logs in the row's own log (``logs.tgz``) for a variant that replays CUDA
+#: graphs: why Inductor cut a graph into partitions, each replayed as a CUDA graph of its
+#: own (``cudagraphs``), and why it ran one without (``perf_hints``). On 2026-12-04 such a
+#: user-churn step replayed 56 CUDA graphs, and its host time stayed above eager's.
+GRAPH_LOGS = "perf_hints,cudagraphs"
+
+
+def row_logs(row: dict) -> dict:
+    """The environment a row's process adds for torch's logs: :data:`GRAPH_LOGS` for a
+    variant that replays CUDA graphs, unless ``TORCH_LOGS`` is set already."""
+    if "reduce-overhead" in row["variant"] and "TORCH_LOGS" not in os.environ:
+        return {"TORCH_LOGS": GRAPH_LOGS}
+    return {}
+
+
 def run_rows(rows: list[dict], args, deadline: float, logs: Path, write,
              background: dict | None = None) -> None:
     """Run the rows ``args.jobs`` at a time, taking turns at their timed epochs; fills each
@@ -151,7 +166,7 @@ def run_rows(rows: list[dict], args, deadline: float, logs: Path, write,
                     log.write(f"$ {' '.join(cmd)}\n")
                     log.flush()
                     env = cold_env(os.path.join(tmp, name),
-                                   TORCHINDUCTOR_COMPILE_THREADS=threads)
+                                   TORCHINDUCTOR_COMPILE_THREADS=threads, **row_logs(row))
                     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                             start_new_session=True)
                     running[name] = (proc, row, log, time.monotonic())
