@@ -113,7 +113,7 @@ def test_only_temporaries_of_dead_or_old_processes_are_removed(tmp_path):
 # Dies after the first table's file: the database folder is half written.
 KILL_DB = """
 import os, signal, sys
-from rdl.data import database
+from rdl.data import stored as database
 from rdl.data.hm import synthetic_hm_db
 write_table = database.write_table
 def write_then_die(*args, **kwargs):

@@ -110,7 +110,7 @@ def test_a_restart_hashes_no_row(tiny_cfg, tmp_path, monkeypatch, task="user-chu
     graph cache finds its entry by it (rdl.graph.build: ``keys/``). A database not from
     the cache is hashed. The restart does not cut the database either, nor infer a
     column's stype: the graph is found by the digest alone (rdl.graph.store.cached_graph);
-    it reads no row of the database (rdl.data.database.StoredTable: read when needed).
+    it reads no row of the database (rdl.data.stored.StoredTable: read when needed).
     No trees here: they change nothing in this."""
     from rdl.data import digest as rows
     from rdl.data.hm import synthetic_hm_db

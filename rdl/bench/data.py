@@ -30,6 +30,7 @@ from rdl.bench.report import load_average, peak_rss_gib, report
 def measure(scale: float, seed: int) -> dict:
     """Run the three steps once in this process and return one report row."""
     from rdl.data import synthetic_hm
+    from rdl.data import stored
     from rdl.data.hm import hm_database
 
     t0 = time.perf_counter()
@@ -38,7 +39,7 @@ def measure(scale: float, seed: int) -> dict:
     db = hm_database(**frames)
     t2 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rdl-bench-data-") as tmp:
-        db.save(f"{tmp}/db")
+        stored.save(db, Path(f"{tmp}/db"))
     t3 = time.perf_counter()
     n_c, n_a, n_t = (len(frames[k]) for k in ("customers", "articles", "transactions"))
     rows = n_c + n_a + n_t

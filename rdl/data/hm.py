@@ -18,7 +18,8 @@ from pathlib import Path
 
 from rdl import paths
 from rdl.data import synthetic_hm
-from rdl.data.database import Database, DataError, cached_database
+from rdl.data.database import Database, DataError
+from rdl.data.stored import cached_database
 # the schema, re-exported: rdl.data.hm is where readers of the H&M database look for it
 from rdl.data.hm_schema import KAGGLE, START, hm_database  # noqa: F401
 

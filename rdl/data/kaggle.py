@@ -19,7 +19,8 @@ import pyarrow.csv as pacsv
 from rdl import paths
 from rdl import caching
 from rdl.data import checks
-from rdl.data.database import Database, DataError, cached_database
+from rdl.data.database import Database, DataError
+from rdl.data.stored import cached_database
 from rdl.data.hm_schema import KAGGLE, START, as_dates, check_columns, hm_database
 
 _INT_COLUMNS = {"article_id", "product_code", "product_type_no", "graphical_appearance_no",

@@ -1,4 +1,4 @@
-"""Database.save / load (rdl's database cache): the tables as Arrow IPC files, equal to
+"""rdl.data.stored.save / load (rdl's database cache): the tables as Arrow IPC files, equal to
 what was saved, dtypes included; the rows' digest stored with them and handed on only
 while the tables keep the shape they were saved with; older parquet saves still load."""
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from rdl.data import digest as rows
-from rdl.data.database import DIGEST_FILE, Database, Table
+from rdl.data.database import Database, Table
+from rdl.data.stored import DIGEST_FILE, load, save
 
 
 def small() -> Database:
@@ -29,10 +30,10 @@ def small() -> Database:
 
 def test_saved_and_loaded_the_same_with_its_digest(tmp_path):
     db = small()
-    db.save(tmp_path / "db")
+    save(db, tmp_path / "db")
     assert sorted(p.name for p in (tmp_path / "db").iterdir()) == [
         DIGEST_FILE, "metadata.json", "orders.arrow", "users.arrow", "users.keys.arrow"]
-    loaded = Database.load(tmp_path / "db")
+    loaded = load(tmp_path / "db")
     for name, tab in db:
         pd.testing.assert_frame_equal(loaded[name].df, tab.df, check_exact=True)
     pd.testing.assert_index_equal(loaded.keys["users"], db.keys["users"], check_names=False)
@@ -42,8 +43,8 @@ def test_saved_and_loaded_the_same_with_its_digest(tmp_path):
 
 
 def test_a_changed_database_is_hashed_again(tmp_path, monkeypatch):
-    small().save(tmp_path / "db")
-    loaded = Database.load(tmp_path / "db")
+    save(small(), tmp_path / "db")
+    loaded = load(tmp_path / "db")
     stored = loaded.digest()
     cut = loaded.upto("2020-02-15")            # another database: hashed, another digest
     assert cut.stored_digest is None and cut.digest() != stored
@@ -53,9 +54,9 @@ def test_a_changed_database_is_hashed_again(tmp_path, monkeypatch):
     for value in ({"version": rows.ROWS_VERSION + 1, "digest": "x"}, "not json"):
         (tmp_path / "db" / DIGEST_FILE).write_text(json.dumps(value) if isinstance(
             value, dict) else value)
-        assert Database.load(tmp_path / "db").stored_digest is None   # hashed when asked
+        assert load(tmp_path / "db").stored_digest is None   # hashed when asked
     (tmp_path / "db" / DIGEST_FILE).unlink()
-    assert Database.load(tmp_path / "db").digest() == stored
+    assert load(tmp_path / "db").digest() == stored
 
 
 def test_a_value_changes_the_digest():
@@ -79,17 +80,17 @@ def test_an_older_parquet_save_still_loads(tmp_path):
     pd.DataFrame({"key": db.keys["users"]}).to_parquet(folder / "users.keys.parquet",
                                                        index=False)
     (folder / "metadata.json").write_text(json.dumps({n: t.meta() for n, t in db}))
-    loaded = Database.load(folder)
+    loaded = load(folder)
     for name, tab in db:
         pd.testing.assert_frame_equal(loaded[name].df, tab.df, check_exact=True)
     assert loaded.stored_digest is None and loaded.digest() == db.digest()
 
 
 def test_a_missing_table_file_is_named(tmp_path):
-    small().save(tmp_path / "db")
+    save(small(), tmp_path / "db")
     (tmp_path / "db" / "orders.arrow").unlink()
     with pytest.raises(Exception, match=r"orders.arrow: missing, but .*lists table 'orders'"):
-        Database.load(tmp_path / "db")
+        load(tmp_path / "db")
 
 
 def test_a_table_is_saved_in_one_piece(tmp_path):
@@ -98,10 +99,10 @@ def test_a_table_is_saved_in_one_piece(tmp_path):
     n = 200_000   # over pyarrow's default batch of 64k rows
     db = Database({"t": Table(pd.DataFrame({"i": pd.array(range(n), dtype="Int64"),
                                             "x": np.arange(n) * 0.5}), "i")})
-    db.save(tmp_path / "db")
+    save(db, tmp_path / "db")
     table = feather.read_table(tmp_path / "db" / "t.arrow")
     assert [table.column(c).num_chunks for c in ("i", "x")] == [1, 1]
-    pd.testing.assert_frame_equal(Database.load(tmp_path / "db")["t"].df, db["t"].df)
+    pd.testing.assert_frame_equal(load(tmp_path / "db")["t"].df, db["t"].df)
 
 
 def test_a_loaded_table_reads_its_rows_when_first_asked_for(tmp_path):
@@ -111,11 +112,11 @@ def test_a_loaded_table_reads_its_rows_when_first_asked_for(tmp_path):
     it pickles unread (a loader worker, a DDP process) and reads its rows there."""
     import pickle
 
-    from rdl.data.database import StoredTable
+    from rdl.data.stored import StoredTable
 
     db = small()
-    db.save(tmp_path / "db")
-    loaded = Database.load(tmp_path / "db")
+    save(db, tmp_path / "db")
+    loaded = load(tmp_path / "db")
     users = loaded["users"]
     assert isinstance(users, StoredTable) and not users.read
     assert len(users) == 4 and users.feature_cols == ["name", "age", "joined"]
@@ -136,10 +137,10 @@ def test_a_file_changed_since_the_save_is_caught_at_its_read(tmp_path):
     """The layout a loaded table reports before its rows are read is the saved one; a
     file replaced since (another table's rows) shows another layout when read, and the
     stored digest is then no longer handed on."""
-    from rdl.data.database import write_table
+    from rdl.data.stored import write_table
 
-    small().save(tmp_path / "db")
-    loaded = Database.load(tmp_path / "db")
+    save(small(), tmp_path / "db")
+    loaded = load(tmp_path / "db")
     stored = loaded.digest()
     write_table(small()["orders"].df.head(2), tmp_path / "db" / "orders.arrow")
     assert len(loaded["orders"].df) == 2
@@ -149,7 +150,7 @@ def test_a_file_changed_since_the_save_is_caught_at_its_read(tmp_path):
 def test_released_rows_are_read_again_when_asked_for(tmp_path):
     """``Database.release``: the rows of the tables read from the cache are dropped and
     read again, the same, when next asked for; a table not from the cache keeps its rows."""
-    from rdl.data.database import cached_database
+    from rdl.data.stored import cached_database
 
     made = cached_database(tmp_path / "db", small)     # made, saved: its rows in memory
     assert all(t.read for _, t in made)
