@@ -228,12 +228,13 @@ def process_settings(cfg: DictConfig) -> dict:
     ``malloc`` keeping freed memory when training on the CPU, Dynamo's compile logs,
     which of Lightning's warnings and lines are shown (``verbose``), the threads of
     each of the run's training processes on this machine (``threads``, :mod:`rdl.threads`)
-    and DuckDB's memory limit and spill folder (``duckdb``, :mod:`rdl.duck`)."""
+    DuckDB's memory limit and spill folder (``duckdb``, :mod:`rdl.duck`) and the precision
+    of float32 matrix products (``matmul_precision``)."""
     return {"keep_freed_memory": bool(cfg.get("keep_freed_memory", True)) and _on_cpu(cfg),
             "compile_log": bool((cfg.get("compile") or {}).get("log", False)),
             "verbose": bool(cfg.get("verbose", False)),
             "threads": cfg.get("threads", "auto"), "processes": local_processes(cfg),
-            "duckdb": duckdb_settings(cfg)}
+            "duckdb": duckdb_settings(cfg), "matmul_precision": cfg.get("matmul_precision")}
 
 
 def duckdb_settings(cfg: DictConfig) -> dict:

@@ -75,9 +75,14 @@ VARIANTS = {
     # batches sampled and built on the GPU (data.sampler.device), in the training process
     "dynamic-device-sampler": ("compile dynamic=True, sampler on the GPU (CUDA)",
                                ["compile.enabled=true", "data.sampler.device=cuda"]),
+    # float32 products on tensor cores (TF32; matmul_precision): the stacked encoders'
+    # weight gradients were half a compiled GPU step's kernel time on 2026-12-04
+    "dynamic-tf32": ("compile dynamic=True, TF32 matmuls (CUDA)",
+                     ["compile.enabled=true", "matmul_precision=high"]),
 }
 #: variants that replay CUDA graphs: skipped on a CPU
-CUDA_ONLY = ("reduce-overhead", "reduce-overhead+buckets", "dynamic-device-sampler")
+CUDA_ONLY = ("reduce-overhead", "reduce-overhead+buckets", "dynamic-device-sampler",
+             "dynamic-tf32")
 #: the host-overhead row's model and loader
 TINY = ["model.channels=16", "model.num_layers=1", "model.encoder_layers=1",
         "data.num_neighbors=[4]", "data.batch_size=64"]
@@ -251,7 +256,8 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
         # This process runs one row: set up as rdl.train's main() sets up a run's.
         for_process(keep_freed_memory=cfg.get("keep_freed_memory", True) and dev.type == "cpu",
                     compile_log=cfg.compile.log, threads=cfg.get("threads", "auto"),
-                    verbose=True, duckdb=duckdb_settings(cfg))
+                    verbose=True, duckdb=duckdb_settings(cfg),
+                    matmul_precision=cfg.get("matmul_precision"))
         _, dm, module = build(cfg)
         clock = EpochClock(dev, warm=1, gate=Gate(gate))
         prof = StepProfiler(dev, epochs, profile)

@@ -92,18 +92,38 @@ def for_process(**settings) -> None:
     _PROCESS.enter_context(configured(**settings))
 
 
+MATMUL_PRECISIONS = ("highest", "high", "medium")
+
+
+@contextlib.contextmanager
+def float32_matmul_precision(precision: str):
+    """``torch.set_float32_matmul_precision(precision)`` inside, the one before after."""
+    if precision not in MATMUL_PRECISIONS:
+        raise ValueError(f"matmul_precision={precision!r}: expected null or one of "
+                         f"{', '.join(MATMUL_PRECISIONS)} (torch.set_float32_matmul_precision)")
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
 @contextlib.contextmanager
 def configured(keep_freed_memory: bool = False, compile_log: bool = False,
                verbose: bool = True, threads=None, processes: int = 1,
-               duckdb: dict | None = None):
+               duckdb: dict | None = None, matmul_precision: str | None = None):
     """The process set up for one run, as the config says; everything undone on exit.
     ``threads``: the ``threads`` setting (None: torch's count left as it is), for
     ``processes`` training processes on this machine. ``duckdb``: ``duckdb.*``
-    (:func:`rdl.duck.configured`; None: its defaults)."""
+    (:func:`rdl.duck.configured`; None: its defaults). ``matmul_precision``: torch's
+    float32 matmul precision for the run (None: left as it is)."""
     from rdl import duck
     from rdl.training import malloc
     with contextlib.ExitStack() as undo:
         undo.enter_context(duck.configured(**(duckdb or {})))
+        if matmul_precision is not None:
+            undo.enter_context(float32_matmul_precision(matmul_precision))
         if not verbose:
             undo.enter_context(quiet())
         if threads is not None:

@@ -69,7 +69,8 @@ def test_settings_of_a_run():
     assert process_settings(cfg) == {"keep_freed_memory": False, "compile_log": True,
                                      "verbose": False, "threads": "auto", "processes": 1,
                                      "duckdb": {"memory_limit": "auto", "spill_dir": None,
-                                                "label_pairs": 25_000_000}}
+                                                "label_pairs": 25_000_000},
+                                     "matmul_precision": None}
     cfg.duckdb = {"memory_limit": "2GB"}
     assert process_settings(cfg)["duckdb"] == {"memory_limit": "2GB", "spill_dir": None,
                                                 "label_pairs": 25_000_000}
@@ -77,6 +78,22 @@ def test_settings_of_a_run():
     assert (process_settings(cfg)["threads"], process_settings(cfg)["processes"]) == (3, 4)
     cfg.trainer.accelerator = "cpu"
     assert process_settings(cfg)["keep_freed_memory"] is True
+    cfg.matmul_precision = "high"
+    assert process_settings(cfg)["matmul_precision"] == "high"
+
+
+def test_a_run_sets_the_matmul_precision_and_puts_it_back():
+    import torch
+
+    before = torch.get_float32_matmul_precision()
+    want = "high" if before != "high" else "medium"
+    with configured(matmul_precision=want):
+        assert torch.get_float32_matmul_precision() == want
+    assert torch.get_float32_matmul_precision() == before
+    with pytest.raises(ValueError, match=r"matmul_precision='tf32': expected null or one of"):
+        with configured(matmul_precision="tf32"):
+            pass
+    assert torch.get_float32_matmul_precision() == before
 
 
 def test_a_benchmark_child_keeps_its_run_settings_for_the_rest_of_the_process():
