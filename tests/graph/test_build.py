@@ -218,6 +218,34 @@ def test_a_large_table_in_chunks_is_the_frame_of_the_whole(monkeypatch, stypes):
             assert torch.equal(x.nan_to_num(-7.0), a.feat_dict[stype].nan_to_num(-7.0))
 
 
+def _times(n, seed, unit="ns", tz=None, missing=0, ties=False):
+    rng = np.random.default_rng(seed)
+    days = rng.integers(0, 3_000 if not ties else 4, size=n)
+    secs = rng.integers(0, 86_400, size=n) * (not ties)
+    t = pd.Series(pd.Timestamp("1999-12-30") + pd.to_timedelta(days, "D")
+                  + pd.to_timedelta(secs, "s")).astype(f"datetime64[{unit}]")
+    if tz:
+        t = t.dt.tz_localize(tz)
+    t.iloc[rng.choice(n, size=missing, replace=False)] = pd.NaT
+    return t
+
+
+@pytest.mark.parametrize("times", [
+    _times(1001, 0), _times(1000, 1, missing=37),                       # odd, even; NaT
+    _times(500, 2, ties=True), _times(1, 3), _times(2, 4, missing=1),   # ties; one value
+    _times(300, 5, unit="us"), _times(300, 6, unit="s"),
+    _times(300, 7, tz="Europe/Stockholm", missing=3)])
+def test_timestamp_stats_are_pytorch_frames(times):
+    """rdl's statistics of a timestamp column (no sort) are PyTorch Frame's (a sort), to
+    the last bit: years, oldest, newest and middle value, in units and time zones."""
+    from torch_frame.data.stats import compute_col_stats
+    from rdl.graph.build import column_stats
+    df = pd.DataFrame({"t": times})
+    want = compute_col_stats(df["t"], torch_frame.timestamp)
+    got = column_stats(df, {"t": torch_frame.timestamp})["t"]
+    assert repr(got) == repr(want)
+
+
 @pytest.mark.parametrize("values", [
     [0.5, np.nan, 2.25, np.inf, -1.0, 1e-300, 7.0],                      # float64, NaN, inf
     np.array([1.5, 2.5, np.nan, -3.25], dtype=np.float32),
