@@ -3,7 +3,7 @@
 
 For each scale, in a fresh subprocess (so peak memory does not mix between scales): time
 :func:`rdl.data.synthetic_hm.generate`, :func:`rdl.data.hm.hm_database` and
-:meth:`Database.save` (parquet, into a temporary folder), then report rows, seconds,
+:func:`rdl.data.stored.save` (parquet, into a temporary folder), then report rows, seconds,
 rows/s and the process's peak resident memory.
 
 ``--kaggle DIR``: the Kaggle CSV files in ``DIR`` (written there first from the synthetic

@@ -4,7 +4,7 @@
 key and column of a :class:`~rdl.data.Database`. Hashing every row takes seconds at
 scale (about 0.7 s per 4M fact rows here), so a database that rdl saves in its cache
 keeps its digest beside its rows (``digest.json``, written with them,
-:meth:`~rdl.data.Database.save`), and one loaded from there hands it on
+:func:`rdl.data.stored.save`), and one loaded from there hands it on
 (:meth:`~rdl.data.Database.digest`): a restart hashes no row.
 """
 from __future__ import annotations

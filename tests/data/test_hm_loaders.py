@@ -14,6 +14,7 @@ from rdl.data import DataError, Database, synthetic_hm
 from rdl.data.hm import START, hm_database, load_hm, synthetic_cache_path, synthetic_hm_db
 from rdl.data.kaggle import read_kaggle, write_kaggle
 from rdl.data.relbench import load_relbench
+from rdl.data.stored import load, save
 
 SCALE = 0.001
 
@@ -239,10 +240,10 @@ def test_a_cached_database_without_ids_is_made_again(tmp_path):
     (else predictions would report row positions instead of ids)."""
     db = synthetic_hm_db(seed=0, scale=SCALE, cache_dir=tmp_path)
     path = synthetic_cache_path(0, SCALE, tmp_path)
-    Database(db.tables).save(path)  # as an older rdl wrote it: no ids
-    assert Database.load(path).keys == {}
+    save(Database(db.tables), path)  # as an older rdl wrote it: no ids
+    assert load(path).keys == {}
     again = synthetic_hm_db(seed=0, scale=SCALE, cache_dir=tmp_path)
-    assert again.keys.keys() == {"customer", "article"} == Database.load(path).keys.keys()
+    assert again.keys.keys() == {"customer", "article"} == load(path).keys.keys()
     assert list(again.keys["customer"]) == list(db.keys["customer"])
 
 
