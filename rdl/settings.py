@@ -228,13 +228,15 @@ def process_settings(cfg: DictConfig) -> dict:
     ``malloc`` keeping freed memory when training on the CPU, Dynamo's compile logs,
     which of Lightning's warnings and lines are shown (``verbose``), the threads of
     each of the run's training processes on this machine (``threads``, :mod:`rdl.threads`)
-    DuckDB's memory limit and spill folder (``duckdb``, :mod:`rdl.duck`) and the precision
-    of float32 matrix products (``matmul_precision``)."""
+    DuckDB's memory limit and spill folder (``duckdb``, :mod:`rdl.duck`), the precision
+    of float32 matrix products (``matmul_precision``) and how loader workers share their
+    batches' memory (``sharing_strategy``)."""
     return {"keep_freed_memory": bool(cfg.get("keep_freed_memory", True)) and _on_cpu(cfg),
             "compile_log": bool((cfg.get("compile") or {}).get("log", False)),
             "verbose": bool(cfg.get("verbose", False)),
             "threads": cfg.get("threads", "auto"), "processes": local_processes(cfg),
-            "duckdb": duckdb_settings(cfg), "matmul_precision": cfg.get("matmul_precision")}
+            "duckdb": duckdb_settings(cfg), "matmul_precision": cfg.get("matmul_precision"),
+            "sharing_strategy": cfg.get("sharing_strategy")}
 
 
 def duckdb_settings(cfg: DictConfig) -> dict:

@@ -79,6 +79,10 @@ VARIANTS = {
     # weight gradients were half a compiled GPU step's kernel time on 2026-12-04
     "dynamic-tf32": ("compile dynamic=True, TF32 matmuls (CUDA)",
                      ["compile.enabled=true", "matmul_precision=high"]),
+    # batches received from the workers by shared-memory file name, not one file
+    # descriptor a tensor (benchmarks/loader_receive.py: 14.5 -> 4.1 ms a batch on a CPU)
+    "dynamic-file-system": ("compile dynamic=True, workers share by file name",
+                            ["compile.enabled=true", "sharing_strategy=file_system"]),
 }
 #: variants that replay CUDA graphs: skipped on a CPU
 CUDA_ONLY = ("reduce-overhead", "reduce-overhead+buckets", "dynamic-device-sampler",
@@ -257,7 +261,8 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
         for_process(keep_freed_memory=cfg.get("keep_freed_memory", True) and dev.type == "cpu",
                     compile_log=cfg.compile.log, threads=cfg.get("threads", "auto"),
                     verbose=True, duckdb=duckdb_settings(cfg),
-                    matmul_precision=cfg.get("matmul_precision"))
+                    matmul_precision=cfg.get("matmul_precision"),
+                    sharing_strategy=cfg.get("sharing_strategy"))
         _, dm, module = build(cfg)
         clock = EpochClock(dev, warm=1, gate=Gate(gate))
         prof = StepProfiler(dev, epochs, profile)

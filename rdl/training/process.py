@@ -110,20 +110,41 @@ def float32_matmul_precision(precision: str):
 
 
 @contextlib.contextmanager
+def shared_by(strategy: str):
+    """``torch.multiprocessing.set_sharing_strategy(strategy)`` inside (loader workers
+    forked then inherit it), the one before after."""
+    import torch.multiprocessing as tmp
+    known = sorted(tmp.get_all_sharing_strategies())
+    if strategy not in known:
+        raise ValueError(f"sharing_strategy={strategy!r}: expected null or one of "
+                         f"{', '.join(known)} (torch.multiprocessing, on this platform)")
+    before = tmp.get_sharing_strategy()
+    tmp.set_sharing_strategy(strategy)
+    try:
+        yield
+    finally:
+        tmp.set_sharing_strategy(before)
+
+
+@contextlib.contextmanager
 def configured(keep_freed_memory: bool = False, compile_log: bool = False,
                verbose: bool = True, threads=None, processes: int = 1,
-               duckdb: dict | None = None, matmul_precision: str | None = None):
+               duckdb: dict | None = None, matmul_precision: str | None = None,
+               sharing_strategy: str | None = None):
     """The process set up for one run, as the config says; everything undone on exit.
     ``threads``: the ``threads`` setting (None: torch's count left as it is), for
     ``processes`` training processes on this machine. ``duckdb``: ``duckdb.*``
     (:func:`rdl.duck.configured`; None: its defaults). ``matmul_precision``: torch's
-    float32 matmul precision for the run (None: left as it is)."""
+    float32 matmul precision for the run, ``sharing_strategy`` torch.multiprocessing's
+    (None: each left as it is)."""
     from rdl import duck
     from rdl.training import malloc
     with contextlib.ExitStack() as undo:
         undo.enter_context(duck.configured(**(duckdb or {})))
         if matmul_precision is not None:
             undo.enter_context(float32_matmul_precision(matmul_precision))
+        if sharing_strategy is not None:
+            undo.enter_context(shared_by(sharing_strategy))
         if not verbose:
             undo.enter_context(quiet())
         if threads is not None:

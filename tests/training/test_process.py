@@ -70,7 +70,7 @@ def test_settings_of_a_run():
                                      "verbose": False, "threads": "auto", "processes": 1,
                                      "duckdb": {"memory_limit": "auto", "spill_dir": None,
                                                 "label_pairs": 25_000_000},
-                                     "matmul_precision": None}
+                                     "matmul_precision": None, "sharing_strategy": None}
     cfg.duckdb = {"memory_limit": "2GB"}
     assert process_settings(cfg)["duckdb"] == {"memory_limit": "2GB", "spill_dir": None,
                                                 "label_pairs": 25_000_000}
@@ -80,6 +80,8 @@ def test_settings_of_a_run():
     assert process_settings(cfg)["keep_freed_memory"] is True
     cfg.matmul_precision = "high"
     assert process_settings(cfg)["matmul_precision"] == "high"
+    cfg.sharing_strategy = "file_system"
+    assert process_settings(cfg)["sharing_strategy"] == "file_system"
 
 
 def test_a_run_sets_the_matmul_precision_and_puts_it_back():
@@ -115,3 +117,17 @@ def test_a_benchmark_child_keeps_its_run_settings_for_the_rest_of_the_process():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env=env)
     assert out.stdout.split()[-2:] == ["1GB", "1"]
+
+
+def test_a_run_sets_how_workers_share_batches_and_puts_it_back():
+    import torch.multiprocessing as tmp
+
+    before = tmp.get_sharing_strategy()
+    want = next(s for s in sorted(tmp.get_all_sharing_strategies()) if s != before)
+    with configured(sharing_strategy=want):
+        assert tmp.get_sharing_strategy() == want
+    assert tmp.get_sharing_strategy() == before
+    with pytest.raises(ValueError, match=r"sharing_strategy='shm': expected null or one of"):
+        with configured(sharing_strategy="shm"):
+            pass
+    assert tmp.get_sharing_strategy() == before
