@@ -266,7 +266,7 @@ def test_the_profile_counts_copies_apart_and_lists_the_top_kernels():
 
 
 def test_rows_that_replay_cuda_graphs_log_why_torch_cut_or_skipped_them(monkeypatch):
-    from rdl.bench.gpu import GRAPH_LOGS, row_logs
+    from rdl.bench.gpu_plan import GRAPH_LOGS, row_logs
     monkeypatch.delenv("TORCH_LOGS", raising=False)
     assert row_logs({"variant": "reduce-overhead+buckets"}) == {"TORCH_LOGS": GRAPH_LOGS}
     assert row_logs({"variant": "dynamic"}) == {} and row_logs({"variant": "eager"}) == {}

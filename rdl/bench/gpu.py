@@ -47,7 +47,7 @@ from pathlib import Path
 import torch
 
 from rdl.bench.e2e import PROFILED, RESULT, TINY, VARIANTS
-from rdl.bench.gpu_plan import CONFIGS, GPU_VARIANTS, PARTS, TASKS, plan_rows
+from rdl.bench.gpu_plan import CONFIGS, GPU_VARIANTS, PARTS, TASKS, plan_rows, row_logs
 from rdl.bench.report import markdown
 from rdl.bench.train.runner import cold_env, error_line, kill_group, result_of
 from rdl.bench.turns import Turns
@@ -110,21 +110,6 @@ def tests_result(out: Path, stopped: bool) -> dict:
     failed = [ln.split(" ", 2)[1] for ln in text.splitlines()
               if ln.startswith(("FAILED ", "ERROR "))]
     return {"summary": summary.strip("= "), "failed": failed}
-
-
-#: what torch logs in the row's own log (``logs.tgz``) for a variant that replays CUDA
-#: graphs: why Inductor cut a graph into partitions, each replayed as a CUDA graph of its
-#: own (``cudagraphs``), and why it ran one without (``perf_hints``). On 2026-12-04 such a
-#: user-churn step replayed 56 CUDA graphs, and its host time stayed above eager's.
-GRAPH_LOGS = "perf_hints,cudagraphs"
-
-
-def row_logs(row: dict) -> dict:
-    """The environment a row's process adds for torch's logs: :data:`GRAPH_LOGS` for a
-    variant that replays CUDA graphs, unless ``TORCH_LOGS`` is set already."""
-    if "reduce-overhead" in row["variant"] and "TORCH_LOGS" not in os.environ:
-        return {"TORCH_LOGS": GRAPH_LOGS}
-    return {}
 
 
 def run_rows(rows: list[dict], args, deadline: float, logs: Path, write,

@@ -34,6 +34,7 @@ run.
 from __future__ import annotations
 
 import functools
+import os
 
 from rdl.bench.e2e import CUDA_ONLY, TINY, VARIANTS
 
@@ -124,3 +125,18 @@ def refused(row: dict) -> str:
         except ValueError as e:
             _REFUSED[key] = str(e)
     return _REFUSED[key]
+
+
+#: what torch logs in the row's own log (``logs.tgz``) for a variant that replays CUDA
+#: graphs: why Inductor cut a graph into partitions, each replayed as a CUDA graph of its
+#: own (``cudagraphs``), and why it ran one without (``perf_hints``). On 2026-12-04 such a
+#: user-churn step replayed 56 CUDA graphs, and its host time stayed above eager's.
+GRAPH_LOGS = "perf_hints,cudagraphs"
+
+
+def row_logs(row: dict) -> dict:
+    """The environment a row's process adds for torch's logs: :data:`GRAPH_LOGS` for a
+    variant that replays CUDA graphs, unless ``TORCH_LOGS`` is set already."""
+    if "reduce-overhead" in row["variant"] and "TORCH_LOGS" not in os.environ:
+        return {"TORCH_LOGS": GRAPH_LOGS}
+    return {}

@@ -95,35 +95,29 @@ def for_process(**settings) -> None:
 MATMUL_PRECISIONS = ("highest", "high", "medium")
 
 
-@contextlib.contextmanager
-def float32_matmul_precision(precision: str):
-    """``torch.set_float32_matmul_precision(precision)`` inside, the one before after."""
-    if precision not in MATMUL_PRECISIONS:
-        raise ValueError(f"matmul_precision={precision!r}: expected null or one of "
-                         f"{', '.join(MATMUL_PRECISIONS)} (torch.set_float32_matmul_precision)")
-    before = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision(precision)
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(before)
-
-
-@contextlib.contextmanager
-def shared_by(strategy: str):
-    """``torch.multiprocessing.set_sharing_strategy(strategy)`` inside (loader workers
-    forked then inherit it), the one before after."""
+def _torch_settings() -> dict:
+    """Process-wide torch settings a run may set: name -> (values it takes, getter, setter)."""
     import torch.multiprocessing as tmp
-    known = sorted(tmp.get_all_sharing_strategies())
-    if strategy not in known:
-        raise ValueError(f"sharing_strategy={strategy!r}: expected null or one of "
-                         f"{', '.join(known)} (torch.multiprocessing, on this platform)")
-    before = tmp.get_sharing_strategy()
-    tmp.set_sharing_strategy(strategy)
+    return {"matmul_precision": (MATMUL_PRECISIONS, torch.get_float32_matmul_precision,
+                                 torch.set_float32_matmul_precision),
+            "sharing_strategy": (sorted(tmp.get_all_sharing_strategies()),
+                                 tmp.get_sharing_strategy, tmp.set_sharing_strategy)}
+
+
+@contextlib.contextmanager
+def torch_setting(name: str, value: str):
+    """The torch setting ``name`` (:func:`_torch_settings`) at ``value`` inside, the one
+    before after (loader workers forked inside inherit it); a value torch does not take
+    stops here, naming the setting."""
+    known, get, put = _torch_settings()[name]
+    if value not in known:
+        raise ValueError(f"{name}={value!r}: expected null or one of {', '.join(known)}")
+    before = get()
+    put(value)
     try:
         yield
     finally:
-        tmp.set_sharing_strategy(before)
+        put(before)
 
 
 @contextlib.contextmanager
@@ -141,10 +135,10 @@ def configured(keep_freed_memory: bool = False, compile_log: bool = False,
     from rdl.training import malloc
     with contextlib.ExitStack() as undo:
         undo.enter_context(duck.configured(**(duckdb or {})))
-        if matmul_precision is not None:
-            undo.enter_context(float32_matmul_precision(matmul_precision))
-        if sharing_strategy is not None:
-            undo.enter_context(shared_by(sharing_strategy))
+        for name, value in (("matmul_precision", matmul_precision),
+                            ("sharing_strategy", sharing_strategy)):
+            if value is not None:
+                undo.enter_context(torch_setting(name, value))
         if not verbose:
             undo.enter_context(quiet())
         if threads is not None:

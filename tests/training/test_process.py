@@ -84,20 +84,6 @@ def test_settings_of_a_run():
     assert process_settings(cfg)["sharing_strategy"] == "file_system"
 
 
-def test_a_run_sets_the_matmul_precision_and_puts_it_back():
-    import torch
-
-    before = torch.get_float32_matmul_precision()
-    want = "high" if before != "high" else "medium"
-    with configured(matmul_precision=want):
-        assert torch.get_float32_matmul_precision() == want
-    assert torch.get_float32_matmul_precision() == before
-    with pytest.raises(ValueError, match=r"matmul_precision='tf32': expected null or one of"):
-        with configured(matmul_precision="tf32"):
-            pass
-    assert torch.get_float32_matmul_precision() == before
-
-
 def test_a_benchmark_child_keeps_its_run_settings_for_the_rest_of_the_process():
     """``for_process`` (a benchmark's child measuring one row) keeps what it set up after
     the call returns and garbage is collected; a stack nobody holds would undo it at once."""
@@ -119,15 +105,23 @@ def test_a_benchmark_child_keeps_its_run_settings_for_the_rest_of_the_process():
     assert out.stdout.split()[-2:] == ["1GB", "1"]
 
 
-def test_a_run_sets_how_workers_share_batches_and_puts_it_back():
-    import torch.multiprocessing as tmp
 
-    before = tmp.get_sharing_strategy()
-    want = next(s for s in sorted(tmp.get_all_sharing_strategies()) if s != before)
-    with configured(sharing_strategy=want):
-        assert tmp.get_sharing_strategy() == want
-    assert tmp.get_sharing_strategy() == before
-    with pytest.raises(ValueError, match=r"sharing_strategy='shm': expected null or one of"):
-        with configured(sharing_strategy="shm"):
+@pytest.mark.parametrize("name,get,values,bad", [
+    ("matmul_precision", "torch.get_float32_matmul_precision",
+     ("highest", "high", "medium"), "tf32"),
+    ("sharing_strategy", "torch.multiprocessing.get_sharing_strategy",
+     ("file_descriptor", "file_system"), "shm")])
+def test_a_run_sets_a_torch_setting_and_puts_it_back(name, get, values, bad):
+    import importlib
+
+    module, _, attr = get.rpartition(".")
+    read = getattr(importlib.import_module(module), attr)
+    before = read()
+    want = next(v for v in values if v != before)
+    with configured(**{name: want}):
+        assert read() == want
+    assert read() == before
+    with pytest.raises(ValueError, match=rf"{name}='{bad}': expected null or one of"):
+        with configured(**{name: bad}):
             pass
-    assert tmp.get_sharing_strategy() == before
+    assert read() == before
