@@ -54,7 +54,7 @@ LIBRARIES = ("duckdb", "lightgbm", "pandas", "numpy")
 #: training, never what is prepared: left out of the digest (a restart with another batch
 #: size reads the same entry)
 NOT_PREPARED = ("batch_size", "eval_batch_size", "label_history", "ranker", "text_embedder",
-                "num_workers", "prefetch_factor", "pin_memory", "cache_dir", "buckets",
+                "num_workers", "prefetch_factor", "pin_memory", "pack_batches", "cache_dir", "buckets",
                 "sampler", "num_neighbors", "strategy", "bidirectional", "triplets",
                 "predict_split")
 #: the entry's one file, beside the marker

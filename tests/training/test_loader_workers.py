@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from rdl.api import build
+from rdl.graph.link_sampling import KeepArgsLinkLoader
 from rdl.training.loader_workers import LoaderWorkers
 
 
@@ -96,7 +97,7 @@ def test_the_triplet_loader_takes_the_choice_too(tiny_cfg, machine):
     dm.trainer = on("cpu")
     try:
         loader = dm.train_dataloader()
-        assert type(loader).__name__ == "KeepArgsLinkLoader"
+        assert isinstance(loader, KeepArgsLinkLoader)
         assert (loader.num_workers, loader.prefetch_factor) == (3, 3)
     finally:
         dm.teardown()

@@ -16,6 +16,7 @@ from rdl.graph.link_sampling import KeepArgsLinkLoader
 from rdl.graph.transforms import AttachLinkTarget
 from rdl.training.batches import batches
 from rdl.training.datamodule import RelDataModule
+from rdl.training.packing import Packing
 
 
 class LinkDataModule(RelDataModule):
@@ -65,7 +66,8 @@ class LinkDataModule(RelDataModule):
         src = torch.from_numpy(pairs[task.entity_col].to_numpy(dtype="int64", copy=True))
         dst = torch.from_numpy(pairs[task.target_col].to_numpy(dtype="int64", copy=True))
         link_type = (task.entity_table, "links", task.target_table)
-        return self._keep(KeepArgsLinkLoader(
+        loader = PackedLinkLoader if self.settings.pack_batches else KeepArgsLinkLoader
+        return self._keep(loader(
             self.graph, link_sampler=self.sampler,
             edge_label_index=(link_type, torch.stack([src, dst])),
             edge_label_time=to_seconds(pairs["timestamp"]),
@@ -79,3 +81,8 @@ class LinkDataModule(RelDataModule):
         if self.settings.triplets:
             return self.triplet_loader()
         return self.loader("train")
+
+
+class PackedLinkLoader(Packing, KeepArgsLinkLoader):
+    """:class:`~rdl.graph.link_sampling.KeepArgsLinkLoader`, its workers' batches packed
+    (``data.pack_batches``, :mod:`rdl.training.packing`)."""
