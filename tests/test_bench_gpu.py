@@ -172,7 +172,7 @@ def test_the_parts_hold_every_row_once_most_wanted_first():
                 for r in plan_rows(TASKS, ["gpu", "default"], GPU_VARIANTS, True, "cuda", [],
                                    parts)]
     every = plan(None)
-    assert plan(PARTS) == every and len(set(every)) == len(every) == 35
+    assert plan(PARTS) == every and len(set(every)) == len(every) == 36
     assert [r[0] for r in every] == sorted(r[0] for r in every)   # parts in order
     assert sum((plan([p]) for p in PARTS), []) == every
     assert [r[1:5] + r[6:7] for r in plan([1])] == [
@@ -184,6 +184,7 @@ def test_the_parts_hold_every_row_once_most_wanted_first():
     assert [r[1:5] + r[6:7] for r in plan([2])] == [
         ("user-churn", "sage", "gpu", None, "eager"),
         ("user-churn", "sage", "gpu", None, "dynamic"),
+        ("user-churn", "sage", "gpu", None, "dynamic-unpacked"),
         ("user-churn", "sage", "gpu", None, "dynamic-tf32"),
         ("user-churn", "sage", "gpu", None, "dynamic-file-system"),
         ("item-sales", "sage", "gpu", None, "reduce-overhead+buckets"),

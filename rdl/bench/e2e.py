@@ -83,6 +83,9 @@ VARIANTS = {
     # descriptor a tensor (benchmarks/loader_receive.py: 14.5 -> 4.1 ms a batch on a CPU)
     "dynamic-file-system": ("compile dynamic=True, workers share by file name",
                             ["compile.enabled=true", "sharing_strategy=file_system"]),
+    # each tensor of a worker's batch shared on its own, as before data.pack_batches
+    "dynamic-unpacked": ("compile dynamic=True, batches not packed",
+                         ["compile.enabled=true", "data.pack_batches=false"]),
 }
 #: variants that replay CUDA graphs: skipped on a CPU
 CUDA_ONLY = ("reduce-overhead", "reduce-overhead+buckets", "dynamic-device-sampler",

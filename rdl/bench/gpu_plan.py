@@ -12,8 +12,9 @@ not fit in one check. The parts, most wanted first (docs/performance.md, "The GP
    replaying 56 CUDA graphs a step, slower than eager);
 2. at ``experiment=gpu``, user-churn eager and compiled again, and compiled with TF32
    matmuls (``matmul_precision=high``: the stacked encoders' weight gradients were half the
-   kernel time of 2026-12-04's compiled step) and with the workers' batches shared by file
-   name (``sharing_strategy=file_system``), CUDA graphs over buckets for
+   kernel time of 2026-12-04's compiled step), with the workers' batches not packed in one
+   buffer (``data.pack_batches=false``, as before) and shared by file name
+   (``sharing_strategy=file_system``), CUDA graphs over buckets for
    the other node task, buckets alone, the first task's model with its ops fused but not
    stacked (``dynamic-fused``) and per type (``dynamic-per-type``), the first task with
    ``data.num_workers=0`` beside the configured workers (what settled the 11-25 and 11-27
@@ -41,7 +42,7 @@ from rdl.bench.e2e import CUDA_ONLY, TINY, VARIANTS
 CONFIGS = {"gpu": ["experiment=gpu"], "default": []}
 GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets", "dynamic-fused",
                 "dynamic-per-type", "dynamic-device-sampler", "dynamic-tf32",
-                "dynamic-file-system"]
+                "dynamic-file-system", "dynamic-unpacked"]
 #: the tasks, each as TASK:MODEL (a link task trains with its experiment's model)
 TASKS = ["user-churn", "item-sales", "user-item-purchase:contextgnn"]
 FAST, GRAPHS = ("eager", "dynamic"), ("reduce-overhead+buckets", "buckets")
@@ -53,7 +54,8 @@ GROUPS = [
     (1, "gpu", None, FAST, "rest", "full"),
     (1, "gpu", None, ("reduce-overhead+buckets",), "first", "full"),
     (2, "gpu", None, FAST, "first", "full"),
-    (2, "gpu", None, ("dynamic-tf32", "dynamic-file-system"), "first", "full"),
+    (2, "gpu", None, ("dynamic-unpacked", "dynamic-tf32", "dynamic-file-system"), "first",
+     "full"),
     (2, "gpu", None, ("reduce-overhead+buckets",), "rest", "full"),
     (2, "gpu", None, ("buckets",), "all", "full"),
     (2, "gpu", None, OPS, "first", "full"),
