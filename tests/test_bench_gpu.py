@@ -273,3 +273,21 @@ def test_rows_that_replay_cuda_graphs_log_why_torch_cut_or_skipped_them(monkeypa
     assert row_logs({"variant": "dynamic"}) == {} and row_logs({"variant": "eager"}) == {}
     monkeypatch.setenv("TORCH_LOGS", "recompiles")   # a user's own choice stays
     assert row_logs({"variant": "reduce-overhead"}) == {}
+
+
+def test_the_source_digest_says_which_code_ran(tmp_path):
+    from rdl.bench.gpu import source_digest
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "m.py").write_text("x = 1\n")
+    (tmp_path / "c.yaml").write_text("k: v\n")
+    (tmp_path / "notes.txt").write_text("not code")
+    first = source_digest(tmp_path)
+    (tmp_path / "notes.txt").write_text("changed, not code")
+    assert source_digest(tmp_path) == first
+    (tmp_path / "a" / "m.py").write_text("x = 2\n")
+    assert source_digest(tmp_path) != first
+    (tmp_path / "a" / "m.py").rename(tmp_path / "m.py")
+    moved = source_digest(tmp_path)
+    (tmp_path / "m.py").rename(tmp_path / "a" / "m.py")
+    assert moved != source_digest(tmp_path), "a file's place counts"
+    assert len(source_digest()) == 12

@@ -65,7 +65,8 @@ def environment(device: str) -> dict:
     env = {"python": platform.python_version(), "torch": torch.__version__,
            "torch_geometric": torch_geometric.__version__, "torch_frame": torch_frame.__version__,
            "pytorch_lightning": pytorch_lightning.__version__, "cpu": _cpu_model(),
-           "cpu_cores": os.cpu_count(), "commit": _run(["git", "rev-parse", "--short", "HEAD"])}
+           "cpu_cores": os.cpu_count(), "commit": _run(["git", "rev-parse", "--short", "HEAD"]),
+           "rdl_digest": source_digest()}
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
         env.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
@@ -74,6 +75,19 @@ def environment(device: str) -> dict:
                    driver=_run(["nvidia-smi", "--query-gpu=driver_version",
                                 "--format=csv,noheader"]))
     return env
+
+
+def source_digest(root: Path | None = None) -> str:
+    """A digest of rdl's own source files (``.py`` and ``.yaml`` under ``rdl/``): which
+    code ran where the commit cannot say (a lent GPU's copy of the tree kept an older
+    ``.git`` on 2026-12-04). ``python -c "from rdl.bench.gpu import source_digest as d;
+    print(d())"`` at a commit gives the same."""
+    import hashlib
+    root = root or Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml", ".sql")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
 
 
 def _run(cmd: list[str]) -> str:
