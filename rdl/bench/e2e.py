@@ -86,6 +86,15 @@ VARIANTS = {
     # each tensor of a worker's batch shared on its own, as before data.pack_batches
     "dynamic-unpacked": ("compile dynamic=True, batches not packed",
                          ["compile.enabled=true", "data.pack_batches=false"]),
+    # Inductor's options through torch.compile's own ``options``: the compiled step's
+    # kernels launched from C++, not Python (a packed user-churn step on 2026-12-04: 262
+    # Triton launches, 6.8 ms of host time under cProfile), and independent kernels
+    # launched as one (combo kernels)
+    "dynamic-cpp-wrapper": ("compile dynamic=True, launches from C++",
+                            ["compile.enabled=true", "+compile.kwargs.options={cpp_wrapper:true}"]),
+    "dynamic-combo-kernels": ("compile dynamic=True, combo kernels",
+                              ["compile.enabled=true",
+                               "+compile.kwargs.options={combo_kernels:true}"]),
 }
 #: variants that replay CUDA graphs: skipped on a CPU
 CUDA_ONLY = ("reduce-overhead", "reduce-overhead+buckets", "dynamic-device-sampler",

@@ -5,17 +5,18 @@ A GPU is lent for 15 minutes, its start included, and one command may run 10: th
 not fit in one check. The parts, most wanted first (docs/performance.md, "The GPU check"):
 
 1. the CUDA tests (``pytest -m cuda``), then at ``experiment=gpu`` (2,048 seeds a step,
-   the tables' encoders stacked) eager and compiled (``dynamic=True``) item-sales and
-   user-item-purchase, which no lent GPU has measured at that config since the encoders
-   were stacked, and CUDA graphs over buckets for user-churn, its partitions logged (the
-   H200 of 2026-12-04 measured user-churn's eager and compiled rows, and found this one
-   replaying 56 CUDA graphs a step, slower than eager);
-2. at ``experiment=gpu``, user-churn eager and compiled again, and compiled with TF32
-   matmuls (``matmul_precision=high``: the stacked encoders' weight gradients were half the
-   kernel time of 2026-12-04's compiled step), with the workers' batches not packed in one
-   buffer (``data.pack_batches=false``, as before) and shared by file name
-   (``sharing_strategy=file_system``), CUDA graphs over buckets for
-   the other node task, buckets alone, the first task's model with its ops fused but not
+   the tables' encoders stacked, the workers' batches packed) user-churn eager and
+   compiled (``dynamic=True``), compiled with TF32 matmuls (``matmul_precision=high``: the
+   stacked encoders' weight gradients are half a compiled step's kernel time; its one row
+   of 2026-12-04 ran slower, unexplained), with its kernels launched from C++
+   (``cpp_wrapper``) and with combo kernels (the compiled step's host time is now the
+   larger part of it), then eager and compiled item-sales and user-item-purchase (the
+   latter not measured since batches are packed);
+2. at ``experiment=gpu``, user-churn compiled with the workers' batches not packed in
+   one buffer (``data.pack_batches=false``, as before) and shared by file name
+   (``sharing_strategy=file_system``), CUDA graphs over buckets for the node tasks
+   (user-churn's partitions logged: 56 CUDA graphs a step on 2026-12-04, slower than eager),
+   buckets alone, the first task's model with its ops fused but not
    stacked (``dynamic-fused``) and per type (``dynamic-per-type``), the first task with
    ``data.num_workers=0`` beside the configured workers (what settled the 11-25 and 11-27
    disagreement), and batches sampled on the GPU (``data.sampler.device=cuda``);
@@ -25,8 +26,7 @@ not fit in one check. The parts, most wanted first (docs/performance.md, "The GP
    host-overhead rows.
 
 Part 1 as it was on 2026-11-28 (the experiment=gpu rows, the ops and loaders of user-churn)
-is now spread over parts 1 and 2; part 1 of 2026-12-04 (CUDA graphs over buckets for the
-node tasks, user-churn eager and compiled) likewise. The parts are sized by estimate from the rows of
+is now spread over parts 1 and 2; the parts of 2026-12-04 likewise. The parts are sized by estimate from the rows of
 2026-11-25, 11-27 and 11-28 (eager 25-50 s, compiled 120-180 s of first epoch each,
 CUDA graphs over buckets 130-300 s; 11 rows in 470 s on 11-28), not measured as parts. A
 row the task's family refuses (buckets on a link task) is listed as not applicable, not
@@ -42,7 +42,8 @@ from rdl.bench.e2e import CUDA_ONLY, TINY, VARIANTS
 CONFIGS = {"gpu": ["experiment=gpu"], "default": []}
 GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets", "dynamic-fused",
                 "dynamic-per-type", "dynamic-device-sampler", "dynamic-tf32",
-                "dynamic-file-system", "dynamic-unpacked"]
+                "dynamic-file-system", "dynamic-unpacked", "dynamic-cpp-wrapper",
+                "dynamic-combo-kernels"]
 #: the tasks, each as TASK:MODEL (a link task trains with its experiment's model)
 TASKS = ["user-churn", "item-sales", "user-item-purchase:contextgnn"]
 FAST, GRAPHS = ("eager", "dynamic"), ("reduce-overhead+buckets", "buckets")
@@ -50,13 +51,13 @@ FAST, GRAPHS = ("eager", "dynamic"), ("reduce-overhead+buckets", "buckets")
 OPS = ("dynamic-fused", "dynamic-per-type")
 #: (part, config, data.num_workers (None: the config's), variants, tasks, size): ``all``
 #: the tasks, ``first`` the first of them, ``rest`` the others
+#: the compiled step's own options (its host time, its kernels)
+STEP = ("dynamic-tf32", "dynamic-cpp-wrapper", "dynamic-combo-kernels")
 GROUPS = [
+    (1, "gpu", None, (*FAST, *STEP), "first", "full"),
     (1, "gpu", None, FAST, "rest", "full"),
-    (1, "gpu", None, ("reduce-overhead+buckets",), "first", "full"),
-    (2, "gpu", None, FAST, "first", "full"),
-    (2, "gpu", None, ("dynamic-unpacked", "dynamic-tf32", "dynamic-file-system"), "first",
-     "full"),
-    (2, "gpu", None, ("reduce-overhead+buckets",), "rest", "full"),
+    (2, "gpu", None, ("dynamic-unpacked", "dynamic-file-system"), "first", "full"),
+    (2, "gpu", None, ("reduce-overhead+buckets",), "all", "full"),
     (2, "gpu", None, ("buckets",), "all", "full"),
     (2, "gpu", None, OPS, "first", "full"),
     (2, "gpu", 0, FAST, "first", "full"),
