@@ -266,6 +266,23 @@ def test_the_profile_counts_copies_apart_and_lists_the_top_kernels():
         ("Memcpy HtoD (Pinned -> Device)", 0.5, pytest.approx(0.2)),
         ("triton_poi_fused_add_0", 0.5, pytest.approx(0.025)),
         ("Memset (Device)", 0.5, pytest.approx(0.005))]
+    assert out["kernel_kinds"] == {"matmul": 1.0, "triton": 0.5}   # copies are not kernels
+    assert [(k["name"], k["per_step"]) for k in out["frequent_kernels"]] == [
+        ("sm90_gemm", 1.0), ("triton_poi_fused_add_0", 0.5)]
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("triton_red_fused_mul_native_layer_norm_sum_0", "triton"),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize32x32x8", "matmul"),
+    ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::", "optimiser"),
+    ("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<float", "reduce"),
+    ("void at::native::index_elementwise_kernel<128, 4>", "index/scatter"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add", "elementwise"),
+    ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>", "other"),
+])
+def test_a_kernel_is_sorted_by_its_name(name, kind):
+    from rdl.bench.e2e import kernel_kind
+    assert kernel_kind(name) == kind
 
 
 def test_rows_that_replay_cuda_graphs_log_why_torch_cut_or_skipped_them(monkeypatch):

@@ -196,9 +196,11 @@ def summarize(prof, wall_s: float, steps: int, device: torch.device) -> dict:
     dispatched (``ops``), and on CUDA the device's time (``device_ms``), of which the
     compute kernels' (``kernel_ms``, ``kernels`` run) and the copies' and fills'
     (``copy_ms``, ``copies``: memcpy and memset), the launches the host made and the CUDA
-    graphs it replayed, and the :data:`TOP` kernels by device time (``top_kernels``: name,
-    runs and ms a step). A step whose host time is far above its device time is bound by
-    the host."""
+    graphs it replayed, the :data:`TOP` kernels by device time (``top_kernels``: name,
+    runs and ms a step), the kernels by kind (``kernel_kinds``, :func:`kernel_kind`) and
+    the :data:`TOP` most launched (``frequent_kernels``: where a count above the goal
+    comes from). A step whose host time is far above its device time is bound by the
+    host."""
     from torch.autograd import DeviceType
     events = prof.events()
     out = {"host_ms": 1000 * wall_s / steps,
@@ -222,17 +224,39 @@ def summarize(prof, wall_s: float, steps: int, device: torch.device) -> dict:
         # a CUDA graph recorded inside the window: a new shape or path, not a replay
         out["captures"] = sum(e.name.startswith("cudaStreamBeginCapture") for e in events)
         out["top_kernels"] = top_kernels(on_device, steps)
+        out["frequent_kernels"] = top_kernels(kernels, steps, by="runs")
+        kinds = {}
+        for e in kernels:
+            kinds[kernel_kind(e.name)] = kinds.get(kernel_kind(e.name), 0) + 1 / steps
+        out["kernel_kinds"] = dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
     return out
 
 
-def top_kernels(on_device: list, steps: int, top: int | None = None) -> list[dict]:
-    """The device's events grouped by name, most device time first: ``name`` (cut to 160
-    characters), ``per_step`` (runs a step) and ``ms`` (a step)."""
+#: a kernel's kind by its name: (kind, what its name holds), first match wins
+KINDS = (("triton", ("triton_",)), ("matmul", ("gemm", "gemv", "xmma", "cutlass", "cublas")),
+         ("optimiser", ("multi_tensor_apply",)), ("reduce", ("reduce_kernel",)),
+         ("index/scatter", ("index", "scatter", "gather")),
+         ("elementwise", ("elementwise_kernel",)))
+
+
+def kernel_kind(name: str) -> str:
+    """Which kind a CUDA kernel is (:data:`KINDS`; ``other`` where none matches): a
+    compiled step's Triton kernels against the library's that Inductor did not fuse."""
+    low = name.lower()
+    return next((kind for kind, marks in KINDS if any(m in low for m in marks)), "other")
+
+
+def top_kernels(on_device: list, steps: int, top: int | None = None,
+                by: str = "time") -> list[dict]:
+    """The device's events grouped by name, most device time (``by="runs"``: most runs)
+    first: ``name`` (cut to 160 characters), ``per_step`` (runs a step) and ``ms`` (a
+    step)."""
     runs, us = {}, {}
     for e in on_device:
         runs[e.name] = runs.get(e.name, 0) + 1
         us[e.name] = us.get(e.name, 0.0) + _device_us(e)
-    names = sorted(us, key=us.get, reverse=True)[:top or TOP]
+    key = us.get if by == "time" else runs.get
+    names = sorted(us, key=key, reverse=True)[:top or TOP]
     return [{"name": n[:160], "per_step": runs[n] / steps, "ms": us[n] / 1000 / steps}
             for n in names]
 

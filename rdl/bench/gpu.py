@@ -256,15 +256,18 @@ def _workers(n: int) -> str:
 
 
 def kernels_md(rows: list[dict]) -> list[str]:
-    """A short table per profiled CUDA row: its top kernels by device time."""
+    """A short table per profiled CUDA row: its kernels a step by kind, its top kernels by
+    device time, then its most launched."""
     text = []
     for i, r in enumerate(rows):
         if not r.get("top_kernels"):
             continue
-        text += [f"### r{i:02d} {_label(r)}", "", "| kernel | a step | ms a step |",
-                 "|---|---|---|"]
-        text += [f"| `{_cut(k['name'])}` | {k['per_step']:.1f} | {k['ms']:.3f} |"
-                 for k in r["top_kernels"]]
+        kinds = ", ".join(f"{k} {n:.0f}" for k, n in r.get("kernel_kinds", {}).items())
+        text += [f"### r{i:02d} {_label(r)}", "", f"Kernels a step by kind: {kinds}", "",
+                 "| kernel | a step | ms a step |", "|---|---|---|"]
+        for k in [*r["top_kernels"], None, *r.get("frequent_kernels", [])]:
+            text.append("| **most launched** | | |" if k is None else
+                        f"| `{_cut(k['name'])}` | {k['per_step']:.1f} | {k['ms']:.3f} |")
         text.append("")
     return text
 
