@@ -86,6 +86,9 @@ VARIANTS = {
     # each tensor of a worker's batch shared on its own, as before data.pack_batches
     "dynamic-unpacked": ("compile dynamic=True, batches not packed",
                          ["compile.enabled=true", "data.pack_batches=false"]),
+    # packed until the transfer: one copy of the batch's buffer to the GPU, not one a tensor
+    "dynamic-packed-to-device": ("compile dynamic=True, one copy a batch",
+                                 ["compile.enabled=true", "data.pack_batches=device"]),
     # Inductor's options through torch.compile's own ``options``: the compiled step's
     # kernels launched from C++, not Python (a packed user-churn step on 2026-12-04: 262
     # Triton launches, 6.8 ms of host time under cProfile), and independent kernels

@@ -6,7 +6,8 @@ not fit in one check. The parts, most wanted first (docs/performance.md, "The GP
 
 1. the CUDA tests (``pytest -m cuda``), then at ``experiment=gpu`` (2,048 seeds a step,
    the tables' encoders stacked, the workers' batches packed) user-churn eager and
-   compiled (``dynamic=True``), compiled with TF32 matmuls (``matmul_precision=high``: the
+   compiled (``dynamic=True``), compiled with each batch copied to the GPU as its one
+   buffer (``data.pack_batches=device``), with TF32 matmuls (``matmul_precision=high``: the
    stacked encoders' weight gradients are half a compiled step's kernel time; its one row
    of 2026-12-04 ran slower, unexplained), with its kernels launched from C++
    (``cpp_wrapper``) and with combo kernels (the compiled step's host time is now the
@@ -43,7 +44,7 @@ CONFIGS = {"gpu": ["experiment=gpu"], "default": []}
 GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets", "dynamic-fused",
                 "dynamic-per-type", "dynamic-device-sampler", "dynamic-tf32",
                 "dynamic-file-system", "dynamic-unpacked", "dynamic-cpp-wrapper",
-                "dynamic-combo-kernels"]
+                "dynamic-combo-kernels", "dynamic-packed-to-device"]
 #: the tasks, each as TASK:MODEL (a link task trains with its experiment's model)
 TASKS = ["user-churn", "item-sales", "user-item-purchase:contextgnn"]
 FAST, GRAPHS = ("eager", "dynamic"), ("reduce-overhead+buckets", "buckets")
@@ -52,7 +53,8 @@ OPS = ("dynamic-fused", "dynamic-per-type")
 #: (part, config, data.num_workers (None: the config's), variants, tasks, size): ``all``
 #: the tasks, ``first`` the first of them, ``rest`` the others
 #: the compiled step's own options (its host time, its kernels)
-STEP = ("dynamic-tf32", "dynamic-cpp-wrapper", "dynamic-combo-kernels")
+STEP = ("dynamic-packed-to-device", "dynamic-tf32", "dynamic-cpp-wrapper",
+        "dynamic-combo-kernels")
 GROUPS = [
     (1, "gpu", None, (*FAST, *STEP), "first", "full"),
     (1, "gpu", None, FAST, "rest", "full"),

@@ -75,8 +75,8 @@ class DataSettings:
             batches each keeps ready (None: PyTorch's default; ``auto``); both read by
             :class:`~rdl.training.loader_workers.LoaderWorkers`. pin_memory: page-locked
             batches (None: when training on CUDA). pack_batches: a worker's batch
-            reaches the training process as one shared buffer
-            (:mod:`rdl.training.packing`).
+            reaches the training process as one shared buffer (``device``: and the GPU
+            as one copy; :mod:`rdl.training.packing`).
         sampler: where the sampler runs and batches are built (``device``; None: on the
             CPU, in the loader; :class:`~rdl.training.sampler_device.SamplerSettings`).
         cache_dir: where materialised graphs are cached (None: ``$RDL_CACHE`` or
@@ -110,7 +110,7 @@ class DataSettings:
     num_workers: int | str
     prefetch_factor: int | str | None
     pin_memory: bool | None
-    pack_batches: bool
+    pack_batches: bool | str
     cache_dir: str | bool | None
     buckets: BucketSettings | None
     sampler: SamplerSettings
@@ -128,10 +128,11 @@ class DataSettings:
 
     def __post_init__(self):
         check_loader(self.num_workers, self.prefetch_factor)
-        if not isinstance(self.pack_batches, bool):
+        if not (isinstance(self.pack_batches, bool) or self.pack_batches == "device"):
             raise ValueError(f"data.pack_batches={self.pack_batches!r}: expected true (a "
                              "loader worker's batch reaches the training process as one "
-                             "shared buffer) or false (each tensor on its own)")
+                             "shared buffer), device (and reaches the GPU as one copy) or "
+                             "false (each tensor on its own)")
         check_prior(self.prior_from, self.prior_margin, self.prior_trees)
         rows = self.tree_rows
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:

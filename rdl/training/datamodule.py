@@ -28,7 +28,7 @@ from rdl.tasks import HISTORY
 from rdl.training.batches import DealtBatches, batches
 from rdl.training.data_settings import DataSettings
 from rdl.training.loader_workers import LoaderWorkers
-from rdl.training.packing import PackedNodeLoader
+from rdl.training.packing import DevicePackedNodeLoader, PackedNodeLoader
 from rdl.training.sampler_device import resident
 from rdl.training.shapes import Padded, Shapes
 from rdl.training.transfer import to_device
@@ -209,7 +209,13 @@ class RelDataModule(pl.LightningDataModule):
                      pin_memory: bool = False, **workers) -> NodeLoader:
         task, df = self.task, self.tables[split]
         sampler = self.sampler if split == "train" else self.eval_sampler
-        return (PackedNodeLoader if self.settings.pack_batches else NodeLoader)(
+        pack = self.settings.pack_batches
+        if pack == "device" and split != "train":
+            # packed to the device only where Lightning's fit loop moves every batch
+            # through transfer_batch_to_device; evaluation loaders are read directly too
+            # (the link family's blend): theirs are unpacked as they are served
+            pack = True
+        return {True: PackedNodeLoader, "device": DevicePackedNodeLoader}.get(pack, NodeLoader)(
             self.graph, node_sampler=sampler,
             input_nodes=(task.entity_table,
                          torch.from_numpy(df[task.entity_col].to_numpy(copy=True))),  # writable

@@ -9,7 +9,10 @@ Linux): 14.5 ms a batch for the training process on a 2-core CPU, 4.1 ms by file
 buffer in shared memory and pickles the rest of it apart; the training process receives
 one descriptor and rebuilds the batch with each tensor a view into the buffer. The
 DataLoader pins the buffer once (it calls a batch's own ``pin_memory``), so the views are
-page-locked for the copies to the GPU.
+page-locked for the copies to the GPU. With ``data.pack_batches=device`` the batch stays
+packed until the data module moves it (``transfer_batch_to_device``): one copy of the
+buffer to the GPU, not one a tensor, and the batch rebuilt there as views (opt-in until a
+GPU measures it).
 
 Neither torch nor PyG does this: torch shares each tensor on its own, and torch's
 ``file_system`` sharing (one global setting, ``sharing_strategy``) trades the descriptors
@@ -43,6 +46,12 @@ class Packed:
     def pin_memory(self, device=None) -> "Packed":
         """The DataLoader's pin thread calls this: one page-locked copy of the buffer."""
         return Packed(self.skeleton, self.buffer.pin_memory(), self.specs)
+
+    def to(self, device: torch.device, non_blocking: bool = False) -> "Packed":
+        """The buffer on ``device``: one copy (queued without waiting for it from a pinned
+        buffer with ``non_blocking``)."""
+        return Packed(self.skeleton, self.buffer.to(device, non_blocking=non_blocking),
+                      self.specs)
 
     def unpack(self):
         """The batch, each of its tensors a view into the buffer."""
@@ -116,6 +125,12 @@ class Packing:
     (:func:`pack`) and whose iterators unpack them in the training process, after the
     DataLoader pinned them; a loader without workers is unchanged."""
 
+    #: False: the iterators serve the packed batches, for the data module's
+    #: ``transfer_batch_to_device`` to move and unpack (``data.pack_batches=device``). A
+    #: class's, not an instance's: Lightning rebuilds a loader from its ``__init__``
+    #: arguments to add a distributed sampler.
+    unpack_in_iterator = True
+
     def collate_fn(self, index):
         out = super().collate_fn(index)
         # packed only in a worker and once the batch is whole: PyG then calls no filter
@@ -126,7 +141,7 @@ class Packing:
 
     def __iter__(self):
         it = super().__iter__()
-        return _Unpacking(it) if self.num_workers > 0 else it
+        return _Unpacking(it) if self.num_workers > 0 and self.unpack_in_iterator else it
 
 
 class _Unpacking:
@@ -149,3 +164,9 @@ class _Unpacking:
 
 class PackedNodeLoader(Packing, NodeLoader):
     """PyG's ``NodeLoader``, its workers' batches packed."""
+
+
+class DevicePackedNodeLoader(PackedNodeLoader):
+    """:class:`PackedNodeLoader` serving packed batches (``data.pack_batches=device``)."""
+
+    unpack_in_iterator = False

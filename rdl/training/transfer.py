@@ -6,6 +6,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from rdl.training.packing import Packed
+
 
 def to_device(batch, device: torch.device):
     """``batch`` on ``device``, or None where Lightning's own move applies.
@@ -17,7 +19,10 @@ def to_device(batch, device: torch.device):
     CPU stay blocking (non-blocking ones there could be read before they land). A batch
     already on ``device`` is returned as it is: rdl's loaders make their batches on the
     CPU, or on the GPU with ``data.sampler.device``, and Lightning would walk every tensor
-    of one at every step to move none."""
+    of one at every step to move none. A packed batch (``data.pack_batches=device``) is
+    moved as its one buffer and rebuilt on ``device``."""
+    if isinstance(batch, Packed):
+        return batch.to(device, non_blocking=device.type == "cuda").unpack()
     if _device_of(batch) == device:
         return batch
     if device.type == "cuda" and hasattr(batch, "to"):

@@ -11,6 +11,7 @@ from torch_geometric.data import HeteroData
 
 from rdl.api import build
 from rdl.training.packing import ALIGN, Packed, pack
+from rdl.training.transfer import to_device
 from tests.training.test_loader_workers import on
 
 
@@ -106,6 +107,25 @@ def test_the_triplet_loader_packs_too(tiny_cfg):
         plain.teardown()
 
 
+def test_packed_to_the_device_the_transfer_unpacks(two, tiny_cfg):
+    """``data.pack_batches=device``: the loader serves packed batches, and the data
+    module's transfer moves each as its one buffer and rebuilds it there (here the CPU;
+    the GPU's copy is tests/training/test_packing.py's CUDA case)."""
+    dm, plain = two
+    device = type(dm)(dm.settings.replace(pack_batches="device"), dm.prepared, dm.shapes)
+    device.trainer = on("cpu")
+    try:
+        served = list(device.loader("train", shuffle=False))
+        each = list(plain.loader("train", shuffle=False))
+        assert all(isinstance(b, Packed) for b in served)
+        moved = [device.transfer_batch_to_device(b, torch.device("cpu"), 0) for b in served]
+        assert len(moved) == len(each) and all(same(a, b) for a, b in zip(moved, each))
+        # evaluation loaders are read directly too (the link family's blend): unpacked
+        assert all(isinstance(b, HeteroData) for b in device.loader("val", shuffle=False))
+    finally:
+        device.teardown()
+
+
 @pytest.mark.parametrize("value", ["yes", 1])
 def test_a_bad_value_names_the_setting(tiny_cfg, value):
     with pytest.raises(ValueError, match="data.pack_batches"):
@@ -120,3 +140,16 @@ def test_the_loader_pins_one_buffer():
     batch = p.unpack()
     assert batch["x"].is_pinned() and batch["i"].is_pinned()
     assert torch.equal(batch["i"].to("cuda", non_blocking=True).cpu(), torch.arange(4))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_packed_batch_reaches_the_gpu_as_one_copy():
+    g = HeteroData()
+    g["a"].x = torch.randn(6, 3)
+    g["a"].n_id = torch.arange(6)
+    g["a", "to", "a"].edge_index = torch.randint(0, 6, (2, 10))
+    moved = to_device(pack(g).pin_memory(), torch.device("cuda"))
+    assert isinstance(moved, HeteroData) and moved["a"].x.is_cuda
+    assert len({t.untyped_storage().data_ptr() for t in tensors_of(moved)}) == 1
+    assert same(g, moved.to("cpu"))

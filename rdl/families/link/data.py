@@ -66,7 +66,8 @@ class LinkDataModule(RelDataModule):
         src = torch.from_numpy(pairs[task.entity_col].to_numpy(dtype="int64", copy=True))
         dst = torch.from_numpy(pairs[task.target_col].to_numpy(dtype="int64", copy=True))
         link_type = (task.entity_table, "links", task.target_table)
-        loader = PackedLinkLoader if self.settings.pack_batches else KeepArgsLinkLoader
+        loader = {True: PackedLinkLoader, "device": DevicePackedLinkLoader}.get(
+            self.settings.pack_batches, KeepArgsLinkLoader)
         return self._keep(loader(
             self.graph, link_sampler=self.sampler,
             edge_label_index=(link_type, torch.stack([src, dst])),
@@ -86,3 +87,9 @@ class LinkDataModule(RelDataModule):
 class PackedLinkLoader(Packing, KeepArgsLinkLoader):
     """:class:`~rdl.graph.link_sampling.KeepArgsLinkLoader`, its workers' batches packed
     (``data.pack_batches``, :mod:`rdl.training.packing`)."""
+
+
+class DevicePackedLinkLoader(PackedLinkLoader):
+    """:class:`PackedLinkLoader` serving packed batches (``data.pack_batches=device``)."""
+
+    unpack_in_iterator = False
