@@ -90,7 +90,7 @@ def _view(buffer: torch.Tensor, offset: int, dtype: torch.dtype, shape: tuple) -
         n *= d
     if n == 0:
         return torch.empty(shape, dtype=dtype, device=buffer.device)
-    nbytes = n * torch.empty((), dtype=dtype).element_size()
+    nbytes = n * dtype.itemsize
     return buffer[offset:offset + nbytes].view(dtype).view(shape)
 
 
