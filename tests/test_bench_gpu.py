@@ -249,7 +249,7 @@ def test_the_profile_counts_copies_apart_and_lists_the_top_kernels():
 
     import torch
 
-    from rdl.bench.e2e import summarize
+    from rdl.bench.step_profile import summarize
     events = [_Event("aten::mm", 0, cuda=False), _Event("cudaLaunchKernel", 0, cuda=False),
               _Event("sm90_gemm", 300), _Event("sm90_gemm", 500),
               _Event("triton_poi_fused_add_0", 50),
@@ -282,7 +282,7 @@ def test_the_profile_counts_copies_apart_and_lists_the_top_kernels():
     ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>", "other"),
 ])
 def test_a_kernel_is_sorted_by_its_name(name, kind):
-    from rdl.bench.e2e import kernel_kind
+    from rdl.bench.step_profile import kernel_kind
     assert kernel_kind(name) == kind
 
 
@@ -296,7 +296,7 @@ def test_rows_that_replay_cuda_graphs_log_why_torch_cut_or_skipped_them(monkeypa
 
 
 def test_the_source_digest_says_which_code_ran(tmp_path):
-    from rdl.bench.gpu import source_digest
+    from rdl.bench.gpu_env import source_digest
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "m.py").write_text("x = 1\n")
     (tmp_path / "c.yaml").write_text("k: v\n")

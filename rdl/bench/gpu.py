@@ -35,7 +35,6 @@ import argparse
 import io
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from pathlib import Path
 import torch
 
 from rdl.bench.e2e import PROFILED, RESULT, TINY, VARIANTS
+from rdl.bench.gpu_env import environment
 from rdl.bench.gpu_plan import CONFIGS, GPU_VARIANTS, PARTS, TASKS, plan_rows, row_logs
 from rdl.bench.report import markdown
 from rdl.bench.train.runner import cold_env, error_line, kill_group, result_of
@@ -55,56 +55,6 @@ from rdl.caching import write_atomic
 
 #: a row's log kept whole up to this size; a longer one keeps its head and its tail
 LOG_KEEP = 256 * 1024
-
-
-def environment(device: str) -> dict:
-    """What the figures were measured with."""
-    import pytorch_lightning
-    import torch_frame
-    import torch_geometric
-    env = {"python": platform.python_version(), "torch": torch.__version__,
-           "torch_geometric": torch_geometric.__version__, "torch_frame": torch_frame.__version__,
-           "pytorch_lightning": pytorch_lightning.__version__, "cpu": _cpu_model(),
-           "cpu_cores": os.cpu_count(), "commit": _run(["git", "rev-parse", "--short", "HEAD"]),
-           "rdl_digest": source_digest()}
-    if device == "cuda":
-        props = torch.cuda.get_device_properties(0)
-        env.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
-                   capability=".".join(map(str, torch.cuda.get_device_capability(0))),
-                   cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
-                   driver=_run(["nvidia-smi", "--query-gpu=driver_version",
-                                "--format=csv,noheader"]))
-    return env
-
-
-def source_digest(root: Path | None = None) -> str:
-    """A digest of rdl's own source files (``.py`` and ``.yaml`` under ``rdl/``): which
-    code ran where the commit cannot say (a lent GPU's copy of the tree kept an older
-    ``.git`` on 2026-12-04). ``python -c "from rdl.bench.gpu import source_digest as d;
-    print(d())"`` at a commit gives the same."""
-    import hashlib
-    root = root or Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml", ".sql")):
-        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()[:12]
-
-
-def _run(cmd: list[str]) -> str:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "?"
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
 
 
 def start_tests(out: Path) -> subprocess.Popen:
