@@ -18,7 +18,9 @@ proxy for the GPU's count, whose fusion differs (Triton splits some reductions I
 C++ keeps whole); the GPU check's profile counts the GPU's own.
 
 The optimiser, the loss's logging and the batch's copy run outside the compiled graphs
-and are not counted here. Each row runs in a fresh process with cold compile caches.
+and are not counted here. ``grad_copies`` counts apart the copies autograd makes as it
+writes each gradient into ``.grad`` (outside the graphs, a kernel each on a GPU: one for
+every parameter whose gradient arrives in strides not its own). Each row runs in a fresh process with cold compile caches.
 Reads the generated code with ``torch._inductor.utils.run_and_get_code`` (private: a
 torch without it fails the row, naming it).
 
@@ -89,6 +91,7 @@ def measure(task: str, variant: str, overrides: list[str], device: str) -> dict:
     batch = dm.transfer_batch_to_device(next(iter(dm.train_dataloader())), dev, 0)
 
     def step():
+        module.zero_grad(set_to_none=True)      # as Lightning's optimiser loop does
         loss, _ = module.step_loss(batch)
         loss.backward()
         return loss
@@ -96,6 +99,7 @@ def measure(task: str, variant: str, overrides: list[str], device: str) -> dict:
     start = time.perf_counter()
     _, codes = run_and_get_code(step)
     seconds = time.perf_counter() - start
+    grad_copies = accumulate_copies(step)
     dm.teardown()
     counts = [count_calls(c) for c in codes]
     total = sum(counts, Counter())
@@ -103,7 +107,18 @@ def measure(task: str, variant: str, overrides: list[str], device: str) -> dict:
     return {"graphs": len(codes), "kernels": kernels,
             "per_graph": " + ".join(str(sum(c.values()) - c["cpu_rng"]) for c in counts),
             **{k: total[k] for k in ("generated", "library", "fallback", "cpu_rng")},
-            "compile_s": seconds}
+            "grad_copies": grad_copies, "compile_s": seconds}
+
+
+def accumulate_copies(step) -> int:
+    """Copies autograd makes of gradients as it writes ``.grad``, in one more ``step``:
+    one for each parameter whose gradient arrives in strides not its own (or shared with
+    another), outside every compiled graph, each a kernel on a GPU."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    return sum(e.name == "aten::copy_" and e.cpu_parent is not None
+               and "AccumulateGrad" in e.cpu_parent.name for e in prof.events())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -136,7 +151,8 @@ def main(argv: list[str] | None = None) -> None:
                              module="rdl.bench.kernels", result=RESULT)
             row = {"task": task, "variant": variant,
                    **{k: res.get(k) for k in ("kernels", "per_graph", "generated", "library",
-                                              "fallback", "cpu_rng", "graphs", "compile_s")},
+                                              "fallback", "cpu_rng", "grad_copies", "graphs",
+                                              "compile_s")},
                    "note": res.get("error", "")}
             if variant == "per-type":
                 base = res.get("kernels")

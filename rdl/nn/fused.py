@@ -113,19 +113,48 @@ def _starts(sizes: list) -> list:
 def _weights(conv, ets: list[tuple], aggregations: int) -> tuple[Tensor, Tensor | None]:
     """``[W_l of each edge type | sum of their W_r]`` and the sum of their biases, as one
     linear map of a destination's concatenated slots (the root slot holds ``aggregations``
-    copies of the node's own features: its weight is ``W_r`` then zeros)."""
+    copies of the node's own features: its weight is ``W_r`` then zeros). Each weight
+    enters through :class:`OwnLayout`: its gradient, a column block of the concatenated
+    weight's, is made contiguous inside the (compiled) backward, where the blocks of one
+    weight are copied together, not by autograd one by one as it writes ``.grad``."""
     sages = [conv.convs[et] for et in ets]
-    root = sages[0].lin_r.weight
+    root = OwnLayout.apply(sages[0].lin_r.weight)
     for s in sages[1:]:
-        root = root + s.lin_r.weight
+        root = root + OwnLayout.apply(s.lin_r.weight)
     if aggregations > 1:
         root = F.pad(root, (0, root.size(1) * (aggregations - 1)))
-    weight = torch.cat([s.lin_l.weight for s in sages] + [root], dim=1)
+    weight = torch.cat([OwnLayout.apply(s.lin_l.weight) for s in sages] + [root], dim=1)
     biases = [s.lin_l.bias for s in sages if s.lin_l.bias is not None]
     bias = None
     for b in biases:
         bias = b if bias is None else bias + b
     return weight, bias
+
+
+class OwnLayout(torch.autograd.Function):
+    """The identity on a (contiguous) parameter, whose backward gives it a contiguous
+    gradient of its own: the parameter's own layout.
+
+    Written by hand because autograd writes a gradient whose strides are not its
+    parameter's into ``.grad`` by copying it, outside any compiled graph: a kernel for
+    each such parameter at every step on a GPU (14 a step for ``experiment=gpu``'s
+    user-churn, whose fused layers' weights get column blocks of one gradient). Here the
+    copy is part of the backward graph, where Inductor fuses the copies that read one
+    buffer (tests/nn/test_fused.py)."""
+
+    @staticmethod
+    def forward(weight: Tensor) -> Tensor:
+        return weight.view_as(weight)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        # a copy even where the gradient is contiguous: the edge types' root weights,
+        # summed, receive one gradient tensor, and autograd copies a shared one too
+        return grad.clone(memory_format=torch.contiguous_format)
 
 
 def stacked_layer_norm(xs: list[Tensor], norms: list[torch.nn.LayerNorm]) -> list[Tensor]:
@@ -244,11 +273,43 @@ def stacked_resnets(models: list, tfs: list) -> list[Tensor]:
 
 
 def _bmm(x: Tensor, lins: list) -> Tensor:
-    """``[lin_t(x[t]) for each t]`` as one ``baddbmm`` (``x [T, R, in]``)."""
-    weight = torch.stack([lin.weight for lin in lins]).transpose(1, 2)
-    if lins[0].bias is None:
-        return torch.bmm(x, weight)
-    return torch.baddbmm(torch.stack([lin.bias for lin in lins]).unsqueeze(1), x, weight)
+    """``[lin_t(x[t]) for each t]`` as one batched matmul (``x [T, R, in]``)."""
+    weight = torch.stack([lin.weight for lin in lins])                  # [T, out, in]
+    bias = None if lins[0].bias is None else torch.stack([lin.bias for lin in lins])
+    return StackedLinear.apply(x, weight, bias)
+
+
+class StackedLinear(torch.autograd.Function):
+    """``x[t] @ weight[t]^T + bias[t]`` for every ``t`` (``x [T, R, in]``, ``weight
+    [T, out, in]``, ``bias [T, out]`` or None): one batched matmul, whose weight gradient
+    is computed as ``[T, out, in]``, each table's block in its parameter's own layout.
+
+    Written by hand because autograd's ``bmm(x, weight.transpose(1, 2))`` gives that
+    gradient transposed, and autograd's accumulation into ``.grad`` then copies every
+    parameter whose gradient's strides are not its own: on ``experiment=gpu``'s user-churn
+    28 copies a step, each a kernel on a GPU (tests/nn/test_fused.py). The bias is added
+    after the matmul, not by ``baddbmm``, which copies it into the output first: compiled,
+    the add joins the next op's kernel."""
+
+    @staticmethod
+    def forward(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        out = torch.bmm(x, weight.transpose(1, 2))
+        return out if bias is None else out + bias.unsqueeze(1).to(out.dtype)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, weight, bias = inputs
+        ctx.save_for_backward(x, weight)
+        ctx.has_bias = bias is not None
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        # in the gradient's dtype: under autocast the forward's matmul ran in it
+        x, weight = (t.to(grad.dtype) for t in ctx.saved_tensors)
+        gx = torch.bmm(grad, weight) if ctx.needs_input_grad[0] else None
+        gw = torch.bmm(grad.transpose(1, 2), x) if ctx.needs_input_grad[1] else None
+        gb = grad.sum(1) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return gx, gw, gb
 
 
 def _stacked_norm(x: Tensor, norms: list) -> Tensor:

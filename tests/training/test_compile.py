@@ -101,8 +101,9 @@ def odd_batches(dm) -> list:
 
 @pytest.mark.parametrize("task,model,dynamic,extra", [
     ("user-churn", "sage", True, ()),
-    # the tables' encoders stacked: row counts padded to a symbolic maximum
-    pytest.param("user-churn", "sage", True, ("model.stacked_encoders=true",),
+    # experiment=gpu's model ops: the tables' encoders stacked (row counts padded to a
+    # symbolic maximum) and the fused layers, both with autograd Functions of rdl's own
+    pytest.param("user-churn", "sage", True, ("launch_bound=true",),
                  marks=pytest.mark.slow),
     # slow: more compiles than CI's 15 minutes on 2 cores hold (77 s for the link model on
     # a cold cache); run with -m slow
