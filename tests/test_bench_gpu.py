@@ -40,7 +40,9 @@ def test_the_check_runs_its_stages_on_the_cpu(tmp_path, rdl_cache):
                           "--set", "+compile.kwargs.backend=aot_eager")
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == ["gpu.json", "gpu.md", "logs.tgz",
-                                                     "tests.txt"]
+                                                     "matmuls.csv", "matmuls.md", "tests.txt"]
+    # part 1's first seconds: the ways to compute the stacked weight gradient, timed
+    assert "| padded bmm, split-K 4 |" in doc["matmuls"]
     assert doc["env"]["torch"] and doc["env"]["cpu_cores"] >= 1
     # pytest -m cuda ran: every CUDA test is skipped on the CPU, none failed
     assert "skipped" in doc["tests"]["summary"] and not doc["tests"]["failed"], doc["tests"]

@@ -57,3 +57,39 @@ def test_the_ops_benchmark_times_each_variant_of_one_model(rdl_cache, monkeypatc
     assert rows[0]["vs_per-type"] == 1
     assert switched[:3] == [(False, False, False), (True, True, False), (True, True, True)]
     assert len(switched) == 3 * 3       # a warm call and two rounds each
+
+
+def test_ops_outside_the_graphs_and_autograds_copies_into_grad_are_counted():
+    """``outside``: ops that make data outside every compiled graph (the graph's own are
+    not counted again); ``grad_copies``: autograd's copies of a gradient whose strides
+    are not its parameter's (``bmm(x, w.transpose(1, 2))`` gives ``w`` a transposed one,
+    as it gave the stacked encoders' weights before ``rdl.nn.fused.StackedLinear``)."""
+    import torch.nn.functional as F
+
+    from rdl.bench.kernels import outside_graphs
+
+    w = torch.nn.Parameter(torch.randn(4, 3))
+    x = torch.randn(5, 3)
+
+    def f(x, w):
+        return F.gelu(F.linear(x, w)).mul(3).sigmoid().sum()
+
+    compiled = torch.compile(f, dynamic=True)
+
+    def step(fn, transposed=False):
+        def run():
+            w.grad = None
+            loss = torch.bmm(x[None], w[None].transpose(1, 2)).sum() if transposed \
+                else fn(x, w)
+            loss.backward()
+        return run
+
+    step(compiled)()                                   # compile outside the count
+    copies_eager, eager = outside_graphs(step(f))
+    copies_compiled, in_graph = outside_graphs(step(compiled))
+    assert copies_eager == copies_compiled == 0
+    # eager: the forward's and backward's ops (matmuls, gelu, its backward...); compiled:
+    # only the backward's seed (``ones_like``'s fill), the rest runs inside the graphs
+    assert {"mm", "gelu", "gelu_backward", "sigmoid"} <= set(eager)
+    assert sum(in_graph.values()) <= 2 and "mm" not in in_graph
+    assert outside_graphs(step(f, transposed=True))[0] == 1

@@ -22,7 +22,9 @@ by default: the check must end inside 8 minutes with its start), writing under `
    Rows run ``--jobs`` at a time and take turns at their timed epochs
    (:mod:`rdl.bench.turns`: the others are stopped meanwhile), in the order above; a row
    that cannot start with ``--min-row`` seconds of the budget left is listed as not run.
-4. ``gpu.md`` and ``gpu.json`` and ``logs.tgz`` (each row's output, a long one cut to its
+4. ``matmuls.md`` (part 1, before the rows, seconds): ``python -m rdl.bench matmuls``, the
+   ways to compute the stacked encoders' weight gradient, each timed on the device.
+5. ``gpu.md`` and ``gpu.json`` and ``logs.tgz`` (each row's output, a long one cut to its
    head and tail), all rewritten after every row, so a check stopped early leaves what it
    measured.
 
@@ -65,6 +67,21 @@ def start_tests(out: Path) -> subprocess.Popen:
     log.write(f"$ {' '.join(cmd)}\n\n")
     log.flush()
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def run_matmuls(out: Path, device: str, tiny: bool, timeout: float = 120) -> str:
+    """``python -m rdl.bench matmuls`` (the ways to compute the stacked encoders' weight
+    gradient, timed: seconds of the budget, before the rows), into ``matmuls.md``;
+    returns its table, or why there is none."""
+    cmd = [sys.executable, "-m", "rdl.bench", "matmuls", "--device", device, "--out", str(out),
+           *(["--rows", "300", "200", "50", "--repeat", "2"] if tiny else [])]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"stopped after {timeout:.0f} s"
+    if done.returncode != 0:
+        return "failed: " + error_line(done.stdout + done.stderr)
+    return (out / "matmuls.md").read_text()
 
 
 def tests_result(out: Path, stopped: bool) -> dict:
@@ -268,6 +285,9 @@ def write(out: Path, header: dict, rows: list[dict]) -> None:
     top = kernels_md(rows)
     if top:
         text += ["## Top kernels by device time (per profiled step)", "", *top]
+    if header.get("matmuls"):
+        text += ["## The stacked encoders' weight gradient, each way timed", "",
+                 header["matmuls"].strip(), ""]
     host = host_md(rows)
     if host:
         text += ["## Where the host's time goes (cProfile, ms a step of the step alone)", "",
@@ -341,6 +361,9 @@ def main(argv: list[str] | None = None) -> None:
         write(out, header, rows)
         pack_logs(logs, out)
 
+    if not args.part or 1 in args.part:    # seconds, alone on the device, before the rows
+        header["matmuls"] = run_matmuls(out, args.device, args.tiny)
+        print(header["matmuls"], flush=True)
     background = {}
     # part 1's, beside the rows: stopped while one is timed
     if args.tests and (not args.part or 1 in args.part):

@@ -17,10 +17,12 @@ graph draws inside its kernels. ``kernels`` is their sum without ``cpu_rng``: on
 proxy for the GPU's count, whose fusion differs (Triton splits some reductions Inductor's
 C++ keeps whole); the GPU check's profile counts the GPU's own.
 
-The optimiser, the loss's logging and the batch's copy run outside the compiled graphs
-and are not counted here. ``grad_copies`` counts apart the copies autograd makes as it
-writes each gradient into ``.grad`` (outside the graphs, a kernel each on a GPU: one for
-every parameter whose gradient arrives in strides not its own). Each row runs in a fresh process with cold compile caches.
+``outside`` counts the ATen ops of one more step that make data outside every compiled
+graph, each a kernel on a GPU (the backward's seed, the loss's own ops, autograd's glue);
+``outside_top`` names the most frequent. Of them, ``grad_copies`` counts the copies
+autograd makes as it writes each gradient into ``.grad``: one for every parameter whose
+gradient arrives in strides not its own. The optimiser and the batch's copy to the
+device are not part of the counted step. Each row runs in a fresh process with cold compile caches.
 Reads the generated code with ``torch._inductor.utils.run_and_get_code`` (private: a
 torch without it fails the row, naming it).
 
@@ -99,7 +101,7 @@ def measure(task: str, variant: str, overrides: list[str], device: str) -> dict:
     start = time.perf_counter()
     _, codes = run_and_get_code(step)
     seconds = time.perf_counter() - start
-    grad_copies = accumulate_copies(step)
+    grad_copies, outside = outside_graphs(step)
     dm.teardown()
     counts = [count_calls(c) for c in codes]
     total = sum(counts, Counter())
@@ -107,18 +109,47 @@ def measure(task: str, variant: str, overrides: list[str], device: str) -> dict:
     return {"graphs": len(codes), "kernels": kernels,
             "per_graph": " + ".join(str(sum(c.values()) - c["cpu_rng"]) for c in counts),
             **{k: total[k] for k in ("generated", "library", "fallback", "cpu_rng")},
-            "grad_copies": grad_copies, "compile_s": seconds}
+            "grad_copies": grad_copies, "outside": sum(outside.values()),
+            "outside_ops": dict(outside.most_common()), "compile_s": seconds}
 
 
-def accumulate_copies(step) -> int:
-    """Copies autograd makes of gradients as it writes ``.grad``, in one more ``step``:
-    one for each parameter whose gradient arrives in strides not its own (or shared with
-    another), outside every compiled graph, each a kernel on a GPU."""
+#: ATen ops that make no data (views, metadata, allocation): no kernel on a GPU
+NO_KERNEL = {"view", "_unsafe_view", "as_strided", "reshape", "_reshape_alias", "t",
+             "transpose", "permute", "expand", "unsqueeze", "squeeze", "select", "slice",
+             "narrow", "split", "split_with_sizes", "unbind", "alias", "detach", "empty",
+             "empty_like", "empty_strided", "resize_", "view_as", "lift_fresh",
+             "_local_scalar_dense", "item", "is_nonzero", "set_", "sym_size",
+             "sym_stride", "sym_numel", "resolve_conj", "resolve_neg", "contiguous",
+             "unfold", "expand_as", "flatten", "unflatten", "movedim"}
+
+
+def outside_graphs(step) -> tuple[int, Counter]:
+    """One more ``step`` under the profiler: ``(grad_copies, outside)``. ``outside``: the
+    ATen ops that make data outside every compiled graph, by name (the innermost of each
+    call chain, views and allocations left out), each a kernel on a GPU; ``grad_copies``:
+    of them, the copies autograd makes of gradients as it writes ``.grad`` (one for each
+    parameter whose gradient arrives in strides not its own, or shared)."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         step()
-    return sum(e.name == "aten::copy_" and e.cpu_parent is not None
-               and "AccumulateGrad" in e.cpu_parent.name for e in prof.events())
+    events = prof.events()
+    # an op calling another op that makes data is counted as that one
+    calls_kernel = {id(e.cpu_parent) for e in events if e.cpu_parent is not None
+                    and e.name.startswith("aten::") and e.name[6:] not in NO_KERNEL}
+    grad_copies, outside = 0, Counter()
+    for e in events:
+        if not e.name.startswith("aten::") or id(e) in calls_kernel \
+                or e.name[6:] in NO_KERNEL:
+            continue
+        chain, p = [], e.cpu_parent
+        while p is not None:
+            chain.append(p.name)
+            p = p.cpu_parent
+        if any(n.startswith(("## Call CompiledFxGraph", "CompiledFunction")) for n in chain):
+            continue
+        outside[e.name[6:]] += 1
+        grad_copies += e.name == "aten::copy_" and any("AccumulateGrad" in n for n in chain)
+    return grad_copies, outside
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -151,8 +182,10 @@ def main(argv: list[str] | None = None) -> None:
                              module="rdl.bench.kernels", result=RESULT)
             row = {"task": task, "variant": variant,
                    **{k: res.get(k) for k in ("kernels", "per_graph", "generated", "library",
-                                              "fallback", "cpu_rng", "grad_copies", "graphs",
-                                              "compile_s")},
+                                              "fallback", "cpu_rng", "grad_copies", "outside",
+                                              "graphs", "compile_s")},
+                   "outside_top": ", ".join(f"{op} {n}" for op, n in
+                                            list(res.get("outside_ops", {}).items())[:5]),
                    "note": res.get("error", "")}
             if variant == "per-type":
                 base = res.get("kernels")
