@@ -47,16 +47,18 @@ def test_the_ops_benchmark_times_each_variant_of_one_model(rdl_cache, monkeypatc
 
     def spy(model, fused, stacked):
         real(model, fused, stacked)
-        switched.append((model.gnn.gnn.fused, model.gnn.encoder.fused, model.gnn.encoder.stacked))
+        enc = model.gnn.encoder
+        switched.append((model.gnn.gnn.fused, enc.fused, enc.stacked, enc.chunk_rows))
 
     monkeypatch.setattr(ops, "set_ops", spy)
     rows = ops.measure("user-churn", list(ops.VARIANTS), eager=True, batches=2, rounds=2,
                        overrides=["debug=tiny", f"data.cache_dir={rdl_cache}"])
-    assert [r["variant"] for r in rows] == ["per-type", "fused", "stacked"]
+    assert [r["variant"] for r in rows] == ["per-type", "fused", "stacked", "chunked"]
     assert all(r["ms_a_step"] > 0 and r["rounds"] == 2 for r in rows)
     assert rows[0]["vs_per-type"] == 1
-    assert switched[:3] == [(False, False, False), (True, True, False), (True, True, True)]
-    assert len(switched) == 3 * 3       # a warm call and two rounds each
+    assert switched[:4] == [(False, False, False, 0), (True, True, False, 0),
+                            (True, True, True, 0), (True, True, True, 1024)]
+    assert len(switched) == 4 * 3       # a warm call and two rounds each
 
 
 def test_ops_outside_the_graphs_and_autograds_copies_into_grad_are_counted():

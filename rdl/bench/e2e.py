@@ -73,6 +73,11 @@ VARIANTS = {
     "dynamic-stacked": ("compile dynamic=True, fused ops, stacked encoders",
                         ["compile.enabled=true", "model.fused=true",
                          "model.stacked_encoders=true"]),
+    # the stacked encoders over chunks of 1,024 rows, each table padded to whole chunks,
+    # not to the largest table (a third of the padded arithmetic on user-churn)
+    "dynamic-chunked": ("compile dynamic=True, fused ops, encoders in chunks",
+                        ["compile.enabled=true", "model.fused=true",
+                         "model.stacked_encoders=1024"]),
     # batches sampled and built on the GPU (data.sampler.device), in the training process
     "dynamic-device-sampler": ("compile dynamic=True, sampler on the GPU (CUDA)",
                                ["compile.enabled=true", "data.sampler.device=cuda"]),

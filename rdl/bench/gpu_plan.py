@@ -7,7 +7,8 @@ not fit in one check. The parts, most wanted first (docs/performance.md, "The GP
 1. the CUDA tests (``pytest -m cuda``), then at ``experiment=gpu`` (2,048 seeds a step,
    the tables' encoders stacked, the workers' batches packed) user-churn eager and
    compiled (``dynamic=True``), compiled with each batch copied to the GPU as its one
-   buffer (``data.pack_batches=device``), with TF32 matmuls (``matmul_precision=high``: the
+   buffer (``data.pack_batches=device``), with the stacked encoders over chunks of rows
+   (``model.stacked_encoders=1024``: a third of the padded arithmetic), with TF32 matmuls (``matmul_precision=high``: the
    stacked encoders' weight gradients are half a compiled step's kernel time; its one row
    of 2026-12-04 ran slower, unexplained), with its kernels launched from C++
    (``cpp_wrapper``) and with combo kernels (the compiled step's host time is now the
@@ -44,7 +45,7 @@ CONFIGS = {"gpu": ["experiment=gpu"], "default": []}
 GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets", "dynamic-fused",
                 "dynamic-per-type", "dynamic-device-sampler", "dynamic-tf32",
                 "dynamic-file-system", "dynamic-unpacked", "dynamic-cpp-wrapper",
-                "dynamic-combo-kernels", "dynamic-packed-to-device"]
+                "dynamic-combo-kernels", "dynamic-packed-to-device", "dynamic-chunked"]
 #: the tasks, each as TASK:MODEL (a link task trains with its experiment's model)
 TASKS = ["user-churn", "item-sales", "user-item-purchase:contextgnn"]
 FAST, GRAPHS = ("eager", "dynamic"), ("reduce-overhead+buckets", "buckets")
@@ -53,7 +54,7 @@ OPS = ("dynamic-fused", "dynamic-per-type")
 #: (part, config, data.num_workers (None: the config's), variants, tasks, size): ``all``
 #: the tasks, ``first`` the first of them, ``rest`` the others
 #: the compiled step's own options (its host time, its kernels)
-STEP = ("dynamic-packed-to-device", "dynamic-tf32", "dynamic-cpp-wrapper",
+STEP = ("dynamic-packed-to-device", "dynamic-chunked", "dynamic-tf32", "dynamic-cpp-wrapper",
         "dynamic-combo-kernels")
 GROUPS = [
     (1, "gpu", None, (*FAST, *STEP), "first", "full"),
@@ -134,9 +135,11 @@ def refused(row: dict) -> str:
 
 #: what torch logs in the row's own log (``logs.tgz``) for a variant that replays CUDA
 #: graphs: why Inductor cut a graph into partitions, each replayed as a CUDA graph of its
-#: own (``cudagraphs``), and why it ran one without (``perf_hints``). On 2026-12-04 such a
-#: user-churn step replayed 56 CUDA graphs, and its host time stayed above eager's.
-GRAPH_LOGS = "perf_hints,cudagraphs"
+#: own (``cudagraphs``), why it ran one without (``perf_hints``), and Dynamo's graph
+#: breaks and recompiles. On 2026-12-04 such a user-churn step replayed 56 CUDA graphs
+#: and called 28 AOT-compiled forwards (28 Dynamo graphs a step, or one cut by Inductor:
+#: these logs say which), and its host time stayed above eager's.
+GRAPH_LOGS = "perf_hints,cudagraphs,graph_breaks,recompiles"
 
 
 def row_logs(row: dict) -> dict:

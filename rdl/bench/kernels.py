@@ -28,7 +28,8 @@ torch without it fails the row, naming it).
 
 Variants: ``per-type`` (``model.fused=false``: PyG's HeteroConv per edge type, a norm per
 type; the CPU's default), ``fused`` (:mod:`rdl.nn.fused`), ``stacked`` (``fused`` and
-``model.stacked_encoders=true``: ``experiment=gpu``'s).
+``model.stacked_encoders=true``: ``experiment=gpu``'s), ``chunked`` (the stacked encoders
+over chunks of 1,024 rows: ``model.stacked_encoders=1024``).
 """
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ from rdl.bench.report import report, run_dir
 
 VARIANTS = {"per-type": ["model.fused=false", "model.stacked_encoders=false"],
             "fused": ["model.fused=true", "model.stacked_encoders=false"],
-            "stacked": ["model.fused=true", "model.stacked_encoders=true"]}
+            "stacked": ["model.fused=true", "model.stacked_encoders=true"],
+            "chunked": ["model.fused=true", "model.stacked_encoders=1024"]}
 RESULT = "RDL_BENCH_KERNELS_RESULT "
 #: one call of a compiled graph's wrapper: ``buf = name(...)`` or ``name(...)``
 CALL = re.compile(r"^\s+(?:\w+ = )?((?:cpp_fused|triton)\w*(?:\.run)?|extern_kernels\.\w+|"

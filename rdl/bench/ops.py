@@ -24,16 +24,18 @@ import torch
 
 from rdl.bench.report import load_average, report, run_dir
 
-#: slug: (fused, stacked encoders)
-VARIANTS = {"per-type": (False, False), "fused": (True, False), "stacked": (True, True)}
+#: slug: (fused, stacked encoders: False, True (padded to the largest table) or rows a chunk)
+VARIANTS = {"per-type": (False, False), "fused": (True, False), "stacked": (True, True),
+            "chunked": (True, 1024)}
 
 
-def set_ops(model, fused: bool, stacked: bool) -> None:
+def set_ops(model, fused: bool, stacked: bool | int) -> None:
     """Switch a RelGNN-based model's ops (its parameters are the same either way)."""
     from rdl.nn.fused import fusable
     gnn = model.gnn
     gnn.gnn.fused = fused and fusable(gnn.gnn.aggr)
-    gnn.encoder.fused, gnn.encoder.stacked = fused, stacked
+    gnn.encoder.fused, gnn.encoder.stacked = fused, bool(stacked)
+    gnn.encoder.chunk_rows = 0 if isinstance(stacked, bool) else stacked
 
 
 def measure(task: str, variants: list[str], eager: bool, batches: int, rounds: int,

@@ -198,14 +198,20 @@ class HeteroEncoder(torch.nn.Module):
         fused: the first block's two linear maps of a table's encodings as one matmul
             (:func:`~rdl.nn.fused.resnet_forward`; same parameters and outputs).
         stacked: every later block and the decoder of all tables as one batched matmul
-            per layer over rows padded to the largest table's
-            (:func:`~rdl.nn.fused.stacked_resnets`): fewer kernels, more arithmetic.
+            per layer (:func:`~rdl.nn.fused.stacked_resnets`): ``True``, over rows padded
+            to the largest table's (fewer kernels, more arithmetic); a number of rows
+            (``chunk_rows``), over chunks of that many rows, each table padded to whole
+            chunks (the real rows' arithmetic, one more small op per map's gradient).
     """
 
     def __init__(self, channels: int, col_names: dict, col_stats: dict, num_layers: int = 4,
-                 fused: bool = False, stacked: bool = False):
+                 fused: bool = False, stacked: bool | int = False):
         super().__init__()
+        if not isinstance(stacked, bool) and (not isinstance(stacked, int) or stacked < 2):
+            raise ValueError(f"model.stacked_encoders={stacked!r}: true, false or a number "
+                             "of rows per chunk (2 or more)")
         self.fused, self.stacked = bool(fused), bool(stacked)
+        self.chunk_rows = 0 if isinstance(stacked, bool) else stacked
         self.encoders = TypeDict({
             nt: table_encoder(channels, names, col_stats[nt], num_layers)
             for nt, names in col_names.items()
@@ -221,7 +227,8 @@ class HeteroEncoder(torch.nn.Module):
         ``[N_t, C]``: rows shared by several nodes are encoded once."""
         models = [self.encoders[nt] for nt in tf_dict]
         if self.stacked and stackable(models):
-            out = dict(zip(tf_dict, stacked_resnets(models, list(tf_dict.values()))))
+            out = dict(zip(tf_dict, stacked_resnets(models, list(tf_dict.values()),
+                                                    self.chunk_rows)))
         elif self.fused:
             out = {nt: resnet_forward(m, tf) for m, (nt, tf) in zip(models, tf_dict.items())}
         else:

@@ -243,39 +243,78 @@ def stackable(models: list) -> bool:
     return len(widths) == 1 and len(probs) == 1
 
 
-def stacked_resnets(models: list, tfs: list) -> list[Tensor]:
+def stacked_resnets(models: list, tfs: list, chunk: int = 0) -> list[Tensor]:
     """Several tables' ResNets at once: each table's first block on its own (their input
     widths differ), then every later block and the decoder as one batched matmul
-    (``bmm``) per linear map and one layer norm per norm, over the tables' rows stacked
+    (``bmm``) per linear map and one layer norm per norm over the tables' rows stacked
     into ``[tables, rows, channels]``, each table padded to the most rows of any (pad
     rows are zeros, dropped at the end). Same parameters as the per-table modules;
     outputs equal up to float rounding.
 
     Fewer, larger kernels at the price of the padding's arithmetic: for a GPU step bound
-    by launches, not for a CPU bound by its matmuls (``model.stacked_encoders``)."""
+    by launches, not for a CPU bound by its matmuls (``model.stacked_encoders``). With
+    ``chunk`` rows (> 0), the rows are stacked instead as ``[chunks, chunk, channels]``,
+    each table padded only to a multiple of ``chunk``, and each chunk computed with its
+    table's weights (:func:`chunk_layout`): the arithmetic of the real rows, and for the
+    weight gradients many short sums instead of one long one per table."""
     heads = [resnet_head(m, tf) for m, tf in zip(models, tfs)]
     sizes = [h.size(0) for h in heads]
-    rows = sizes[0]
-    for s in sizes[1:]:
-        rows = torch.sym_max(rows, s)
-    x = torch.stack([F.pad(h, (0, 0, 0, rows - s)) for h, s in zip(heads, sizes)])
+    if chunk > 0:
+        x, index = chunk_layout(heads, chunk)
+    else:
+        rows = sizes[0]
+        for s in sizes[1:]:
+            rows = torch.sym_max(rows, s)
+        x = torch.stack([F.pad(h, (0, 0, 0, rows - s)) for h, s in zip(heads, sizes)])
+        index = None
     for blocks in zip(*[m.backbone[1:] for m in models]):
-        out = _bmm(x, [b.lin1 for b in blocks])
-        out = _stacked_norm(out, [b.norm1 for b in blocks])
+        out = _bmm(x, [b.lin1 for b in blocks], index)
+        out = _stacked_norm(out, [b.norm1 for b in blocks], index)
         out = blocks[0].dropout(out.relu())
-        out = _bmm(out, [b.lin2 for b in blocks])
-        out = _stacked_norm(out, [b.norm2 for b in blocks])
+        out = _bmm(out, [b.lin2 for b in blocks], index)
+        out = _stacked_norm(out, [b.norm2 for b in blocks], index)
         x = blocks[0].dropout(out.relu()) + x
     decoders = [m.decoder for m in models]
-    x = _stacked_norm(x, [d[0] for d in decoders]).relu()
-    x = _bmm(x, [d[-1] for d in decoders])
-    return [x[i, :s] for i, s in enumerate(sizes)]
+    x = _stacked_norm(x, [d[0] for d in decoders], index).relu()
+    x = _bmm(x, [d[-1] for d in decoders], index)
+    if index is None:
+        return [x[i, :s] for i, s in enumerate(sizes)]
+    x = x.reshape(-1, x.size(-1))
+    out, start = [], 0
+    for s in sizes:
+        out.append(x[start:start + s])
+        start = start + _chunks(s, chunk) * chunk
+    return out
 
 
-def _bmm(x: Tensor, lins: list) -> Tensor:
-    """``[lin_t(x[t]) for each t]`` as one batched matmul (``x [T, R, in]``)."""
+def _chunks(rows, chunk: int):
+    """Chunks of ``chunk`` rows that hold ``rows`` (at least one: a table with no row
+    keeps a chunk, so that no size is 0)."""
+    return torch.sym_max((rows + chunk - 1) // chunk, 1)
+
+
+def chunk_layout(xs: list[Tensor], chunk: int) -> tuple[Tensor, Tensor]:
+    """The tables' rows ``xs[t] [R_t, C]`` as ``[chunks, chunk, C]``, each table's rows
+    zero-padded to whole chunks, and each chunk's table ``[chunks]``."""
+    counts = [_chunks(x.size(0), chunk) for x in xs]
+    rows = torch.cat([F.pad(x, (0, 0, 0, n * chunk - x.size(0))) for x, n in zip(xs, counts)])
+    # each chunk's table: how many tables start at or before it. Not a tensor of each
+    # table's chunks (one may hold a single chunk, a size Dynamo would bake in).
+    chunks = torch.arange(rows.size(0) // chunk, device=rows.device)
+    index, start = torch.zeros_like(chunks), 0
+    for n in counts[:-1]:
+        start = start + n
+        index = index + (chunks >= start)
+    return rows.view(-1, chunk, rows.size(-1)), index
+
+
+def _bmm(x: Tensor, lins: list, index: Tensor | None = None) -> Tensor:
+    """``[lin_t(x[t]) for each t]`` as one batched matmul (``x [T, R, in]``); with
+    ``index``, ``x [N, K, in]`` holds chunks and chunk ``n`` is table ``index[n]``'s."""
     weight = torch.stack([lin.weight for lin in lins])                  # [T, out, in]
     bias = None if lins[0].bias is None else torch.stack([lin.bias for lin in lins])
+    if index is not None:
+        return ChunkedLinear.apply(x, weight, bias, index)
     return StackedLinear.apply(x, weight, bias)
 
 
@@ -312,10 +351,47 @@ class StackedLinear(torch.autograd.Function):
         return gx, gw, gb
 
 
-def _stacked_norm(x: Tensor, norms: list) -> Tensor:
+class ChunkedLinear(torch.autograd.Function):
+    """``x[n] @ weight[index[n]]^T + bias[index[n]]`` for every chunk ``n`` (``x [N, K,
+    in]``, ``weight [T, out, in]``, ``bias [T, out]`` or None, ``index [N]``): one batched
+    matmul over the chunks, each with its table's weights. Each chunk's weight gradient
+    is a ``K``-row sum; a table's is the sum of its chunks' (``index_add``), in its
+    parameter's layout, as :class:`StackedLinear`'s."""
+
+    @staticmethod
+    def forward(x: Tensor, weight: Tensor, bias: Tensor | None, index: Tensor) -> Tensor:
+        out = torch.bmm(x, weight.index_select(0, index).transpose(1, 2))
+        return out if bias is None else \
+            out + bias.index_select(0, index).unsqueeze(1).to(out.dtype)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, weight, bias, index = inputs
+        ctx.save_for_backward(x, weight, index)
+        ctx.has_bias = bias is not None
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x, weight, index = ctx.saved_tensors
+        x, weight = x.to(grad.dtype), weight.to(grad.dtype)   # autocast: see StackedLinear
+        gx = torch.bmm(grad, weight.index_select(0, index)) if ctx.needs_input_grad[0] \
+            else None
+        gw = gb = None
+        if ctx.needs_input_grad[1]:
+            gw = weight.new_zeros(weight.shape).index_add_(
+                0, index, torch.bmm(grad.transpose(1, 2), x))
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = grad.new_zeros(weight.shape[:2]).index_add_(0, index, grad.sum(1))
+        return gx, gw, gb, None
+
+
+def _stacked_norm(x: Tensor, norms: list, index: Tensor | None = None) -> Tensor:
     """``[norm_t(x[t]) for each t]`` (``x [T, R, C]``): one normalisation, each table's
-    weight and bias broadcast over its rows."""
+    weight and bias broadcast over its rows (with ``index``: over the chunks of
+    :func:`chunk_layout`, each its table's)."""
     y = F.layer_norm(x, x.shape[-1:], eps=norms[0].eps)
-    w = torch.stack([n.weight for n in norms]).unsqueeze(1)
-    b = torch.stack([n.bias for n in norms]).unsqueeze(1)
-    return y * w + b
+    w = torch.stack([n.weight for n in norms])
+    b = torch.stack([n.bias for n in norms])
+    if index is not None:   # index_select: its gradient is an index_add (see encoder.py)
+        w, b = w.index_select(0, index), b.index_select(0, index)
+    return y * w.unsqueeze(1) + b.unsqueeze(1)

@@ -111,7 +111,8 @@ class RelGNN(torch.nn.Module):
         fused: message passing and the table encoders' first blocks in fewer, larger ops
             (:class:`HeteroGraphSAGE`, :class:`~rdl.nn.encoder.HeteroEncoder`).
         stacked_encoders: the table encoders' later blocks as batched matmuls over all
-            tables (:class:`~rdl.nn.encoder.HeteroEncoder`; opt-in: padding's arithmetic).
+            tables (:class:`~rdl.nn.encoder.HeteroEncoder`; opt-in: padding's arithmetic;
+            a number: rows per chunk, each table padded to whole chunks only).
         id_table: identity awareness (ID-GNN): the seed nodes of this type, the first
             ``len(seed_time)`` nodes of it, get a learned vector added before message passing.
     """
@@ -119,7 +120,7 @@ class RelGNN(torch.nn.Module):
     def __init__(self, metadata: tuple, col_names: dict, col_stats: dict, time_types: list[str],
                  channels: int = 128, num_layers: int = 2, encoder_layers: int = 4,
                  aggr: str = "sum", id_table: str | None = None, fused: bool = False,
-                 stacked_encoders: bool = False):
+                 stacked_encoders: bool | int = False):
         super().__init__()
         node_types, edge_types = metadata
         self.time_types = list(time_types)

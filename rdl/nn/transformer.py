@@ -89,7 +89,7 @@ class RelGraphTransformer(NodePredictor, torch.nn.Module):
                  num_centroids: int = 32, ff_mult: int = 2, dropout: float = 0.0,
                  max_hop: int = 4, head_layers: int = 1, seed_features: int = 0,
                  metadata: tuple | None = None, fused: bool = False,
-                 stacked_encoders: bool = False):
+                 stacked_encoders: bool | int = False):
         super().__init__()
         if channels % heads:
             raise ValueError(f"model.channels ({channels}) must be a multiple of model.heads "

@@ -126,11 +126,15 @@ def run(enc, tfs):
     return out, {n: p.grad.clone() for n, p in enc.named_parameters()}
 
 
-@pytest.mark.parametrize("fused,stacked", [(True, False), (True, True), (False, True)])
-def test_fused_and_stacked_table_encoders_equal_pytorch_frames_resnets(fused, stacked):
+# chunks of 2, 3 and 16 rows: tables of 11, 4 and 7 rows in several chunks (the last
+# padded), and all of them in one chunk each
+@pytest.mark.parametrize("fused,stacked,chunk", [(True, False, 0), (True, True, 0),
+                                                 (False, True, 0), (True, True, 2),
+                                                 (True, True, 3), (False, True, 16)])
+def test_fused_and_stacked_table_encoders_equal_pytorch_frames_resnets(fused, stacked, chunk):
     enc, tfs = encoder(fused=False, stacked=False)
     out_ref, g_ref = run(enc, tfs)
-    enc.fused, enc.stacked = fused, stacked
+    enc.fused, enc.stacked, enc.chunk_rows = fused, stacked, chunk
     out, g = run(enc, tfs)
     assert out.keys() == out_ref.keys() and g.keys() == g_ref.keys()
     for t in out:
@@ -156,10 +160,12 @@ def test_stacked_encoders_batch_the_later_blocks_over_tables():
     torch.bmm = spy
     try:
         stacked_resnets(models, [double(tf) for tf in tfs.values()])
+        # in chunks of 3 rows: 4 + 2 + 3 chunks for tables of 11, 4 and 7 rows
+        stacked_resnets(models, [double(tf) for tf in tfs.values()], chunk=3)
     finally:
         torch.bmm = real
     # blocks 2 and 3 (two maps each) and the decoder, each over the three tables
-    assert calls == [3] * 5
+    assert calls == [3] * 5 + [9] * 5
     shallow, _ = encoder(num_layers=1)
     deep, _ = encoder(num_layers=2)
     assert not stackable([shallow.encoders["x"], deep.encoders["y"]])
@@ -187,8 +193,8 @@ def test_types_without_nodes_pass_through_the_fused_layer_and_encoders():
     torch.testing.assert_close(out["a"], out_ref["a"], rtol=1e-10, atol=1e-12)
     enc, tfs = encoder()
     tfs["y"] = tfs["y"][torch.zeros(0, dtype=torch.long)]
-    for stacked in (False, True):
-        enc.stacked = stacked
+    for stacked, chunk in ((False, 0), (True, 0), (True, 4)):
+        enc.stacked, enc.chunk_rows = stacked, chunk
         assert enc({t: double(tf) for t, tf in tfs.items()})["y"].shape == (0, 8)
 
 
@@ -208,11 +214,12 @@ def test_the_runs_launch_bound_fuses_rdls_models_unless_the_model_says(tiny_cfg,
         assert model.gnn.gnn.fused is fused
 
 
-def test_stacked_encoders_weight_gradients_arrive_in_the_parameters_layout():
+@pytest.mark.parametrize("stacked", [True, 4])
+def test_stacked_encoders_weight_gradients_arrive_in_the_parameters_layout(stacked):
     """Autograd copies a gradient into ``.grad`` when its strides are not its parameter's:
     a kernel for each such parameter at every step on a GPU. The stacked blocks' and
     decoders' weights get theirs in their own layout (autograd's bmm gave them transposed)."""
-    enc, tfs = encoder(fused=True, stacked=True)
+    enc, tfs = encoder(fused=True, stacked=stacked)
     layout = {}
     for name, p in enc.named_parameters():
         if p.dim() == 2 and ".backbone.0." not in name and ".encoder." not in name:

@@ -105,6 +105,9 @@ def odd_batches(dm) -> list:
     # symbolic maximum) and the fused layers, both with autograd Functions of rdl's own
     pytest.param("user-churn", "sage", True, ("launch_bound=true",),
                  marks=pytest.mark.slow),
+    # the stacked encoders over chunks of rows: the number of chunks varies with the batch
+    pytest.param("user-churn", "sage", True, ("launch_bound=true", "model.stacked_encoders=16"),
+                 marks=pytest.mark.slow),
     # slow: more compiles than CI's 15 minutes on 2 cores hold (77 s for the link model on
     # a cold cache); run with -m slow
     pytest.param("user-item-purchase", "contextgnn", True, (), marks=pytest.mark.slow),
