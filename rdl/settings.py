@@ -45,6 +45,10 @@ def check_settings(cfg: DictConfig) -> None:
     least = getattr(model_cls, "min_layers", 1)
     need(_whole(layers) and layers >= least, "model.num_layers", layers,
          f"must be an integer >= {least}")
+    stacked = model.get("stacked_encoders")
+    need(stacked is None or isinstance(stacked, bool) or (_whole(stacked) and stacked >= 2),
+         "model.stacked_encoders", stacked, "true, false, null (the run's launch_bound) or a "
+         "number of rows per chunk (2 or more)")
     hops = data.get("num_neighbors")
     hops = list(hops) if OmegaConf.is_list(hops) else hops
     need(isinstance(hops, list) and len(hops) > 0, "data.num_neighbors", hops,

@@ -65,7 +65,7 @@ def test_ops_outside_the_graphs_and_autograds_copies_into_grad_are_counted():
     """``outside``: ops that make data outside every compiled graph (the graph's own are
     not counted again); ``grad_copies``: autograd's copies of a gradient whose strides
     are not its parameter's (``bmm(x, w.transpose(1, 2))`` gives ``w`` a transposed one,
-    as it gave the stacked encoders' weights before ``rdl.nn.fused.StackedLinear``)."""
+    as it gave the stacked encoders' weights before ``rdl.nn.stacked.StackedLinear``)."""
     import torch.nn.functional as F
 
     from rdl.bench.kernels import outside_graphs

@@ -16,6 +16,9 @@ from rdl.settings import check_settings
     (["data.num_neighbors=[16,-2]"], "data.num_neighbors=[16, -2]: each fan-out must be an integer >= 1, or -1"),
     (["data.num_neighbors=[16]"], "data.num_neighbors=[16]: one fan-out per message-passing layer "
                                   "is needed: model.num_layers=2"),
+    (["model.stacked_encoders=1"], "model.stacked_encoders=1: true, false, null (the run's "
+                                   "launch_bound) or a number of rows per chunk (2 or more)"),
+    (["model.stacked_encoders=lots"], "model.stacked_encoders=lots: true, false, null"),
     (["data.batch_size=0"], "data.batch_size=0: must be an integer >= 1"),
     (["data.eval_batch_size=-1"], "data.eval_batch_size=-1: must be an integer >= 1"),
     (["lr=0"], "lr=0: must be a finite number > 0"),

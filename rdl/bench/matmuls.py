@@ -4,7 +4,7 @@
 
 On an H200, half of a compiled user-churn step's kernel time (8.4 of 15.5 ms at
 ``experiment=gpu``) is one batched matmul run 7-8 times a step: the weight gradient of
-each of :class:`~rdl.nn.fused.StackedLinear`'s maps, ``grad[t]^T @ x[t]`` for ``T``
+each of :class:`~rdl.nn.stacked.StackedLinear`'s maps, ``grad[t]^T @ x[t]`` for ``T``
 tables, a ``C x C`` output per table summed over every row, each table padded to the most
 rows of any (docs/performance.md, "What the H200's kernel time is"). cuBLAS ran it at about
 4 TFLOPS: 32x32 tiles over four 128x128 outputs make 64 thread blocks for 132

@@ -10,7 +10,7 @@ from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
 
-from rdl.nn.fused import resnet_forward, stackable, stacked_resnets
+from rdl.nn.stacked import resnet_forward, stackable, stacked_resnets
 from rdl.nn.names import TypeDict
 from rdl.scaling import iqr_scale, robust_asinh
 
@@ -196,9 +196,9 @@ class HeteroEncoder(torch.nn.Module):
         col_stats: node type -> column stats from materialisation.
         num_layers: ResNet blocks per table (RelBench uses 4).
         fused: the first block's two linear maps of a table's encodings as one matmul
-            (:func:`~rdl.nn.fused.resnet_forward`; same parameters and outputs).
+            (:func:`~rdl.nn.stacked.resnet_forward`; same parameters and outputs).
         stacked: every later block and the decoder of all tables as one batched matmul
-            per layer (:func:`~rdl.nn.fused.stacked_resnets`): ``True``, over rows padded
+            per layer (:func:`~rdl.nn.stacked.stacked_resnets`): ``True``, over rows padded
             to the largest table's (fewer kernels, more arithmetic); a number of rows
             (``chunk_rows``), over chunks of that many rows, each table padded to whole
             chunks (the real rows' arithmetic, one more small op per map's gradient).

@@ -9,7 +9,8 @@ import torch_frame
 from torch_frame.data import Dataset
 
 from rdl.nn.encoder import HeteroEncoder
-from rdl.nn.fused import resnet_forward, stackable, stacked_layer_norm, stacked_resnets
+from rdl.nn.fused import stacked_layer_norm
+from rdl.nn.stacked import resnet_forward, stackable, stacked_resnets
 from rdl.nn.model import HeteroGraphSAGE
 
 NODES = {"a": 7, "b": 5, "c": 4, "d": 3}
@@ -254,14 +255,15 @@ def test_fused_sage_weight_gradients_arrive_in_the_parameters_layout(aggr):
     assert len(set(ptrs)) == len(ptrs)
 
 
-def test_fused_and_stacked_ops_train_under_autocast():
+@pytest.mark.parametrize("stacked", [True, 4])
+def test_fused_and_stacked_ops_train_under_autocast(stacked):
     """``trainer.precision=bf16-mixed``: the hand-written backwards take the gradient's
     dtype (bfloat16) against float32 parameters, and give each parameter a gradient."""
     torch.manual_seed(0)
     model = HeteroGraphSAGE(list(NODES), EDGES, 6, num_layers=2, fused=True)
     x, ei = graph()
     x = {t: v.detach().float() for t, v in x.items()}
-    enc, tfs = encoder(fused=True, stacked=True)
+    enc, tfs = encoder(fused=True, stacked=stacked)
     enc = enc.float().train()
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = model(x, ei)
