@@ -6,9 +6,12 @@ import torch
 from rdl.bench.matmuls import main, ways
 
 
-def test_every_way_computes_each_tables_weight_gradient_over_its_real_rows():
+def test_every_way_computes_each_tables_weight_gradient_over_its_real_rows(monkeypatch):
+    from rdl.bench import matmuls
+    monkeypatch.setattr(matmuls, "CHUNKS", (4, 256))   # 2 + 1 + 3 chunks, and 1 each
     rows, c = [7, 3, 12], 5
     found = ways(rows, c, torch.device("cpu"), seed=1)
+    assert {"chunks of 4", "chunks of 256"} <= set(found)
     # the inputs again, from the same seed: the real rows of x and grad of each table
     g = torch.Generator().manual_seed(1)
     expected = []
@@ -21,7 +24,11 @@ def test_every_way_computes_each_tables_weight_gradient_over_its_real_rows():
             assert fn().shape == (3, 12, c)
             continue
         torch.testing.assert_close(fn(), expected, rtol=1e-4, atol=1e-4, msg=name)
-        assert flop == 2 * (sum(rows) if name == "per-table mm" else 3 * 12) * c * c
+        if name.startswith("chunks of"):
+            k = int(name.split()[-1])
+            assert flop == 2 * (6 if k == 4 else 3) * k * c * c
+        else:
+            assert flop == 2 * (sum(rows) if name == "per-table mm" else 3 * 12) * c * c
 
 
 def test_the_benchmark_writes_one_row_per_way(tmp_path):

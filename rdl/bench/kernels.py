@@ -119,10 +119,10 @@ def measure(task: str, variant: str, overrides: list[str], device: str) -> dict:
 NO_KERNEL = {"view", "_unsafe_view", "as_strided", "reshape", "_reshape_alias", "t",
              "transpose", "permute", "expand", "unsqueeze", "squeeze", "select", "slice",
              "narrow", "split", "split_with_sizes", "unbind", "alias", "detach", "empty",
-             "empty_like", "empty_strided", "resize_", "view_as", "lift_fresh",
-             "_local_scalar_dense", "item", "is_nonzero", "set_", "sym_size",
-             "sym_stride", "sym_numel", "resolve_conj", "resolve_neg", "contiguous",
-             "unfold", "expand_as", "flatten", "unflatten", "movedim"}
+             "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_",
+             "view_as", "lift_fresh", "_local_scalar_dense", "item", "is_nonzero", "set_",
+             "sym_size", "sym_stride", "sym_numel", "resolve_conj", "resolve_neg",
+             "contiguous", "unfold", "expand_as", "flatten", "unflatten", "movedim"}
 
 
 def outside_graphs(step) -> tuple[int, Counter]:

@@ -17,6 +17,9 @@ what each way costs on the device at hand, in seconds, not launches:
   multiple of ``S``);
 - ``per-table mm``: one ``mm`` per table over its real rows only (no padding, ``T``
   launches);
+- ``chunks of K``: as ``model.stacked_encoders=K`` computes it
+  (:class:`~rdl.nn.stacked.ChunkedLinear`): each table padded to whole chunks of ``K``
+  rows, one ``bmm`` over the chunks, their sums by table in one matmul;
 - ``padded bmm, TF32``: the first with TF32 tensor cores (``matmul_precision=high``;
   other numbers);
 - ``forward bmm``: the forward's own ``bmm(x, W^T)`` over the same rows, for scale.
@@ -34,6 +37,7 @@ import time
 from pathlib import Path
 
 import torch
+from torch import Tensor
 
 from rdl.bench.report import report, run_dir
 
@@ -41,6 +45,8 @@ from rdl.bench.report import report, run_dir
 #: H200's profile saw them (benchmarks/matmul_shapes.py)
 ROWS = [1890, 1308, 32722, 6536]
 SPLITS = (4, 16, 64)
+#: rows a chunk (``model.stacked_encoders``)
+CHUNKS = (256, 1024)
 
 
 def ways(rows: list[int], channels: int, device: torch.device, seed: int = 0) -> dict:
@@ -79,9 +85,23 @@ def ways(rows: list[int], channels: int, device: torch.device, seed: int = 0) ->
     out["per-table mm"] = (lambda: torch.stack([grad[i, :r].T @ x[i, :r]
                                                 for i, r in enumerate(rows)]),
                            2 * sum(rows) * c * c)
+    for k in CHUNKS:
+        out[f"chunks of {k}"] = chunked(x, grad, rows, k)
     out["padded bmm, TF32"] = (tf32, padded)
     out["forward bmm"] = (lambda: torch.bmm(x, weight.transpose(1, 2)), padded)
     return out
+
+
+def chunked(x: Tensor, grad: Tensor, rows: list[int], k: int) -> tuple:
+    """``(function, flop)`` of the weight gradient over chunks of ``k`` rows
+    (:func:`~rdl.nn.stacked.chunk_layout`, :func:`~rdl.nn.stacked._by_table`), the real
+    rows of ``x`` and ``grad [T, rows, C]``."""
+    from rdl.nn.stacked import _by_table, chunk_layout
+    xs, index = chunk_layout([x[i, :r] for i, r in enumerate(rows)], k)
+    gs, _ = chunk_layout([grad[i, :r] for i, r in enumerate(rows)], k)
+    c = x.size(-1)
+    return (lambda: _by_table(torch.bmm(gs.transpose(1, 2), xs), index, len(rows)),
+            2 * xs.size(0) * k * c * c)
 
 
 def sync(device: torch.device) -> None:
