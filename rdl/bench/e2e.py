@@ -62,8 +62,9 @@ VARIANTS = {
     "buckets": ("compile dynamic=False, buckets", BUCKETS),
     "reduce-overhead+buckets": ("compile reduce-overhead, buckets (CUDA)",
                                 [*BUCKETS, "+compile.kwargs.mode=reduce-overhead"]),
-    # the model's own ops (rdl/nn/fused.py, rdl/nn/stacked.py): fused without stacked encoders, per edge and
-    # node type (the CPU's default), fused and stacked (experiment=gpu's)
+    # the model's own ops (rdl/nn/fused.py, rdl/nn/stacked.py): fused without stacked
+    # encoders, per edge and node type (the CPU's default), fused and stacked
+    # (experiment=gpu's)
     "dynamic-fused": ("compile dynamic=True, fused ops, encoders per table",
                       ["compile.enabled=true", "model.fused=true",
                        "model.stacked_encoders=false"]),

@@ -4,11 +4,13 @@ each fit one check's budget (``--part N``).
 A GPU is lent for 15 minutes, its start included, and one command may run 10: the rows do
 not fit in one check. The parts, most wanted first (docs/performance.md, "The GPU check"):
 
-1. the CUDA tests (``pytest -m cuda``), then at ``experiment=gpu`` (2,048 seeds a step,
-   the tables' encoders stacked, the workers' batches packed) user-churn eager and
-   compiled (``dynamic=True``), compiled with each batch copied to the GPU as its one
-   buffer (``data.pack_batches=device``), with the stacked encoders over chunks of rows
-   (``model.stacked_encoders=1024``: a third of the padded arithmetic), with TF32 matmuls (``matmul_precision=high``: the
+1. ``python -m rdl.bench matmuls`` (seconds: the stacked encoders' weight gradient, each
+   way timed), the CUDA tests (``pytest -m cuda``), then at ``experiment=gpu`` (2,048
+   seeds a step, the tables' encoders stacked, the workers' batches packed) user-churn
+   eager and compiled (``dynamic=True``), compiled with each batch copied to the GPU as
+   its one buffer (``data.pack_batches=device``), with the stacked encoders over chunks of
+   rows (``model.stacked_encoders=1024``: a third of the padded arithmetic), with TF32
+   matmuls (``matmul_precision=high``: the
    stacked encoders' weight gradients are half a compiled step's kernel time; its one row
    of 2026-12-04 ran slower, unexplained), with its kernels launched from C++
    (``cpp_wrapper``) and with combo kernels (the compiled step's host time is now the
