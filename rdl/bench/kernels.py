@@ -22,7 +22,8 @@ graph, each a kernel on a GPU (the backward's seed, the loss's own ops, autograd
 ``outside_top`` names the most frequent. Of them, ``grad_copies`` counts the copies
 autograd makes as it writes each gradient into ``.grad``: one for every parameter whose
 gradient arrives in strides not its own. The optimiser and the batch's copy to the
-device are not part of the counted step. Each row runs in a fresh process with cold compile caches.
+device are not part of the counted step. Each row runs in a fresh process with cold
+compile caches.
 Reads the generated code with ``torch._inductor.utils.run_and_get_code`` (private: a
 torch without it fails the row, naming it).
 

@@ -71,13 +71,12 @@ def ways(rows: list[int], channels: int, device: torch.device, seed: int = 0) ->
         return lambda: torch.bmm(gs.transpose(1, 2), xs).view(t, s, c, c).sum(1)
 
     def tf32():
-        before = torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()
+        before = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision("high")
         try:
             return torch.bmm(grad.transpose(1, 2), x)
         finally:
-            torch.set_float32_matmul_precision(before[1])
-            torch.backends.cuda.matmul.allow_tf32 = before[0]
+            torch.set_float32_matmul_precision(before)
 
     out = {"padded bmm": (lambda: torch.bmm(grad.transpose(1, 2), x), padded)}
     for s in SPLITS:

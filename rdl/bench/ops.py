@@ -34,8 +34,8 @@ def set_ops(model, fused: bool, stacked: bool | int) -> None:
     from rdl.nn.fused import fusable
     gnn = model.gnn
     gnn.gnn.fused = fused and fusable(gnn.gnn.aggr)
-    gnn.encoder.fused, gnn.encoder.stacked = fused, bool(stacked)
-    gnn.encoder.chunk_rows = 0 if isinstance(stacked, bool) else stacked
+    gnn.encoder.fused = fused
+    gnn.encoder.set_stacked(stacked)
 
 
 def measure(task: str, variants: list[str], eager: bool, batches: int, rounds: int,

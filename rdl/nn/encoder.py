@@ -207,15 +207,21 @@ class HeteroEncoder(torch.nn.Module):
     def __init__(self, channels: int, col_names: dict, col_stats: dict, num_layers: int = 4,
                  fused: bool = False, stacked: bool | int = False):
         super().__init__()
-        if not isinstance(stacked, bool) and (not isinstance(stacked, int) or stacked < 2):
-            raise ValueError(f"model.stacked_encoders={stacked!r}: true, false or a number "
-                             "of rows per chunk (2 or more)")
-        self.fused, self.stacked = bool(fused), bool(stacked)
-        self.chunk_rows = 0 if isinstance(stacked, bool) else stacked
+        self.fused = bool(fused)
+        self.set_stacked(stacked)
         self.encoders = TypeDict({
             nt: table_encoder(channels, names, col_stats[nt], num_layers)
             for nt, names in col_names.items()
         })
+
+    def set_stacked(self, stacked: bool | int) -> None:
+        """``stacked`` (see the class): ``self.stacked`` and ``self.chunk_rows`` (0: padded
+        to the largest table)."""
+        if not isinstance(stacked, bool) and (not isinstance(stacked, int) or stacked < 2):
+            raise ValueError(f"model.stacked_encoders={stacked!r}: true, false or a number "
+                             "of rows per chunk (2 or more)")
+        self.stacked = bool(stacked)
+        self.chunk_rows = 0 if isinstance(stacked, bool) else stacked
 
     def reset_parameters(self):
         for enc in self.encoders.values():
