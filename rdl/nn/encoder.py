@@ -1,6 +1,8 @@
 """Per-table column encoders and the relative-time encoding."""
 from __future__ import annotations
 
+import math
+
 import torch
 import torch_frame
 from torch import Tensor
@@ -47,16 +49,63 @@ class RobustLinearEncoder(torch_frame.nn.LinearEncoder):
         return torch.where(missing, 0.0, out)
 
 
+class EmbeddingEncoder(torch_frame.nn.EmbeddingEncoder):
+    """PyTorch Frame's encoder of categorical columns, a missing category (``-1``) sent
+    to the padding row by ``torch.where``.
+
+    Written here because PyTorch Frame sends it there by boolean-mask assignment
+    (``feat[mask] = 0``): on a GPU, run eagerly, a host-device sync at every step (the
+    mask's ``nonzero``; ``tests/training/test_device_step.py``). Same parameters, same
+    rows read.
+    """
+
+    def encode_forward(self, feat: Tensor, col_names: list[str] | None = None) -> Tensor:
+        # feat [rows, columns]: each column's categories after those of the columns before
+        return self.emb(torch.where(feat < 0, 0, feat + self.offset + 1))
+
+
+class _YearEncoding(torch_frame.nn.encoding.PositionalEncoding):
+    """PyTorch Frame's sinusoidal encoding of a timestamp's years since its column's
+    first, without its check on the host that none is negative (see
+    :class:`TimestampEncoder`)."""
+
+    def forward(self, input_tensor: Tensor) -> Tensor:
+        x = input_tensor.unsqueeze(-1) * self.mult_term.reshape((1,) * input_tensor.ndim + (-1,))
+        return torch.cat([torch.sin(x), torch.cos(x)], dim=-1)
+
+
+class _CyclicEncoding(torch_frame.nn.encoding.CyclicEncoding):
+    """PyTorch Frame's cyclic encoding of a timestamp's month, day, weekday and time of
+    day (each over its largest value), without its check on the host that each lies in
+    [0, 1] (see :class:`TimestampEncoder`)."""
+
+    def forward(self, input_tensor: Tensor) -> Tensor:
+        x = input_tensor.unsqueeze(-1) * self.mult_term.reshape((1,) * input_tensor.ndim + (-1,))
+        return torch.cat([torch.sin(x * math.pi), torch.cos(x * 2 * math.pi)], dim=-1)
+
+
 class TimestampEncoder(torch_frame.nn.TimestampEncoder):
     """PyTorch Frame's timestamp encoder, its missing timestamps filled with
-    ``torch.where``.
+    ``torch.where`` and its encodings computed without checks on the host.
 
     Written here because PyTorch Frame fills them by boolean-mask assignment of each
     column's fill value (``col[mask] = fill``), which Inductor leaves as ``index_put_``:
     on a GPU a host-device sync at every step of the compiled model (CUDA's sync check,
     ``tests/test_cuda.py``). Same result: a timestamp with any part missing becomes its
-    column's fill value, all parts.
+    column's fill value, all parts. And its two encodings assert their inputs' range on
+    the host (``assert torch.all(...)``): on a GPU two host-device syncs in every eager
+    step, and in a compiled one a reduction and a device-side assert, which would end
+    the process rather than the run. The range holds by construction (the years are
+    counted from the column's first year in its statistics, the other parts are divided
+    by their largest values); a year before the first (a checkpoint's statistics on an
+    older table) is encoded as the sinusoid extends, not refused. Same buffers and
+    parameters.
     """
+
+    def init_modules(self) -> None:
+        super().init_modules()
+        self.positional_encoding = _YearEncoding(self.out_size)
+        self.cyclic_encoding = _CyclicEncoding(self.out_size)
 
     def na_forward(self, feat: Tensor) -> Tensor:
         if self.na_strategy is None:
@@ -87,7 +136,7 @@ class LinearEmbeddingEncoder(torch_frame.nn.LinearEmbeddingEncoder):
 # The stype encoders of each stype PyTorch Frame materialises (text_embedded becomes
 # embedding once materialised).
 STYPE_ENCODERS = {
-    torch_frame.categorical: torch_frame.nn.EmbeddingEncoder,
+    torch_frame.categorical: EmbeddingEncoder,
     torch_frame.numerical: RobustLinearEncoder,
     torch_frame.multicategorical: torch_frame.nn.MultiCategoricalEmbeddingEncoder,
     torch_frame.embedding: LinearEmbeddingEncoder,

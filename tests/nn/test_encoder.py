@@ -63,6 +63,43 @@ def test_missing_timestamps_filled_as_pytorch_frame_fills_them_without_a_mask_as
     assert ops and torch.ops.aten.index_put_ not in ops and torch.ops.aten.index_put not in ops
 
 
+def test_categories_and_timestamps_encode_as_pytorch_frame_encodes_them_without_host_syncs():
+    """rdl's categorical and timestamp encoders: PyTorch Frame's outputs and gradients from
+    the same state, missing categories and timestamps included, with none of its ops that
+    wait for a GPU (a boolean-mask assignment's ``nonzero``, an assert's ``item``)."""
+    from tests.training.test_syncs import SyncRecorder
+    df = pd.DataFrame({"colour": ["red", None, "green", "red", "blue", None, "teal", "red"],
+                       "size": ["s", "m", None, "l", "s", "s", "m", None],
+                       "when": ["2020-01-01 00:00", None, "2021-06-03 10:00", "2019-02-02 08:30",
+                                "2024-12-31 23:59", "2019-01-01 00:00", None, "2022-07-14 12:30"]})
+    ds = Dataset(df, {"colour": torch_frame.categorical, "size": torch_frame.categorical,
+                      "when": torch_frame.timestamp}).materialize()
+    tf = ds.tensor_frame
+    for stype, ref_cls in [(torch_frame.categorical, torch_frame.nn.EmbeddingEncoder),
+                           (torch_frame.timestamp, torch_frame.nn.TimestampEncoder)]:
+        feat = tf.feat_dict[stype]
+        assert (feat == -1).any(), "some values are missing"
+        stats = stats_of(ds.col_stats, tf, stype)
+        torch.manual_seed(0)
+        ref = ref_cls(out_channels=8, stats_list=stats, stype=stype)
+        ours = STYPE_ENCODERS[stype](out_channels=8, stats_list=stats, stype=stype)
+        assert type(ours) is not ref_cls
+        ours.load_state_dict(ref.state_dict())
+        recorder = SyncRecorder()
+        with recorder:
+            x = ours(feat)
+            x.square().sum().backward()
+        assert not recorder.events, recorder.events
+        x_ref = ref(feat)
+        x_ref.square().sum().backward()
+        torch.testing.assert_close(x, x_ref, rtol=0, atol=0)
+        for (name, p), p_ref in zip(ours.named_parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, p_ref.grad, rtol=0, atol=0, msg=name)
+        with SyncRecorder() as theirs:
+            ref(feat)
+        assert theirs.events, "PyTorch Frame's own encoder syncs (what this replaces)"
+
+
 def test_missing_numbers_encode_as_zeros_and_keep_the_weight_finite():
     tf, stats = frame()
     feat = tf.feat_dict[torch_frame.numerical].clone()

@@ -12,9 +12,8 @@ The model itself is compiled in training, and Dynamo does not run compiled code 
 dispatch mode, so the audit pauses inside the model's forward and backward and the
 compiled model is covered otherwise: a host sync is data-dependent (a value or a size read
 from a tensor), which Dynamo cannot put in a graph, so it would be a graph break, and
-``test_compile`` compiles every model with ``fullgraph=True``. (Eagerly, PyTorch Frame's
-encoders do sync: asserts on tensors and boolean-mask assignment, which the compiled graph
-turns into device-side asserts and ``where``.)
+``test_compile`` compiles every model with ``fullgraph=True``. The model run eagerly, on a
+device other than the CPU, is audited by ``test_device_step.py``.
 """
 from __future__ import annotations
 
