@@ -70,7 +70,9 @@ def fitted(inputs, **settings):
                       cfg.data.strict, cfg.seed, deep=deep)
 
 
-@pytest.mark.parametrize("task", ["user-item-purchase", "experiment=forum-user-vote"])
+# the forum's case is slow-marked (CI's 15 minutes): the same chunking, another database
+@pytest.mark.parametrize("task", ["user-item-purchase", pytest.param(
+    "experiment=forum-user-vote", marks=pytest.mark.slow)])
 def test_scoring_in_chunks_changes_nothing(task, rdl_cache):
     """The tiny H&M database (depth-2 features, as runs have them) and the forum."""
     from rdl.bench.ranker import ranker_inputs
