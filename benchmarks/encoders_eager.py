@@ -16,7 +16,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-import torch
 import torch_frame
 from torch_frame.data import Dataset
 
