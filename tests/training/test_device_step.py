@@ -14,8 +14,9 @@ data), keeps its tensors on the step's device and never waits for it.
 ``test_syncs.py`` audits Lightning's loop around the model on the CPU (the model there is
 compiled, and a compiled graph cannot sync: ``test_compile.py``); this audits the model's
 own forward, loss and backward, eagerly, as ``compile.enabled=false`` runs them on a GPU,
-and its forward in evaluation. Both the per-type ops and the fused and stacked ones
-(``launch_bound=true``, as ``experiment=gpu``).
+and its forward in evaluation; with a compiled run's batches, also the padding ahead of
+the compiled model (``pad_inputs``, outside its graph). Both the per-type ops and the
+fused and stacked ones (``launch_bound=true``, as ``experiment=gpu``).
 """
 from __future__ import annotations
 
@@ -91,18 +92,29 @@ def audit_step(module, batch) -> list[str]:
     return audit.events
 
 
-#: every model, each family, both ways of computing the message passing and the encoders
-CASES = [("user-churn", "sage", False), ("user-churn", "sage", True),
-         ("user-churn", "graph-transformer", True), ("user-item-purchase", "idgnn", False),
-         ("user-item-purchase", "contextgnn", True), ("user-item-purchase", "two-tower", True),
-         ("user-item-purchase", "context-transformer", False)]
+#: every model, each family, both ways of computing the message passing and the encoders,
+#: and a compiled run's batches (pad rows, nodes and edges: ``rdl.training.shapes``)
+CASES = [("user-churn", "sage", False, False), ("user-churn", "sage", True, False),
+         ("user-churn", "sage", True, True), ("user-churn", "graph-transformer", True, False),
+         ("user-item-purchase", "idgnn", False, False),
+         ("user-item-purchase", "contextgnn", True, False),
+         ("user-item-purchase", "contextgnn", True, True),
+         ("user-item-purchase", "two-tower", True, False),
+         ("user-item-purchase", "context-transformer", False, False)]
 
 
-@pytest.mark.parametrize("task,model,launch_bound", CASES)
-def test_a_step_keeps_to_its_device_and_never_syncs(tiny_cfg, task, model, launch_bound):
-    cfg = tiny_cfg(f"task={task}", f"model={model}", "compile.enabled=false",
+@pytest.mark.parametrize("task,model,launch_bound,compiled", CASES)
+def test_a_step_keeps_to_its_device_and_never_syncs(tiny_cfg, task, model, launch_bound,
+                                                    compiled):
+    cfg = tiny_cfg(f"task={task}", f"model={model}", f"compile.enabled={str(compiled).lower()}",
                    f"launch_bound={str(launch_bound).lower()}")
     _, dm, module = build(cfg)
+    if compiled:
+        # a compiled run's loaders and padding ahead of the model, the model itself eager
+        # (Inductor cannot compile for the meta device; a compiled graph cannot sync:
+        # test_compile.py)
+        assert module.shapes.pad_rows and module.forward_fn is not module.model
+        object.__setattr__(module, "forward_fn", module.model)
     dm.setup("fit")
     batch = next(iter(dm.train_dataloader()))
     events = audit_step(module, batch)
