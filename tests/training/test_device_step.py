@@ -2,10 +2,10 @@
 family's step, run eagerly on PyTorch's ``meta`` device (shapes, dtypes and devices, no
 data), keeps its tensors on the step's device and never waits for it.
 
-- A tensor of more than one element on the CPU inside a GPU step is a copy between the
-  devices at every step (and, compiled for CUDA graphs, a cut in the graph: Inductor
-  records no CPU op). A module's tensor that ``module.to(device)`` does not move (an
-  attribute, not a buffer) shows up here as one.
+- A tensor on the CPU inside a GPU step is a copy between the devices at every step, or,
+  a single value, a CPU op in a graph compiled for CUDA graphs, which Inductor cuts the
+  graph around (it records no CPU op). A module's tensor that ``module.to(device)`` does
+  not move (an attribute, not a buffer) shows up here as one.
 - A host sync (``.item()``, ``bool(tensor)``, a boolean mask's ``nonzero``, ...) makes the
   host wait for the device's queue: in an eager GPU step each one stops the overlap of
   the host's launches with the device's work. PyTorch Frame's categorical and timestamp
@@ -44,8 +44,8 @@ def on_meta(value):
 
 
 class DeviceAudit(TorchDispatchMode):
-    """Records each op that would sync the host, or that reads or makes a tensor of more
-    than one element on the CPU, with the first frame outside torch that called it."""
+    """Records each op that would sync the host, or that reads or makes a tensor on the
+    CPU, with the first frame outside torch that called it."""
 
     def __init__(self):
         super().__init__()
@@ -67,7 +67,7 @@ class DeviceAudit(TorchDispatchMode):
             self._record(f"host sync {func}")
         out = func(*args, **kwargs)
         cpu = [tuple(t.shape) for t in tree_leaves((args, kwargs, out))
-               if isinstance(t, Tensor) and t.device.type == "cpu" and t.numel() > 1]
+               if isinstance(t, Tensor) and t.device.type == "cpu"]
         if cpu:
             self._record(f"CPU tensors {cpu} in {func}")
         return out
