@@ -315,3 +315,19 @@ def test_the_source_digest_says_which_code_ran(tmp_path):
     (tmp_path / "m.py").rename(tmp_path / "a" / "m.py")
     assert moved != source_digest(tmp_path), "a file's place counts"
     assert len(source_digest()) == 12
+
+
+def test_each_row_is_compared_with_eager_and_an_option_with_the_plain_compiled_row():
+    from rdl.bench.gpu import table
+
+    def row(variant, seeds, task="user-churn", workers=None):
+        return {"part": 1, "task": task, "config": "gpu", "size": "full", "workers": workers,
+                "variant": variant, "seeds_per_s": seeds}
+    rows = table([row("eager", 100.0), row("dynamic", 150.0), row("dynamic-chunked", 180.0),
+                  row("dynamic-tf32", None), row("eager", 50.0, task="item-sales"),
+                  row("dynamic-cpp-wrapper", 60.0, task="item-sales"),
+                  row("dynamic", 40.0, workers=0), row("dynamic-fused", 30.0, workers=0)])
+    got = [(r["vs eager"], r["vs compiled"]) for r in rows]
+    assert got == [(1.0, None), (1.5, None), (1.8, 1.2), (None, None),
+                   (1.0, None), (1.2, None),            # no plain compiled row to compare
+                   (None, None), (None, 0.75)]           # another loader: its own rows

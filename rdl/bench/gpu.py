@@ -188,17 +188,21 @@ def _brief(row: dict) -> str:
 
 def table(rows: list[dict]) -> list[dict]:
     """The report's rows: each with its ratio to the eager row of its task, config, loader
-    and size."""
+    and size, and a variant of the compiled step to the plain compiled row
+    (``dynamic``): whether the option pays, measured in the same check."""
     def key(r):
         return r["task"], r["config"], r["workers"], r["size"]
-    eager = {key(r): r.get("seeds_per_s") for r in rows if r["variant"] == "eager"}
+    eager, dynamic = ({key(r): r.get("seeds_per_s") for r in rows if r["variant"] == v}
+                      for v in ("eager", "dynamic"))
     out = []
     for r in rows:
         base, own = eager.get(key(r)), r.get("seeds_per_s")
+        compiled = dynamic.get(key(r)) if r["variant"] not in ("eager", "dynamic") else None
         out.append({
             "part": r["part"], "task": r["task"], "config": r["config"], "size": r["size"],
             "loader": _loader(r), "variant": VARIANTS[r["variant"]][0], "seeds/s": own,
             "vs eager": own / base if own and base else None,
+            "vs compiled": own / compiled if own and compiled else None,
             "loader alone seeds/s": r.get("loader_seeds_per_s"),
             "step alone seeds/s": r.get("step_seeds_per_s"), "bound": r.get("bound"),
             "step ms": r.get("step_ms"), "first epoch s": r.get("first_epoch_s"),
