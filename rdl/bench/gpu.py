@@ -15,7 +15,8 @@ by default: the check must end inside 8 minutes with its start), writing under `
    ``experiment=gpu`` with ``data.num_workers=0`` too, and the host-overhead rows (a
    tiny model, user-churn), in parts that each fit one check (``--part N``;
    :mod:`rdl.bench.gpu_plan` says which rows each holds and why). Each row: seeds/s and
-   its ratio to eager, the loader alone and the step alone and which bounds
+   its ratio to eager (an option of the compiled step: also to the plain compiled row),
+   the loader alone and the step alone and which bounds
    (:mod:`rdl.bench.alone`), the step, the first epoch (compiles), graphs compiled in all
    and inside the timed epochs, one profiled epoch's host time, device time (kernels,
    copies), launches and operators per step and its top kernels, and the peak GPU memory.
