@@ -35,8 +35,9 @@ aten = torch.ops.aten
 
 
 def on_meta(value):
-    """``value`` (a tensor, or a TensorFrame or PyTorch Frame multi-tensor) as a tensor of
-    the same shape, strides and dtype on the ``meta`` device."""
+    """``value`` (a tensor, or a TensorFrame or PyTorch Frame multi-tensor) with each
+    tensor made anew on the ``meta`` device, of the same shape, strides and dtype (PyG's
+    ``apply`` leaves what it cannot map as it is: on the CPU, where the audit sees it)."""
     if isinstance(value, Tensor):
         return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype,
                                    device="meta")
