@@ -276,6 +276,38 @@ def test_the_profile_counts_copies_apart_and_lists_the_top_kernels():
         ("sm90_gemm", 1.0), ("triton_poi_fused_add_0", 0.5)]
 
 
+def test_the_profile_counts_the_compiled_regions_and_graphs_a_step_enters():
+    """A model compiled whole enters one region and runs one graph a step; a graph break
+    makes two of each (the GPU check tells graph breaks from Inductor's partitions so)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from rdl.bench.step_profile import summarize
+
+    def counts(broken: bool, steps: int = 2) -> dict:
+        torch._dynamo.reset()
+        lin = torch.nn.Linear(4, 4)
+
+        def fn(x):
+            x = lin(x).relu()
+            if broken:
+                torch._dynamo.graph_break()
+            return lin(x).sum()
+
+        step = torch.compile(fn, backend="aot_eager")
+        x = torch.randn(3, 4)
+        step(x).backward()                          # compiles
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(steps):
+                step(x).backward()
+        return summarize(prof, 0.01, steps, torch.device("cpu"))
+
+    whole, broken = counts(False), counts(True)
+    assert (whole["regions"], whole["graph_calls"], whole["frames"]) == (1, 1, 1), whole
+    assert broken["regions"] == 2 and broken["graph_calls"] == 2, broken
+    assert broken["frames"] == 2, broken     # the code after a break: a frame of its own
+
+
 @pytest.mark.parametrize("name, kind", [
     ("triton_red_fused_mul_native_layer_norm_sum_0", "triton"),
     ("sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize32x32x8", "matmul"),

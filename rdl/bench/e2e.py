@@ -115,7 +115,7 @@ TINY = ["model.channels=16", "model.num_layers=1", "model.encoder_layers=1",
 RESULT = "RDL_BENCH_E2E_RESULT "
 #: what :func:`~rdl.bench.step_profile.summarize` reports of a profiled step
 PROFILED = ("host_ms", "device_ms", "kernel_ms", "copy_ms", "ops", "kernels", "copies",
-            "launches", "graph_replays", "captures")
+            "launches", "graph_replays", "captures", "regions", "graph_calls", "frames")
 #: seeds/s together (the loader and the step, as a run trains), each alone, what bounds
 TOGETHER_ALONE = ("seeds_per_s", "loader_seeds_per_s", "step_seeds_per_s", "bound",
                   "loader_workers")
@@ -206,6 +206,7 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
             if dev.type == "cuda" else None)
     return {"first_epoch_s": clock.epochs[0][0], **together,
             "graphs": stats()["graphs"] if compiled else 0,
+            "graph_breaks": stats()["graph_breaks"] if compiled else 0,
             **apart.result,
             "step_seeds_per_s": step.get("seeds_per_s"), "step_alone_ms": step.get("step_ms"),
             "step_graphs_timed": step.get("graphs_timed"),

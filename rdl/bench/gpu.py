@@ -208,6 +208,8 @@ def table(rows: list[dict]) -> list[dict]:
             "step alone seeds/s": r.get("step_seeds_per_s"), "bound": r.get("bound"),
             "step ms": r.get("step_ms"), "first epoch s": r.get("first_epoch_s"),
             "graphs (in timed epochs)": (f"{r['graphs']} ({r['graphs_timed']})"
+                                         + (f", {r['graph_breaks']} breaks"
+                                            if r.get("graph_breaks") else "")
                                          if "graphs" in r else None),
             **{f"profiled {k}": r.get(k) for k in PROFILED},
             "cudagraph skips": r.get("cudagraph_skips"),
@@ -282,7 +284,9 @@ def write(out: Path, header: dict, rows: list[dict]) -> None:
             "torch.profiler (host wall time, device time, of which compute kernels and "
             "copies (memcpy, memset), operators dispatched, kernels run, copies, launches, "
             "CUDA graph replays; captures: CUDA graphs recorded in the whole "
-            "profiled window); cudagraph skips: graphs reduce-overhead ran without CUDA "
+            "profiled window; regions and graph calls: Dynamo's compiled regions entered "
+            "and compiled graphs run a step, one each for a model compiled whole, and the "
+            "frames they belong to); cudagraph skips: graphs reduce-overhead ran without CUDA "
             "graphs (the row's log says why); peak GiB: GPU memory allocated (CPU: the "
             "process's resident memory). Each row's log: `logs.tgz`.", "",
             markdown([{k: ("" if v is None else v) for k, v in r.items()} for r in table(rows)])

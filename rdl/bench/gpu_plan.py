@@ -19,7 +19,8 @@ not fit in one check. The parts, most wanted first (docs/performance.md, "The GP
 2. at ``experiment=gpu``, user-churn compiled with the workers' batches not packed in
    one buffer (``data.pack_batches=false``, as before) and shared by file name
    (``sharing_strategy=file_system``), CUDA graphs over buckets for the node tasks
-   (user-churn's partitions logged: 56 CUDA graphs a step on 2026-12-04, slower than eager),
+   (on 2026-12-04 user-churn's ran 28 compiled graphs and 56 CUDA graphs a step, slower
+   than eager: its row logs why, and counts them),
    buckets alone, the first task's model with its ops fused but not
    stacked (``dynamic-fused``) and per type (``dynamic-per-type``), the first task with
    ``data.num_workers=0`` beside the configured workers (what settled the 11-25 and 11-27

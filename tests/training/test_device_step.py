@@ -140,3 +140,56 @@ def test_the_audit_sees_a_cpu_tensor_and_a_sync():
     assert any(e.startswith("host sync") for e in audit.events), audit.events
     assert any(e.startswith("CPU tensors [(4,)]") for e in audit.events), audit.events
     assert len(audit.events) == 2, audit.events
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_the_compiled_graphs_hold_nothing_a_cuda_graph_is_cut_around(tiny_cfg, dynamic):
+    """``experiment=gpu``'s model as Inductor receives it (forward and backward graphs
+    after AOTAutograd and Inductor's decompositions), traced on the ``meta`` device with
+    rdl's trace settings: no node on the CPU, none of the ops torch will not record in a
+    CUDA graph, no size read from data. Inductor cuts a graph around such nodes (its
+    partitions); with static shapes (buckets) or without, the model gives it none. Private
+    torch APIs, in this test only: skipped where this torch lacks them."""
+    aot = pytest.importorskip("torch._functorch.aot_autograd")
+    decomp = pytest.importorskip("torch._inductor.decomposition")
+    utils = pytest.importorskip("torch._inductor.utils")
+    unsafe = getattr(utils, "is_cudagraph_unsafe_fx_node", None)
+    if unsafe is None:
+        pytest.skip(f"torch {torch.__version__} has no is_cudagraph_unsafe_fx_node")
+    from rdl.training.compile import _trace_settings
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        def keep(kind):
+            def compiler(g, _):
+                graphs.append((kind, g))
+                return g.forward
+            return compiler
+        return aot.aot_module_simplified(gm, example_inputs, fw_compiler=keep("forward"),
+                                         bw_compiler=keep("backward"),
+                                         decompositions=decomp.select_decomp_table())
+
+    cfg = tiny_cfg("task=user-churn", "launch_bound=true", "compile.enabled=true")
+    _, dm, module = build(cfg)
+    dm.setup("fit")
+    batch = next(iter(dm.train_dataloader())).apply(on_meta)
+    module = module.to("meta").train()
+    object.__setattr__(module, "forward_fn",
+                       torch.compile(module.model, backend=backend, dynamic=dynamic))
+    with _trace_settings():
+        loss, _ = module.step_loss(batch)
+        loss.backward()
+    assert [kind for kind, _ in graphs] == ["forward", "backward"]
+    found = []
+    for kind, gm in graphs:
+        for node in gm.graph.nodes:
+            vals = node.meta.get("val")
+            vals = vals if isinstance(vals, (list, tuple)) else [vals]
+            if any(isinstance(v, Tensor) and v.device.type == "cpu" for v in vals):
+                found.append(f"{kind}: {node.op} {node.target} on the CPU")
+            if node.op == "call_function" and (unsafe(node) or
+                                               node.meta.get("unbacked_bindings")):
+                found.append(f"{kind}: {node.target} is not recorded in a CUDA graph")
+    assert not found, "\n".join(found)
