@@ -276,6 +276,34 @@ def test_the_profile_counts_copies_apart_and_lists_the_top_kernels():
         ("sm90_gemm", 1.0), ("triton_poi_fused_add_0", 0.5)]
 
 
+def test_the_step_profiler_profiles_its_steps_and_none_when_asked_for_none():
+    """``--profile 0`` (the e2e default) runs no epoch under torch.profiler: on 12-05 it
+    profiled a whole epoch anyway, the host-profiled one among others, whose figures then
+    held the profiler's own parsing."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from rdl.bench.step_profile import StepProfiler
+
+    def run(steps: int, batches: int = 5) -> StepProfiler:
+        prof, trainer = StepProfiler(torch.device("cpu"), 1, steps), SimpleNamespace()
+        for epoch in range(3):
+            trainer.current_epoch = epoch
+            for i in range(batches):
+                prof.on_train_batch_start(trainer, None, None, i)
+                if epoch == 1 and steps == 0:
+                    assert prof.prof is None
+                torch.ones(3).add_(1)
+                prof.on_train_batch_end(trainer, None, None, None, i)
+            prof.on_train_epoch_end(trainer, None)
+        return prof
+
+    assert run(0).result == {}
+    two = run(2).result
+    assert two["ops"] >= 1 and two["host_ms"] > 0 and two["regions"] == 0
+
+
 def test_the_profile_counts_the_compiled_regions_and_graphs_a_step_enters():
     """A model compiled whole enters one region and runs one graph a step; a graph break
     makes two of each (the GPU check tells graph breaks from Inductor's partitions so)."""

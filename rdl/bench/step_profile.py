@@ -15,14 +15,15 @@ from rdl.bench.alone import sync as _sync
 class StepProfiler(pl.Callback):
     """Lightning callback: ``torch.profiler`` over ``steps`` whole loop iterations of
     epoch ``epoch`` (from the start of its second batch: the loader's fetch, the step and
-    every hook), summarised per step by :func:`summarize`."""
+    every hook), summarised per step by :func:`summarize`. ``steps`` 0: none (no epoch
+    runs under the profiler, whose cost would fall on the epoch's other measures)."""
 
     def __init__(self, device: torch.device, epoch: int, steps: int):
         self.device, self.epoch, self.steps = device, epoch, steps
         self.prof, self.result, self._n = None, {}, 0
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx):
-        if trainer.current_epoch != self.epoch:
+        if self.steps <= 0 or trainer.current_epoch != self.epoch:
             return
         if batch_idx == 1:
             from torch.profiler import ProfilerActivity, profile
