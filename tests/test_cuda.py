@@ -133,3 +133,15 @@ def test_compiled_training_steps_never_sync_on_the_gpu(tiny_cfg, tmp_path):
         torch.cuda.set_sync_debug_mode("default")
     # batches 2-5: the last logs (a short epoch logs its last step), the others are checked
     assert trainer.global_step == 6 and first.logged == 1 and first.checked == 3
+
+
+def test_a_step_seeds_the_gpu_generator_as_torch_manual_seed_does():
+    """rdl's per-step seeding (which skips the accelerators this process has not started)
+    leaves CUDA's generator as ``torch.manual_seed`` does: the same dropout on the GPU."""
+    from rdl.training.resume import seed_generators
+    dev = torch.device("cuda")
+    torch.manual_seed(11)
+    want = torch.rand(8, device=dev)
+    torch.manual_seed(3)
+    seed_generators(11, dev)
+    assert torch.equal(torch.rand(8, device=dev), want)

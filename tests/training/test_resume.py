@@ -173,3 +173,28 @@ def test_compiled_and_eager_checkpoints_load_into_each_other(tiny_cfg):
     eager.load_state_dict(state)            # strict: every key, no other
     assert all(torch.equal(v, eager.state_dict()[k]) for k, v in state.items())
     compiled.load_state_dict(eager.state_dict())
+
+
+def test_each_step_seeds_the_generators_as_torch_does_without_queueing_for_idle_devices(
+        monkeypatch):
+    """A step's seeding leaves the CPU's generator as ``torch.manual_seed`` does (the same
+    dropout draws: a resumed run matches one seeded either way), and queues nothing, with
+    its stack trace, for an accelerator this process has not started."""
+    from rdl.training.resume import STARTED_LATER, seed_generators
+    torch.manual_seed(123)
+    want = torch.rand(5)
+    torch.manual_seed(7)
+    queued = []
+    for name in STARTED_LATER:
+        backend = getattr(torch, name, None)
+        if backend is not None and not backend.is_initialized():
+            monkeypatch.setattr(backend, "manual_seed_all",
+                                lambda seed, name=name: queued.append(name))
+    seed_generators(123, torch.device("cpu"))
+    assert torch.equal(torch.rand(5), want)
+    assert queued == []
+    # another device type: torch's own seeding, every generator
+    seen = []
+    monkeypatch.setattr(torch, "manual_seed", lambda seed: seen.append(seed))
+    seed_generators(5, torch.device("hpu"))
+    assert seen == [5]
