@@ -69,9 +69,9 @@ def seed_generators(seed: int, device: torch.device) -> None:
         return
     torch.default_generator.manual_seed(seed)
     for name in STARTED_LATER:
-        backend = getattr(torch, name, None)
-        if backend is not None and backend.is_initialized():
-            backend.manual_seed_all(seed)
+        started = getattr(getattr(torch, name, None), "is_initialized", None)
+        if started is not None and started():
+            getattr(torch, name).manual_seed_all(seed)
     if device.type == "mps":
         torch.mps.manual_seed(seed)
 
