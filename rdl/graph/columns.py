@@ -15,7 +15,6 @@ lists (a numpy cell is taken for a category, and fails), and pandas cannot hash 
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 # where the database's digest needs them (rdl.data sits below rdl.graph)
