@@ -207,14 +207,19 @@ def table(rows: list[dict]) -> list[dict]:
             "loader alone seeds/s": r.get("loader_seeds_per_s"),
             "step alone seeds/s": r.get("step_seeds_per_s"), "bound": r.get("bound"),
             "step ms": r.get("step_ms"), "first epoch s": r.get("first_epoch_s"),
-            "graphs (in timed epochs)": (f"{r['graphs']} ({r['graphs_timed']})"
-                                         + (f", {r['graph_breaks']} breaks"
-                                            if r.get("graph_breaks") else "")
-                                         if "graphs" in r else None),
+            "graphs (in timed epochs)": _graphs(r),
             **{f"profiled {k}": r.get(k) for k in PROFILED},
             "cudagraph skips": r.get("cudagraph_skips"),
             "peak GiB": r.get("peak_gib"), "note": r.get("note", "")})
     return out
+
+
+def _graphs(row: dict) -> str | None:
+    """Dynamo's graphs of a row, those compiled in its timed epochs, and its breaks."""
+    if "graphs" not in row:
+        return None
+    breaks = f", {row['graph_breaks']} breaks" if row.get("graph_breaks") else ""
+    return f"{row['graphs']} ({row['graphs_timed']}){breaks}"
 
 
 def _loader(row: dict) -> str:
