@@ -12,7 +12,15 @@ connection, :func:`connect`.
   gives the same rows in the same order (tested: ``tests/test_duck.py``); one that cannot
   fit even so fails with an error that names the setting.
 - **Spilled to a folder of its own**, under ``duckdb.spill_dir`` (default: rdl's cache
-  folder, on disk, where ``/tmp`` may be memory), removed when the connection closes.
+  folder, on disk, where ``/tmp`` may be memory), removed when the database closes.
+- **One database a process for rdl's own small queries** (:func:`cursor`): the feature
+  synthesis runs a query per table, window and depth, over a thousand in a run on a tiny
+  database, and a new in-memory database costs 28 ms where a cursor of an open one costs
+  2.5 (``benchmarks/duck_connect.py``): a run's fixed cost, the ranker's 24 s on a tiny
+  RelBench task. A cursor sees only the frames registered on it; the database keeps the
+  settings above, closes when the settings change (:func:`configured`) or the process
+  ends, and a forked process opens its own. A task's SQL (a user's, which may create
+  views) gets a database of its own (:func:`connect`).
 - **A split's seed times a few at a time** (:func:`seed_time_groups`): a label query may
   cross every seed time with every entity row (RelBench's user-churn ``EXISTS``, which
   rdl's own SQL no longer is: 52 seed times x 5.5M customers at four times rel-hm's size
@@ -28,12 +36,15 @@ but rows that tie keep DuckDB's order, which must not change.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import logging
 import os
 import re
+import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import duckdb
@@ -71,6 +82,7 @@ def configured(memory_limit="auto", spill_dir=None, label_pairs=LABEL_PAIRS):
         yield
     finally:
         SETTINGS.update(before)
+        close_all()   # the shared databases opened with these settings, their folders
 
 
 def check_pairs(label_pairs) -> None:
@@ -108,24 +120,88 @@ def spill_root() -> Path:
     return Path(SETTINGS["spill_dir"] or paths.cache_dir() / "duckdb-spill").expanduser()
 
 
+#: the optimisers an ``ordered`` database runs without: the joins as written, the right
+#: side hashed (rdl.features.synthesis)
+ORDERED = "join_order,build_side_probe_side"
+
+
+def _open(limit: str, root: Path, ordered: bool = False):
+    """A new in-memory database with rdl's settings and its spill folder."""
+    root.mkdir(parents=True, exist_ok=True)
+    spill = tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root)
+    config = {"threads": 1, "memory_limit": limit, "temp_directory": spill}
+    if ordered:
+        config["disabled_optimizers"] = ORDERED
+    try:
+        return duckdb.connect(config=config), spill
+    except BaseException:
+        shutil.rmtree(spill, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def _errors(limit: str, root: Path):
+    """DuckDB's out-of-memory error as a :class:`MemoryError` naming the setting."""
+    try:
+        yield
+    except duckdb.OutOfMemoryException as e:
+        raise MemoryError(f"DuckDB ran out of its memory limit {limit} "
+                          f"(duckdb.memory_limit) even spilling to {root}: raise it "
+                          f"(duckdb.memory_limit=16GB): {e}".split("\n")[0]) from None
+
+
 @contextlib.contextmanager
 def connect():
-    """An in-memory DuckDB connection with rdl's settings (one thread, the memory limit,
-    a spill folder of its own); closed, and its folder removed, on exit."""
-    limit = memory_limit()
-    root = spill_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=root) as spill:
-        con = duckdb.connect(config={"threads": 1, "memory_limit": limit,
-                                     "temp_directory": spill})
-        try:
+    """A new in-memory DuckDB database with rdl's settings (one thread, the memory limit,
+    a spill folder of its own); closed, and its folder removed, on exit. For SQL that may
+    leave objects behind (a task's: views); rdl's own queries take a :func:`cursor`."""
+    limit, root = memory_limit(), spill_root()
+    con, spill = _open(limit, root)
+    try:
+        with _errors(limit, root):
             yield con
-        except duckdb.OutOfMemoryException as e:
-            raise MemoryError(f"DuckDB ran out of its memory limit {limit} "
-                              f"(duckdb.memory_limit) even spilling to {root}: raise it "
-                              f"(duckdb.memory_limit=16GB): {e}".split("\n")[0]) from None
-        finally:
-            con.close()
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+#: the process's shared databases, ``(pid, limit, spill root, ordered)``: ``(database,
+#: spill folder)``
+_SHARED: dict = {}
+_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def cursor(ordered: bool = False):
+    """A cursor of the process's database with rdl's settings (:func:`connect`'s), opened
+    at the first call and kept: rdl's own queries, which only register frames (a cursor
+    sees its own, and they go with it). ``ordered``: a database without the join-order
+    optimisers (:data:`ORDERED`, fixed for it: DuckDB's setting is global)."""
+    limit, root = memory_limit(), spill_root()
+    key = (os.getpid(), limit, str(root), ordered)
+    with _LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = _open(limit, root, ordered)
+        con = _SHARED[key][0].cursor()
+    try:
+        with _errors(limit, root):
+            yield con
+    finally:
+        con.close()
+
+
+def close_all() -> None:
+    """Close this process's shared databases and remove their spill folders (a forked
+    process leaves its parent's alone)."""
+    with _LOCK:
+        mine = [k for k in _SHARED if k[0] == os.getpid()]
+        opened = [_SHARED.pop(k) for k in mine]
+    for con, spill in opened:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+atexit.register(close_all)
 
 
 @functools.cache

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 
 import duckdb
 import numpy as np
@@ -25,10 +26,13 @@ from tests.test_tasks import RELBENCH_USER_CHURN
 
 
 @contextlib.contextmanager
-def plain():
-    """The connection every query had before rdl.duck: one thread, DuckDB's defaults."""
+def plain(ordered: bool = False):
+    """The connection every query had before rdl.duck: one thread, DuckDB's defaults, a
+    new one each query (``ordered``: the synthesis's join as written)."""
     con = duckdb.connect(config={"threads": 1})
     try:
+        if ordered:
+            con.execute(f"SET disabled_optimizers = '{duck.ORDERED}'")
         yield con
     finally:
         con.close()
@@ -42,11 +46,13 @@ def no_spilling():
     def connect(*args, config=None, **kwargs):
         return made(*args, config={**(config or {}), "max_temp_directory_size": "0KB"},
                     **kwargs)
+    duck.close_all()   # the next shared database is opened with no room on disk
     duckdb.connect = connect
     try:
         yield
     finally:
         duckdb.connect = made
+        duck.close_all()
 
 
 def outputs(task, db, settings, deep: bool = True) -> dict:
@@ -81,6 +87,7 @@ def as_before(monkeypatch, compute):
         return codes.astype(np.int64), top
     with monkeypatch.context() as m:
         m.setattr(duck, "connect", plain)
+        m.setattr(duck, "cursor", plain)
         m.setattr(Synthesis, "codes", wide)
         return compute()
 
@@ -115,6 +122,83 @@ def test_spilled_depth2_features_are_those_of_before(tiny_cfg, monkeypatch, tmp_
     want = as_before(monkeypatch, lambda: outputs(task, db, settings))
     with duck.configured(memory_limit="64MB", spill_dir=str(tmp_path)):
         assert_same(outputs(task, db, settings), want)
+
+
+@contextlib.contextmanager
+def counting_databases():
+    """The configs of the DuckDB databases opened while inside (a list)."""
+    made, opened = duckdb.connect, []
+
+    def connect(*args, config=None, **kwargs):
+        opened.append(config)
+        return made(*args, config=config, **kwargs)
+    duckdb.connect = connect
+    try:
+        yield opened
+    finally:
+        duckdb.connect = made
+
+
+def test_rdls_own_queries_are_cursors_of_one_database(tmp_path):
+    """A cursor a query, of one database kept with rdl's settings (a new database costs
+    ten times a cursor: benchmarks/duck_connect.py); a cursor sees only its own frames;
+    the ordered database has the join optimisers off, the other not; both close, their
+    spill folders removed, when the settings change."""
+    frame = pd.DataFrame({"a": [1, 2]})
+    with duck.configured(memory_limit="1GB", spill_dir=str(tmp_path)), \
+            counting_databases() as opened:
+        for _ in range(3):
+            with duck.cursor() as con:
+                con.register("f", frame)
+                assert con.execute("SELECT sum(a) FROM f").fetchone()[0] == 3
+        with duck.cursor() as con:
+            with pytest.raises(duckdb.CatalogException):
+                con.execute("SELECT * FROM f")
+            assert con.execute("SELECT current_setting('threads'), "
+                               "current_setting('disabled_optimizers')").fetchone() == (1, "")
+        with duck.cursor(ordered=True) as con:
+            assert con.execute("SELECT current_setting('disabled_optimizers')"
+                               ).fetchone()[0] == duck.ORDERED
+        assert len(opened) == 2 and len(list(tmp_path.iterdir())) == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_depth2_features_open_a_database_or_two_not_one_a_query(tiny_cfg):
+    """The synthesis runs hundreds of small queries (a database each cost a tiny run's
+    ranker most of its 24 s); all of them are cursors now."""
+    task, db, settings = hm(tiny_cfg, "user-churn", 0.01)
+    tables = split_tables(task, db, now=False)
+    history = task.history(tables)
+    graph_db = graph_database(task, db, settings)[0]
+    duck.close_all()
+    with counting_databases() as opened:
+        deep_features(task, graph_db, tables["val"], history, settings.strict,
+                      settings.deep_features)
+    assert 1 <= len(opened) <= 2, len(opened)
+
+
+def test_a_forked_process_opens_its_own_database(tmp_path):
+    """A database is its process's: a fork (a DataLoader worker's, a zygote's) opens its
+    own and closes only its own."""
+    with duck.configured(spill_dir=str(tmp_path)):
+        with duck.cursor() as con:
+            con.execute("SELECT 1")
+        pid = os.fork()
+        if pid == 0:   # the child: exits with 0 only if all holds
+            ok = False
+            try:
+                with duck.cursor() as con:
+                    ok = con.execute("SELECT 42").fetchone()[0] == 42
+                ok &= len(list(tmp_path.iterdir())) == 2
+                duck.close_all()
+                ok &= len(list(tmp_path.iterdir())) == 1
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        with duck.cursor() as con:   # the parent's database still answers
+            assert con.execute("SELECT 7").fetchone()[0] == 7
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("task_name", ["user-churn", "item-sales"])

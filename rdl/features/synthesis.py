@@ -380,9 +380,7 @@ def _duck(sql: str, ordered: bool = False, **frames) -> pd.DataFrame:
     DuckDB hashes the smaller side, and a group whose rows come from the hash table gets
     them in another order: where a chunk's rows, cut to its windows, are fewer than its
     seeds, its float sums would differ in their last bits from the whole table's."""
-    with duck.connect() as con:
-        if ordered:
-            con.execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
+    with duck.cursor(ordered) as con:
         for name, frame in frames.items():
             con.register(name, frame)
         return con.execute(sql).df()

@@ -192,7 +192,7 @@ def child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray, seeds:
     sql = (f"SELECT q.rid, {', '.join(terms)} FROM q JOIN child c ON c.e = q.e "
            f"AND c.t > q.s - {max(WINDOWS) * w} AND c.t {sql_comparison(strict)} q.s "
            "GROUP BY q.rid")
-    with duck.connect() as con:   # one thread: float sums in one order (rdl/duck.py)
+    with duck.cursor() as con:   # one thread: float sums in one order (rdl/duck.py)
         con.register("q", q)
         con.register("child", child)
         agg = con.execute(sql).df()
