@@ -4,7 +4,7 @@
 rdl's feature synthesis (the trees' and the ranker's depth-2 features) runs hundreds of
 small queries a run. Each had a new in-memory database with rdl's settings
 (``rdl.duck.connect``: one thread, the memory limit, a spill folder); each is now a cursor
-of the process's database (``rdl.duck.cursor``). Prints the mean milliseconds a query
+of one database kept open while the synthesis runs (``rdl.duck.shared``, ``cursor``). Prints the mean milliseconds a query
 both ways (a small aggregate over a registered frame), then the LightGBM ranker of a link
 task (``--task``, a name or overrides; ``--set`` overrides, default ``debug=tiny``) both ways:
 the queries, the seconds, and whether its scores are equal. docs/performance.md,
@@ -21,15 +21,6 @@ import numpy as np
 import pandas as pd
 
 from rdl import duck
-
-
-@contextlib.contextmanager
-def database_a_query(ordered: bool = False):
-    """A cursor as every query had one before: a new database of its own."""
-    with duck.connect() as con:
-        if ordered:
-            con.execute(f"SET disabled_optimizers = '{duck.ORDERED}'")
-        yield con
 
 
 def per_query(way, queries: int, frame: pd.DataFrame) -> float:
@@ -52,7 +43,7 @@ def ranker(way, task_name: str, overrides: list[str]):
     @contextlib.contextmanager
     def counted(ordered: bool = False):
         count[0] += 1
-        with way(ordered) as con:
+        with way(ordered=ordered) as con:
             yield con
     _, task, db, tables, settings, deep = ranker_inputs(task_name, 0, overrides)
     made, duck.cursor = duck.cursor, counted
@@ -62,7 +53,6 @@ def ranker(way, task_name: str, overrides: list[str]):
         return time.perf_counter() - start, count[0], fit.scores
     finally:
         duck.cursor = made
-        duck.close_all()
 
 
 def main() -> None:
@@ -75,12 +65,12 @@ def main() -> None:
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({"g": rng.integers(0, 50, 1000), "x": rng.random(1000)})
     kept = duck.cursor
-    for name, way in [("a database a query", database_a_query), ("a cursor a query", kept)]:
-        print(f"{name:20s} {per_query(way, args.queries, frame):6.2f} ms a query")
-    duck.close_all()
+    print(f"a database a query   {per_query(duck.connect, args.queries, frame):6.2f} ms a query")
+    with duck.shared():
+        print(f"a cursor a query     {per_query(kept, args.queries, frame):6.2f} ms a query")
     overrides = [f"data.cache_dir={tempfile.mkdtemp()}", *args.set]
     runs = {name: ranker(way, args.task, overrides)
-            for name, way in [("a database a query", database_a_query), ("a cursor a query", kept)]}
+            for name, way in [("a database a query", duck.connect), ("a cursor a query", kept)]}
     for name, (s, n, _) in runs.items():
         print(f"{args.task} ranker, {name:20s} {s:6.2f} s, {n} queries")
     (_, _, before), (_, _, after) = runs.values()

@@ -13,14 +13,14 @@ connection, :func:`connect`.
   fit even so fails with an error that names the setting.
 - **Spilled to a folder of its own**, under ``duckdb.spill_dir`` (default: rdl's cache
   folder, on disk, where ``/tmp`` may be memory), removed when the database closes.
-- **One database a process for rdl's own small queries** (:func:`cursor`): the feature
-  synthesis runs a query per table, window and depth, over a thousand in a run on a tiny
-  database, and a new in-memory database costs 28 ms where a cursor of an open one costs
-  2.5 (``benchmarks/duck_connect.py``): a run's fixed cost, the ranker's 24 s on a tiny
-  RelBench task. A cursor sees only the frames registered on it; the database keeps the
-  settings above, closes when the settings change (:func:`configured`) or the process
-  ends, and a forked process opens its own. A task's SQL (a user's, which may create
-  views) gets a database of its own (:func:`connect`).
+- **One database for many small queries** (:func:`shared`, :func:`cursor`): the feature
+  synthesis runs a query per table, window and depth, over a thousand for a tiny
+  RelBench task's ranker, and a new in-memory database costs about 25 ms where a cursor
+  of an open one costs 2.3 (``benchmarks/duck_connect.py``). Inside :func:`shared` (the
+  synthesis, the ranker) rdl's own queries, which only register frames, are cursors of
+  one database (a cursor sees its own frames only), closed on leaving: DuckDB's
+  allocator keeps memory a closed database gives back. Outside, and for a task's SQL
+  (a user's, which may create views), a database a query (:func:`connect`).
 - **A split's seed times a few at a time** (:func:`seed_time_groups`): a label query may
   cross every seed time with every entity row (RelBench's user-churn ``EXISTS``, which
   rdl's own SQL no longer is: 52 seed times x 5.5M customers at four times rel-hm's size
@@ -36,7 +36,6 @@ but rows that tie keep DuckDB's order, which must not change.
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import logging
@@ -82,7 +81,6 @@ def configured(memory_limit="auto", spill_dir=None, label_pairs=LABEL_PAIRS):
         yield
     finally:
         SETTINGS.update(before)
-        close_all()   # the shared databases opened with these settings, their folders
 
 
 def check_pairs(label_pairs) -> None:
@@ -126,17 +124,22 @@ ORDERED = "join_order,build_side_probe_side"
 
 
 def _open(limit: str, root: Path, ordered: bool = False):
-    """A new in-memory database with rdl's settings and its spill folder."""
+    """A new in-memory database with rdl's settings, and its spill folder."""
     root.mkdir(parents=True, exist_ok=True)
     spill = tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root)
     config = {"threads": 1, "memory_limit": limit, "temp_directory": spill}
-    if ordered:
+    if ordered:   # DuckDB holds this setting for the whole database
         config["disabled_optimizers"] = ORDERED
     try:
         return duckdb.connect(config=config), spill
     except BaseException:
         shutil.rmtree(spill, ignore_errors=True)
         raise
+
+
+def _close(con, spill: str) -> None:
+    con.close()
+    shutil.rmtree(spill, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -151,57 +154,63 @@ def _errors(limit: str, root: Path):
 
 
 @contextlib.contextmanager
-def connect():
+def connect(ordered: bool = False):
     """A new in-memory DuckDB database with rdl's settings (one thread, the memory limit,
-    a spill folder of its own); closed, and its folder removed, on exit. For SQL that may
-    leave objects behind (a task's: views); rdl's own queries take a :func:`cursor`."""
+    a spill folder of its own; ``ordered``: without the join-order optimisers,
+    :data:`ORDERED`); closed, and its folder removed, on exit."""
     limit, root = memory_limit(), spill_root()
-    con, spill = _open(limit, root)
+    con, spill = _open(limit, root, ordered)
     try:
         with _errors(limit, root):
             yield con
     finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+        _close(con, spill)
 
 
-#: the process's shared databases, ``(pid, limit, spill root, ordered)``: ``(database,
-#: spill folder)``
-_SHARED: dict = {}
-_LOCK = threading.Lock()
+#: this thread's :func:`shared` scope: ``depth``, ``pid``, ``open`` (``(limit, spill
+#: root, ordered)``: ``(database, spill folder)``)
+_scope = threading.local()
+
+
+@contextlib.contextmanager
+def shared():
+    """Inside, :func:`cursor` gives cursors of one database per setting, opened at the
+    first and closed, their spill folders removed, on leaving the outermost scope. Per
+    thread; a forked process opens databases of its own and leaves its parent's alone."""
+    depth = getattr(_scope, "depth", 0)
+    if depth == 0:
+        _scope.pid, _scope.open = os.getpid(), {}
+    _scope.depth = depth + 1
+    try:
+        yield
+    finally:
+        _scope.depth = depth
+        if depth == 0:
+            opened, _scope.open = _scope.open, {}
+            if _scope.pid == os.getpid():
+                for con, spill in opened.values():
+                    _close(con, spill)
 
 
 @contextlib.contextmanager
 def cursor(ordered: bool = False):
-    """A cursor of the process's database with rdl's settings (:func:`connect`'s), opened
-    at the first call and kept: rdl's own queries, which only register frames (a cursor
-    sees its own, and they go with it). ``ordered``: a database without the join-order
-    optimisers (:data:`ORDERED`, fixed for it: DuckDB's setting is global)."""
+    """For rdl's own queries, which only register frames (a cursor sees its own, and they
+    go with it): inside :func:`shared`, a cursor of its database; outside, a database of
+    its own (:func:`connect`)."""
+    if not getattr(_scope, "depth", 0) or _scope.pid != os.getpid():
+        with connect(ordered) as con:
+            yield con
+        return
     limit, root = memory_limit(), spill_root()
-    key = (os.getpid(), limit, str(root), ordered)
-    with _LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = _open(limit, root, ordered)
-        con = _SHARED[key][0].cursor()
+    key = (limit, str(root), ordered)
+    if key not in _scope.open:
+        _scope.open[key] = _open(limit, root, ordered)
+    con = _scope.open[key][0].cursor()
     try:
         with _errors(limit, root):
             yield con
     finally:
         con.close()
-
-
-def close_all() -> None:
-    """Close this process's shared databases and remove their spill folders (a forked
-    process leaves its parent's alone)."""
-    with _LOCK:
-        mine = [k for k in _SHARED if k[0] == os.getpid()]
-        opened = [_SHARED.pop(k) for k in mine]
-    for con, spill in opened:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
-
-
-atexit.register(close_all)
 
 
 @functools.cache

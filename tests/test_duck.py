@@ -46,13 +46,11 @@ def no_spilling():
     def connect(*args, config=None, **kwargs):
         return made(*args, config={**(config or {}), "max_temp_directory_size": "0KB"},
                     **kwargs)
-    duck.close_all()   # the next shared database is opened with no room on disk
     duckdb.connect = connect
     try:
         yield
     finally:
         duckdb.connect = made
-        duck.close_all()
 
 
 def outputs(task, db, settings, deep: bool = True) -> dict:
@@ -139,48 +137,50 @@ def counting_databases():
         duckdb.connect = made
 
 
-def test_rdls_own_queries_are_cursors_of_one_database(tmp_path):
-    """A cursor a query, of one database kept with rdl's settings (a new database costs
-    ten times a cursor: benchmarks/duck_connect.py); a cursor sees only its own frames;
-    the ordered database has the join optimisers off, the other not; both close, their
-    spill folders removed, when the settings change."""
+def test_inside_shared_the_queries_are_cursors_of_one_database(tmp_path):
+    """Inside ``duck.shared()`` a cursor a query, of one database per setting (a new
+    database costs ten times a cursor: benchmarks/duck_connect.py); a cursor sees only its
+    own frames; the ordered database has the join optimisers off, the other not; they
+    close, their spill folders removed, on leaving. Outside, a database a query."""
     frame = pd.DataFrame({"a": [1, 2]})
+
+    def query(**kwargs):
+        with duck.cursor(**kwargs) as con:
+            con.register("f", frame)
+            assert con.execute("SELECT sum(a) FROM f").fetchone()[0] == 3
+            return con.execute("SELECT current_setting('threads'), "
+                               "current_setting('disabled_optimizers')").fetchone()
     with duck.configured(memory_limit="1GB", spill_dir=str(tmp_path)), \
             counting_databases() as opened:
-        for _ in range(3):
-            with duck.cursor() as con:
-                con.register("f", frame)
-                assert con.execute("SELECT sum(a) FROM f").fetchone()[0] == 3
-        with duck.cursor() as con:
-            with pytest.raises(duckdb.CatalogException):
-                con.execute("SELECT * FROM f")
-            assert con.execute("SELECT current_setting('threads'), "
-                               "current_setting('disabled_optimizers')").fetchone() == (1, "")
-        with duck.cursor(ordered=True) as con:
-            assert con.execute("SELECT current_setting('disabled_optimizers')"
-                               ).fetchone()[0] == duck.ORDERED
-        assert len(opened) == 2 and len(list(tmp_path.iterdir())) == 2
-    assert list(tmp_path.iterdir()) == []
+        with duck.shared():
+            assert [query() for _ in range(3)] == [(1, "")] * 3
+            with duck.shared():   # nested: the same database
+                assert query(ordered=True) == (1, duck.ORDERED)
+                with duck.cursor() as con, pytest.raises(duckdb.CatalogException):
+                    con.execute("SELECT * FROM f")
+            assert len(opened) == 2 and len(list(tmp_path.iterdir())) == 2
+        assert list(tmp_path.iterdir()) == []
+        query(), query()
+        assert len(opened) == 4 and list(tmp_path.iterdir()) == []
 
 
 def test_depth2_features_open_a_database_or_two_not_one_a_query(tiny_cfg):
-    """The synthesis runs hundreds of small queries (a database each cost a tiny run's
-    ranker most of its 24 s); all of them are cursors now."""
+    """The synthesis runs many small queries (a database each cost a tiny rel-stack task's
+    ranker half its 24 s); one call opens a database for them, two with ordered joins."""
     task, db, settings = hm(tiny_cfg, "user-churn", 0.01)
     tables = split_tables(task, db, now=False)
     history = task.history(tables)
     graph_db = graph_database(task, db, settings)[0]
-    duck.close_all()
     with counting_databases() as opened:
         deep_features(task, graph_db, tables["val"], history, settings.strict,
                       settings.deep_features)
     assert 1 <= len(opened) <= 2, len(opened)
 
 
-def test_a_forked_process_opens_its_own_database(tmp_path):
-    """A database is its process's: a fork (a DataLoader worker's, a zygote's) opens its
-    own and closes only its own."""
-    with duck.configured(spill_dir=str(tmp_path)):
+def test_a_forked_process_leaves_its_parents_database_alone(tmp_path):
+    """A fork (a DataLoader worker's, a zygote's) inside ``duck.shared()`` opens databases
+    of its own and never touches its parent's."""
+    with duck.configured(spill_dir=str(tmp_path)), duck.shared():
         with duck.cursor() as con:
             con.execute("SELECT 1")
         pid = os.fork()
@@ -189,8 +189,7 @@ def test_a_forked_process_opens_its_own_database(tmp_path):
             try:
                 with duck.cursor() as con:
                     ok = con.execute("SELECT 42").fetchone()[0] == 42
-                ok &= len(list(tmp_path.iterdir())) == 2
-                duck.close_all()
+                    ok &= len(list(tmp_path.iterdir())) == 2   # its own beside the parent's
                 ok &= len(list(tmp_path.iterdir())) == 1
             finally:
                 os._exit(0 if ok else 1)

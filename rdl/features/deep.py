@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rdl import duck
 from rdl.data.database import Database
 from rdl.sections import settings_of
 from rdl.features.names import side_by_side
@@ -110,6 +111,7 @@ class DeepSettings:
         return settings_of(cls, value, "data.deep_features")
 
 
+@duck.shared()   # its many small queries on one DuckDB database (rdl/duck.py)
 def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFrame,
                   strict: bool = False, settings: DeepSettings | None = None,
                   chunk_rows: int = 250_000) -> pd.DataFrame:

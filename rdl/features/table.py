@@ -60,6 +60,7 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
     return out
 
 
+@duck.shared()   # a query per child table on one DuckDB database (rdl/duck.py)
 def children_features(db: Database, parent: str, ids: np.ndarray, seeds: np.ndarray,
                       window: pd.Timedelta, strict: bool) -> list[pd.DataFrame]:
     """The aggregates of every child table of ``parent`` (each table with a foreign key to

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rdl import duck
 from rdl.baselines.ranker.features import Candidates, Featuriser
 from rdl.baselines.ranker.settings import RankerSettings
 from rdl.data.database import Database
@@ -83,6 +84,7 @@ def family_of(column: str) -> str:
     return next((f for f, starts in FAMILIES.items() if column.startswith(starts)), "other")
 
 
+@duck.shared()   # its features' queries on one DuckDB database (rdl/duck.py)
 def fit_ranker(task: Task, db: Database, tables: dict[str, pd.DataFrame],
                settings: RankerSettings | None = None, strict: bool = False, seed: int = 0,
                rows: dict | None = None, deep=None, splits=("val", "test")) -> RankerFit:
