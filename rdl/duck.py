@@ -170,6 +170,8 @@ def connect(ordered: bool = False):
 #: this thread's :func:`shared` scope: ``depth``, ``pid``, ``open`` (``(limit, spill
 #: root, ordered)``: ``(database, spill folder)``)
 _scope = threading.local()
+#: a forked process's copies of its parent's databases, kept from being destroyed there
+_INHERITED: list = []
 
 
 @contextlib.contextmanager
@@ -190,6 +192,8 @@ def shared():
             if _scope.pid == os.getpid():
                 for con, spill in opened.values():
                     _close(con, spill)
+            else:   # a fork's copies of its parent's databases: never destroyed here
+                _INHERITED.extend(opened.values())
 
 
 @contextlib.contextmanager

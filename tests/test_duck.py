@@ -179,24 +179,28 @@ def test_depth2_features_open_a_database_or_two_not_one_a_query(tiny_cfg):
 
 def test_a_forked_process_leaves_its_parents_database_alone(tmp_path):
     """A fork (a DataLoader worker's, a zygote's) inside ``duck.shared()`` opens databases
-    of its own and never touches its parent's."""
-    with duck.configured(spill_dir=str(tmp_path)), duck.shared():
-        with duck.cursor() as con:
-            con.execute("SELECT 1")
-        pid = os.fork()
-        if pid == 0:   # the child: exits with 0 only if all holds
-            ok = False
-            try:
-                with duck.cursor() as con:
-                    ok = con.execute("SELECT 42").fetchone()[0] == 42
-                    ok &= len(list(tmp_path.iterdir())) == 2   # its own beside the parent's
-                ok &= len(list(tmp_path.iterdir())) == 1
-            finally:
-                os._exit(0 if ok else 1)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-        with duck.cursor() as con:   # the parent's database still answers
-            assert con.execute("SELECT 7").fetchone()[0] == 7
+    of its own, and leaving the scope it neither closes its copy of its parent's nor
+    removes the parent's spill folder."""
+    with duck.configured(spill_dir=str(tmp_path)):
+        with duck.shared():
+            with duck.cursor() as con:
+                con.execute("SELECT 1")
+            pid = os.fork()
+            if pid == 0:   # the child: exits with 0 only if all holds
+                ok = False
+                try:
+                    with duck.cursor() as con:
+                        ok = con.execute("SELECT 42").fetchone()[0] == 42
+                        ok &= len(list(tmp_path.iterdir())) == 2   # its own, the parent's
+                except BaseException:
+                    os._exit(1)
+            else:   # the parent waits in the scope, the child leaves it
+                _, status = os.waitpid(pid, 0)
+                assert os.waitstatus_to_exitcode(status) == 0
+                with duck.cursor() as con:   # the parent's database still answers
+                    assert con.execute("SELECT 7").fetchone()[0] == 7
+        if pid == 0:
+            os._exit(0 if ok and len(list(tmp_path.iterdir())) == 1 else 1)
     assert list(tmp_path.iterdir()) == []
 
 
