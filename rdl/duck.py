@@ -123,11 +123,13 @@ def spill_root() -> Path:
 ORDERED = "join_order,build_side_probe_side"
 
 
-def _open(limit: str, root: Path, ordered: bool = False):
+def _open(limit: str, root: Path, ordered: bool = False, threads: int | None = 1):
     """A new in-memory database with rdl's settings, and its spill folder."""
     root.mkdir(parents=True, exist_ok=True)
     spill = tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root)
-    config = {"threads": 1, "memory_limit": limit, "temp_directory": spill}
+    config = {"memory_limit": limit, "temp_directory": spill}
+    if threads is not None:
+        config["threads"] = threads
     if ordered:   # DuckDB holds this setting for the whole database
         config["disabled_optimizers"] = ORDERED
     try:
@@ -154,12 +156,13 @@ def _errors(limit: str, root: Path):
 
 
 @contextlib.contextmanager
-def connect(ordered: bool = False):
+def connect(ordered: bool = False, threads: int | None = 1):
     """A new in-memory DuckDB database with rdl's settings (one thread, the memory limit,
     a spill folder of its own; ``ordered``: without the join-order optimisers,
-    :data:`ORDERED`); closed, and its folder removed, on exit."""
+    :data:`ORDERED`); closed, and its folder removed, on exit. ``threads=None``: DuckDB's
+    own (every core), for queries whose results no order of adding changes."""
     limit, root = memory_limit(), spill_root()
-    con, spill = _open(limit, root, ordered)
+    con, spill = _open(limit, root, ordered, threads)
     try:
         with _errors(limit, root):
             yield con

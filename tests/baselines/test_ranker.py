@@ -1,6 +1,8 @@
 """The LightGBM ranker (rdl.baselines.ranker): retrieval and pair features on a hand-made
 database, computed by hand; the visibility rule; labels as events where no table bridges
 the task; its settings; and its scores on the tiny synthetic H&M database."""
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -87,6 +89,25 @@ def test_retrieval_and_pair_features_by_hand():
     assert f.candidate_recall() == 1.0
     # the entity's and the item's own columns ride along
     assert "entity.customer.club" in f.X.columns and "item.article.colour" in f.X.columns
+
+
+def test_retrieval_runs_within_rdls_duckdb_memory_limit(tmp_path):
+    """The ranker's DuckDB session has rdl's memory limit and a spill folder of its own
+    under duckdb.spill_dir, removed when it closes (rdl/duck.py): it had DuckDB's
+    defaults, up to 80 % of the machine's memory."""
+    from rdl import duck
+    df = split([0, 3], [[3], [1]])
+    with duck.configured(memory_limit="300MB", spill_dir=str(tmp_path)):
+        with duck.connect() as con:
+            want = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        f = Featuriser(purchase_task(), shop(), {"train": df, "val": df, "test": df},
+                       RankerSettings(), False, None)
+        limit, folder = f.retrieval.con.execute(
+            "SELECT current_setting('memory_limit'), current_setting('temp_directory')"
+        ).fetchone()
+        assert limit == want and Path(folder).parent == tmp_path
+        f.close()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_parent_columns_add_siblings_sold_recently():

@@ -24,8 +24,11 @@ only receives the result (one row per seed and candidate).
 """
 from __future__ import annotations
 
-import duckdb
+import contextlib
+
 import pandas as pd
+
+from rdl import duck
 
 from rdl.baselines.ranker.events import Events
 from rdl.baselines.ranker.settings import RankerSettings
@@ -49,7 +52,11 @@ class Retrieval:
         self.cfg, self.w = settings, int(window)
         self.parents, self.segments = list(parents), list(segments)
         self.has_new = born is not None and settings.new > 0
-        self.con = duckdb.connect()
+        # rdl's memory limit and spill folder (rdl/duck.py), on DuckDB's threads: the
+        # results are counts, and each top-n's order is broken by the item, the same on
+        # any number of threads
+        self._db = contextlib.ExitStack()
+        self.con = self._db.enter_context(duck.connect(threads=None))
         self.con.register("ev_df", events.frame[["e", "i", "v"]])
         self.con.execute("CREATE TEMP TABLE ev AS SELECT * FROM ev_df")
         for k, df in enumerate(parents.values()):
@@ -61,7 +68,7 @@ class Retrieval:
         self.s: int | None = None
 
     def close(self) -> None:
-        self.con.close()
+        self._db.close()
 
     def _q(self, sql: str) -> None:
         self.con.execute(sql)
