@@ -1,8 +1,9 @@
 """rdl.duck: DuckDB within a memory limit, spilling to disk past it, gives what DuckDB gave
 before (a plain connection on one thread): the split tables, the label history and the
 depth-2 features (its category codes now in a byte or two, not eight), row for row, bit
-for bit, dtypes and order included; the limit's setting,
-its default from the machine's memory, and its error."""
+for bit, dtypes and order included, with the synthesis's queries on cursors of one
+database (``duck.shared``); the limit's setting, its default from the machine's memory,
+and its error."""
 from __future__ import annotations
 
 import contextlib
