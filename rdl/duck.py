@@ -12,7 +12,9 @@ connection, :func:`connect`.
   gives the same rows in the same order (tested: ``tests/test_duck.py``); one that cannot
   fit even so fails with an error that names the setting.
 - **Spilled to a folder of its own**, under ``duckdb.spill_dir`` (default: rdl's cache
-  folder, on disk, where ``/tmp`` may be memory), removed when the database closes.
+  folder, on disk, where ``/tmp`` may be memory), removed when the database closes; the
+  folders of processes that died (killed mid-query, their spilled files in them) are
+  removed when the next database opens there.
 - **One database for many small queries** (:func:`shared`, :func:`cursor`): the feature
   synthesis runs a query per table, window and depth, over a thousand for a tiny
   RelBench task's ranker, and a new in-memory database costs about 25 ms where a cursor
@@ -42,13 +44,12 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 
 import duckdb
 
-from rdl import paths
+from rdl import caching, paths
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,8 @@ ORDERED = "join_order,build_side_probe_side"
 def _open(limit: str, root: Path, ordered: bool = False, threads: int | None = 1):
     """A new in-memory database with rdl's settings, and its spill folder."""
     root.mkdir(parents=True, exist_ok=True)
-    spill = tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root)
+    caching.remove_stale(root)   # a killed process's folder and what it spilled
+    spill = str(caching.temp_dir(root, "duckdb"))
     config = {"memory_limit": limit, "temp_directory": spill}
     if threads is not None:
         config["threads"] = threads

@@ -165,6 +165,26 @@ def test_inside_shared_the_queries_are_cursors_of_one_database(tmp_path):
         assert len(opened) == 4 and list(tmp_path.iterdir()) == []
 
 
+def test_a_killed_processs_spill_folder_goes_when_the_next_database_opens(tmp_path):
+    """A process killed mid-query leaves its spill folder and what it spilled; the next
+    database opened there removes it, and leaves a live process's."""
+    import subprocess
+    import sys
+
+    from rdl import caching
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True).stdout)
+    gone = tmp_path / f".duckdb.tmp-{caching._host()}-{dead}-x1"
+    live = tmp_path / f".duckdb.tmp-{caching._host()}-{os.getppid()}-x2"
+    for folder in (gone, live):
+        folder.mkdir()
+        (folder / "duckdb_temp_storage-0.tmp").write_bytes(b"spilled")
+    with duck.configured(spill_dir=str(tmp_path)), duck.connect() as con:
+        con.execute("SELECT 1")
+        assert not gone.exists() and live.exists()
+    assert list(tmp_path.iterdir()) == [live]
+
+
 def test_depth2_features_open_a_database_or_two_not_one_a_query(tiny_cfg):
     """The synthesis runs many small queries (a database each cost a tiny rel-stack task's
     ranker half its 24 s); one call opens a database for them, two with ordered joins."""
