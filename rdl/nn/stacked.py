@@ -47,7 +47,7 @@ def resnet_head(model, tf) -> Tensor:
 
 def resnet_tail(model, x: Tensor, start: int) -> Tensor:
     """The residual blocks from ``start`` on and the decoder."""
-    for block in model.backbone[start:]:
+    for block in list(model.backbone)[start:]:   # a Sequential's slice is a new module
         x = block(x)
     return model.decoder(x)
 
@@ -77,12 +77,13 @@ def stackable(models: list) -> bool:
     if len(models) < 2 or len({len(m.backbone) for m in models}) != 1 \
             or len(models[0].backbone) < 1:
         return False
-    norms = [n for m in models for b in m.backbone[1:] for n in (b.norm1, b.norm2)]
+    later = [list(m.backbone)[1:] for m in models]   # a Sequential's slice is a new module
+    norms = [n for blocks in later for b in blocks for n in (b.norm1, b.norm2)]
     norms += [m.decoder[0] for m in models]
     if any(not isinstance(n, torch.nn.LayerNorm) or n.weight is None or n.bias is None
            for n in norms) or len({n.eps for n in norms}) != 1:
         return False
-    if any(b.shortcut is not None for m in models for b in m.backbone[1:]):
+    if any(b.shortcut is not None for blocks in later for b in blocks):
         return False
     widths = {m.decoder[-1].out_features for m in models}
     probs = {b.dropout.p for m in models for b in m.backbone}
@@ -113,7 +114,7 @@ def stacked_resnets(models: list, tfs: list, chunk: int = 0) -> list[Tensor]:
             rows = torch.sym_max(rows, s)
         x = torch.stack([F.pad(h, (0, 0, 0, rows - s)) for h, s in zip(heads, sizes)])
         index = None
-    for blocks in zip(*[m.backbone[1:] for m in models]):
+    for blocks in zip(*[list(m.backbone)[1:] for m in models]):
         out = _bmm(x, [b.lin1 for b in blocks], index)
         out = _stacked_norm(out, [b.norm1 for b in blocks], index)
         out = blocks[0].dropout(out.relu())
