@@ -378,7 +378,7 @@ def test_the_source_digest_says_which_code_ran(tmp_path):
 
 
 def test_each_row_is_compared_with_eager_and_an_option_with_the_plain_compiled_row():
-    from rdl.bench.gpu import table
+    from rdl.bench.gpu_report import table
 
     def row(variant, seeds, task="user-churn", workers=None):
         return {"part": 1, "task": task, "config": "gpu", "size": "full", "workers": workers,
