@@ -12,7 +12,7 @@ from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
 
-from rdl.nn.stacked import resnet_forward, stackable, stacked_resnets
+from rdl.nn.stacked import resnet_forward, stack_sizes, stackable, stacked_resnets
 from rdl.nn.names import TypeDict
 from rdl.scaling import iqr_scale, robust_asinh
 
@@ -271,19 +271,35 @@ class HeteroEncoder(torch.nn.Module):
                              "of rows per chunk (2 or more)")
         self.stacked = bool(stacked)
         self.chunk_rows = 0 if isinstance(stacked, bool) else stacked
+        self._stackable: dict[tuple, bool] = {}   # node types -> stackable (stack_sizes)
 
     def reset_parameters(self):
         for enc in self.encoders.values():
             enc.reset_parameters()
 
-    def forward(self, tf_dict: dict, row_dict: dict | None = None) -> dict[str, Tensor]:
+    def stack_sizes(self, tf_dict: dict) -> tuple[int, ...] | None:
+        """The padded sizes the stacked encoders run ``tf_dict``'s tables at
+        (:func:`~rdl.nn.stacked.stack_sizes`), from their rows as plain ints: what the host
+        passes a compiled model's :meth:`forward`, so that no maximum of the tables' sizes
+        is taken in its graph. None where the tables are not stacked."""
+        types = tuple(tf_dict)
+        if types not in self._stackable:   # (host side: no trace reads this cache)
+            self._stackable[types] = self.stacked and stackable(
+                [self.encoders[nt] for nt in types])
+        if not self._stackable[types]:
+            return None
+        return stack_sizes([tf.num_rows for tf in tf_dict.values()], self.chunk_rows)
+
+    def forward(self, tf_dict: dict, row_dict: dict | None = None,
+                stack_sizes: tuple[int, ...] | None = None) -> dict[str, Tensor]:
         """``tf_dict``: node type -> TensorFrame ``[R_t]``; ``row_dict``: node type -> the
-        row of each node, ``[N_t]`` (default: node i is row i). Returns node type ->
+        row of each node, ``[N_t]`` (default: node i is row i); ``stack_sizes``:
+        :meth:`stack_sizes` of ``tf_dict`` (computed here if None). Returns node type ->
         ``[N_t, C]``: rows shared by several nodes are encoded once."""
         models = [self.encoders[nt] for nt in tf_dict]
         if self.stacked and stackable(models):
             out = dict(zip(tf_dict, stacked_resnets(models, list(tf_dict.values()),
-                                                    self.chunk_rows)))
+                                                    self.chunk_rows, stack_sizes)))
         elif self.fused:
             out = {nt: resnet_forward(m, tf) for m, (nt, tf) in zip(models, tf_dict.items())}
         else:

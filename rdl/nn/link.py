@@ -60,9 +60,9 @@ class IDGNN(LinkPredictor, torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
-                row_dict=None) -> Tensor:
+                row_dict=None, stack_sizes=None) -> Tensor:
         x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
-                          out_types=(self.dst_table,))
+                          out_types=(self.dst_table,), stack_sizes=stack_sizes)
         return self.head(x_dict[self.dst_table]).squeeze(-1)
 
     def link_scores(self, run: Run, batch, num_dst: int) -> Tensor:
@@ -117,9 +117,10 @@ class ContextGNN(LinkPredictor, torch.nn.Module):
         torch.nn.init.normal_(self.dst_emb.weight, std=0.1)
         torch.nn.init.zeros_(self.dst_bias.weight)
 
-    def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict=None):
+    def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict=None,
+                stack_sizes=None):
         x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
-                          out_types=(self.src_table, self.dst_table))
+                          out_types=(self.src_table, self.dst_table), stack_sizes=stack_sizes)
         pair = self.pair_head(x_dict[self.dst_table]).squeeze(-1)
         seed = self.seed_head(x_dict[self.src_table][: seed_time.size(0)])
         return pair, seed
@@ -173,11 +174,12 @@ class TwoTower(LinkPredictor, torch.nn.Module):
             torch.nn.init.normal_(self.dst_emb.weight, std=0.1)
 
     def forward(self, tf_dict, edge_index_dict, time_dict, batch_dict, seed_time,
-                src_index: Tensor, dst_index: Tensor, dst_id: Tensor, row_dict=None):
+                src_index: Tensor, dst_index: Tensor, dst_id: Tensor, row_dict=None,
+                stack_sizes=None):
         """Embeddings of the seeds at ``src_index`` among the ``src_table`` nodes and at
         ``dst_index`` among the ``dst_table`` nodes (``dst_id``: their rows)."""
         x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
-                          out_types=(self.src_table, self.dst_table))
+                          out_types=(self.src_table, self.dst_table), stack_sizes=stack_sizes)
         # index_select: its gradient is an index_add (x[index]'s an accumulating index_put)
         src = self.src_head(x_dict[self.src_table].index_select(0, src_index))
         dst = self.dst_head(x_dict[self.dst_table].index_select(0, dst_index))
@@ -254,9 +256,9 @@ class ContextGT(LinkPredictor, RelGraphTransformer):
             torch.nn.init.zeros_(self.dst_bias.weight)
 
     def forward(self, tf_dict, row_dict, mask_dict, hop_dict, deg_dict, time_dict, seed_time,
-                seed_x=None) -> tuple[Tensor, Tensor]:
+                seed_x=None, stack_sizes=None) -> tuple[Tensor, Tensor]:
         x, seed = self.encode(tf_dict, row_dict, mask_dict, hop_dict, deg_dict, time_dict,
-                              seed_time, seed_x)
+                              seed_time, seed_x, stack_sizes)
         pair = self.pair_head(self.norm(x[:, self.slot(self.dst_table)])).squeeze(-1)
         return pair, self.head(seed)
 

@@ -141,15 +141,18 @@ class RelGNN(torch.nn.Module):
     def forward(self, tf_dict: dict, edge_index_dict: dict, time_dict: dict,
                 batch_dict: dict, seed_time: Tensor, row_dict: dict | None = None,
                 out_types: tuple[str, ...] | None = None,
-                seed_add: tuple[str, Tensor] | None = None) -> dict[str, Tensor]:
+                seed_add: tuple[str, Tensor] | None = None,
+                stack_sizes: tuple[int, ...] | None = None) -> dict[str, Tensor]:
         """Inputs: node type -> TensorFrame of its rows; edge type -> ``[2, E]``; timed
         node type -> time ``[N_t]`` (seconds) and seed index ``[N_t]``; ``seed_time [B]``;
         node type -> each node's row in its TensorFrame ``[N_t]`` (default: node i is row
         i); ``seed_add``: ``(node type, [B, channels])`` added to the encodings of the
-        seed nodes of that type before message passing. Returns node type ->
+        seed nodes of that type before message passing; ``stack_sizes``: the stacked
+        encoders' padded sizes (:meth:`HeteroEncoder.stack_sizes
+        <rdl.nn.encoder.HeteroEncoder.stack_sizes>`). Returns node type ->
         ``[N_t, channels]``, final for ``out_types`` (default: all; see
         :class:`HeteroGraphSAGE`)."""
-        x_dict = self.encoder(tf_dict, row_dict)
+        x_dict = self.encoder(tf_dict, row_dict, stack_sizes)
         for nt, rel in self.time_encoder(seed_time, time_dict, batch_dict).items():
             x_dict[nt] = x_dict[nt] + rel
         if self.id_emb is not None:
@@ -222,7 +225,8 @@ class NodeModel(NodePredictor, torch.nn.Module):
 
     def forward(self, tf_dict: dict, edge_index_dict: dict, time_dict: dict,
                 batch_dict: dict, seed_time: Tensor, row_dict: dict | None = None,
-                seed_x: Tensor | None = None, seed_id: Tensor | None = None) -> Tensor:
+                seed_x: Tensor | None = None, seed_id: Tensor | None = None,
+                stack_sizes: tuple[int, ...] | None = None) -> Tensor:
         """Returns ``[B, out_channels]`` for the ``B = len(seed_time)`` seed nodes, which
         come first among the ``entity_table`` nodes (inputs: see :class:`RelGNN`;
         ``seed_x [B, seed_features]``: required if ``seed_features`` is set; ``seed_id
@@ -239,5 +243,6 @@ class NodeModel(NodePredictor, torch.nn.Module):
             add = emb if add is None else add + emb
         seed_add = None if add is None else (self.entity_table, add)
         x_dict = self.gnn(tf_dict, edge_index_dict, time_dict, batch_dict, seed_time, row_dict,
-                          out_types=(self.entity_table,), seed_add=seed_add)
+                          out_types=(self.entity_table,), seed_add=seed_add,
+                          stack_sizes=stack_sizes)
         return self.head(x_dict[self.entity_table][: seed_time.size(0)])

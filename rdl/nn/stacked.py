@@ -4,8 +4,9 @@
   input (``lin1`` and the ``shortcut``) as one matmul (``model.fused``);
 - :func:`stacked_resnets`: every table's later blocks and decoder at once, one batched
   matmul per linear map and one layer norm per norm (``model.stacked_encoders``), over the
-  tables' rows padded to the largest table's (``true``) or cut into chunks of a number of
-  rows, each table padded to whole chunks (a number: :func:`chunk_layout`).
+  tables' rows padded to more than the largest table's (``true``) or cut into chunks of a
+  number of rows, each table padded to whole chunks (a number: :func:`chunk_layout`); the
+  padded sizes (:func:`stack_sizes`) decided by the host, ahead of a compiled model.
 
 Same parameters as the per-table modules (checkpoints, initialisation and what the
 optimiser sees are theirs); outputs and gradients equal up to float rounding
@@ -90,29 +91,50 @@ def stackable(models: list) -> bool:
     return len(widths) == 1 and len(probs) == 1
 
 
-def stacked_resnets(models: list, tfs: list, chunk: int = 0) -> list[Tensor]:
+def stack_sizes(rows: list, chunk: int = 0) -> tuple:
+    """The padded layout of :func:`stacked_resnets` for tables of ``rows`` rows: with
+    ``chunk`` 0, one size ``R`` for every table, more than the most rows of any; else each
+    table's chunks of ``chunk`` rows, more than its rows fill. Always at least one pad row
+    a table.
+
+    The host computes it from the batch's plain sizes and passes it to a compiled model
+    (:meth:`HeteroEncoder.stack_sizes <rdl.nn.encoder.HeteroEncoder.stack_sizes>`): the
+    graph then reads the padded sizes as inputs, each pad's length an input less a table's
+    rows, positive whatever the batch. Computed inside the graph, the maximum of the
+    tables' sizes (``sym_max``) let a warm Inductor cache guard an order of those sizes
+    and recompile for a batch whose tables ordered otherwise (docs/compile.md, "A second
+    run from Inductor's cache")."""
+    if chunk > 0:
+        return tuple(r // chunk + 1 for r in rows)
+    most = rows[0]
+    for r in rows[1:]:
+        most = torch.sym_max(most, r)
+    return (most + 1,)
+
+
+def stacked_resnets(models: list, tfs: list, chunk: int = 0,
+                    sizes: tuple | None = None) -> list[Tensor]:
     """Several tables' ResNets at once: each table's first block on its own (their input
     widths differ), then every later block and the decoder as one batched matmul
     (``bmm``) per linear map and one layer norm per norm over the tables' rows stacked
-    into ``[tables, rows, channels]``, each table padded to the most rows of any (pad
-    rows are zeros, dropped at the end). Same parameters as the per-table modules;
+    into ``[tables, rows, channels]``, each table padded to more than the most rows of any
+    (pad rows are zeros, dropped at the end). Same parameters as the per-table modules;
     outputs equal up to float rounding.
 
     Fewer, larger kernels at the price of the padding's arithmetic: for a GPU step bound
     by launches, not for a CPU bound by its matmuls (``model.stacked_encoders``). With
     ``chunk`` rows (> 0), the rows are stacked instead as ``[chunks, chunk, channels]``,
-    each table padded only to a multiple of ``chunk``, and each chunk computed with its
-    table's weights (:func:`chunk_layout`): the arithmetic of the real rows, and for the
-    weight gradients many short sums instead of one long one per table."""
+    each table padded only to whole chunks, and each chunk computed with its table's
+    weights (:func:`chunk_layout`): the arithmetic of the real rows, and for the weight
+    gradients many short sums instead of one long one per table. ``sizes``: the layout,
+    :func:`stack_sizes` of the tables' rows (computed here if None)."""
     heads = [resnet_head(m, tf) for m, tf in zip(models, tfs)]
-    sizes = [h.size(0) for h in heads]
+    rows = [h.size(0) for h in heads]
+    sizes = sizes or stack_sizes(rows, chunk)
     if chunk > 0:
-        x, index = chunk_layout(heads, chunk)
+        x, index = chunk_layout(heads, chunk, sizes)
     else:
-        rows = sizes[0]
-        for s in sizes[1:]:
-            rows = torch.sym_max(rows, s)
-        x = torch.stack([F.pad(h, (0, 0, 0, rows - s)) for h, s in zip(heads, sizes)])
+        x = torch.stack([F.pad(h, (0, 0, 0, sizes[0] - r)) for h, r in zip(heads, rows)])
         index = None
     for blocks in zip(*[list(m.backbone)[1:] for m in models]):
         out = _bmm(x, [b.lin1 for b in blocks], index)
@@ -125,25 +147,21 @@ def stacked_resnets(models: list, tfs: list, chunk: int = 0) -> list[Tensor]:
     x = _stacked_norm(x, [d[0] for d in decoders], index).relu()
     x = _bmm(x, [d[-1] for d in decoders], index)
     if index is None:
-        return [x[i, :s] for i, s in enumerate(sizes)]
+        return [x[i, :r] for i, r in enumerate(rows)]
     x = x.reshape(-1, x.size(-1))
     out, start = [], 0
-    for s in sizes:
-        out.append(x[start:start + s])
-        start = start + _chunks(s, chunk) * chunk
+    for r, n in zip(rows, sizes):
+        out.append(x[start:start + r])
+        start = start + n * chunk
     return out
 
 
-def _chunks(rows, chunk: int):
-    """Chunks of ``chunk`` rows that hold ``rows`` (at least one: a table with no row
-    keeps a chunk, so that no size is 0)."""
-    return torch.sym_max((rows + chunk - 1) // chunk, 1)
-
-
-def chunk_layout(xs: list[Tensor], chunk: int) -> tuple[Tensor, Tensor]:
+def chunk_layout(xs: list[Tensor], chunk: int,
+                 counts: tuple | None = None) -> tuple[Tensor, Tensor]:
     """The tables' rows ``xs[t] [R_t, C]`` as ``[chunks, chunk, C]``, each table's rows
-    zero-padded to whole chunks, and each chunk's table ``[chunks]``."""
-    counts = [_chunks(x.size(0), chunk) for x in xs]
+    zero-padded to ``counts[t]`` chunks (default: :func:`stack_sizes`'), and each chunk's
+    table ``[chunks]``."""
+    counts = counts or stack_sizes([x.size(0) for x in xs], chunk)
     rows = torch.cat([F.pad(x, (0, 0, 0, n * chunk - x.size(0))) for x, n in zip(xs, counts)])
     # each chunk's table: how many tables start at or before it. Not a tensor of each
     # table's chunks (one may hold a single chunk, a size Dynamo would bake in).

@@ -142,24 +142,28 @@ class RelGraphTransformer(NodePredictor, torch.nn.Module):
 
     def forward(self, tf_dict: dict, row_dict: dict, mask_dict: dict, hop_dict: dict,
                 deg_dict: dict, time_dict: dict, seed_time: Tensor,
-                seed_x: Tensor | None = None) -> Tensor:
+                seed_x: Tensor | None = None,
+                stack_sizes: tuple[int, ...] | None = None) -> Tensor:
         """Per node type ``t`` of ``budgets``: ``tf_dict[t]`` a TensorFrame of rows;
         ``row_dict``, ``mask_dict``, ``hop_dict``, ``deg_dict`` ``[B, K_t]``: each token's
         row in it, whether it is real, its hop and degree; ``time_dict[t] [B, K_t]`` its
-        time in seconds (timed types); ``seed_time [B]``; ``seed_x [B, F]``. Returns
+        time in seconds (timed types); ``seed_time [B]``; ``seed_x [B, F]``;
+        ``stack_sizes``: the stacked encoders' padded sizes
+        (:meth:`~rdl.nn.encoder.HeteroEncoder.stack_sizes`). Returns
         ``[B, out_channels]``."""
         _, seed = self.encode(tf_dict, row_dict, mask_dict, hop_dict, deg_dict, time_dict,
-                              seed_time, seed_x)
+                              seed_time, seed_x, stack_sizes)
         return self.head(seed)
 
     def encode(self, tf_dict: dict, row_dict: dict, mask_dict: dict, hop_dict: dict,
                deg_dict: dict, time_dict: dict, seed_time: Tensor,
-               seed_x: Tensor | None = None) -> tuple[Tensor, Tensor]:
+               seed_x: Tensor | None = None,
+               stack_sizes: tuple[int, ...] | None = None) -> tuple[Tensor, Tensor]:
         """The tokens after the transformer layers, ``[B, sum K_t, C]`` in the order of
         :attr:`types` (:meth:`slot` finds a type's; not yet through the final :attr:`norm`,
         which only the tokens read need), and the seed's embedding ``[B, C]``, normed and
         after the global attention (inputs: :meth:`forward`)."""
-        x_dict = self.encoder(tf_dict)
+        x_dict = self.encoder(tf_dict, stack_sizes=stack_sizes)
         tokens, masks = [], []
         for i, t in enumerate(self.types):
             rows = row_dict[t]

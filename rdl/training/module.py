@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 from torchmetrics import MetricCollection
 
+from rdl.nn.encoder import HeteroEncoder
 from rdl.tasks import Task
 from rdl.training.buckets import warm
 from rdl.training.compile import CompileOptions, compile_model, compile_optimizer_step
@@ -61,6 +62,10 @@ class TaskModule(pl.LightningModule):
         # Not an nn.Module attribute: the compiled wrapper shares the model's parameters,
         # and checkpoints keep the plain model's keys.
         object.__setattr__(self, "forward_fn", forward)
+        # the model's table encoders, for the stacked ones' padded sizes (plain attribute:
+        # a module attribute would save them twice)
+        object.__setattr__(self, "_encoder", next(
+            (m for m in model.modules() if isinstance(m, HeteroEncoder)), None))
         self._warmed: set[str] = set()
 
     def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
@@ -68,9 +73,11 @@ class TaskModule(pl.LightningModule):
         ``seed_table`` nodes: each node type's distinct rows and each node's row among them
         (``row_dict``), completed as the run's shapes say (:meth:`Shapes.complete
         <rdl.training.shapes.Shapes.complete>`: pad nodes and edges for a compiled model).
-        A token model gets token sets."""
+        A token model gets token sets. Stacked table encoders get their padded sizes
+        (``stack_sizes``: decided here, from the batch's sizes on the host)."""
         if self.shapes.tokens:
-            return self.token_inputs(batch, seed_table), {}
+            args = self.token_inputs(batch, seed_table)
+            return args, self.stack_sizes(args[0])
         types = [nt for nt in batch.node_types if "tf" in batch[nt]]
         args = (
             {nt: batch[nt].tf for nt in types},
@@ -80,7 +87,15 @@ class TaskModule(pl.LightningModule):
             batch[seed_table or self.entity].seed_time,
         )
         args = self.shapes.complete(batch, args, {nt: batch[nt].num_nodes for nt in types})
-        return args, {"row_dict": {nt: batch[nt].tf_index for nt in types}}
+        return args, {"row_dict": {nt: batch[nt].tf_index for nt in types},
+                      **self.stack_sizes(args[0])}
+
+    def stack_sizes(self, tf_dict: dict) -> dict:
+        """``{"stack_sizes": ...}`` where the model's table encoders are stacked
+        (:meth:`HeteroEncoder.stack_sizes <rdl.nn.encoder.HeteroEncoder.stack_sizes>`), else
+        nothing."""
+        sizes = None if self._encoder is None else self._encoder.stack_sizes(tf_dict)
+        return {} if sizes is None else {"stack_sizes": sizes}
 
     def token_inputs(self, batch, seed_table: str | None = None) -> tuple:
         """A token model's inputs (:class:`~rdl.nn.transformer.RelGraphTransformer`): per

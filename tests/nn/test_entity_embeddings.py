@@ -23,7 +23,7 @@ def test_each_seed_gets_its_own_entitys_vector(monkeypatch):
         model.entity_emb.weight.copy_(torch.randn(10, 8))
     x = {nt: torch.zeros(n, 8) for nt, n in SIZES.items()}   # every row alike
     # the encoder is not under test: every node type encoded as the same zeros
-    monkeypatch.setattr(model.gnn.encoder, "forward", lambda tf, rows=None: dict(x))
+    monkeypatch.setattr(model.gnn.encoder, "forward", lambda tf, *rest: dict(x))
     edges = {e: torch.zeros(2, 0, dtype=torch.long) for e in EDGES}
     seed_time = torch.zeros(3)
     args = ({}, edges, {}, {}, seed_time)

@@ -172,6 +172,29 @@ def test_stacked_encoders_batch_the_later_blocks_over_tables():
     assert not stackable([shallow.encoders["x"], deep.encoders["y"]])
 
 
+@pytest.mark.parametrize("chunk", [0, 3])
+def test_stacked_encoders_take_their_padded_sizes_from_the_host(chunk):
+    """The padded sizes a compiled model reads as inputs (``HeteroEncoder.stack_sizes``,
+    from the tables' rows as plain ints; docs/compile.md, "A second run from Inductor's
+    cache") leave every table a pad row, change no output against the encoder's own, nor
+    does a larger layout; tables that are not stacked get none."""
+    enc, tfs = encoder(fused=True, stacked=chunk or True)
+    tfs = {t: double(tf) for t, tf in tfs.items()}
+    sizes = enc.stack_sizes(tfs)
+    # tables of 11, 4 and 7 rows: padded to 12 rows each, or to 4, 2 and 3 chunks of 3
+    assert sizes == ((4, 2, 3) if chunk else (12,))
+    with torch.no_grad():
+        ref = enc(tfs)
+        for given in (sizes, tuple(n + 2 for n in sizes)):
+            out = enc(tfs, stack_sizes=given)
+            for t in tfs:
+                torch.testing.assert_close(out[t], ref[t], rtol=1e-12, atol=1e-12)
+    enc.set_stacked(False)
+    assert enc.stack_sizes(tfs) is None
+    enc.set_stacked(chunk or True)
+    assert enc.stack_sizes({"x": tfs["x"]}) is None   # one table: nothing to stack
+
+
 def test_fused_first_block_equals_a_resnet_of_one_block():
     enc, tfs = encoder(num_layers=1)
     m = enc.encoders["x"]
