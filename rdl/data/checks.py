@@ -31,7 +31,9 @@ _LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)
                               r"(Z|[+-]\d{2}(:?\d{2})?)?$")
 #: integers beyond this lose digits as float64: such ids stay text (as the file wrote them)
 EXACT_FLOAT = 2 ** 53
-_GROUPED = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$")   # 1,234,567.89
+_GROUPED = re.compile(r"^[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d+)?$")   # 1,234,567.89
+# 1.234.567,89 or 1234,5: a decimal comma, as exports in German, French, ... locales write
+_DECIMAL_COMMA = re.compile(r"^[-+]?([1-9]\d{0,2}(\.\d{3})+|\d+)(,\d+)?$")
 _PADDED = re.compile(r"^-?0\d")                               # 0042: a code, not a number
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 
@@ -114,8 +116,10 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
     if not len(head) or not (head.str.contains(r"\D").mean() >= 0.9
                              and head.str.contains(r"\d").mean() >= 0.9):
         return False   # words, or digits only
-    if pd.to_numeric(head, errors="coerce").notna().mean() >= 0.9:
-        return False   # numbers (-5, 1.5, 1e3): pandas would read "-5" as the year -5
+    num = pd.to_numeric(head, errors="coerce")
+    if num.notna().mean() >= 0.9 or (num.isna().any() and _written(head, num)[1]):
+        return False   # numbers (-5, 1.5, 1e3, 1,234.5, 4752,32): pandas would read "-5" as
+                       # the year -5, and "4752,32" as a day of the year 4752
     if head.str.match(_LOOKS_LIKE_TIME).mean() >= 0.9:
         return True
     return _read_times(head)[0].notna().mean() >= 0.9
@@ -275,6 +279,12 @@ def parse_numbers(raw: pd.Series, where: str, integer: bool = False,
             names ``where``, the count and a sample.
     """
     parsed = pd.to_numeric(raw, errors="coerce")
+    if _bad(parsed, raw).any():
+        text = raw.dropna().astype(str).str.strip()
+        written, how = _written(text, pd.to_numeric(text, errors="coerce"))
+        if how is not None:
+            log.info("%s: numbers with %s (e.g. %r)", where, how, _example(text, how))
+            parsed = written.reindex(raw.index)
     bad = _bad(parsed, raw)
     _fail(raw, bad, where, "numbers", (
         "; write them empty if they mean missing (or name the word in the schema's missing: "
@@ -299,13 +309,12 @@ def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFra
             continue
         num = pd.to_numeric(values, errors="coerce")
         if num.isna().any():
-            grouped = values.str.match(_GROUPED)
-            if not grouped.any() or not (grouped | num.notna()).all():
+            written, how = _written(values, num)
+            if how is None:
                 _mixed(values, num, where(col))
                 continue
-            num = pd.to_numeric(values.str.replace(",", "", regex=False))
-            log.info("%s: numbers with thousands separators (e.g. %r)", where(col),
-                     values[grouped].iloc[0])
+            num = written
+            log.info("%s: numbers with %s (e.g. %r)", where(col), how, _example(values, how))
         f = num.astype("float64")
         whole = bool(np.isfinite(f).all()) and bool((f % 1 == 0).all())
         complete = len(values) == len(df)
@@ -317,6 +326,26 @@ def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFra
         else:
             df[col] = f.reindex(df.index)
     return df
+
+
+def _written(values: pd.Series, num: pd.Series) -> tuple[pd.Series, str | None]:
+    """Text ``values`` that are not all plain numbers (``num``: those that are) as the
+    numbers exports write: with thousands separators (``1,234,567.89``: every value that
+    is no plain number has them), else with a decimal comma (``1234,5``, ``1.234.567,89``:
+    every value so written, one comma at least; a dot then groups thousands). Returns the
+    numbers and how they were written, or ``num`` and None."""
+    rest = values[num.isna()]
+    if rest.str.match(_GROUPED).all():
+        return pd.to_numeric(values.str.replace(",", "", regex=False)), "thousands separators"
+    if values.str.match(_DECIMAL_COMMA).all():
+        return pd.to_numeric(values.str.replace(".", "", regex=False)
+                             .str.replace(",", ".", regex=False)), "a decimal comma"
+    return num, None
+
+
+def _example(values: pd.Series, how: str) -> str:
+    """A value of ``values`` that shows how they are written (:func:`_written`)."""
+    return values[values.str.contains("," if how == "a decimal comma" else r"\d,\d")].iloc[0]
 
 
 def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import codecs
 import logging
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,17 +144,18 @@ def header(path: Path, where: str) -> Header:
 
 def _header(path: Path, where: str, encoding: str) -> Header:
     opts = pacsv.ReadOptions(encoding=encoding)
-    skip = lambda row: "skip"  # noqa: E731  (rows: read_csv reports them)
+    first = _first_row(path) if encoding in ("utf8", "cp1252", "latin-1") else None
+    src = (lambda: pa.BufferReader(first)) if first is not None else (lambda: _source(path))
     try:
-        written = pacsv.open_csv(_source(path), read_options=opts,
-                                 parse_options=_parse(",", skip)).schema.names
+        written = pacsv.open_csv(src(), read_options=opts, parse_options=_parse(",")
+                                 ).schema.names
         delimiter = ","
         if len(written) == 1:
             found = [d for d in DELIMITERS if d in written[0]]
             if found:
                 delimiter = max(found, key=written[0].count)
-                written = pacsv.open_csv(_source(path), read_options=opts,
-                                         parse_options=_parse(delimiter, skip)).schema.names
+                written = pacsv.open_csv(src(), read_options=opts,
+                                         parse_options=_parse(delimiter)).schema.names
     except pa.ArrowInvalid as e:
         if "Empty CSV file" in str(e):
             raise DataError(f"{where}: the file is empty (0 bytes, not even a header row); "
@@ -167,6 +170,23 @@ def _header(path: Path, where: str, encoding: str) -> Header:
     if encoding not in ("utf8", "cp1252", "latin-1"):   # those two have their warning
         log.info("%s: read as %s (its byte-order mark says so)", where, encoding)
     return Header(*unique_names(written), encoding, delimiter)
+
+
+def _first_row(path: Path, limit: int = 1 << 20) -> bytes | None:
+    """The bytes of the file's first row, its header: up to its first line break outside
+    quotes (an encoding that writes ``\\n`` and ``"`` as ASCII does). Parsed alone, the
+    header is read before any data row: a data row then never reaches pyarrow's handler
+    of rows with the wrong number of fields, which fails on bytes that are not UTF-8 (a
+    cp1252 file delimited by ``;`` with decimal commas has such rows when read as if
+    delimited by commas). None if no line break ends a row in the first ``limit`` bytes."""
+    with _input(path) as f:
+        data = f.read(limit)
+    end = data.find(b"\n")
+    while end >= 0 and data.count(b'"', 0, end) % 2:   # a line break inside quotes
+        end = data.find(b"\n", end + 1)
+    if end >= 0:
+        return data[:end + 1]
+    return data if len(data) < limit else None
 
 
 def unique_names(written: list[str], strip: bool = True) -> tuple[list[str], list[str], dict]:
@@ -248,14 +268,15 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
         bad.__init__(h.delimiter)
         opts = pacsv.ReadOptions(encoding=h.encoding, column_names=cols, skip_rows=1,
                                  use_threads=threads)
-        return pacsv.read_csv(_source(path), read_options=opts,
-                              parse_options=_parse(h.delimiter, bad, h.escape),
-                              convert_options=_as_text(cols))
+        with _undecodable(bad):
+            return pacsv.read_csv(_source(path), read_options=opts,
+                                  parse_options=_parse(h.delimiter, bad, h.escape),
+                                  convert_options=_as_text(cols))
     try:
         try:
             table = read(True, names)
         except pa.ArrowInvalid as e:
-            if "UTF8" not in str(e) or h.encoding != "utf8":
+            if ("UTF8" not in str(e) and not bad.undecodable) or h.encoding != "utf8":
                 raise
             h.encoding = _fallback(path)   # past the first block: bytes that are not UTF-8
             table = read(True, names)
@@ -308,6 +329,7 @@ class _BadRows:
 
     def __init__(self, delimiter: str):
         self.delimiter, self.count, self.first, self.trailing = delimiter, 0, [], True
+        self.undecodable = False   # a row pyarrow could not give it: not UTF-8 (_undecodable)
 
     def __call__(self, row) -> str:
         self.count += 1
@@ -316,6 +338,24 @@ class _BadRows:
         self.trailing &= (row.actual_columns == row.expected_columns + 1
                           and row.text.endswith(self.delimiter))
         return "skip"
+
+
+@contextmanager
+def _undecodable(bad: _BadRows):
+    """Sets ``bad.undecodable`` where a row with the wrong number of fields holds bytes that
+    are not UTF-8: pyarrow decodes such a row as UTF-8 before its handler sees it, and the
+    error, raised inside pyarrow, would be printed as "Exception ignored" and the read fail
+    as a parse error, when the file is of another encoding (read_csv reads it again in it)."""
+    def hook(u, old=sys.unraisablehook):
+        if u.object is bad and isinstance(u.exc_value, UnicodeDecodeError):
+            bad.undecodable = True
+        else:
+            old(u)
+    old, sys.unraisablehook = sys.unraisablehook, hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = old
 
 
 def parquet_header(found: list[Path], where: str, base: Path | None = None) -> Header:

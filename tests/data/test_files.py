@@ -157,6 +157,48 @@ def test_thousands_separators(tmp_path):
     assert load_folder(tmp_path)["users"].df["income"].tolist() == [1234567.5, 12000, 950]
 
 
+def test_decimal_commas(tmp_path, caplog):
+    """Numbers as exports in German, French, ... locales write them (a decimal comma, a
+    dot grouping thousands) are numbers, undeclared or declared numerical (age); a comma
+    with three digits after it stays a thousands separator unless another value says
+    otherwise, and a leading 0 never groups thousands."""
+    write(tmp_path)
+    users_csv(tmp_path, "user_id;age;signup;income;ratio;count\n"
+                        "10;30,5;2024-01-01;1.234.567,89;0,125;1,500\n"
+                        "11;31;2024-01-02;2690,72;1,5;2,000\n"
+                        "12;;2024-01-03;950;2;12\n")
+    with caplog.at_level(logging.INFO, logger="rdl.data.checks"):
+        df = load_folder(tmp_path)["users"].df
+    assert df["age"].tolist()[:2] == [30.5, 31] and df["age"].isna().iloc[2]
+    assert df["income"].tolist() == [1234567.89, 2690.72, 950]
+    assert df["ratio"].tolist() == [0.125, 1.5, 2]
+    assert df["count"].tolist() == [1500, 2000, 12]
+    assert "column 'income'): numbers with a decimal comma (e.g. '1.234.567,89')" in caplog.text
+    assert "column 'count'): numbers with thousands separators (e.g. '1,500')" in caplog.text
+
+
+def test_a_cp1252_export_with_semicolons_and_decimal_commas(tmp_path, capfd, caplog):
+    """A spreadsheet's export in a European locale: cp1252, ``;`` between fields, decimal
+    commas. Read as if comma-delimited, its data rows have the wrong number of fields and
+    bytes that are not UTF-8, which pyarrow's handler of such rows failed on (printing
+    "Exception ignored" and stopping the read); the header alone finds the delimiter."""
+    write(tmp_path)
+    users_csv(tmp_path, "user_id;age;signup;name;credit\n10;30;2024-01-01;Müller;4752,32\n"
+                        "11;31;2024-01-02;Schön;720,8\n", "cp1252")
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        df = load_folder(tmp_path)["users"].df
+    assert df["name"].tolist() == ["Müller", "Schön"]
+    assert df["credit"].tolist() == [4752.32, 720.8]
+    assert "read as cp1252" in caplog.text
+    assert "Exception ignored" not in capfd.readouterr().err
+    # a row with a field too many, in a file that is not UTF-8: the rows' error, decoded
+    users_csv(tmp_path, "user_id,age,signup\n10,30,2024-01-01\n11,31,Schön,2024-01-02\n",
+              "cp1252")
+    fails(tmp_path, "users.csv (table 'users'): 1 row does not have the header's 3 fields",
+          "'11,31,Schön,2024-01-02' (4 fields)")
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
 def test_a_mostly_numeric_column_warns(tmp_path, caplog):
     write(tmp_path)
     users_csv(tmp_path, "user_id,age,signup,size\n" + "".join(
