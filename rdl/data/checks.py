@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import DataError
+from rdl.data.numbers import written_numbers
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,6 @@ _LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)
                               r"(Z|[+-]\d{2}(:?\d{2})?)?$")
 #: integers beyond this lose digits as float64: such ids stay text (as the file wrote them)
 EXACT_FLOAT = 2 ** 53
-_GROUPED = re.compile(r"^[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d+)?$")   # 1,234,567.89
-# 1.234.567,89 or 1234,5: a decimal comma, as exports in German, French, ... locales write
-_DECIMAL_COMMA = re.compile(r"^[-+]?([1-9]\d{0,2}(\.\d{3})+|\d+)(,\d+)?$")
 _PADDED = re.compile(r"^-?0\d")                               # 0042: a code, not a number
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 
@@ -116,8 +114,8 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
     if not len(head) or not (head.str.contains(r"\D").mean() >= 0.9
                              and head.str.contains(r"\d").mean() >= 0.9):
         return False   # words, or digits only
-    num = pd.to_numeric(head, errors="coerce")
-    if num.notna().mean() >= 0.9 or (num.isna().any() and _written(head, num)[1]):
+    if pd.to_numeric(head, errors="coerce").notna().mean() >= 0.9 or \
+            written_numbers(head) is not None:
         return False   # numbers (-5, 1.5, 1e3, 1,234.5, 4752,32): pandas would read "-5" as
                        # the year -5, and "4752,32" as a day of the year 4752
     if head.str.match(_LOOKS_LIKE_TIME).mean() >= 0.9:
@@ -280,11 +278,10 @@ def parse_numbers(raw: pd.Series, where: str, integer: bool = False,
     """
     parsed = pd.to_numeric(raw, errors="coerce")
     if _bad(parsed, raw).any():
-        text = raw.dropna().astype(str).str.strip()
-        written, how = _written(text, pd.to_numeric(text, errors="coerce"))
-        if how is not None:
-            log.info("%s: numbers with %s (e.g. %r)", where, how, _example(text, how))
-            parsed = written.reindex(raw.index)
+        found = written_numbers(raw.dropna().astype(str).str.strip())
+        if found is not None:
+            log.info("%s: numbers with %s (e.g. %r)", where, found[1], found[2])
+            parsed = found[0].reindex(raw.index)
     bad = _bad(parsed, raw)
     _fail(raw, bad, where, "numbers", (
         "; write them empty if they mean missing (or name the word in the schema's missing: "
@@ -299,7 +296,8 @@ def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFra
     """``df`` (text columns) with numbers for the columns, but those in ``keep``, whose
     every value is one: ``int64`` where all are whole and present, else ``float64``.
     Zero-padded codes (``0042``) and whole numbers that float64 cannot hold exactly (ids
-    of many digits) stay text, as the file wrote them; ``1,234,567`` is a number.
+    of many digits) stay text, as the file wrote them; numbers as exports format them
+    (``1,234,567``, ``4752,32``, ``$12.50``, ``12.5%``: :mod:`rdl.data.numbers`) are numbers.
     ``where(col)``: how messages name a column."""
     for col in df.columns:
         if col in keep:
@@ -309,12 +307,12 @@ def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFra
             continue
         num = pd.to_numeric(values, errors="coerce")
         if num.isna().any():
-            written, how = _written(values, num)
-            if how is None:
+            found = written_numbers(values)
+            if found is None:
                 _mixed(values, num, where(col))
                 continue
-            num = written
-            log.info("%s: numbers with %s (e.g. %r)", where(col), how, _example(values, how))
+            num = found[0]
+            log.info("%s: numbers with %s (e.g. %r)", where(col), found[1], found[2])
         f = num.astype("float64")
         whole = bool(np.isfinite(f).all()) and bool((f % 1 == 0).all())
         complete = len(values) == len(df)
@@ -326,26 +324,6 @@ def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFra
         else:
             df[col] = f.reindex(df.index)
     return df
-
-
-def _written(values: pd.Series, num: pd.Series) -> tuple[pd.Series, str | None]:
-    """Text ``values`` that are not all plain numbers (``num``: those that are) as the
-    numbers exports write: with thousands separators (``1,234,567.89``: every value that
-    is no plain number has them), else with a decimal comma (``1234,5``, ``1.234.567,89``:
-    every value so written, one comma at least; a dot then groups thousands). Returns the
-    numbers and how they were written, or ``num`` and None."""
-    rest = values[num.isna()]
-    if rest.str.match(_GROUPED).all():
-        return pd.to_numeric(values.str.replace(",", "", regex=False)), "thousands separators"
-    if values.str.match(_DECIMAL_COMMA).all():
-        return pd.to_numeric(values.str.replace(".", "", regex=False)
-                             .str.replace(",", ".", regex=False)), "a decimal comma"
-    return num, None
-
-
-def _example(values: pd.Series, how: str) -> str:
-    """A value of ``values`` that shows how they are written (:func:`_written`)."""
-    return values[values.str.contains("," if how == "a decimal comma" else r"\d,\d")].iloc[0]
 
 
 def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:

@@ -177,6 +177,31 @@ def test_decimal_commas(tmp_path, caplog):
     assert "column 'count'): numbers with thousands separators (e.g. '1,500')" in caplog.text
 
 
+def test_currency_percent_and_accounting_negatives(tmp_path, caplog):
+    """A spreadsheet's formatted numbers: a currency sign (before or after, with a decimal
+    comma too), a percent sign, parentheses for negatives."""
+    write(tmp_path)
+    users_csv(tmp_path, 'user_id,age,signup,balance,fee,discount\n'
+                        '10,30,2024-01-01,"$1,234.50","12,50 €",12.5%\n'
+                        '11,31,2024-01-02,"($20.00)","3 €",0%\n'
+                        '12,32,2024-01-03,7,"1.000,25 €",100 %\n')
+    with caplog.at_level(logging.INFO, logger="rdl.data.checks"):
+        df = load_folder(tmp_path)["users"].df
+    assert df["balance"].tolist() == [1234.5, -20, 7]
+    assert df["fee"].tolist() == [12.5, 3, 1000.25]
+    assert df["discount"].tolist() == [12.5, 0, 100]
+    assert "column 'balance'): numbers with thousands separators and a '$' sign and " \
+        "parentheses for negatives (e.g. '$1,234.50')" in caplog.text
+
+
+@pytest.mark.parametrize("values", [
+    ["1.2.3", "1.10.0"], ["10.0.0.1", "192.168.1.1"], ["A1", "B2"], ["+1 555 1234", "12"],
+    ["$1", "€2"], ["(note)", "(5)"], ["1,2,3", "4"], ["12%", "abc"], ["(5", "6)"]])
+def test_text_that_is_no_number_stays_text(values):
+    from rdl.data.numbers import written_numbers
+    assert written_numbers(pd.Series(values)) is None
+
+
 def test_a_cp1252_export_with_semicolons_and_decimal_commas(tmp_path, capfd, caplog):
     """A spreadsheet's export in a European locale: cp1252, ``;`` between fields, decimal
     commas. Read as if comma-delimited, its data rows have the wrong number of fields and

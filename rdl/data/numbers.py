@@ -1,0 +1,69 @@
+"""Numbers as exports write them, in text columns of numbers that are not all plain.
+
+Spreadsheets and warehouses format numbers for people: thousands separators
+(``1,234,567.89``), decimal commas in German, French, ... locales (``1.234.567,89``,
+``4752,32``), a currency sign (``$1,234.50``, ``12,50 €``), a percent sign (``12.5%``) and
+accounting parentheses for negatives (``(1,234.50)``). Read as text, such a column would
+train as categories or hashed words; :func:`written_numbers` reads it as the numbers it
+holds where every value is written one way, and says which way (the caller logs it).
+pandas reads none of these (``pd.to_numeric``), hence this module.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+#: ``1,234,567.89``: a comma before every three digits (a leading 0 groups nothing)
+GROUPED = re.compile(r"^[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d+)?$")
+#: ``1.234.567,89`` or ``1234,5``: a decimal comma, a dot grouping thousands
+DECIMAL_COMMA = re.compile(r"^[-+]?([1-9]\d{0,2}(\.\d{3})+|\d+)(,\d+)?$")
+#: a number with a currency or percent sign before or after it, or in parentheses
+UNIT = re.compile(r"^\s*(?P<neg>\()?\s*(?P<pre>[$€£¥])?\s*(?P<num>[-+]?\d[\d.,]*"
+                  r"(?:[eE][-+]?\d+)?)\s*(?P<post>[%$€£¥])?\s*(?(neg)\))\s*$")
+
+
+def written_numbers(values: pd.Series) -> tuple[pd.Series, str, str] | None:
+    """Text ``values`` (none missing) that are not all plain numbers, as numbers: ``(the
+    numbers, how they are written, a value that shows it)``, or None where they are not
+    all numbers written one way.
+
+    - thousands separators where every value that is no plain number has them;
+    - else a decimal comma where every value is so written (a comma with three digits
+      after it, in every value, is taken for thousands: ``1,500``);
+    - else a sign (one currency sign or ``%`` in the column) or parentheses around the
+      numbers, each number read as above; a value in parentheses is negative.
+    """
+    num = pd.to_numeric(values, errors="coerce")
+    rest = values[num.isna()]
+    if not len(rest):
+        return None
+    if rest.str.match(GROUPED).all():
+        return (pd.to_numeric(values.str.replace(",", "", regex=False)),
+                "thousands separators", rest.iloc[0])
+    if values.str.match(DECIMAL_COMMA).all():
+        return (pd.to_numeric(values.str.replace(".", "", regex=False)
+                              .str.replace(",", ".", regex=False)),
+                "a decimal comma", values[values.str.contains(",", regex=False)].iloc[0])
+    parts = values.str.extract(UNIT)
+    signs = set(parts["pre"].dropna()) | set(parts["post"].dropna())
+    negative = parts["neg"].notna()
+    if parts["num"].isna().any() or len(signs) > 1 or not (signs or negative.any()):
+        return None
+    inner = parts["num"]
+    read = pd.to_numeric(inner, errors="coerce")
+    how = []
+    if read.isna().any():
+        found = written_numbers(inner)
+        if found is None:
+            return None
+        read, inner_how, _ = found
+        how.append(inner_how)
+    if signs:
+        how.append(f"a {next(iter(signs))!r} sign")
+    if negative.any():
+        how.append("parentheses for negatives")
+    example = rest[rest.str.contains(r"[()$€£¥%]")]
+    return (read * np.where(negative, -1, 1), " and ".join(how),
+            (example if len(example) else rest).iloc[0])
