@@ -1,4 +1,5 @@
-"""One table's file as a pandas frame: CSV as warehouses export it, or parquet.
+"""One table's CSV file as a pandas frame, as warehouses export it (its parquet files:
+:mod:`rdl.data.parquet`).
 
 CSV files are read by pyarrow as RFC 4180 says: any size, values quoted with ``"``, line
 breaks inside quoted values, ``""`` for a quote; compressed ones (``.csv.gz``) by their
@@ -34,8 +35,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from rdl.data.database import DataError
 from rdl.data.sources import input_stream as _input
@@ -356,58 +355,3 @@ def _undecodable(bad: _BadRows):
         yield
     finally:
         sys.unraisablehook = old
-
-
-def parquet_header(found: list[Path], where: str, base: Path | None = None) -> Header:
-    """The columns of a table's parquet files (its first part's), from their footers only,
-    with the columns of ``key=value`` sub-folders (hive partitions), named as
-    :func:`unique_names` says.
-
-    Raises:
-        DataError: a file is not readable as parquet, or names a column twice.
-    """
-    try:
-        written = [*pq.read_schema(found[0]).names, *_partitions(found[0], base)]
-    except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(f"{where}: not a readable parquet file: {e}") from None
-    if len(set(written)) != len(written):
-        raise DataError(f"{where}: column names repeated: "
-                        f"{sorted({n for n in written if written.count(n) > 1})}; write the "
-                        "file with one name per column")
-    return Header(*unique_names(written, strip=False))
-
-
-def _partitions(part: Path, base: Path | None) -> list[str]:
-    """The hive partition columns of ``part`` below folder ``base``
-    (``date=2024-01-01/part-0.parquet``)."""
-    if base is None:
-        return []
-    return [d.split("=", 1)[0] for d in part.relative_to(base).parts[:-1] if "=" in d]
-
-
-def read_parquet(found: list[Path], where: str, base: Path | None = None) -> pd.DataFrame:
-    """A table's parquet files' rows (hive partitions as columns); times keep their unit
-    (so years like 9999 are kept, and checked where used); decimals become float64, or
-    text when whole and long (ids).
-
-    Raises:
-        DataError: a file is not readable as parquet.
-    """
-    try:
-        if base is None:
-            table = pa.concat_tables([pq.read_table(p) for p in found], promote_options="default")
-        else:   # a folder: its key=value sub-folders are columns too
-            table = ds.dataset([str(p) for p in found], format="parquet", partitioning="hive",
-                               partition_base_dir=str(base)).to_table()
-    except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(f"{where}: not a readable parquet file: {e}") from None
-    for i, f in enumerate(table.schema):
-        if pa.types.is_decimal(f.type):
-            col = table.column(i)
-            to = pa.string() if f.type.scale == 0 and f.type.precision > 15 else pa.float64()
-            table = table.set_column(i, f.name, col.cast(to))
-        elif pa.types.is_date(f.type):
-            table = table.set_column(i, f.name, table.column(i).cast(pa.timestamp("s")))
-    names, _, renamed = unique_names(table.column_names, strip=False)
-    warn_renamed(where, renamed)
-    return table.rename_columns(names).to_pandas(coerce_temporal_nanoseconds=False)

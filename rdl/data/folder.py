@@ -46,7 +46,7 @@ import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import files, implied, periods
+from rdl.data import files, implied, parquet, periods
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
@@ -292,7 +292,7 @@ def _role(t: TableSchema, col: str) -> str:
 
 def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
     """Every column the schema names is in the file's header (or parquet schema), once."""
-    header = parts[0] if parts else files.parquet_header(t.parts, t.where(), t.base)
+    header = parts[0] if parts else parquet.header(t.parts, t.where(), t.base)
     columns = header.names
     for col in t.required():
         same = [w for w in header.written if w.strip().casefold() == col.casefold()]
@@ -335,7 +335,8 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
                  and looks_like_times(df[c])}
         df = numbers(df, t.where, keep={t.time, *as_text, *times})
     else:
-        df = files.read_parquet(t.parts, t.where(), t.base)
+        df = parquet.read(t.parts, t.where(), t.base,
+                          dropped={c for c, st in t.stypes.items() if st is None})
         if t.missing:
             df = df.mask(df.isin(t.missing))
     if len(df) == 0:

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import files
+from rdl.data import files, parquet
 from rdl.data.checks import parse_times, rows, show
 from rdl.data.database import DataError
 from rdl.data.keys import comparable
@@ -164,7 +164,7 @@ def read_calendar(p: PeriodTime, folder: Path, tables: dict) -> tuple[pd.DataFra
     if files.csv_parts(found, where):
         df = pd.concat([files.read_csv(f, where) for f in found], ignore_index=True)
     else:
-        df = files.read_parquet(found, where)
+        df = parquet.read(found, where)
     for role in ("period", "start"):
         if p.calendar[role] not in df.columns:
             raise DataError(f"{where}: no column {p.calendar[role]!r} (the {role} of each "

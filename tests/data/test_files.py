@@ -202,6 +202,39 @@ def test_text_that_is_no_number_stays_text(values):
     assert written_numbers(pd.Series(values)) is None
 
 
+def posts_with(folder, **columns) -> None:
+    """posts.parquet of ``write``'s database with more (arrow) columns."""
+    posts = pq.read_table(folder / "posts.parquet")
+    for name, values in columns.items():
+        posts = posts.append_column(name, values)
+    pq.write_table(posts, folder / "posts.parquet")
+
+
+def test_parquet_structs_durations_and_nested_columns(tmp_path):
+    """A warehouse's parquet types: a struct is a column per field (the schema may name
+    them), a duration is seconds; a map or a list of structs stops with one error naming
+    it, unless the schema drops it, as it may drop a whole struct."""
+    write(tmp_path, SCHEMA.replace(
+        "  posts:\n", "  posts:\n    stypes: {meta_source_app: categorical}\n"))
+    meta = pa.array([{"lang": "en", "source": {"app": "ios"}}, None,
+                     {"lang": "de", "source": {"app": "web"}}])
+    posts_with(tmp_path, meta=meta, took=pa.array([90, 1500, None], pa.duration("ms")))
+    df = load_folder(tmp_path)["posts"].df   # in time order: posts 101, 100, 102
+    assert pd.isna(df["meta_lang"].iloc[0]) and df["meta_lang"].tolist()[1:] == ["en", "de"]
+    assert df["meta_source_app"].tolist()[1:] == ["ios", "web"]
+    assert df["took"].tolist()[:2] == [1.5, 0.09] and df["took"].dtype == "float64"
+    assert "meta" not in df.columns
+    posts_with(tmp_path, extra=pa.array([[{"k": 1}], [], None]))
+    fails(tmp_path, "posts.parquet (table 'posts'), column 'extra'", "of type list<element: struct",
+          "(stypes: {extra: null} in the schema)")
+    schema = (tmp_path / "schema.yaml").read_text()
+    (tmp_path / "schema.yaml").write_text(schema.replace(
+        "stypes: {meta_source_app: categorical}", "stypes: {extra: null, meta: null}"))
+    df = load_folder(tmp_path)["posts"].df   # the model never sees them; SQL may
+    assert [c for c in df.columns if c.startswith(("meta", "extra"))] == ["meta", "extra"]
+    assert df["took"].notna().sum() == 2
+
+
 def test_a_cp1252_export_with_semicolons_and_decimal_commas(tmp_path, capfd, caplog):
     """A spreadsheet's export in a European locale: cp1252, ``;`` between fields, decimal
     commas. Read as if comma-delimited, its data rows have the wrong number of fields and

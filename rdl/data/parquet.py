@@ -1,0 +1,121 @@
+"""One table's parquet files as a pandas frame, with the types warehouses write in them.
+
+Spark, BigQuery and Snowflake export nested and typed columns that a table of features
+cannot hold as they are; each becomes what it means, here and in the header the schema is
+checked against (:func:`header`), so that a schema names the columns rdl reads:
+
+* a struct (``address {city, zip}``): a column per field, ``address_city``, ``address_zip``
+  (nested structs too);
+* a duration: seconds (``float64``); a decimal: ``float64``, or text when whole and long
+  (ids); a date: a time at midnight;
+* a map, or a list of structs or lists: no feature a model reads; one error names the
+  column, unless the schema drops it (``stypes: {column: null}``: the model never sees
+  it, a task's SQL may; a struct so dropped stays one column too).
+
+Lists of values stay lists (multicategorical columns).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from rdl.data.database import DataError
+from rdl.data.files import Header, unique_names, warn_renamed
+
+_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+def header(found: list[Path], where: str, base: Path | None = None) -> Header:
+    """The columns of a table's parquet files (its first part's), from their footers only,
+    struct fields as columns of their own, with the columns of ``key=value`` sub-folders
+    (hive partitions), named as :func:`~rdl.data.files.unique_names` says.
+
+    Raises:
+        DataError: a file is not readable as parquet, or names a column twice.
+    """
+    try:
+        schema = pq.read_schema(found[0])
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{where}: not a readable parquet file: {e}") from None
+    written = [n for f in schema for n in _flat_names(f.name, f.type)]
+    written += _partitions(found[0], base)
+    if len(set(written)) != len(written):
+        raise DataError(f"{where}: column names repeated: "
+                        f"{sorted({n for n in written if written.count(n) > 1})}; write the "
+                        "file with one name per column")
+    return Header(*unique_names(written, strip=False))
+
+
+def _flat_names(name: str, type_: pa.DataType) -> list[str]:
+    """A column's name and, for a struct, its fields' columns (the struct's own name stays
+    in the header: a schema may drop the whole struct)."""
+    if pa.types.is_struct(type_):
+        return [name, *(n for f in type_ for n in _flat_names(f"{name}_{f.name}", f.type))]
+    return [name]
+
+
+def _partitions(part: Path, base: Path | None) -> list[str]:
+    """The hive partition columns of ``part`` below folder ``base``
+    (``date=2024-01-01/part-0.parquet``)."""
+    if base is None:
+        return []
+    return [d.split("=", 1)[0] for d in part.relative_to(base).parts[:-1] if "=" in d]
+
+
+def read(found: list[Path], where: str, base: Path | None = None,
+         dropped: set[str] = frozenset()) -> pd.DataFrame:
+    """A table's parquet files' rows (hive partitions as columns), their types as the
+    module says, but the ``dropped`` columns' (kept as they are); times keep their unit
+    (so years like 9999 are kept, and checked where used).
+
+    Raises:
+        DataError: a file is not readable as parquet, or has a column no feature can hold.
+    """
+    try:
+        if base is None:
+            table = pa.concat_tables([pq.read_table(p) for p in found], promote_options="default")
+        else:   # a folder: its key=value sub-folders are columns too
+            table = ds.dataset([str(p) for p in found], format="parquet", partitioning="hive",
+                               partition_base_dir=str(base)).to_table()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{where}: not a readable parquet file: {e}") from None
+    cols, out = [], []
+    for name, col in zip(table.column_names, table.columns):
+        for n, c in _flat(name, col, where, dropped):
+            cols.append(n)
+            out.append(c)
+    names, _, renamed = unique_names(cols, strip=False)
+    warn_renamed(where, renamed)
+    return pa.table(out, names=names).to_pandas(coerce_temporal_nanoseconds=False)
+
+
+def _flat(name: str, col: pa.ChunkedArray, where: str,
+          dropped: set[str]) -> list[tuple[str, pa.ChunkedArray]]:
+    """A column as the columns it becomes (the module's list); one ``dropped`` as it is."""
+    t = col.type
+    if name in dropped:
+        return [(name, col)]
+    if pa.types.is_struct(t):
+        return [out for f, c in zip(t, col.flatten())
+                for out in _flat(f"{name}_{f.name}", c, where, dropped)]
+    if pa.types.is_decimal(t):
+        return [(name, col.cast(pa.string() if t.scale == 0 and t.precision > 15
+                                else pa.float64()))]
+    if pa.types.is_date(t):
+        return [(name, col.cast(pa.timestamp("s")))]
+    if pa.types.is_duration(t):
+        return [(name, pc.multiply(col.cast(pa.int64()).cast(pa.float64()),
+                                   _SECONDS[t.unit]))]
+    nested = pa.types.is_map(t) or (
+        (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_nested(t.value_type))
+    if nested:
+        raise DataError(f"{where}, column {name!r}: of type {t}, which no feature holds (a "
+                        f"map, or a list of structs or lists); drop it (stypes: {{{name}: null}}"
+                        " in the schema), or write its parts as columns, or as a table of their "
+                        "own with a foreign key")
+    return [(name, col)]
