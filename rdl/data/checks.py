@@ -27,7 +27,10 @@ TIME_MIN, TIME_MAX = pd.Timestamp.min.ceil("D"), pd.Timestamp.max.floor("D")
 #: month-first forms are both tried and must not both fit a column
 TIME_FORMATS = ("ISO8601", "%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%m/%d/%Y", "%d/%m/%Y",
                 "%m/%d/%Y %H:%M:%S", "%d/%m/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M",
-                "%m/%d/%y", "%d/%m/%y", "%d.%m.%Y", "%d.%m.%Y %H:%M:%S")
+                "%m/%d/%y", "%d/%m/%y", "%d.%m.%Y", "%d.%m.%Y %H:%M:%S",
+                # Oracle's defaults: TIMESTAMP (05-JAN-23 10.00.00.000000 AM), and DATE
+                # with NLS_DATE_FORMAT DD-MON-YYYY HH24:MI:SS
+                "%d-%b-%y %I.%M.%S.%f %p", "%d-%b-%Y %H:%M:%S")
 _LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
                               r"(Z|[+-]\d{2}(:?\d{2})?)?$")
 #: integers beyond this lose digits as float64: such ids stay text (as the file wrote them)

@@ -283,6 +283,15 @@ def test_day_first_month_first_and_zoned_times(tmp_path, caplog):
     assert signup.tolist() == [pd.Timestamp("2024-01-01 04:00"), pd.Timestamp("2024-01-02"),
                                pd.Timestamp("2024-01-03")]
     assert "column 'signup'): 1 of 3 times have no UTC offset" in caplog.text
+    # Oracle's default TIMESTAMP and a DD-MON-YYYY date
+    write(tmp_path, users=lambda df: df.assign(signup=[
+        "05-JAN-24 10.00.00.000000 AM", "06-FEB-24 11.30.00.500000 PM", "07-MAR-24 12.00.00.0 AM"]))
+    assert load_folder(tmp_path)["users"].df["signup"].tolist() == [
+        pd.Timestamp("2024-01-05 10:00"), pd.Timestamp("2024-02-06 23:30:00.5"),
+        pd.Timestamp("2024-03-07")]
+    write(tmp_path, users=lambda df: df.assign(signup=["05-JAN-2024 10:00:00",
+                                                       "06-FEB-2024 23:30:00", "07-MAR-2024 00:00:00"]))
+    assert load_folder(tmp_path)["users"].df["signup"].dt.day.tolist() == [5, 6, 7]
 
 
 def test_a_misspelt_column_is_suggested(tmp_path):
