@@ -145,8 +145,11 @@ def _header(path: Path, where: str, encoding: str) -> Header:
     opts = pacsv.ReadOptions(encoding=encoding)
     first = _first_row(path) if encoding in ("utf8", "cp1252", "latin-1") else None
     src = (lambda: pa.BufferReader(first)) if first is not None else (lambda: _source(path))
+    # with data rows (UTF-16 or -32, whose rows reach the handler as UTF-8, or a header
+    # past 1 MB), rows with other numbers of fields are skipped: read_csv reports them
+    skip = None if first is not None else (lambda row: "skip")
     try:
-        written = pacsv.open_csv(src(), read_options=opts, parse_options=_parse(",")
+        written = pacsv.open_csv(src(), read_options=opts, parse_options=_parse(",", skip)
                                  ).schema.names
         delimiter = ","
         if len(written) == 1:
@@ -154,7 +157,7 @@ def _header(path: Path, where: str, encoding: str) -> Header:
             if found:
                 delimiter = max(found, key=written[0].count)
                 written = pacsv.open_csv(src(), read_options=opts,
-                                         parse_options=_parse(delimiter)).schema.names
+                                         parse_options=_parse(delimiter, skip)).schema.names
     except pa.ArrowInvalid as e:
         if "Empty CSV file" in str(e):
             raise DataError(f"{where}: the file is empty (0 bytes, not even a header row); "

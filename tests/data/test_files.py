@@ -177,6 +177,15 @@ def test_decimal_commas(tmp_path, caplog):
     assert "column 'count'): numbers with thousands separators (e.g. '1,500')" in caplog.text
 
 
+def test_a_utf16_export_with_semicolons_and_decimal_commas(tmp_path):
+    """UTF-16 (a byte-order mark): the header is found from the whole file, whose data rows,
+    read as if comma-delimited, have other numbers of fields than the header."""
+    write(tmp_path)
+    users_csv(tmp_path, "user_id;age;signup;credit\n10;30;2024-01-01;4752,32\n"
+                        "11;31;2024-01-02;720,8\n", "utf-16")
+    assert load_folder(tmp_path)["users"].df["credit"].tolist() == [4752.32, 720.8]
+
+
 def test_currency_percent_and_accounting_negatives(tmp_path, caplog):
     """A spreadsheet's formatted numbers: a currency sign (before or after, with a decimal
     comma too), a percent sign, parentheses for negatives."""
