@@ -3,7 +3,8 @@
 Spreadsheets and warehouses format numbers for people: thousands separators
 (``1,234,567.89``), decimal commas in German, French, ... locales (``1.234.567,89``,
 ``4752,32``), a currency sign (``$1,234.50``, ``12,50 €``), a percent sign (``12.5%``) and
-accounting parentheses for negatives (``(1,234.50)``). Read as text, such a column would
+accounting parentheses for negatives (``(1,234.50)``), or a minus after them (SAP:
+``1.234,56-``). Read as text, such a column would
 train as categories or hashed words; :func:`written_numbers` reads it as the numbers it
 holds where every value is written one way, and says which way (the caller logs it).
 pandas reads none of these (``pd.to_numeric``), hence this module.
@@ -19,9 +20,10 @@ import pandas as pd
 GROUPED = re.compile(r"^[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d+)?$")
 #: ``1.234.567,89`` or ``1234,5``: a decimal comma, a dot grouping thousands
 DECIMAL_COMMA = re.compile(r"^[-+]?([1-9]\d{0,2}(\.\d{3})+|\d+)(,\d+)?$")
-#: a number with a currency or percent sign before or after it, or in parentheses
+#: a number with a currency or percent sign before or after it, in parentheses, or with
+#: a minus after it (SAP: ``1.234,56-``)
 UNIT = re.compile(r"^\s*(?P<neg>\()?\s*(?P<pre>[$€£¥])?\s*(?P<num>[-+]?\d[\d.,]*"
-                  r"(?:[eE][-+]?\d+)?)\s*(?P<post>[%$€£¥])?\s*(?(neg)\))\s*$")
+                  r"(?:[eE][-+]?\d+)?)(?P<trail>-)?\s*(?P<post>[%$€£¥])?\s*(?(neg)\))\s*$")
 
 
 def written_numbers(values: pd.Series) -> tuple[pd.Series, str, str] | None:
@@ -33,7 +35,8 @@ def written_numbers(values: pd.Series) -> tuple[pd.Series, str, str] | None:
     - else a decimal comma where every value is so written (a comma with three digits
       after it, in every value, is taken for thousands: ``1,500``);
     - else a sign (one currency sign or ``%`` in the column) or parentheses around the
-      numbers, each number read as above; a value in parentheses is negative.
+      numbers, or a minus after them, each number read as above; a value in parentheses
+      or with a minus after it is negative.
     """
     num = pd.to_numeric(values, errors="coerce")
     rest = values[num.isna()]
@@ -48,7 +51,7 @@ def written_numbers(values: pd.Series) -> tuple[pd.Series, str, str] | None:
                 "a decimal comma", values[values.str.contains(",", regex=False)].iloc[0])
     parts = values.str.extract(UNIT)
     signs = set(parts["pre"].dropna()) | set(parts["post"].dropna())
-    negative = parts["neg"].notna()
+    negative = parts["neg"].notna() | parts["trail"].notna()
     if parts["num"].isna().any() or len(signs) > 1 or not (signs or negative.any()):
         return None
     inner = parts["num"]
@@ -62,8 +65,10 @@ def written_numbers(values: pd.Series) -> tuple[pd.Series, str, str] | None:
         how.append(inner_how)
     if signs:
         how.append(f"a {next(iter(signs))!r} sign")
-    if negative.any():
+    if parts["neg"].notna().any():
         how.append("parentheses for negatives")
-    example = rest[rest.str.contains(r"[()$€£¥%]")]
+    if parts["trail"].notna().any():
+        how.append("a minus after negatives")
+    example = rest[rest.str.contains(r"[()$€£¥%]|\d-")]
     return (read * np.where(negative, -1, 1), " and ".join(how),
             (example if len(example) else rest).iloc[0])

@@ -201,11 +201,15 @@ def test_currency_percent_and_accounting_negatives(tmp_path, caplog):
     assert df["discount"].tolist() == [12.5, 0, 100]
     assert "column 'balance'): numbers with thousands separators and a '$' sign and " \
         "parentheses for negatives (e.g. '$1,234.50')" in caplog.text
+    users_csv(tmp_path, "user_id;age;signup;amount\n10;30;2024-01-01;1.234,56-\n"
+                        "11;31;2024-01-02;20,5\n12;32;2024-01-03;7-\n")   # SAP's negatives
+    assert load_folder(tmp_path)["users"].df["amount"].tolist() == [-1234.56, 20.5, -7]
 
 
 @pytest.mark.parametrize("values", [
     ["1.2.3", "1.10.0"], ["10.0.0.1", "192.168.1.1"], ["A1", "B2"], ["+1 555 1234", "12"],
-    ["$1", "€2"], ["(note)", "(5)"], ["1,2,3", "4"], ["12%", "abc"], ["(5", "6)"]])
+    ["$1", "€2"], ["(note)", "(5)"], ["1,2,3", "4"], ["12%", "abc"], ["(5", "6)"],
+    ["2024-01-05", "2024-02-06"], ["5-7", "12-"], ["12--", "3"]])
 def test_text_that_is_no_number_stays_text(values):
     from rdl.data.numbers import written_numbers
     assert written_numbers(pd.Series(values)) is None
