@@ -295,13 +295,15 @@ def parse_numbers(raw: pd.Series, where: str, integer: bool = False,
     return parsed.astype("Int64" if parsed.isna().any() else "int64")
 
 
-def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFrame:
+def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset(),
+            keys: set[str] = frozenset()) -> pd.DataFrame:
     """``df`` (text columns) with numbers for the columns, but those in ``keep``, whose
     every value is one: ``int64`` where all are whole and present, else ``float64``.
     Zero-padded codes (``0042``) and whole numbers that float64 cannot hold exactly (ids
     of many digits) stay text, as the file wrote them; numbers as exports format them
-    (``1,234,567``, ``4752,32``, ``$12.50``, ``12.5%``: :mod:`rdl.data.numbers`) are numbers.
-    ``where(col)``: how messages name a column."""
+    (``1,234,567``, ``4752,32``, ``$12.50``, ``12.5%``: :mod:`rdl.data.numbers`) are numbers,
+    but in ``keys``, where only thousands separators are (``1,20`` and ``1,2`` are two
+    keys, not one number). ``where(col)``: how messages name a column."""
     for col in df.columns:
         if col in keep:
             continue
@@ -311,6 +313,8 @@ def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset()) -> pd.DataFra
         num = pd.to_numeric(values, errors="coerce")
         if num.isna().any():
             found = written_numbers(values)
+            if found is not None and col in keys and found[1] != "thousands separators":
+                continue   # ids, as the file wrote them
             if found is None:
                 _mixed(values, num, where(col))
                 continue

@@ -333,7 +333,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
         times = {c for c in df.columns if c not in t.stypes and c not in keys
                  and looks_like_times(df[c])}
-        df = numbers(df, t.where, keep={t.time, *as_text, *times})
+        df = numbers(df, t.where, keep={t.time, *as_text, *times}, keys=keys)
     else:
         df = parquet.read(t.parts, t.where(), t.base,
                           dropped={c for c, st in t.stypes.items() if st is None})

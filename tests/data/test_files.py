@@ -173,6 +173,12 @@ def test_decimal_commas(tmp_path, caplog):
     assert df["income"].tolist() == [1234567.89, 2690.72, 950]
     assert df["ratio"].tolist() == [0.125, 1.5, 2]
     assert df["count"].tolist() == [1500, 2000, 12]
+    # keys stay as written: 1,20 and 1,2 are two keys, not one number (1,234 is 1234)
+    from rdl.data.checks import numbers
+    df = numbers(pd.DataFrame({"k": ["1,2", "1,20"], "g": ["1,234", "5"], "v": ["1,2", "1,20"]}),
+                 lambda col: col, keys={"k", "g"})
+    assert df["k"].tolist() == ["1,2", "1,20"] and df["g"].tolist() == [1234, 5]
+    assert df["v"].tolist() == [1.2, 1.2]
     assert "column 'income'): numbers with a decimal comma (e.g. '1.234.567,89')" in caplog.text
     assert "column 'count'): numbers with thousands separators (e.g. '1,500')" in caplog.text
 
