@@ -312,7 +312,7 @@ def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset(),
             continue
         num = pd.to_numeric(values, errors="coerce")
         if num.isna().any():
-            found = written_numbers(values)
+            found = written_numbers(values, num)
             if found is not None and col in keys and found[1] != "thousands separators":
                 continue   # ids, as the file wrote them
             if found is None:
