@@ -157,18 +157,24 @@ def test_thousands_separators(tmp_path):
     assert load_folder(tmp_path)["users"].df["income"].tolist() == [1234567.5, 12000, 950]
 
 
+def users_logged(folder, caplog, text: str) -> pd.DataFrame:
+    """The users table of ``write``'s database with ``text`` as users.csv, loaded while
+    rdl.data.checks' messages are captured."""
+    write(folder)
+    users_csv(folder, text)
+    with caplog.at_level(logging.INFO, logger="rdl.data.checks"):
+        return load_folder(folder)["users"].df
+
+
 def test_decimal_commas(tmp_path, caplog):
     """Numbers as exports in German, French, ... locales write them (a decimal comma, a
     dot grouping thousands) are numbers, undeclared or declared numerical (age); a comma
     with three digits after it stays a thousands separator unless another value says
     otherwise, and a leading 0 never groups thousands."""
-    write(tmp_path)
-    users_csv(tmp_path, "user_id;age;signup;income;ratio;count\n"
-                        "10;30,5;2024-01-01;1.234.567,89;0,125;1,500\n"
-                        "11;31;2024-01-02;2690,72;1,5;2,000\n"
-                        "12;;2024-01-03;950;2;12\n")
-    with caplog.at_level(logging.INFO, logger="rdl.data.checks"):
-        df = load_folder(tmp_path)["users"].df
+    df = users_logged(tmp_path, caplog, "user_id;age;signup;income;ratio;count\n"
+                                        "10;30,5;2024-01-01;1.234.567,89;0,125;1,500\n"
+                                        "11;31;2024-01-02;2690,72;1,5;2,000\n"
+                                        "12;;2024-01-03;950;2;12\n")
     assert df["age"].tolist()[:2] == [30.5, 31] and df["age"].isna().iloc[2]
     assert df["income"].tolist() == [1234567.89, 2690.72, 950]
     assert df["ratio"].tolist() == [0.125, 1.5, 2]
@@ -195,13 +201,10 @@ def test_a_utf16_export_with_semicolons_and_decimal_commas(tmp_path):
 def test_currency_percent_and_accounting_negatives(tmp_path, caplog):
     """A spreadsheet's formatted numbers: a currency sign (before or after, with a decimal
     comma too), a percent sign, parentheses for negatives."""
-    write(tmp_path)
-    users_csv(tmp_path, 'user_id,age,signup,balance,fee,discount\n'
-                        '10,30,2024-01-01,"$1,234.50","12,50 €",12.5%\n'
-                        '11,31,2024-01-02,"($20.00)","3 €",0%\n'
-                        '12,32,2024-01-03,7,"1.000,25 €",100 %\n')
-    with caplog.at_level(logging.INFO, logger="rdl.data.checks"):
-        df = load_folder(tmp_path)["users"].df
+    df = users_logged(tmp_path, caplog, 'user_id,age,signup,balance,fee,discount\n'
+                                        '10,30,2024-01-01,"$1,234.50","12,50 €",12.5%\n'
+                                        '11,31,2024-01-02,"($20.00)","3 €",0%\n'
+                                        '12,32,2024-01-03,7,"1.000,25 €",100 %\n')
     assert df["balance"].tolist() == [1234.5, -20, 7]
     assert df["fee"].tolist() == [12.5, 3, 1000.25]
     assert df["discount"].tolist() == [12.5, 0, 100]
