@@ -16,13 +16,16 @@ import re
 import numpy as np
 import pandas as pd
 
-#: ``1,234,567.89``: a comma before every three digits (a leading 0 groups nothing)
-GROUPED = re.compile(r"^[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d+)?$")
-#: ``1.234.567,89`` or ``1234,5``: a decimal comma, a dot grouping thousands
-DECIMAL_COMMA = re.compile(r"^[-+]?([1-9]\d{0,2}(\.\d{3})+|\d+)(,\d+)?$")
+#: ``1,234,567.89`` (or Swiss ``1'234'567.89``): a comma before every three digits (a
+#: leading 0 groups nothing)
+GROUPED = re.compile(r"^[-+]?[1-9]\d{0,2}([,']\d{3})+(\.\d+)?$")
+#: ``1.234.567,89``, ``1234,5`` or French ``1 234 567,89`` (a space, no-break or narrow
+#: no-break, between groups): a decimal comma
+DECIMAL_COMMA = re.compile("^[-+]?([1-9]\\d{0,2}([. \u00a0\u202f]\\d{3})+|\\d+)(,\\d+)?$")
+_GROUPS = "[. \u00a0\u202f]"   # (replaced by a regex: 8 times str.translate's speed)
 #: a number with a currency or percent sign before or after it, in parentheses, or with
 #: a minus after it (SAP: ``1.234,56-``)
-UNIT = re.compile(r"^\s*(?P<neg>\()?\s*(?P<pre>[$€£¥])?\s*(?P<num>[-+]?\d[\d.,]*"
+UNIT = re.compile(r"^\s*(?P<neg>\()?\s*(?P<pre>[$€£¥])?\s*(?P<num>[-+]?\d[\d.,'\s]*"
                   r"(?:[eE][-+]?\d+)?)(?P<trail>-)?\s*(?P<post>[%$€£¥])?\s*(?(neg)\))\s*$")
 
 
@@ -45,12 +48,13 @@ def written_numbers(values: pd.Series, num: pd.Series | None = None
     if not len(rest) or not _could_be(rest.iloc[:100]):
         return None
     if rest.str.match(GROUPED).all():
-        return (pd.to_numeric(values.str.replace(",", "", regex=False)),
+        return (pd.to_numeric(values.str.replace("[,']", "", regex=True)),
                 "thousands separators", rest.iloc[0])
     if values.str.match(DECIMAL_COMMA).all():
-        return (pd.to_numeric(values.str.replace(".", "", regex=False)
-                              .str.replace(",", ".", regex=False)),
-                "a decimal comma", values[values.str.contains(",", regex=False)].iloc[0])
+        plain = values.str.replace(_GROUPS, "", regex=True).str.replace(",", ".", regex=False)
+        return (pd.to_numeric(plain),
+                "a decimal comma" if values.str.contains(",", regex=False).any()
+                else "dots or spaces between thousands", rest.iloc[0])
     if not values.str.match(UNIT).all():
         return None
     # each part taken off by plain string ops: a regular expression's groups (extract) cost

@@ -185,6 +185,11 @@ def test_decimal_commas(tmp_path, caplog):
                  lambda col: col, keys={"k", "g"})
     assert df["k"].tolist() == ["1,2", "1,20"] and df["g"].tolist() == [1234, 5]
     assert df["v"].tolist() == [1.2, 1.2]
+    # French (spaces, no-break or narrow no-break, between thousands) and Swiss grouping
+    df = numbers(pd.DataFrame({"fr": ["1 234,56", "1\u00a0000", "2\u202f500,5 €"],
+                               "ch": ["1'234.50", "12", "3'000"]}), lambda col: col)
+    assert df["fr"].tolist() == [1234.56, 1000, 2500.5]
+    assert df["ch"].tolist() == [1234.5, 12, 3000]
     assert "column 'income'): numbers with a decimal comma (e.g. '1.234.567,89')" in caplog.text
     assert "column 'count'): numbers with thousands separators (e.g. '1,500')" in caplog.text
 
@@ -218,7 +223,8 @@ def test_currency_percent_and_accounting_negatives(tmp_path, caplog):
 @pytest.mark.parametrize("values", [
     ["1.2.3", "1.10.0"], ["10.0.0.1", "192.168.1.1"], ["A1", "B2"], ["+1 555 1234", "12"],
     ["$1", "€2"], ["(note)", "(5)"], ["1,2,3", "4"], ["12%", "abc"], ["(5", "6)"],
-    ["2024-01-05", "2024-02-06"], ["5-7", "12-"], ["12--", "3"]])
+    ["2024-01-05", "2024-02-06"], ["5-7", "12-"], ["12--", "3"], ["12 34", "5"],
+    ["1 2 3", "4"], ["a b", "c"]])
 def test_text_that_is_no_number_stays_text(values):
     from rdl.data.numbers import written_numbers
     assert written_numbers(pd.Series(values)) is None
