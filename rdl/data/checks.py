@@ -180,7 +180,9 @@ def _not_numbers(values: pd.Series, numbers, where: str) -> None:
         raise DataError(f"{where}: {int(numbers.sum())} of {len(values)} values are numbers, "
                         f"not times, e.g. {show(values[numbers].iloc[0])} ({rows(numbers)}): "
                         "epoch seconds? Excel serial days? Their unit is anyone's guess: "
-                        "write them as ISO 8601 times (2024-01-31 or 2024-01-31 12:00:00); "
+                        "write them as ISO 8601 times (2024-01-31 or 2024-01-31 12:00:00), "
+                        "or, for the table's time, declare the unit of numbers since 1970 "
+                        f"(time: {{column: {_column(where)}, epoch: s}}, or ms, us, ns); "
                         f"if the column is no time, declare its stype ({_stypes(where)})")
 
 
@@ -238,9 +240,14 @@ def _parse_text(raw: pd.Series, where: str) -> pd.Series:
 
 def _stypes(where: str, stype: str = "numerical") -> str:
     """How a schema declares the stype of the column ``where`` names."""
-    col = re.search(r"column '([^']*)'", where)
-    return (f"stypes: {{{col.group(1) if col else '<column>'}: {stype}}} in the schema; "
+    return (f"stypes: {{{_column(where)}: {stype}}} in the schema; "
             "stypes: numerical, categorical, text_embedded, timestamp, or null to drop it")
+
+
+def _column(where: str) -> str:
+    """The column ``where`` names (``<column>`` if none)."""
+    col = re.search(r"column '([^']*)'", where)
+    return col.group(1) if col else "<column>"
 
 
 def _bad(parsed: pd.Series, raw: pd.Series) -> pd.Series:

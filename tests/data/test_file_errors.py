@@ -129,7 +129,8 @@ def test_text_in_a_timestamp_column(tmp_path):
 def test_times_written_as_numbers(tmp_path):
     write(tmp_path, users=lambda df: df.assign(signup=[45292, 45293, 45294]))
     fails(tmp_path, "users.csv (table 'users', column 'signup')", "3 of 3 values are numbers, "
-          "not times, e.g. 45292 (rows 0, 1, 2)", "Excel serial days")
+          "not times, e.g. 45292 (rows 0, 1, 2)", "Excel serial days",
+          "(time: {column: signup, epoch: s}, or ms, us, ns)")
     # a warehouse's date keys: yyyymmdd, every one a date
     write(tmp_path, users=lambda df: df.assign(signup=[20240101, 20240102, 20240103]))
     assert load_folder(tmp_path)["users"].df["signup"].dt.day.tolist() == [1, 2, 3]

@@ -69,6 +69,32 @@ def test_units_and_formats(tmp_path, spec, values, want):
                                                                               want))
 
 
+@pytest.mark.parametrize("csv", [True, False], ids=["csv", "parquet"])
+def test_epoch_times(tmp_path, caplog, csv):
+    """An event log's times as numbers since 1970 (UTC), their unit declared: the instants
+    they are (no period end), missing ones missing; text or another unit's magnitude stop
+    the load naming the rows."""
+    got = times(tmp_path, "{column: WEEK_NO, epoch: ms}", [1704067200000, 1704067200500], csv)
+    assert got == [ORIGIN, ORIGIN + pd.Timedelta(milliseconds=500)]
+    assert times(tmp_path, "{column: WEEK_NO, epoch: s}", [1704067200], csv) == [ORIGIN]
+    with caplog.at_level(logging.WARNING, logger="rdl.data.folder"):
+        times(tmp_path, "{column: WEEK_NO, epoch: ms}", [1704067200], csv)   # seconds
+    assert "every time, as ms since 1970 (epoch: ms), is in 1970" in caplog.text
+    for values, message in (([1704067200, "soon"], "1 of 2 values are not numbers of s since "
+                             "1970 (epoch: s), e.g. 'soon' (row 1)"),
+                            ([1704067200000], "as s since 1970 (epoch: s), lie beyond the "
+                             "years 1678 to 2261 that rdl's times hold, e.g. 1704067200000 "
+                             "(row 0): another unit?")):
+        write(tmp_path, "{column: WEEK_NO, epoch: s}",
+              pd.DataFrame({"product_id": 1, "WEEK_NO": values if all(
+                  isinstance(v, int) for v in values) else list(map(str, values))}), csv)
+        with pytest.raises(DataError) as e:
+            load_folder(tmp_path)
+        assert f"promotions.{'csv' if csv else 'parquet'} (table 'promotions', column " \
+               "'WEEK_NO')" in str(e.value)
+        assert message in str(e.value)
+
+
 @pytest.mark.parametrize("spec,values,message", [
     ("format: yyyymm", [202401, 202413], "1 of the column's 2 distinct values are not yyyymm "
      "(a year and a month 01 to 12, as 202401), e.g. 202413"),
@@ -93,7 +119,9 @@ def test_bad_period_values(tmp_path, spec, values, message):
     ("{column: WEEK_NO, unit: week, origin: soon}", "origin 'soon'"),
     ("{column: WEEK_NO, unit: fortnight, origin: 2024-01-01}", "unit 'fortnight': one of"),
     ("{column: WEEK_NO, unit: week, format: yyyymm, origin: 2024-01-01}",
-     "give one of unit (with origin), format or calendar, not ['unit', 'format']"),
+     "give one of unit (with origin), format, calendar or epoch, not ['unit', 'format']"),
+    ("{column: WEEK_NO, epoch: minutes}", "epoch 'minutes': one of ['s', 'ms', 'us', 'ns']"),
+    ("{column: WEEK_NO, epoch: s, at: start}", "no other key (an epoch time is an instant"),
     ("{column: WEEK_NO}", "not none"),
     ("{unit: week, origin: 2024-01-01}", "'column:' names the column"),
     ("{column: WEEK_NO, format: yyyy}", "format 'yyyy': one of ['yyyymm', 'yyyyww']"),
