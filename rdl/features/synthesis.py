@@ -83,7 +83,7 @@ class Synthesis:
         def infer():
             from rdl.graph.build import infer_stypes
             table = self.db[name]
-            st = infer_stypes(table, self.db.stypes.get(name))
+            st = infer_stypes(table, self.db.stypes.get(name), name=name)
             num = [c for c, s in st.items() if s == torch_frame.numerical and c != table.time_col]
             # strings the graph embeds as text (a small table's few names) are categories
             # here unless they are free text

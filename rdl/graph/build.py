@@ -48,11 +48,14 @@ def to_seconds(ser: pd.Series) -> torch.Tensor:
 
 
 def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
-                 sample: int = 100_000, seed: int = 0) -> dict[str, torch_frame.stype]:
+                 sample: int = 100_000, seed: int = 0,
+                 name: str = "") -> dict[str, torch_frame.stype]:
     """PyTorch Frame's stype inference on (a sample of) the feature columns, then overrides.
 
     ``overrides`` maps a column to a stype name (``numerical``, ``categorical``,
     ``text_embedded``, ``timestamp``, ...) or to ``null``/``"drop"`` to leave it out.
+    ``name``: the table's, for the warning of a column that looks like an identifier (once a
+    process: :func:`_warn_identifier`).
     """
     df = table.df[table.feature_cols]
     if len(df) > sample:
@@ -63,6 +66,8 @@ def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
         st = infer_series_stype(df[col])
         if st is not None:
             stypes[col] = st
+            if col not in (overrides or {}):
+                _warn_identifier(name, col, df[col], st)
     for col, name in (overrides or {}).items():
         if col not in table.df.columns:
             raise DataError(f"stype override for column {col!r}: the table has no such column "
@@ -76,6 +81,28 @@ def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
             raise DataError(f"stype override for column {col!r}: unknown stype {name!r}; one of "
                             f"{[s.value for s in torch_frame.stype]}") from None
     return stypes
+
+
+#: (table, column) already warned of as an identifier in this process
+_IDENTIFIERS: set = set()
+
+
+def _warn_identifier(table: str, col: str, values: pd.Series, st) -> None:
+    """Warns of a text column whose every value is distinct and one word (a UUID, an
+    email, a SKU): an identifier, hashed (or embedded) as a different vector on every row,
+    which a model can learn by heart and which says nothing of an unseen row."""
+    if st not in (torch_frame.text_embedded, torch_frame.categorical):
+        return
+    v = values.dropna()
+    if len(v) < 1000 or v.nunique() < 0.99 * len(v) or v.astype(str).str.contains(r"\s").any():
+        return
+    if (table, col) not in _IDENTIFIERS:
+        _IDENTIFIERS.add((table, col))
+        log.warning("table %r, column %r: every value distinct and one word (e.g. %r): an "
+                    "identifier? As a %s feature each row gets a vector of its own, which a "
+                    "model can learn by heart; drop it (+data.stypes.%s.%s=null, or stypes: "
+                    "{%s: null} in a folder's schema) unless it means something", table, col,
+                    v.iloc[0], st.value, table, col, col)
 
 
 def _materialize(name: str, df: pd.DataFrame, cols: dict, text_embedder, given):
@@ -262,7 +289,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
     """
     stypes = stypes or {}
     check_stypes(db, stypes)
-    col_to_stype = {name: infer_stypes(tab, stypes.get(name)) for name, tab in db}
+    col_to_stype = {name: infer_stypes(tab, stypes.get(name), name=name) for name, tab in db}
     # A cache entry is read only when complete (its marker, written last, lists every
     # file); else the graph is built and written into a temporary folder that is renamed
     # into place at the end (rdl.caching): a killed build never leaves a half entry.

@@ -261,3 +261,26 @@ def test_numerical_stats_are_pytorch_frames(values):
     want = compute_col_stats(df["x"], torch_frame.numerical)
     got = column_stats(df, {"x": torch_frame.numerical})["x"]
     assert repr(got) == repr(want)
+
+
+def test_a_column_of_identifiers_is_warned_of_once(caplog):
+    """A text column whose every value is distinct and one word (a UUID, an email) gives
+    each row a vector of its own: warned of once a process, naming the table, the column
+    and how to drop it; not for a declared one, nor for names of several words."""
+    import logging
+
+    from rdl.graph import build
+    n = 1500
+    df = pd.DataFrame({"uid": [f"u-{i:05d}-x" for i in range(n)],
+                       "title": [f"blue shirt {i}" for i in range(n)],
+                       "city": np.random.default_rng(0).choice(["Paris", "Lyon"], n)})
+    table = Table(df)
+    build._IDENTIFIERS.discard(("people", "uid"))
+    with caplog.at_level(logging.WARNING, logger="rdl.graph.build"):
+        build.infer_stypes(table, name="people")
+        build.infer_stypes(table, name="people")
+        build.infer_stypes(table, {"uid": "text_embedded"}, name="others")
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and warned[0].startswith("table 'people', column 'uid': every "
+                                                     "value distinct and one word")
+    assert "+data.stypes.people.uid=null" in warned[0]
