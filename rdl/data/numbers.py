@@ -2,12 +2,12 @@
 
 Spreadsheets and warehouses format numbers for people: thousands separators
 (``1,234,567.89``), decimal commas in German, French, ... locales (``1.234.567,89``,
-``4752,32``), a currency sign (``$1,234.50``, ``12,50 €``), a percent sign (``12.5%``) and
-accounting parentheses for negatives (``(1,234.50)``), or a minus after them (SAP:
-``1.234,56-``). Read as text, such a column would
-train as categories or hashed words; :func:`written_numbers` reads it as the numbers it
-holds where every value is written one way, and says which way (the caller logs it).
-pandas reads none of these (``pd.to_numeric``), hence this module.
+``4752,32``), a currency sign (``$1,234.50``, ``12,50 €``), a percent sign (``12.5%``),
+accounting parentheses for negatives (``(1,234.50)``) or a minus after them (SAP:
+``1.234,56-``). Read as text, such a column would train as categories or hashed words;
+:func:`written_numbers` reads it as the numbers it holds where every value is written one
+way, and says which way (the caller logs it). pandas reads none of these
+(``pd.to_numeric``), hence this module.
 """
 from __future__ import annotations
 
