@@ -271,7 +271,7 @@ class HeteroEncoder(torch.nn.Module):
                              "of rows per chunk (2 or more)")
         self.stacked = bool(stacked)
         self.chunk_rows = 0 if isinstance(stacked, bool) else stacked
-        self._stackable: dict[tuple, bool] = {}   # node types -> stackable (stack_sizes)
+        self._stackable: dict[tuple, bool] = {}   # (types, stacked) -> stackable
 
     def reset_parameters(self):
         for enc in self.encoders.values():
@@ -283,10 +283,10 @@ class HeteroEncoder(torch.nn.Module):
         passes a compiled model's :meth:`forward`, so that no maximum of the tables' sizes
         is taken in its graph. None where the tables are not stacked."""
         types = tuple(tf_dict)
-        if types not in self._stackable:   # (host side: no trace reads this cache)
-            self._stackable[types] = self.stacked and stackable(
-                [self.encoders[nt] for nt in types])
-        if not self._stackable[types]:
+        key = (types, self.stacked)   # (host side: no trace reads this cache)
+        if key not in self._stackable:
+            self._stackable[key] = self.stacked and stackable([self.encoders[nt] for nt in types])
+        if not self._stackable[key]:
             return None
         return stack_sizes([tf.num_rows for tf in tf_dict.values()], self.chunk_rows)
 
