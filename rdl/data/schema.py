@@ -18,6 +18,7 @@ class TableSchema:
         self.period = None            # time written as period numbers (periods.PeriodTime)
         self.implied = False          # a row for every key its foreign keys hold (implied)
         self.key_only = False         # implied, without a file: its rows are its keys
+        self.composite: dict[str, list[str]] = {}   # a key of several columns: its columns
 
     @property
     def base(self) -> Path | None:
@@ -31,4 +32,9 @@ class TableSchema:
     def required(self) -> list[str]:
         """The columns the schema names (keys, time, declared stypes) its file must have."""
         cols = [self.pkey, *self.fkeys, self.time, *self.stypes]
-        return list(dict.fromkeys(c for c in cols if c is not None))
+        cols = [p for c in cols if c is not None for p in self.composite.get(c, [c])]
+        return list(dict.fromkeys(cols))
+
+    def key_columns(self) -> set[str]:
+        """The columns of its composite keys (:mod:`rdl.data.composite`)."""
+        return {c for cols in self.composite.values() for c in cols}

@@ -62,17 +62,15 @@ def test_infinities_in_parquet(tmp_path):
     assert len(load_folder(tmp_path)["posts"]) == 3
 
 
-def test_composite_primary_key(tmp_path):
-    write(tmp_path, SCHEMA.replace("pkey: post_id", "pkey: [post_id, tag_id]"))
-    fails(tmp_path, "schema.yaml: table 'posts': pkey ['post_id', 'tag_id']: one column",
-          "a composite key", "add one column")
-    write(tmp_path, SCHEMA.replace("pkey: post_id", "pkey: post_id, tag_id"))
-    fails(tmp_path, "posts.parquet (table 'posts'): primary key 'post_id, tag_id': one column",
-          "joining ['post_id', 'tag_id']")
+def test_a_duplicated_key_says_how_to_declare_a_composite_one(tmp_path):
     write(tmp_path, posts=lambda df: pd.concat([df, df.iloc[[0, 1]]], ignore_index=True))
     fails(tmp_path, "posts.parquet (table 'posts', column 'post_id')",
           "primary key duplicated: 4 rows share 2 values, e.g. 100 (rows 0, 3), 101 (rows 1, 4)",
-          "composite key")
+          "declare them all (pkey: [order_id, line])")
+    # declared so, the key is the pair (tests/data/test_composite.py)
+    write(tmp_path, SCHEMA.replace("pkey: post_id", "pkey: [post_id, tag_id]"))
+    fails(tmp_path, "table 'posts': foreign key 'parent_id' has 1 column(s), the primary key "
+          "'post_id, tag_id' of table 'posts' 2")
 
 
 def test_out_of_range_times(tmp_path):
