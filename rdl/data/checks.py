@@ -60,7 +60,7 @@ def show(value) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
-def check_key(keys: pd.Series, where: str) -> None:
+def check_key(keys: pd.Series, where: str, composite: bool = False) -> None:
     """A primary key must be filled in and unique in every row.
 
     A missing key would otherwise turn an integer column into floats and cut every row
@@ -82,8 +82,11 @@ def check_key(keys: pd.Series, where: str) -> None:
                              for v in shared.drop_duplicates().iloc[:3])
         raise DataError(f"{where}: primary key duplicated: {_rows(int(dup.sum()))} share "
                         f"{shared.nunique()} values, e.g. {examples}. A primary key names one "
-                        "row: if the table's key is made of several columns, declare them all "
-                        "(pkey: [order_id, line]), or declare no pkey (a table of facts)")
+                        "row: " + ("those rows agree in every column of the key: add the "
+                                   "column that tells them apart to it, or drop the repeats"
+                                   if composite else "if the table's key is made of several "
+                                   "columns, declare them all (pkey: [order_id, line])")
+                        + ", or declare no pkey (a table of facts)")
 
 
 def check_finite(values: pd.Series, where: str) -> None:

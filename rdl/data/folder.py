@@ -371,7 +371,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
                             f"{key!r} of columns {cols}: rename it in the file")
         df[key] = composite_key.ids(df, cols)
     if t.pkey is not None:
-        check_key(df[t.pkey], t.where(t.pkey))
+        check_key(df[t.pkey], t.where(t.pkey), composite=t.pkey in t.composite)
     _check_undeclared_time(t, df)
     return df
 

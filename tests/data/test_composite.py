@@ -73,7 +73,8 @@ def test_a_foreign_key_matches_every_column_of_the_key_it_references(tmp_path, c
 
 def test_a_key_s_values_are_written_one_way_whatever_the_file():
     df = pd.DataFrame({"n": [7, 8, None], "f": [7.0, 2.5, 1.0], "s": [" a ", "b", "c"],
-                       "t": pd.to_datetime(["2024-01-31", "2024-01-31 10:00:00.5", None], format="ISO8601")})
+                       "t": pd.to_datetime(["2024-01-31", "2024-01-31 10:00:00.5", None],
+                                           format="ISO8601")})
     df["n"] = df["n"].astype("Int64")
     assert ids(df, ["n", "f", "s", "t"]).tolist()[:2] == ["7|7|a|2024-01-31",
                                                           "8|2.5|b|2024-01-31 10:00:00.500000"]
@@ -101,7 +102,8 @@ tables:
 def test_composite_key_errors_name_the_table_the_columns_and_the_rows(tmp_path):
     write(tmp_path, weather=lambda d: pd.concat([d, d.iloc[[0]]], ignore_index=True))
     fails(tmp_path, "weather.csv (table 'weather', column 'origin, time_hour')",
-          "primary key duplicated: 2 rows share 1 values", "'JFK|2013-01-01 05:00:00' (rows 0, 4)")
+          "primary key duplicated: 2 rows share 1 values", "'JFK|2013-01-01 05:00:00' (rows 0, 4)",
+          "agree in every column of the key: add the column that tells them apart")
     write(tmp_path, weather=lambda d: d.assign(origin=[None, "LGA", "JFK", "EWR"]))
     fails(tmp_path, "column 'origin, time_hour'", "primary key missing in 1 of 4 rows")
     write(tmp_path, weather=lambda d: d.drop(columns="origin"))
