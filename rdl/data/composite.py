@@ -56,6 +56,16 @@ def check_arity(fkey: str, parts: dict[str, list[str]], ref_pkey: str,
             f"references, in its order (fkeys: {{\"a, b\": {ref}}})")
 
 
+def add_ids(df: pd.DataFrame, keys: dict[str, list[str]], where) -> None:
+    """A column of :func:`ids` in ``df`` for each composite key (name -> its columns);
+    ``where(column)`` names the place in an error."""
+    for key, cols in keys.items():
+        if key in df.columns:
+            raise DataError(f"{where(key)}: the file has a column named as the composite key "
+                            f"{key!r} of columns {cols}: rename it in the file")
+        df[key] = ids(df, cols)
+
+
 def ids(df: pd.DataFrame, cols: list[str]) -> pd.Series:
     """One id a row: the values of ``cols`` written one way each (the module's docstring)
     and joined with ``|``; missing where any value is."""

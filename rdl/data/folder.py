@@ -21,6 +21,8 @@ foreign keys (``{column: referenced_table}``; a table may reference itself), its
     dangling: null        # foreign keys matching no row: null (RelBench), drop, fail or add
     missing: ['?']        # words that mean missing, beyond rdl's (also per table)
 
+A key of several columns is a list (``pkey: [origin, hour]``), a foreign key to it its
+columns joined by commas (``fkeys: {"origin, hour": weather}``; :mod:`rdl.data.composite`).
 Keys without their table (``implied:``, ``dangling: add``) become rows as
 :mod:`rdl.data.implied` says; times written as period numbers are converted as
 :mod:`rdl.data.periods` says, before any check.
@@ -97,11 +99,11 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         for key in ("fkeys", "stypes"):
             if not isinstance(spec.get(key) or {}, dict):
                 raise DataError(f"{at}: {key} must be a mapping (column: ...), got {spec[key]!r}")
-        if isinstance(spec.get("time"), list) or isinstance(spec.get("pkey"), dict):
-            key = "time" if isinstance(spec.get("time"), list) else "pkey"
-            raise DataError(f"{at}: {key} {spec[key]!r}: " + (
-                "one column, not several" if key == "time" else
-                "a column, or a list of the columns of a composite key"))
+        for key, wrong in (("time", list), ("pkey", dict)):
+            if isinstance(spec.get(key), wrong):
+                raise DataError(f"{at}: {key} {spec[key]!r}: one column" + (
+                    ", or a list of the columns of a composite key" if key == "pkey"
+                    else ", not several"))
         composite = dict(filter(None, (composite_key.parse(k, at) for k in
                                        [spec.get("pkey"), *(spec.get("fkeys") or {})])))
         named = lambda k: None if k is None else (  # noqa: E731
@@ -365,11 +367,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
             df[col] = parse_numbers(s, t.where(col), schema=True)
         if st in ("", "numerical"):
             check_finite(df[col], t.where(col))
-    for key, cols in t.composite.items():
-        if key in df.columns:
-            raise DataError(f"{t.where(key)}: the file has a column named as the composite key "
-                            f"{key!r} of columns {cols}: rename it in the file")
-        df[key] = composite_key.ids(df, cols)
+    composite_key.add_ids(df, t.composite, t.where)
     if t.pkey is not None:
         check_key(df[t.pkey], t.where(t.pkey), composite=t.pkey in t.composite)
     _check_undeclared_time(t, df)

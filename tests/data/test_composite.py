@@ -118,3 +118,19 @@ def test_composite_key_errors_name_the_table_the_columns_and_the_rows(tmp_path):
     fails(tmp_path, "a composite key names two or more different columns")
     write(tmp_path, weather=lambda d: d.assign(**{"origin, time_hour": 1}))
     fails(tmp_path, "the file has a column named as the composite key 'origin, time_hour'")
+
+
+def test_a_task_s_sql_sees_a_composite_key_as_its_ids(tmp_path):
+    import duckdb
+
+    from rdl.tasks.ids import register, to_rows
+    write(tmp_path)
+    db = load_folder(tmp_path)
+    con = duckdb.connect()
+    register(con, db)
+    got = con.execute('SELECT f.flight, w.temp, f."origin, time_hour" AS id FROM flights f '
+                      'JOIN weather w USING ("origin, time_hour") ORDER BY f.flight').df()
+    assert got[["flight", "temp"]].values.tolist() == [[1, 1.0], [2, 2.0], [3, 3.0]]
+    assert got["id"].tolist()[2] == "JFK|2013-01-01 06:00:00"
+    rows = to_rows(got["id"], db, "weather", "a task")
+    assert db["weather"].df.loc[rows, "temp"].tolist() == [1.0, 2.0, 3.0]
