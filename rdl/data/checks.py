@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import re
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -21,22 +20,9 @@ log = logging.getLogger(__name__)
 
 #: the largest magnitude a feature may have: PyTorch Frame's tensors are float32
 FLOAT32_MAX = float(np.finfo(np.float32).max)
-#: the times pandas holds at nanosecond resolution, which rdl's times use
-TIME_MIN, TIME_MAX = pd.Timestamp.min.ceil("D"), pd.Timestamp.max.floor("D")
-#: the text forms of times read, tried in order (pandas parses them); day-first and
-#: month-first forms are both tried and must not both fit a column
-TIME_FORMATS = ("ISO8601", "%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%m/%d/%Y", "%d/%m/%Y",
-                "%m/%d/%Y %H:%M:%S", "%d/%m/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M",
-                "%m/%d/%y", "%d/%m/%y", "%d.%m.%Y", "%d.%m.%Y %H:%M:%S",
-                # Oracle's defaults: TIMESTAMP (05-JAN-23 10.00.00.000000 AM), and DATE
-                # with NLS_DATE_FORMAT DD-MON-YYYY HH24:MI:SS
-                "%d-%b-%y %I.%M.%S.%f %p", "%d-%b-%Y %H:%M:%S")
-_LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
-                              r"(Z|[+-]\d{2}(:?\d{2})?)?$")
 #: integers beyond this lose digits as float64: such ids stay text (as the file wrote them)
 EXACT_FLOAT = 2 ** 53
 _PADDED = re.compile(r"^-?0\d")                               # 0042: a code, not a number
-_OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 
 
 def where(table: str, column: str, file=None) -> str:
@@ -107,137 +93,6 @@ def check_finite(values: pd.Series, where: str) -> None:
                         f"float32 (±3.4e38), e.g. {show(v[bad][0])} ({rows(bad)}); write them "
                         "empty (missing) or as finite numbers, or drop the column from the "
                         "schema's stypes (column: null)")
-
-
-def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
-    """Whether a text column holds times: 90 % of its first ``n`` present values read as
-    times (as PyTorch Frame's stype inference would take it, which then fails on the rest
-    only when the graph is built). Text of digits only is no time (ids, amounts)."""
-    if not (pd.api.types.is_string_dtype(values) or values.dtype == object):
-        return False
-    head = values.dropna().iloc[:n].astype(str).str.strip()
-    if not len(head) or not (head.str.contains(r"\D").mean() >= 0.9
-                             and head.str.contains(r"\d").mean() >= 0.9):
-        return False   # words, or digits only
-    if pd.to_numeric(head, errors="coerce").notna().mean() >= 0.9 or \
-            written_numbers(head) is not None:
-        return False   # numbers (-5, 1.5, 1e3, 1,234.5, 4752,32): pandas would read "-5" as
-                       # the year -5, and "4752,32" as a day of the year 4752
-    if head.str.match(_LOOKS_LIKE_TIME).mean() >= 0.9:
-        return True
-    return _read_times(head)[0].notna().mean() >= 0.9
-
-
-def parse_times(raw: pd.Series, where: str, required: bool = True) -> pd.Series:
-    """``raw`` (times of any unit or zone, dates, or text as :data:`TIME_FORMATS`) as
-    ``datetime64[ns]`` in UTC without a zone; text without an offset is taken as UTC.
-
-    Raises:
-        DataError: values that are numbers (epoch or Excel serial numbers: their unit is
-            anyone's guess), text that is no time (or could be day- or month-first), times
-            outside :data:`TIME_MIN` .. :data:`TIME_MAX`, or (``required``) missing ones;
-            naming ``where``, how many rows, a few of them and what to do.
-    """
-    s = raw
-    if pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s)
-                                         and not pd.api.types.is_datetime64_any_dtype(s)):
-        s = _date_keys(s, where)
-    elif not pd.api.types.is_datetime64_any_dtype(s):
-        s = _parse_text(s, where)
-    if getattr(s.dt, "tz", None) is not None:
-        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
-    outside = ((s < TIME_MIN) | (s > TIME_MAX)).to_numpy(dtype=bool)
-    if outside.any():
-        raise DataError(f"{where}: {int(outside.sum())} of {len(s)} times are outside the "
-                        f"years {TIME_MIN.year + 1} to {TIME_MAX.year - 1} that rdl's times hold, "
-                        f"e.g. {s[outside].iloc[0]} ({rows(outside)}); a placeholder such as "
-                        "9999-12-31 for 'never' or 0001-01-01 for 'unknown'? Write those empty "
-                        + ("and drop the rows that have no time" if required
-                           else "(missing)"))
-    missing = s.isna().to_numpy()
-    if required and missing.any():
-        raise DataError(f"{where}: time missing in {int(missing.sum())} of {_rows(len(s))} "
-                        f"({rows(missing)}); a timed table needs a time on every row")
-    return s.astype("datetime64[ns]")
-
-
-def _date_keys(s: pd.Series, where: str) -> pd.Series:
-    """Numbers in a time column: a warehouse's date keys (20240131) where every one is a
-    date written yyyymmdd; else (epoch seconds? Excel serial days?) an error."""
-    v = s.dropna()
-    if len(v) and (v % 1 == 0).all() and v.between(1000_01_01, 9999_12_31).all():
-        parsed = pd.to_datetime(v.astype("int64").astype(str), format="%Y%m%d",
-                                errors="coerce")
-        if parsed.notna().all():
-            log.info("%s: numbers read as dates written yyyymmdd (e.g. %s)", where,
-                     show(v.iloc[0]))
-            return parsed.reindex(s.index)
-    _not_numbers(s, s.notna().to_numpy(), where)
-    return pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns]")
-
-
-def _not_numbers(values: pd.Series, numbers, where: str) -> None:
-    """Raises if any of ``numbers`` (a mask of ``values``) is set: times written as numbers."""
-    if numbers.any():
-        raise DataError(f"{where}: {int(numbers.sum())} of {len(values)} values are numbers, "
-                        f"not times, e.g. {show(values[numbers].iloc[0])} ({rows(numbers)}): "
-                        "epoch seconds? Excel serial days? Their unit is anyone's guess: "
-                        "write them as ISO 8601 times (2024-01-31 or 2024-01-31 12:00:00), "
-                        "or, for the table's time, declare the unit of numbers since 1970 "
-                        f"(time: {{column: {_column(where)}, epoch: s}}, or ms, us, ns); "
-                        f"if the column is no time, declare its stype ({_stypes(where)})")
-
-
-def _read_times(text: pd.Series) -> tuple[pd.Series, list[str]]:
-    """``text`` as UTC times in the first of :data:`TIME_FORMATS` (then any pandas infers
-    from the first value) that reads every value, else the one that reads most; and the
-    formats that read every value."""
-    best, fits = None, []
-    for fmt in (*TIME_FORMATS, None):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # "could not infer format": the NaT say it
-            parsed = pd.to_datetime(text, format=fmt, errors="coerce", utc=True)
-        if parsed.notna().all():
-            if not fits:
-                best = parsed
-            fits.append(fmt or "inferred")
-            if fmt == "ISO8601":
-                break
-        elif not fits and (best is None or parsed.notna().sum() > best.notna().sum()):
-            best = parsed
-    return best, fits
-
-
-def _parse_text(raw: pd.Series, where: str) -> pd.Series:
-    """Text (or dates) as times in UTC: the first of :data:`TIME_FORMATS` that reads every
-    value; else the one that reads most, and the rest are reported."""
-    text = raw.dropna().astype(str).str.strip()
-    if len(text) and pd.to_numeric(text, errors="coerce").notna().all() and not \
-            text.str.fullmatch(r"\d{4}").all():   # numbers, not years: no ISO 8601 time
-        return _date_keys(pd.to_numeric(raw, errors="coerce"), where)
-    best, fits = _read_times(text)
-    if {"%m/%d", "%d/%m"} <= {fmt[:5] for fmt in fits}:
-        raise DataError(f"{where}: times such as {text.iloc[0]!r} read both as month/day/year "
-                        "and as day/month/year; write them as ISO 8601 (2024-01-31)")
-    bad = best.isna()
-    if bad.any():
-        mask = np.zeros(len(raw), dtype=bool)
-        mask[raw.index.get_indexer(text.index[bad])] = True
-        if pd.to_numeric(text, errors="coerce").notna().all():   # numbers, all of them
-            return _date_keys(pd.to_numeric(raw, errors="coerce"), where)
-        if pd.to_numeric(text[bad], errors="coerce").notna().all():
-            _not_numbers(pd.to_numeric(raw.where(mask), errors="coerce"), mask, where)
-        raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} times do not parse as dates "
-                        f"(such as 2024-01-31 or 2024-01-31 12:00:00), e.g. {text[bad].iloc[0]!r} "
-                        f"({rows(mask)}); correct them or write them empty, or if the column "
-                        f"is no time, declare its stype ({_stypes(where, 'categorical')})")
-    if fits and fits[0] == "ISO8601":
-        offset = text.str.contains(_OFFSET)
-        if offset.any() and not offset.all():
-            log.warning("%s: %d of %d times have no UTC offset (e.g. %r) and others do: those "
-                        "without are taken as UTC", where, int((~offset).sum()), len(text),
-                        text[~offset].iloc[0])
-    return best.reindex(raw.index)
 
 
 def _stypes(where: str, stype: str = "numerical") -> str:
@@ -372,6 +227,7 @@ def missing_words(df: pd.DataFrame, where, declared=()) -> pd.DataFrame:
         if not words.any() or not len(rest):
             continue
         text = rest.astype(str).str.strip()
+        from rdl.data.times import looks_like_times   # times.py builds on this module
         if pd.to_numeric(text.str.replace(",", "", regex=False), errors="coerce").notna().all() \
                 or looks_like_times(rest):
             log.info("%s: %d values %s read as missing (the others are numbers or times)",

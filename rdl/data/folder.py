@@ -52,8 +52,8 @@ from rdl.data import composite as composite_key, files, implied, parquet, period
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
-from rdl.data.checks import (check_finite, check_key, looks_like_times, missing_words,
-                             numbers, parse_numbers, parse_times)
+from rdl.data.checks import check_finite, check_key, missing_words, numbers, parse_numbers
+from rdl.data.times import looks_like_times, parse_times
 from rdl.progress import bar, stage
 
 log = logging.getLogger(__name__)

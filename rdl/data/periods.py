@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from rdl.data import files, parquet
-from rdl.data.checks import TIME_MAX, TIME_MIN, parse_times, rows, show
+from rdl.data.checks import rows, show
+from rdl.data.times import TIME_MAX, TIME_MIN, parse_times
 from rdl.data.database import DataError
 from rdl.data.keys import comparable
 
@@ -79,7 +80,7 @@ class PeriodTime:
     def times(self, raw: pd.Series, where: str, calendar: pd.DataFrame | None = None,
               calendar_where: str = "") -> pd.Series:
         """``raw``'s periods as ``datetime64[ns]`` (the periods' ends, or starts), checked
-        as any time column is (:func:`~rdl.data.checks.parse_times`)."""
+        as any time column is (:func:`~rdl.data.times.parse_times`)."""
         if self.epoch:
             out = _epoch(raw, where, self.epoch)
         elif self.calendar:

@@ -27,7 +27,7 @@ from torch_frame.utils import infer_series_stype
 from torch_geometric.data import HeteroData
 
 from rdl import caching
-from rdl.data import checks
+from rdl.data import checks, times
 from rdl.data.database import Database, DataError, Table
 from rdl.data.digest import column_digest
 from rdl.graph.columns import multi_hot, with_lists
@@ -239,7 +239,7 @@ def check_stypes(db: Database, stypes: dict | None) -> None:
             # values the stype cannot read: now, not when the graph is built (after LightGBM)
             values, where = db[name].column(col), f"data.stypes.{name}.{col}: table {name!r}"
             if stype == "timestamp" and not pd.api.types.is_datetime64_any_dtype(values):
-                checks.parse_times(values, f"{where}, column {col!r}", required=False)
+                times.parse_times(values, f"{where}, column {col!r}", required=False)
             elif stype == "numerical":
                 if not pd.api.types.is_numeric_dtype(values):
                     values = checks.parse_numbers(values, f"{where}, column {col!r}")

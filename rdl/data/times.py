@@ -1,0 +1,215 @@
+"""Times as files write them (:func:`parse_times`): text in the forms databases,
+warehouses and spreadsheets export (:data:`TIME_FORMATS`), date keys (``20240131``), and
+the checks every time column gets; :func:`looks_like_times` says whether a text column is
+one. The other checks of raw columns are in :mod:`rdl.data.checks`.
+
+A day and a month written as numbers read either way (``01.02.2023``): a column is read in
+the one order that reads all its values, and stops the load where both do (a dotted date,
+as Germany and Russia write it, is day first). Nothing is guessed from the first value.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from rdl.data.checks import _column, _rows, _stypes, rows, show
+from rdl.data.database import DataError
+from rdl.data.numbers import written_numbers
+
+log = logging.getLogger("rdl.data.checks")   # the checks' messages, in one place
+
+#: the times pandas holds at nanosecond resolution, which rdl's times use
+TIME_MIN, TIME_MAX = pd.Timestamp.min.ceil("D"), pd.Timestamp.max.floor("D")
+#: dates with numbers for months, each with each of the clock times after it
+_DATES = ("%Y/%m/%d", "%m/%d/%Y", "%d/%m/%Y", "%m/%d/%y", "%d/%m/%y", "%m-%d-%Y", "%d-%m-%Y",
+          "%d.%m.%Y", "%d.%m.%y")
+_CLOCKS = ("", " %H:%M:%S", " %H:%M", " %H:%M:%S.%f", " %I:%M:%S %p", " %I:%M %p")
+#: the text forms of times read, tried in order (pandas parses them); day-first and
+#: month-first forms are both tried and must not both fit a column
+TIME_FORMATS = ("ISO8601", *(d + c for d in _DATES for c in _CLOCKS),
+                # Oracle's defaults: TIMESTAMP (05-JAN-23 10.00.00.000000 AM), and DATE
+                # with NLS_DATE_FORMAT DD-MON-YYYY HH24:MI:SS
+                "%d-%b-%y %I.%M.%S.%f %p", "%d-%b-%Y %H:%M:%S")
+#: beyond the formats: what pandas infers (``Jan 5, 2023``, RFC 2822's ``Thu, 05 Jan 2023
+#: 13:45:00 +0000``), where no value starts with a day and a month as numbers
+INFERRED = "inferred"
+_DAY_MONTH = re.compile(r"\d{1,2}[/.\-]\d{1,2}[/.\-]\d")
+#: numbers that are times: a warehouse's date keys, with the clock after them or not
+_DIGITS = ((8, "%Y%m%d", 1000_01_01, 9999_12_31),
+           (12, "%Y%m%d%H%M", 1900_01_01_0000, 2100_12_31_2359),
+           (14, "%Y%m%d%H%M%S", 1900_01_01_000000, 2100_12_31_235959))
+_HEAD = 1000   # values a form is tried on before the whole column
+_LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
+                              r"(Z|[+-]\d{2}(:?\d{2})?)?$")
+_OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
+_UTC = re.compile(r"\s*(?:UTC|GMT)$")           # BigQuery: 2023-01-05 13:45:00 UTC
+_ZONE_NAME = re.compile(r"\s[A-Z]{3,5}$")        # 2023-01-05 13:45:00 EST
+
+
+def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
+    """Whether a text column holds times: 90 % of its first ``n`` present values read as
+    times (as PyTorch Frame's stype inference would take it, which then fails on the rest
+    only when the graph is built). Text of digits only is no time (ids, amounts)."""
+    if not (pd.api.types.is_string_dtype(values) or values.dtype == object):
+        return False
+    head = values.dropna().iloc[:n].astype(str).str.strip()
+    if not len(head) or not (head.str.contains(r"\D").mean() >= 0.9
+                             and head.str.contains(r"\d").mean() >= 0.9):
+        return False   # words, or digits only
+    if pd.to_numeric(head, errors="coerce").notna().mean() >= 0.9 or \
+            written_numbers(head) is not None:
+        return False   # numbers (-5, 1.5, 1e3, 1,234.5, 4752,32): pandas would read "-5" as
+                       # the year -5, and "4752,32" as a day of the year 4752
+    if head.str.match(_LOOKS_LIKE_TIME).mean() >= 0.9:
+        return True
+    return _read_times(head)[0].notna().mean() >= 0.9
+
+
+def parse_times(raw: pd.Series, where: str, required: bool = True) -> pd.Series:
+    """``raw`` (times of any unit or zone, dates, or text as :data:`TIME_FORMATS`) as
+    ``datetime64[ns]`` in UTC without a zone; text without an offset is taken as UTC.
+
+    Raises:
+        DataError: values that are numbers (epoch or Excel serial numbers: their unit is
+            anyone's guess), text that is no time (or could be day- or month-first), times
+            outside :data:`TIME_MIN` .. :data:`TIME_MAX`, or (``required``) missing ones;
+            naming ``where``, how many rows, a few of them and what to do.
+    """
+    s = raw
+    if pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s)
+                                         and not pd.api.types.is_datetime64_any_dtype(s)):
+        s = _date_keys(s, where)
+    elif not pd.api.types.is_datetime64_any_dtype(s):
+        s = _parse_text(s, where)
+    if getattr(s.dt, "tz", None) is not None:
+        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+    outside = ((s < TIME_MIN) | (s > TIME_MAX)).to_numpy(dtype=bool)
+    if outside.any():
+        raise DataError(f"{where}: {int(outside.sum())} of {len(s)} times are outside the "
+                        f"years {TIME_MIN.year + 1} to {TIME_MAX.year - 1} that rdl's times hold, "
+                        f"e.g. {s[outside].iloc[0]} ({rows(outside)}); a placeholder such as "
+                        "9999-12-31 for 'never' or 0001-01-01 for 'unknown'? Write those empty "
+                        + ("and drop the rows that have no time" if required
+                           else "(missing)"))
+    missing = s.isna().to_numpy()
+    if required and missing.any():
+        raise DataError(f"{where}: time missing in {int(missing.sum())} of {_rows(len(s))} "
+                        f"({rows(missing)}); a timed table needs a time on every row")
+    return s.astype("datetime64[ns]")
+
+
+def _date_keys(s: pd.Series, where: str) -> pd.Series:
+    """Numbers in a time column: a warehouse's date keys where every one is a date written
+    yyyymmdd (20240131), or one with its clock, yyyymmddHHMM or yyyymmddHHMMSS (SAP's
+    timestamps); else (epoch seconds? Excel serial days?) an error."""
+    v = s.dropna()
+    if len(v) and (v % 1 == 0).all():
+        for digits, fmt, low, high in _DIGITS:
+            if v.between(low, high).all():
+                parsed = pd.to_datetime(v.astype("int64").astype(str), format=fmt,
+                                        errors="coerce")
+                if parsed.notna().all():
+                    log.info("%s: numbers read as times written %s (e.g. %s)", where,
+                             fmt.replace("%", ""), show(v.iloc[0]))
+                    return parsed.reindex(s.index)
+    _not_numbers(s, s.notna().to_numpy(), where)
+    return pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns]")
+
+
+def _not_numbers(values: pd.Series, numbers, where: str) -> None:
+    """Raises if any of ``numbers`` (a mask of ``values``) is set: times written as numbers."""
+    if numbers.any():
+        raise DataError(f"{where}: {int(numbers.sum())} of {len(values)} values are numbers, "
+                        f"not times, e.g. {show(values[numbers].iloc[0])} ({rows(numbers)}): "
+                        "epoch seconds? Excel serial days? Their unit is anyone's guess: "
+                        "write them as ISO 8601 times (2024-01-31 or 2024-01-31 12:00:00), "
+                        "or, for the table's time, declare the unit of numbers since 1970 "
+                        f"(time: {{column: {_column(where)}, epoch: s}}, or ms, us, ns); "
+                        f"if the column is no time, declare its stype ({_stypes(where)})")
+
+
+def _parse(text: pd.Series, form: str) -> pd.Series:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # "could not infer format": the NaT say it
+        return pd.to_datetime(text, format=None if form == INFERRED else form,
+                              errors="coerce", utc=True)
+
+
+def _read_times(text: pd.Series) -> tuple[pd.Series, list[str]]:
+    """``text`` as UTC times in the first of :data:`TIME_FORMATS` that reads every value
+    (else in what pandas infers, unless the values start with a day and a month as numbers,
+    which it would read month first, or value by value), else in the one that reads most;
+    and the forms that read every value.
+
+    A form is tried on the whole column only if it reads all of its first values (or, where
+    none does, reads the most of them): a column is read once or twice, not once a form."""
+    head, read = text.iloc[:_HEAD], {}
+    numeric = head.str.match(_DAY_MONTH).any()
+    for form in (*TIME_FORMATS, INFERRED):
+        if form == INFERRED and (numeric or len(head) in read.values()):
+            break   # a form read them all: nothing is left to guess
+        read[form] = int(_parse(head, form).notna().sum())
+        if form == "ISO8601" and read[form] == len(head):
+            break
+    best, fits = None, []
+    for form in (f for f in read if read[f] == max(read.values())):
+        parsed = _parse(text, form)
+        if parsed.notna().all():
+            if not fits:
+                best = parsed
+            fits.append(form)
+            if form == "ISO8601":
+                break
+        elif not fits and (best is None or parsed.notna().sum() > best.notna().sum()):
+            best = parsed
+    return best, fits
+
+
+def _both_orders(fits: list[str]) -> bool:
+    """Whether ``fits`` read a column both month first and day first."""
+    return (any(f.startswith("%m") for f in fits)
+            and any(f.startswith("%d") and f[3:5] == "%m" for f in fits))
+
+
+def _parse_text(raw: pd.Series, where: str) -> pd.Series:
+    """Text (or dates) as times in UTC: the first of :data:`TIME_FORMATS` that reads every
+    value; else the one that reads most, and the rest are reported."""
+    text = raw.dropna().astype(str).str.strip()
+    if len(text) and pd.to_numeric(text, errors="coerce").notna().all() and not \
+            text.str.fullmatch(r"\d{4}").all():   # numbers, not years: no ISO 8601 time
+        return _date_keys(pd.to_numeric(raw, errors="coerce"), where)
+    if text.str.endswith(("UTC", "GMT")).any():
+        text = text.str.replace(_UTC, "+00:00", regex=True)
+    best, fits = _read_times(text)
+    if _both_orders(fits):
+        raise DataError(f"{where}: times such as {text.iloc[0]!r} read both as month/day/year "
+                        "and as day/month/year; write them as ISO 8601 (2024-01-31)")
+    bad = best.isna()
+    if bad.any():
+        mask = np.zeros(len(raw), dtype=bool)
+        mask[raw.index.get_indexer(text.index[bad])] = True
+        if pd.to_numeric(text, errors="coerce").notna().all():   # numbers, all of them
+            return _date_keys(pd.to_numeric(raw, errors="coerce"), where)
+        if pd.to_numeric(text[bad], errors="coerce").notna().all():
+            _not_numbers(pd.to_numeric(raw.where(mask), errors="coerce"), mask, where)
+        raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} times do not parse as dates "
+                        f"(such as 2024-01-31 or 2024-01-31 12:00:00), e.g. {text[bad].iloc[0]!r} "
+                        f"({rows(mask)}); " + ("a zone's name (EST or EDT? IST: India, "
+                                               "Israel or Ireland?) is no offset: write the "
+                                               "offset (-05:00) or UTC; " if
+                                               text[bad].str.contains(_ZONE_NAME).all()
+                                               else "") +
+                        "correct them or write them empty, or if the column "
+                        f"is no time, declare its stype ({_stypes(where, 'categorical')})")
+    if fits and fits[0] == "ISO8601":
+        offset = text.str.contains(_OFFSET)
+        if offset.any() and not offset.all():
+            log.warning("%s: %d of %d times have no UTC offset (e.g. %r) and others do: those "
+                        "without are taken as UTC", where, int((~offset).sum()), len(text),
+                        text[~offset].iloc[0])
+    return best.reindex(raw.index)
+

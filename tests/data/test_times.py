@@ -1,0 +1,93 @@
+"""Times as databases, warehouses and spreadsheets write them (rdl.data.times): each form
+read as it means, a day never taken for a month, and one clear error where a column could
+be read two ways."""
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+import pytest
+
+from rdl.data.database import DataError
+from rdl.data.times import TIME_FORMATS, parse_times
+
+
+def read(*values, **kw) -> list[str]:
+    return [str(t) for t in parse_times(pd.Series(list(values), dtype=object), "t", **kw)]
+
+
+@pytest.mark.parametrize("written, expected", [
+    # BigQuery writes TIMESTAMP so, fractions included
+    (["2023-01-05 13:45:00 UTC", "2023-01-07 10:00:00.123456 UTC"],
+     ["2023-01-05 13:45:00", "2023-01-07 10:00:00.123456"]),
+    # PostgreSQL's timestamptz with an hour-only offset; SQL Server's datetimeoffset
+    (["2023-01-05 13:45:00+01", "2023-01-07 10:00:00.5+01"],
+     ["2023-01-05 12:45:00", "2023-01-07 09:00:00.500000"]),
+    (["2023-01-05 13:45:00.0000000 +01:00"], ["2023-01-05 12:45:00"]),
+    # a dotted date is day first, with a clock without seconds too (German exports)
+    (["01.02.2023 00:00", "01.03.2023 00:00"], ["2023-02-01 00:00:00", "2023-03-01 00:00:00"]),
+    (["05.01.23", "17.01.23"], ["2023-01-05 00:00:00", "2023-01-17 00:00:00"]),
+    # day-first with a dash, once a day past the 12th says so; month-first alike
+    (["05-01-2023", "17-01-2023"], ["2023-01-05 00:00:00", "2023-01-17 00:00:00"]),
+    (["02-13-2023", "03-01-2023"], ["2023-02-13 00:00:00", "2023-03-01 00:00:00"]),
+    # a 12-hour clock, with the day first where a day says so (13/04)
+    (["01/02/2023 10:00 PM", "13/04/2023 10:00 AM"],
+     ["2023-02-01 22:00:00", "2023-04-13 10:00:00"]),
+    (["1/5/2023 1:45:00 PM", "1/17/2023 12:00:00 AM"],
+     ["2023-01-05 13:45:00", "2023-01-17 00:00:00"]),
+    # Excel's short form, and forms with month names, which pandas infers
+    (["1/5/23 13:45", "1/17/23 0:00"], ["2023-01-05 13:45:00", "2023-01-17 00:00:00"]),
+    (["Jan 5, 2023", "Feb 17, 2023"], ["2023-01-05 00:00:00", "2023-02-17 00:00:00"]),
+    (["Thu, 05 Jan 2023 13:45:00 +0000"], ["2023-01-05 13:45:00"]),
+    (["2023-01-05 13:45:00,123"], ["2023-01-05 13:45:00.123000"]),
+])
+def test_a_form_reads_as_it_means(written, expected):
+    assert read(*written) == expected
+
+
+def test_numbers_of_a_date_and_its_clock_are_times():
+    assert read(20230105134500, 20230106000000) == ["2023-01-05 13:45:00", "2023-01-06 00:00:00"]
+    assert read(202301051345) == ["2023-01-05 13:45:00"]
+    assert read(20230105) == ["2023-01-05 00:00:00"]
+    assert read("20230105134500") == ["2023-01-05 13:45:00"]
+    # epoch milliseconds (13 digits, or 12 before 2001) are no date keys: the error says so
+    for ms in (1672926300000, 978307200000):
+        with pytest.raises(DataError, match="epoch seconds"):
+            read(ms)
+
+
+@pytest.mark.parametrize("written", [["01-02-2023", "02-03-2023"],
+                                     ["01-02-2023 10:00", "02-03-2023 11:00"],
+                                     ["01/02/2023 10:00 AM", "03/04/2023 11:00 PM"]])
+def test_a_column_that_reads_both_day_first_and_month_first_stops(written):
+    with pytest.raises(DataError, match="read both as month/day/year and as day/month/year"):
+        read(*written)
+
+
+def test_a_day_and_month_pandas_would_guess_are_not_guessed():
+    """A form outside TIME_FORMATS with a day and a month as numbers: pandas would infer it
+    month first from the first value; it stops instead."""
+    assert not any(f.startswith("%m/%d/%YT") for f in TIME_FORMATS)
+    with pytest.raises(DataError, match="2 of 2 times do not parse"):
+        read("01/02/2023T10:00", "03/04/2023T10:00")
+
+
+def test_a_zone_s_name_is_no_offset():
+    with pytest.raises(DataError, match=r"a zone's name \(EST or EDT\?"):
+        read("2023-01-05 13:45:00 EST", "2023-01-06 00:00:00 EST")
+
+
+def test_a_long_column_is_read_in_the_form_of_all_its_values(caplog):
+    """The form is chosen on the first values and checked on all: a column whose days
+    past the 12th come late is read day first, and a bad value late in a column is named."""
+    early = [f"{d:02d}.01.2023 10:00" for d in range(1, 13)] * 100
+    assert read(*early, "13.01.2023 10:00")[-1] == "2023-01-13 10:00:00"
+    assert read(*early)[1] == "2023-01-02 10:00:00"   # dotted: day first
+    slashed = [f"{d:02d}/01/2023" for d in range(1, 13)] * 100
+    assert read(*slashed, "13/01/2023")[1] == "2023-01-02 00:00:00"   # 13/01: day first
+    with pytest.raises(DataError, match=r"1 of 1201 times do not parse .* 'soon' \(row 1200\)"):
+        read(*slashed, "soon")
+    with caplog.at_level(logging.WARNING):
+        assert read(*["2023-01-05 00:00 UTC"] * 1000, "2023-01-05 01:00")[-1] == \
+            "2023-01-05 01:00:00"
+    assert "1 of 1001 times have no UTC offset" in caplog.text
