@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from rdl.data.database import DataError
+from rdl.data.jsonl import is_json
 from rdl.data.sources import input_stream as _input
 from rdl.data.sources import member as _member
 from rdl.data.sources import source as _source
@@ -67,14 +68,16 @@ def is_csv(path: Path) -> bool:
 
 
 def is_parquet(path: Path) -> bool:
-    return path.suffix.lower() in (".parquet", ".pq")
+    """A parquet file, or a JSON one (:mod:`rdl.data.jsonl`): files of typed columns, which
+    :mod:`rdl.data.parquet` reads."""
+    return path.suffix.lower() in (".parquet", ".pq") or is_json(path)
 
 
 def parts(path: Path) -> list[Path]:
     """The data files of a table: ``path`` itself, or, for a folder (Spark, Snowflake,
     BigQuery and Redshift export a table as parts: ``part-00000.parquet``, ...,
     ``date=2024-01-01/`` sub-folders too) or a name with a wildcard (``orders_*.csv.gz``),
-    its CSV and parquet files in name order, hidden files and markers (``_SUCCESS``,
+    its CSV, parquet and JSON files in name order, hidden files and markers (``_SUCCESS``,
     ``.part-00000.crc``) left out. Empty if there is none."""
     if any(c in path.name for c in "*?["):
         found = sorted(path.parent.glob(path.name))
@@ -95,12 +98,17 @@ def csv_parts(found: list[Path], where: str) -> bool:
     csv = [is_csv(p) for p in found]
     other = [p for p in found if not (is_csv(p) or is_parquet(p))]
     if other:
-        raise DataError(f"{where}: {other[0].name} is neither a CSV nor a parquet file (by its "
-                        "name: .csv, .tsv, .txt, maybe compressed, or .parquet); export the "
-                        "table as one of those")
-    if any(csv) and not all(csv):
-        raise DataError(f"{where}: holds both CSV and parquet files ({found[csv.index(True)].name}"
-                        f", {found[csv.index(False)].name}); keep one kind per table")
+        sheet = other[0].suffix.lower() in (".xlsx", ".xls", ".xlsm", ".ods")
+        raise DataError(f"{where}: {other[0].name} is neither a CSV, a parquet nor a JSON file "
+                        "(by its name: .csv, .tsv, .txt, maybe compressed, .parquet, or .jsonl, "
+                        ".json); " + ("a spreadsheet: save each sheet as CSV" if sheet else
+                                      "export the table as one of those"))
+    kinds = {}
+    for c, p in zip(csv, found):
+        kinds.setdefault("CSV" if c else "JSON" if is_json(p) else "parquet", p.name)
+    if len(kinds) > 1:
+        raise DataError(f"{where}: holds {' and '.join(sorted(kinds))} files "
+                        f"({', '.join(kinds[k] for k in sorted(kinds))}); keep one kind per table")
     return all(csv)
 
 

@@ -1,4 +1,4 @@
-"""Any relational database in: a folder of parquet or CSV files described by a YAML schema.
+"""Any relational database in: a folder of parquet, CSV or JSON files and a YAML schema.
 
 :func:`load_folder` reads one file per table (``<table>.parquet`` or ``<table>.csv``, or the
 file the schema names; or a folder of its parts, ``<table>/``, or a wildcard's files) and
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +48,7 @@ import torch_frame
 import yaml
 
 from rdl.data import composite as composite_key, files, implied, parquet, periods
+from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
@@ -61,6 +61,7 @@ log = logging.getLogger(__name__)
 TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied"}
 SCHEMA_KEYS = {"tables", "dangling", "missing"}
 DANGLING = ("null", "drop", "fail", "add")
+EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json")   # a table's file when the schema names none
 STYPES = {s.value for s in torch_frame.stype} | {"drop"}
 
 
@@ -174,12 +175,12 @@ def _no_unknown(spec: dict, known: set, where: str) -> None:
 
 
 def _default_file(folder: Path, name: str) -> Path:
-    for ext in (".parquet", ".csv"):
+    for ext in EXTENSIONS:
         if (folder / f"{name}{ext}").exists():
             return folder / f"{name}{ext}"
     # exported on Windows: USERS.CSV
     same = [p for p in folder.iterdir() if p.name.casefold() in
-            (f"{name}.parquet".casefold(), f"{name}.csv".casefold())] if folder.is_dir() else []
+            {f"{name}{ext}".casefold() for ext in EXTENSIONS}] if folder.is_dir() else []
     if len(same) == 1:
         return same[0]
     if name and (folder / name).is_dir():   # the table's parts
@@ -205,7 +206,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
                         "(and its schema.yaml, or data.db.schema=...)")
     folder = Path(path).expanduser()
     if not folder.is_dir():
-        raise DataError(f"{folder}: no such folder (data.db.path: a folder of parquet or CSV "
+        raise DataError(f"{folder}: no such folder (data.db.path: a folder of parquet, CSV or JSON "
                         "files)")
     tables, policy = read_schema(folder / "schema.yaml" if schema is None else schema, folder)
     policy = str(dangling) if dangling is not None else policy
@@ -217,7 +218,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         t.parts = files.parts(t.file)
         if not t.parts:
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""
-            what = "no CSV or parquet file in it" if t.file.is_dir() else "missing" + _near(t.file)
+            what = "no CSV, parquet or JSON file in it" if t.file.is_dir() else "missing" + _near(t.file)
             raise DataError(f"{t.file}{also}: {what} (the data file of table {t.name!r})")
     headers = {name: files.headers(t.parts, name) if files.csv_parts(t.parts, t.where())
                else None for name, t in files_of.items()}
@@ -244,39 +245,6 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     db.stypes = {name: dict(t.stypes) for name, t in tables.items() if t.stypes}
     log.info("%s: %s", folder, ", ".join(f"{n} {len(t)} rows" for n, t in db))
     return db
-
-
-def write_folder(folder, tables: dict[str, pd.DataFrame], schema: str) -> Path:
-    """``tables`` as parquet files and ``schema`` as ``schema.yaml`` in ``folder``: a folder
-    :func:`load_folder` reads."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, df in tables.items():
-        df.to_parquet(folder / f"{name}.parquet", index=False)
-    (folder / "schema.yaml").write_text(schema)
-    return folder
-
-
-def exported_folder(name: str, export, cache_dir=None) -> Database:
-    """A database shipped inside a package, exported once as a folder ``<cache_dir>/<name>``
-    (``export(folder)`` writes its files and ``schema.yaml``; written beside, then renamed,
-    so a crash never leaves a half-written folder) and read by :func:`load_folder`, as a
-    user's own folder is. ``cache_dir=False`` (``data.cache_dir=false``): exported into a
-    temporary folder, read, and removed."""
-    from rdl import paths
-    from rdl import caching
-
-    if cache_dir is False:
-        with tempfile.TemporaryDirectory(prefix=f"rdl-{name}-") as tmp:
-            export(Path(tmp))
-            return load_folder(tmp)
-    root = Path(cache_dir) if cache_dir is not None else paths.cache_dir()
-    folder = root / name
-    if not (folder / "schema.yaml").exists():
-        root.mkdir(parents=True, exist_ok=True)
-        with caching.atomic_dir(folder, keep_first=True) as tmp:
-            export(tmp)
-    return load_folder(folder)
 
 
 def _near(file: Path) -> str:
@@ -331,16 +299,21 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     if headers is not None:
         df = pd.concat([files.read_csv(p, f"{p} (table {t.name!r})", h)
                         for p, h in zip(t.parts, headers)], ignore_index=True)
-        df = missing_words(df, t.where, t.missing)   # R's NA where numbers or times
-        as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
-        times = {c for c in df.columns if c not in t.stypes and c not in keys
-                 and looks_like_times(df[c])}
-        df = numbers(df, t.where, keep={t.time, *as_text, *times}, keys=keys | t.key_columns())
     else:
         df = parquet.read(t.parts, t.where(), t.base,
                           dropped={c for c, st in t.stypes.items() if st is None})
-        if t.missing:
-            df = df.mask(df.isin(t.missing))
+    # text as a file wrote it: a CSV's every column, a JSON file's columns of text
+    text = list(df.columns) if headers is not None else [
+        c for c in df.columns if is_json(t.parts[0]) and pd.api.types.is_string_dtype(df[c])]
+    if text:
+        df[text] = missing_words(df[text], t.where, t.missing)   # R's NA: numbers or times
+        as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
+        times = {c for c in text if c not in t.stypes and c not in keys
+                 and looks_like_times(df[c])}
+        df[text] = numbers(df[text], t.where, keep={t.time, *as_text, *times},
+                           keys=keys | t.key_columns())
+    elif t.missing:
+        df = df.mask(df.isin(t.missing))
     if len(df) == 0:
         raise DataError(f"{t.where()}: the table is empty (0 rows)")
     for col in df.columns:

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data.folder import exported_folder
+from rdl.data.exported import exported_folder
 
 #: bump when the generated data changes (it is part of the cache folder's name)
 GENERATOR_VERSION = 1

@@ -44,7 +44,7 @@ from pathlib import Path
 import pandas as pd
 
 from rdl.data.database import DataError
-from rdl.data.folder import exported_folder, write_folder
+from rdl.data.exported import exported_folder, write_folder
 
 #: bump when the exported files change (it is part of the cache folder's name)
 EXPORT_VERSION = 2

@@ -1,4 +1,5 @@
-"""One table's parquet files as a pandas frame, with the types warehouses write in them.
+"""One table's parquet files (or JSON ones, :mod:`rdl.data.jsonl`) as a pandas frame, with
+the types warehouses write in them.
 
 Spark, BigQuery and Snowflake export nested and typed columns that a table of features
 cannot hold as they are; each becomes what it means, here and in the header the schema is
@@ -24,7 +25,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from rdl.data import jsonl
 from rdl.data.database import DataError
+from rdl.data.jsonl import is_json
 from rdl.data.files import Header, unique_names, warn_renamed
 
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -39,7 +42,7 @@ def header(found: list[Path], where: str, base: Path | None = None) -> Header:
         DataError: a file is not readable as parquet, or names a column twice.
     """
     try:
-        schema = pq.read_schema(found[0])
+        schema = jsonl.schema(found, where) if is_json(found[0]) else pq.read_schema(found[0])
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     written = [n for f in schema for n in _flat_names(f.name, f.type)]
@@ -77,7 +80,9 @@ def read(found: list[Path], where: str, base: Path | None = None,
         DataError: a file is not readable as parquet, or has a column no feature can hold.
     """
     try:
-        if base is None:
+        if is_json(found[0]):
+            table = jsonl.table(found, where, base)
+        elif base is None:
             table = pa.concat_tables([pq.read_table(p) for p in found], promote_options="default")
         else:   # a folder: its key=value sub-folders are columns too
             table = ds.dataset([str(p) for p in found], format="parquet", partitioning="hive",

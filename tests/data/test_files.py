@@ -367,10 +367,10 @@ def test_a_table_written_as_parts(tmp_path):
           "from those of part-00000.csv.gz")
     (tmp_path / "users" / "part-00009.csv.gz").unlink()
     (tmp_path / "users" / "part-00009.parquet").write_bytes(b"")
-    fails(tmp_path, "users (table 'users'): holds both CSV and parquet files")
+    fails(tmp_path, "users (table 'users'): holds CSV and parquet files")
     for p in (tmp_path / "users").iterdir():
         p.unlink()
-    fails(tmp_path, "users: no CSV or parquet file in it (the data file of table 'users')")
+    fails(tmp_path, "users: no CSV, parquet or JSON file in it (the data file of table 'users')")
 
 
 def test_padded_keys_and_a_header_repeated_in_the_rows(tmp_path, caplog):
@@ -401,7 +401,8 @@ def test_file_names_as_exports_write_them(tmp_path):
     assert len(load_folder(tmp_path)["users"]) == 3
     (tmp_path / "user.xlsx").write_bytes(b"PK")
     (tmp_path / "schema.yaml").write_text(SCHEMA.replace("users: {", "users: {file: user.xlsx, "))
-    fails(tmp_path, "user.xlsx (table 'users'): user.xlsx is neither a CSV nor a parquet file")
+    fails(tmp_path, "user.xlsx (table 'users'): user.xlsx is neither a CSV, a parquet nor a JSON "
+          "file", "a spreadsheet: save each sheet as CSV")
 
 
 def test_table_names_sql_cannot_tell_apart(tmp_path, tiny_cfg):

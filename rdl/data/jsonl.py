@@ -1,0 +1,64 @@
+"""A table's JSON files as Arrow, read by DuckDB's JSON reader: JSON Lines (one object a
+line, as BigQuery, Snowflake, ``mongoexport`` and event logs export) or one JSON array of
+objects, compressed or not (``events.jsonl.gz``), a folder of parts with ``key=value``
+sub-folders too.
+
+DuckDB infers each column's type from every row (``sample_size=-1``: a key first seen on
+the last line is a column, and a number written as text in one row makes its column text,
+not an error half-way), objects as structs, arrays as lists and ISO 8601 strings as
+times; :mod:`rdl.data.parquet` then makes those what they mean for a model, as for a
+parquet file. Written by hand because neither pyarrow's JSON reader (types from the first
+block only, no arrays of objects) nor pandas' (no structs) reads exports whole.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from rdl.data.database import DataError
+
+SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
+def is_json(path: Path) -> bool:
+    """``x.jsonl`` (``.json``, ``.ndjson``, any case), or compressed (``x.jsonl.gz``)."""
+    s = [x.lower() for x in path.suffixes]
+    return bool(s) and (s[-1] in SUFFIXES or (len(s) > 1 and s[-2] in SUFFIXES
+                                             and s[-1] in (".gz", ".zst")))
+
+
+def _query(found: list[Path], base: Path | None, limit: str = "") -> str:
+    files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in found)
+    return (f"SELECT * FROM read_json_auto([{files}], sample_size=-1, union_by_name=true, "
+            f"hive_partitioning={str(base is not None).lower()}) {limit}")
+
+
+def _run(found: list[Path], where: str, base: Path | None, limit: str = "") -> pa.Table:
+    from rdl import duck
+    with duck.connect(threads=None) as con:   # rows keep their order (DuckDB keeps it)
+        try:
+            query = _query(found, base, limit)
+            rel = con.sql(query)
+            # a key whose values differ in type ({"amount": 1}, {"amount": "n/a"}) is of
+            # type JSON: its values as text, as a CSV writes them ("n/a", not '"n/a"')
+            mixed = [f'json_extract_string({q}, \'$\') AS {q}' for q, t in
+                     (('"' + c.replace('"', '""') + '"', t) for c, t in zip(rel.columns, rel.types))
+                     if str(t) == "JSON"]
+            if mixed:
+                rel = con.sql(f"SELECT * REPLACE ({', '.join(mixed)}) FROM ({query})")
+            return (getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table)()
+        except duckdb.Error as e:
+            raise DataError(f"{where}: not readable as JSON Lines or a JSON array of objects: "
+                            f"{str(e).splitlines()[0]}") from None
+
+
+def schema(found: list[Path], where: str) -> pa.Schema:
+    """The columns of a table's JSON files, partitions left out (as a parquet footer)."""
+    return _run(found, where, None, "LIMIT 0").schema
+
+
+def table(found: list[Path], where: str, base: Path | None = None) -> pa.Table:
+    """A table's rows from its JSON files, the partitions of folder ``base`` as columns."""
+    return _run(found, where, base)

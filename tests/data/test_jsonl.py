@@ -1,0 +1,114 @@
+"""JSON files as tables (rdl.data.jsonl): JSON Lines or an array of objects, compressed or
+in parts, nested objects as columns, as event logs and warehouses export them."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pandas as pd
+import pytest
+
+from rdl.data.database import DataError
+from rdl.data.folder import load_folder
+from rdl.graph.build import make_graph
+
+SCHEMA = """\
+tables:
+  users: {pkey: user_id, implied: true}
+  events:
+    pkey: event_id
+    time: ts
+    fkeys: {user_id: users}
+    stypes: {kind: categorical, context_device: categorical, coupon: categorical}
+"""
+
+
+def events(n: int = 12) -> list[dict]:
+    """Events as a tracker logs them: a nested context, a list of tags, ISO times with
+    their offset; the last one has a key none before it has."""
+    rows = [{"event_id": i, "user_id": f"u{i % 3}", "kind": ["view", "buy"][i % 2],
+             "ts": f"2023-01-{1 + i % 9:02d}T10:00:00+01:00",
+             "context": {"device": ["ios", "web"][i % 2], "screen": {"w": 300 + i, "h": 600}},
+             "amount": 1.5 * i, "tags": ["a", "b", "c"][: i % 3]} for i in range(n)]
+    rows[-1]["coupon"] = "XMAS"
+    return rows
+
+
+def write(folder, rows: list[dict], name: str = "events.jsonl", schema: str = SCHEMA) -> None:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(json.dumps(r) for r in rows) + "\n"
+    if name.endswith(".gz"):
+        with gzip.open(path, "wt") as f:
+            f.write(text)
+    elif name.endswith(".json"):
+        path.write_text(json.dumps(rows, indent=1))   # one array, over many lines
+    else:
+        path.write_text(text)
+    (folder / "schema.yaml").write_text(schema)
+
+
+def test_json_lines_load_with_their_nested_objects_as_columns(tmp_path):
+    write(tmp_path, events())
+    db = load_folder(tmp_path)
+    df = db["events"].df
+    assert {"context_device", "context_screen_w", "context_screen_h", "coupon"} <= set(df)
+    assert "context" not in df and pd.api.types.is_integer_dtype(df["context_screen_w"])
+    assert df["coupon"].notna().sum() == 1   # a key seen on the last line only
+    # times with their offset, in UTC; the keys' rows implied; lists stay lists
+    assert df["ts"].min() == pd.Timestamp("2023-01-01 09:00")
+    assert list(db.keys["users"]) == ["u0", "u1", "u2"]
+    assert df["tags"].map(len).sum() == sum(i % 3 for i in range(12))
+    data, _ = make_graph(db, db.stypes)
+    assert data["events", "f2p_user_id", "users"].edge_index.shape[1] == 12
+
+
+@pytest.mark.parametrize("name", ["events.jsonl.gz", "events.json", "events.ndjson",
+                                  "events/day=1/part-0.jsonl"])
+def test_compressed_an_array_or_parts_read_the_same(tmp_path, name):
+    write(tmp_path / "lines", events())
+    want = load_folder(tmp_path / "lines")["events"].df
+    if name.startswith("events/"):   # a folder of parts, its partition a column
+        rows = events()
+        write(tmp_path / "other", rows[:6], "events/day=1/part-0.jsonl")
+        write(tmp_path / "other", rows[6:], "events/day=2/part-0.jsonl")
+        got = load_folder(tmp_path / "other")["events"].df
+        assert sorted(got.pop("day").unique()) == [1, 2]
+        want = want.drop(columns="coupon")    # ... a key of the second part only:
+        got = got.drop(columns="coupon")      # compared apart
+    else:
+        write(tmp_path / "other", events(), name, SCHEMA.replace(
+            "    pkey: event_id", f"    file: {name}\n    pkey: event_id"))
+        got = load_folder(tmp_path / "other")["events"].df
+    pd.testing.assert_frame_equal(got, want)
+
+
+def test_a_broken_line_or_mixed_kinds_stop_naming_the_file(tmp_path):
+    write(tmp_path, events())
+    with open(tmp_path / "events.jsonl", "a") as f:
+        f.write('{"event_id": 99, "ts": "2023-01-02T00:00:00Z", \n')
+    with pytest.raises(DataError, match=r"events.jsonl.*not readable as JSON Lines"):
+        load_folder(tmp_path)
+    write(tmp_path, events(), "events/part-0.jsonl")
+    pd.DataFrame(events()).drop(columns=["context", "tags"]).to_csv(
+        tmp_path / "events" / "part-1.csv", index=False)
+    (tmp_path / "events.jsonl").unlink()
+    with pytest.raises(DataError, match=r"holds CSV and JSON files \(part-1.csv, part-0.jsonl\)"):
+        load_folder(tmp_path)
+
+
+def test_values_of_mixed_types_are_read_as_a_csv_s_text(tmp_path, caplog):
+    """A key whose values differ in type across lines: its values as text, as a CSV's,
+    read as numbers where they all are, with the same warning where most are."""
+    rows = events()
+    for i, r in enumerate(rows):
+        r["amount"] = str(r["amount"]) if i % 2 else r["amount"]   # "1.5" and 3.0
+        r["score"] = "n/a" if i == 3 else i
+        r["day"] = f"{1 + i % 9:02d}.01.2023"    # a dotted date, day first
+    write(tmp_path, rows)
+    db = load_folder(tmp_path)
+    df = db["events"].df.assign(id=db.keys["events"]).sort_values("id")
+    assert df["amount"].tolist() == [1.5 * i for i in range(12)]
+    assert df["score"].tolist()[:4] == ["0", "1", "2", "n/a"]
+    assert "column 'score'): 1 of 12 values are not numbers (e.g. 'n/a')" in caplog.text
+    assert df["day"].dt.day.tolist()[:3] == [1, 2, 3]
