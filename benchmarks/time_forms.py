@@ -34,7 +34,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     t = pd.Timestamp("2020-01-01") + pd.to_timedelta(
         rng.integers(0, 3 * 365 * 86400, args.rows), unit="s")
-    forms = {"ISO 8601": ("%Y-%m-%d %H:%M:%S", t), "dotted, day first": ("%d.%m.%Y %H:%M:%S", t),
+    forms = {"ISO 8601": ("%Y-%m-%d %H:%M:%S", t),
+             "dotted, day first": ("%d.%m.%Y %H:%M:%S", t),
              "US, 12-hour clock": ("%m/%d/%Y %I:%M:%S %p", t),
              "BigQuery (UTC)": ("%Y-%m-%d %H:%M:%S UTC", t), "month names": ("%b %d, %Y", t.normalize())}
     print(f"{parse_times.__module__}, {args.rows:,} values a column")

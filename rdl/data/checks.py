@@ -14,7 +14,9 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import DataError
+from rdl.data.messages import _rows, _stypes, rows, show
 from rdl.data.numbers import written_numbers
+from rdl.data.times import looks_like_times
 
 log = logging.getLogger(__name__)
 
@@ -23,27 +25,6 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: integers beyond this lose digits as float64: such ids stay text (as the file wrote them)
 EXACT_FLOAT = 2 ** 53
 _PADDED = re.compile(r"^-?0\d")                               # 0042: a code, not a number
-
-
-def where(table: str, column: str, file=None) -> str:
-    """``"<file>: table 't', column 'c'"`` (without the file if ``None``)."""
-    return (f"{file}: " if file is not None else "") + f"table {table!r}, column {column!r}"
-
-
-def _rows(n: int) -> str:
-    return f"{n} row" if n == 1 else f"{n} rows"
-
-
-def rows(bad, n: int = 3) -> str:
-    """``rows 3, 7, 9, ...``: the first rows (0-based data rows) where ``bad`` is true."""
-    at = np.flatnonzero(np.asarray(bad, dtype=bool))
-    return ("row " if len(at) == 1 else "rows ") + ", ".join(map(str, at[:n])) + (
-        ", ..." if len(at) > n else "")
-
-
-def show(value) -> str:
-    """A sample value as the user wrote it (numpy scalars as plain Python ones)."""
-    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def check_key(keys: pd.Series, where: str, composite: bool = False) -> None:
@@ -93,18 +74,6 @@ def check_finite(values: pd.Series, where: str) -> None:
                         f"float32 (±3.4e38), e.g. {show(v[bad][0])} ({rows(bad)}); write them "
                         "empty (missing) or as finite numbers, or drop the column from the "
                         "schema's stypes (column: null)")
-
-
-def _stypes(where: str, stype: str = "numerical") -> str:
-    """How a schema declares the stype of the column ``where`` names."""
-    return (f"stypes: {{{_column(where)}: {stype}}} in the schema; "
-            "stypes: numerical, categorical, text_embedded, timestamp, or null to drop it")
-
-
-def _column(where: str) -> str:
-    """The column ``where`` names (``<column>`` if none)."""
-    col = re.search(r"column '([^']*)'", where)
-    return col.group(1) if col else "<column>"
 
 
 def _bad(parsed: pd.Series, raw: pd.Series) -> pd.Series:
@@ -227,7 +196,6 @@ def missing_words(df: pd.DataFrame, where, declared=()) -> pd.DataFrame:
         if not words.any() or not len(rest):
             continue
         text = rest.astype(str).str.strip()
-        from rdl.data.times import looks_like_times   # times.py builds on this module
         if pd.to_numeric(text.str.replace(",", "", regex=False), errors="coerce").notna().all() \
                 or looks_like_times(rest):
             log.info("%s: %d values %s read as missing (the others are numbers or times)",

@@ -59,7 +59,7 @@ from rdl.progress import bar, stage
 log = logging.getLogger(__name__)
 
 TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied"}
-SCHEMA_KEYS = {"tables", "dangling", "missing"}
+SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
 EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json")   # a table's file when the schema names none
 STYPES = {s.value for s in torch_frame.stype} | {"drop"}
@@ -89,7 +89,10 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
                         "time, stypes, file)")
     _no_unknown(schema, SCHEMA_KEYS, where)
     dangling = str(schema.get("dangling") or "null")
-    everywhere = _words(schema, where)
+    everywhere, dayfirst = _words(schema, where), schema.get("dayfirst")
+    if dayfirst not in (None, True, False):
+        raise DataError(f"{where}: dayfirst {dayfirst!r}: true (dates written 31/01/2024) or "
+                        "false (01/31/2024), for columns whose every date reads both ways")
     tables = {}
     for name, spec in tables_spec.items():
         spec, name = spec or {}, str(name)
@@ -124,7 +127,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             {named(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
             period.column if period else time, stypes)
         t.composite = composite
-        t.missing, t.period = [*everywhere, *_words(spec, at)], period
+        t.missing, t.period, t.dayfirst = [*everywhere, *_words(spec, at)], period, dayfirst
         t.implied = _implied(spec, at)
         t.key_only = t.implied and not spec.get("file") and not files.parts(file)
         if t.key_only and {"fkeys", "time", "stypes", "missing"} & set(spec):
@@ -218,7 +221,8 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         t.parts = files.parts(t.file)
         if not t.parts:
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""
-            what = "no CSV, parquet or JSON file in it" if t.file.is_dir() else "missing" + _near(t.file)
+            what = ("no CSV, parquet or JSON file in it" if t.file.is_dir()
+                    else "missing" + _near(t.file))
             raise DataError(f"{t.file}{also}: {what} (the data file of table {t.name!r})")
     headers = {name: files.headers(t.parts, name) if files.csv_parts(t.parts, t.where())
                else None for name, t in files_of.items()}
@@ -328,10 +332,10 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         if col == t.time and t.period:
             df[col] = t.period.times(s, t.where(col), *(calendar or ()))
         elif col == t.time:
-            df[col] = parse_times(s, t.where(col), required=True)
+            df[col] = parse_times(s, t.where(col), required=True, dayfirst=t.dayfirst)
         elif st == "timestamp" or pd.api.types.is_datetime64_any_dtype(s) or (
                 st == "" and looks_like_times(s)):
-            df[col] = parse_times(s, t.where(col), required=False)
+            df[col] = parse_times(s, t.where(col), required=False, dayfirst=t.dayfirst)
         elif s.dtype == object and _all_bool(s):
             # booleans with missing values (parquet's nullable bool): as 0/1 and NaN, which
             # PyTorch Frame reads (its inference takes the Python objects for embeddings)

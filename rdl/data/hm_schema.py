@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rdl.data import checks, synthetic_hm
+from rdl.data import checks, messages, synthetic_hm
 from rdl.data.database import Database, DataError, Table
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def hm_database(customers: pd.DataFrame, articles: pd.DataFrame, transactions: p
     for key, df in frames.items():
         check_columns(df, KAGGLE[key][2], f"table {KAGGLE[key][1]!r}")
     tx = transactions.copy(deep=False)
-    tx["t_dat"] = as_dates(tx["t_dat"], checks.where("transactions", "t_dat"))
+    tx["t_dat"] = as_dates(tx["t_dat"], messages.where("transactions", "t_dat"))
     checks.check_not_empty(tx, "table 'transactions'")
     if start is not None:
         kept = tx["t_dat"] >= pd.Timestamp(start)
@@ -60,8 +60,8 @@ def hm_database(customers: pd.DataFrame, articles: pd.DataFrame, transactions: p
                             f"{tx['t_dat'].min().date()} to {tx['t_dat'].max().date()}")
         tx = tx[kept]
     cust, art = customers.reset_index(drop=True), articles.reset_index(drop=True)
-    checks.check_key(cust["customer_id"], checks.where("customer", "customer_id"))
-    checks.check_key(art["article_id"], checks.where("article", "article_id"))
+    checks.check_key(cust["customer_id"], messages.where("customer", "customer_id"))
+    checks.check_key(art["article_id"], messages.where("article", "article_id"))
     # Map the foreign keys to row positions first (arrow hashing: fast on 15M string ids);
     # Database.reindex then checks the keys and maps positions to themselves.
     tx = tx.reset_index(drop=True)

@@ -18,7 +18,7 @@ import pyarrow.csv as pacsv
 
 from rdl import paths
 from rdl import caching
-from rdl.data import checks
+from rdl.data import checks, messages
 from rdl.data.database import Database, DataError
 from rdl.data.stored import cached_database
 from rdl.data.hm_schema import KAGGLE, START, as_dates, check_columns, hm_database
@@ -64,7 +64,7 @@ def read_kaggle(folder) -> dict[str, pd.DataFrame]:
     for key, (file, table, cols) in KAGGLE.items():
         frames[key] = df = _read_csv(folder / file, table, cols)
         if file in _PKEYS:
-            checks.check_key(df[_PKEYS[file]], checks.where(table, _PKEYS[file], folder / file))
+            checks.check_key(df[_PKEYS[file]], messages.where(table, _PKEYS[file], folder / file))
     return frames
 
 
@@ -106,9 +106,9 @@ def _explain_bad_value(path: Path, table: str, columns: list[str]) -> None:
     for col in columns:
         kind = _arrow_type(col)
         if kind == pa.date32():
-            checks.parse_dates(raw[col], checks.where(table, col, path))
+            checks.parse_dates(raw[col], messages.where(table, col, path))
         elif kind != pa.string():
-            checks.parse_numbers(raw[col], checks.where(table, col, path),
+            checks.parse_numbers(raw[col], messages.where(table, col, path),
                                  integer=kind == pa.int64())
 
 
@@ -155,7 +155,7 @@ def _write_transactions(df: pd.DataFrame, f) -> None:
     step = 2_000_000
     for lo in range(0, len(df), step):
         part = df.iloc[lo:lo + step]
-        t = pa.array(as_dates(part["t_dat"], checks.where("transactions", "t_dat")))
+        t = pa.array(as_dates(part["t_dat"], messages.where("transactions", "t_dat")))
         cols = [pc.strftime(t, format="%Y-%m-%d"),
                 pa.array(part["customer_id"], pa.string()),
                 pc.utf8_lpad(pc.cast(pa.array(part["article_id"], pa.int64()), pa.string()), 10, "0"),

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from rdl.data import composite
-from rdl.data.checks import show
+from rdl.data.messages import show
 from rdl.data.database import DataError
 from rdl.data.schema import TableSchema
 

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from rdl.data import files, parquet
-from rdl.data.checks import rows, show
+from rdl.data.messages import rows, show
 from rdl.data.times import TIME_MAX, TIME_MIN, parse_times
 from rdl.data.database import DataError
 from rdl.data.keys import comparable

@@ -19,6 +19,7 @@ class TableSchema:
         self.implied = False          # a row for every key its foreign keys hold (implied)
         self.key_only = False         # implied, without a file: its rows are its keys
         self.composite: dict[str, list[str]] = {}   # a key of several columns: its columns
+        self.dayfirst: bool | None = None   # the schema's order of dates that read both ways
 
     @property
     def base(self) -> Path | None:

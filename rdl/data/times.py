@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from rdl.data.checks import _column, _rows, _stypes, rows, show
 from rdl.data.database import DataError
+from rdl.data.messages import _column, _rows, _stypes, rows, show
 from rdl.data.numbers import written_numbers
 
 log = logging.getLogger("rdl.data.checks")   # the checks' messages, in one place
@@ -39,9 +39,9 @@ TIME_FORMATS = ("ISO8601", *(d + c for d in _DATES for c in _CLOCKS),
 INFERRED = "inferred"
 _DAY_MONTH = re.compile(r"\d{1,2}[/.\-]\d{1,2}[/.\-]\d")
 #: numbers that are times: a warehouse's date keys, with the clock after them or not
-_DIGITS = ((8, "%Y%m%d", 1000_01_01, 9999_12_31),
-           (12, "%Y%m%d%H%M", 1900_01_01_0000, 2100_12_31_2359),
-           (14, "%Y%m%d%H%M%S", 1900_01_01_000000, 2100_12_31_235959))
+_DIGITS = (("%Y%m%d", 1000_01_01, 9999_12_31),
+           ("%Y%m%d%H%M", 1900_01_01_0000, 2100_12_31_2359),
+           ("%Y%m%d%H%M%S", 1900_01_01_000000, 2100_12_31_235959))
 _HEAD = 1000   # values a form is tried on before the whole column
 _LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
                               r"(Z|[+-]\d{2}(:?\d{2})?)?$")
@@ -69,7 +69,8 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
     return _read_times(head)[0].notna().mean() >= 0.9
 
 
-def parse_times(raw: pd.Series, where: str, required: bool = True) -> pd.Series:
+def parse_times(raw: pd.Series, where: str, required: bool = True,
+                dayfirst: bool | None = None) -> pd.Series:
     """``raw`` (times of any unit or zone, dates, or text as :data:`TIME_FORMATS`) as
     ``datetime64[ns]`` in UTC without a zone; text without an offset is taken as UTC.
 
@@ -77,14 +78,16 @@ def parse_times(raw: pd.Series, where: str, required: bool = True) -> pd.Series:
         DataError: values that are numbers (epoch or Excel serial numbers: their unit is
             anyone's guess), text that is no time (or could be day- or month-first), times
             outside :data:`TIME_MIN` .. :data:`TIME_MAX`, or (``required``) missing ones;
-            naming ``where``, how many rows, a few of them and what to do.
+            naming ``where``, how many rows, a few of them and what to do. A column that
+            reads both day first and month first stops too, unless ``dayfirst`` (a
+            schema's ``dayfirst:``) says which.
     """
     s = raw
     if pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s)
                                          and not pd.api.types.is_datetime64_any_dtype(s)):
         s = _date_keys(s, where)
     elif not pd.api.types.is_datetime64_any_dtype(s):
-        s = _parse_text(s, where)
+        s = _parse_text(s, where, dayfirst)
     if getattr(s.dt, "tz", None) is not None:
         s = s.dt.tz_convert("UTC").dt.tz_localize(None)
     outside = ((s < TIME_MIN) | (s > TIME_MAX)).to_numpy(dtype=bool)
@@ -108,7 +111,7 @@ def _date_keys(s: pd.Series, where: str) -> pd.Series:
     timestamps); else (epoch seconds? Excel serial days?) an error."""
     v = s.dropna()
     if len(v) and (v % 1 == 0).all():
-        for digits, fmt, low, high in _DIGITS:
+        for fmt, low, high in _DIGITS:
             if v.between(low, high).all():
                 parsed = pd.to_datetime(v.astype("int64").astype(str), format=fmt,
                                         errors="coerce")
@@ -156,7 +159,8 @@ def _read_times(text: pd.Series) -> tuple[pd.Series, list[str]]:
         if form == "ISO8601" and read[form] == len(head):
             break
     best, fits = None, []
-    for form in (f for f in read if read[f] == max(read.values())):
+    most = max(read.values())
+    for form in (f for f in read if read[f] == most):
         parsed = _parse(text, form)
         if parsed.notna().all():
             if not fits:
@@ -169,13 +173,13 @@ def _read_times(text: pd.Series) -> tuple[pd.Series, list[str]]:
     return best, fits
 
 
-def _both_orders(fits: list[str]) -> bool:
-    """Whether ``fits`` read a column both month first and day first."""
-    return (any(f.startswith("%m") for f in fits)
-            and any(f.startswith("%d") and f[3:5] == "%m" for f in fits))
+def _day_first(form: str) -> bool | None:
+    """Whether a form reads the day first (True), the month first (False), or neither."""
+    return True if form[:2] == "%d" and form[3:5] == "%m" else (
+        False if form[:2] == "%m" else None)
 
 
-def _parse_text(raw: pd.Series, where: str) -> pd.Series:
+def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.Series:
     """Text (or dates) as times in UTC: the first of :data:`TIME_FORMATS` that reads every
     value; else the one that reads most, and the rest are reported."""
     text = raw.dropna().astype(str).str.strip()
@@ -185,9 +189,14 @@ def _parse_text(raw: pd.Series, where: str) -> pd.Series:
     if text.str.endswith(("UTC", "GMT")).any():
         text = text.str.replace(_UTC, "+00:00", regex=True)
     best, fits = _read_times(text)
-    if _both_orders(fits):
+    orders = {_day_first(f) for f in fits} - {None}
+    if len(orders) == 2 and dayfirst is None:
         raise DataError(f"{where}: times such as {text.iloc[0]!r} read both as month/day/year "
-                        "and as day/month/year; write them as ISO 8601 (2024-01-31)")
+                        "and as day/month/year; write them as ISO 8601 (2024-01-31), or say "
+                        "which at the top of the schema (dayfirst: true for 31/01/2024, "
+                        "false for 01/31/2024)")
+    if len(orders) == 2:
+        best = _parse(text, next(f for f in fits if _day_first(f) == dayfirst))
     bad = best.isna()
     if bad.any():
         mask = np.zeros(len(raw), dtype=bool)

@@ -91,3 +91,21 @@ def test_a_long_column_is_read_in_the_form_of_all_its_values(caplog):
         assert read(*["2023-01-05 00:00 UTC"] * 1000, "2023-01-05 01:00")[-1] == \
             "2023-01-05 01:00:00"
     assert "1 of 1001 times have no UTC offset" in caplog.text
+
+
+def test_a_schema_s_dayfirst_says_the_order_of_dates_that_read_both_ways(tmp_path):
+    assert read("01/02/2023", "03/04/2023", dayfirst=True) == ["2023-02-01 00:00:00",
+                                                               "2023-04-03 00:00:00"]
+    assert read("01-02-2023 10:00", dayfirst=False) == ["2023-01-02 10:00:00"]
+    # where only one order reads every value, the values say it, whatever the schema
+    assert read("01/02/2023", "13/04/2023", dayfirst=False)[0] == "2023-02-01 00:00:00"
+    from rdl.data.folder import load_folder
+    pd.DataFrame({"id": [1, 2], "month": ["01/02/2023", "01/03/2023"]}).to_csv(
+        tmp_path / "snapshots.csv", index=False)
+    schema = {"tables": {"snapshots": {"pkey": "id", "time": "month"}}}
+    with pytest.raises(DataError, match=r"say which at the top of the schema \(dayfirst: true"):
+        load_folder(tmp_path, schema)
+    got = load_folder(tmp_path, {**schema, "dayfirst": True})["snapshots"].df["month"]
+    assert got.dt.month.tolist() == [2, 3]
+    with pytest.raises(DataError, match="dayfirst 'yes': true"):
+        load_folder(tmp_path, {**schema, "dayfirst": "yes"})
