@@ -155,6 +155,11 @@ def _foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         elif len(holds) > 1:
             notes.append(f"{col}: its values are all keys of each of {holds}: a foreign key? "
                          "say which (fkeys: {" + col + ": <table>})")
+        elif _norm(col).endswith(("id", "key")) and df[col].nunique() < df[col].notna().sum():
+            table = re.sub(r"[\s_]*(id|key)$", "", str(col), flags=re.I) + "s"
+            notes.append(f"{col}: keys of no table here, repeated; if they are entities (a "
+                         f"household, a session), a table of them: {table}: {{pkey: {col}, "
+                         f"implied: true}}, and fkeys: {{{col}: {table}}} here")
     return out, notes
 
 

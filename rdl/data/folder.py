@@ -78,7 +78,8 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         path = Path(schema).expanduser()
         where = str(path)
         if not path.is_file():
-            raise DataError(f"{path}: schema file missing")
+            raise DataError(f"{path}: schema file missing (python -m rdl.data.draft "
+                            f"{path.parent} drafts one from the folder's files)")
         try:
             schema = yaml.safe_load(path.read_text())
         except yaml.YAMLError as e:

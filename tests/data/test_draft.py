@@ -56,7 +56,8 @@ def test_ambiguous_ids_and_unreadable_files_are_left_to_a_person(tmp_path):
     pd.DataFrame({"id": range(1, 6), "name": list("abcde")}).to_csv(tmp_path / "teams.csv",
                                                                        index=False)
     pd.DataFrame({"id": range(1, 9)}).to_csv(tmp_path / "users.csv", index=False)
-    pd.DataFrame({"owner_id": [1, 2, 3, 3], "amount": [1.0, 2.0, 3.0, 4.0],
+    pd.DataFrame({"owner_id": [1, 2, 3, 3], "household_key": [7, 7, 8, 9],
+                  "amount": [1.0, 2.0, 3.0, 4.0],
                   "at": ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]}).to_csv(
         tmp_path / "tasks.csv", index=False)
     (tmp_path / "broken.csv").write_text("a,b\n1,2,3\n")
@@ -64,6 +65,8 @@ def test_ambiguous_ids_and_unreadable_files_are_left_to_a_person(tmp_path):
     schema = yaml.safe_load(text)
     assert schema["tables"]["tasks"] == {"file": "tasks.csv", "time": "at"}
     assert "# owner_id: its values are all keys of each of ['teams', 'users']" in text
+    assert "# household_key: keys of no table here, repeated; if they are entities" in text
+    assert "households: {pkey: household_key, implied: true}" in text
     assert "# not read: " in text and "1 row does not have the header's 2 fields" in text
     assert schema["tables"]["teams"]["pkey"] == "id"
 

@@ -85,7 +85,8 @@ def test_loads_a_folder_with_self_references_and_original_keys(tmp_path):
 
 def test_schema_file_missing_or_invalid(tmp_path):
     write(tmp_path)
-    fails(tmp_path, "nope.yaml", "schema file missing", schema=tmp_path / "nope.yaml")
+    fails(tmp_path, "nope.yaml", "schema file missing (python -m rdl.data.draft",
+          schema=tmp_path / "nope.yaml")
     (tmp_path / "schema.yaml").write_text("tables: {users: [unclosed\n")
     fails(tmp_path, "schema.yaml", "not valid YAML")
     (tmp_path / "schema.yaml").write_text("- a list\n")
