@@ -15,7 +15,9 @@ encodings, numbers, times). Then, per table:
   ``<table>_id``) with at least half its values among that key's; text whose values all
   are keys of one table (``origin``: airports' ``faa``); whole numbers named as a key
   (``author_id``) whose values all are keys of exactly one table, those of several left
-  for a person to say; the pair of a composite key, by its names;
+  for a person to say; the pair of a composite key, by its names; a column named as a
+  key that no table holds, repeated (``household_key``), said to be the key of a table
+  ``implied: true`` would make (:mod:`rdl.data.implied`);
 * **time**: its column of times (of several, by name: ``created``, ``timestamp``, ``date``
   ...; never a birth date's); none: a static table.
 
