@@ -143,7 +143,7 @@ def _foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
             share = _share(df[col], frames[t][pkeys[t]])
             if share >= 0.5:
                 out[col] = (t, f"named as the key of {t}; {share:.0%} of its values are "
-                               "keys of it")
+                               "keys of it" + _rest(share, t))
             continue
         text = not pd.api.types.is_numeric_dtype(df[col])
         if not (text or _norm(col).endswith(("id", "key"))):
@@ -153,7 +153,7 @@ def _foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         holds = [t for t, share in shares.items() if share >= 0.9]
         if len(holds) == 1:
             out[col] = (holds[0], f"{shares[holds[0]]:.0%} of its values are keys of "
-                                  f"{holds[0]}")
+                                  f"{holds[0]}" + _rest(shares[holds[0]], holds[0]))
         elif len(holds) > 1:
             notes.append(f"{col}: its values are all keys of each of {holds}: a foreign key? "
                          "say which (fkeys: {" + col + ": <table>})")
@@ -163,6 +163,12 @@ def _foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                          f"household, a session), a table of them: {table}: {{pkey: {col}, "
                          f"implied: true}}, and fkeys: {{{col}: {table}}} here")
     return out, notes
+
+
+def _rest(share: float, table: str) -> str:
+    """What becomes of the values of a foreign key that are no key of its table."""
+    return "" if share == 1 else (f" (the rest become missing; implied: true on {table} "
+                                  "makes them rows of it)")
 
 
 def _composites(frames: dict[str, pd.DataFrame], pkeys: dict) -> dict:
