@@ -10,21 +10,16 @@ import (another commit's worktree, to compare). docs/performance.md, "Reading fo
 """
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 
 import numpy as np
 import pandas as pd
 
+from tree import rows_and_tree   # benchmarks/tree.py
+
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--rows", type=int, default=2_000_000)
-    p.add_argument("--tree", default=None)
-    args = p.parse_args()
-    if args.tree:
-        sys.path.insert(0, args.tree)
+    args = rows_and_tree(2_000_000)
     from rdl.data.checks import numbers
     rng = np.random.default_rng(0)
     n = args.rows

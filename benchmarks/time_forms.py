@@ -10,22 +10,17 @@ docs/performance.md, "Reading times".
 """
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
 import time
 
 import numpy as np
 import pandas as pd
 
+from tree import rows_and_tree   # benchmarks/tree.py
+
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--rows", type=int, default=1_000_000)
-    p.add_argument("--tree", default=None)
-    args = p.parse_args()
-    if args.tree:
-        sys.path.insert(0, args.tree)
+    args = rows_and_tree(1_000_000)
     try:
         from rdl.data.times import parse_times
     except ImportError:
