@@ -63,8 +63,15 @@ def tables_of(folder: Path) -> dict[str, str]:
             continue
         if (p.is_file() and (files.is_csv(p) or files.is_parquet(p))) or (
                 p.is_dir() and files.parts(p)):
-            out.setdefault(p.name.split(".")[0] if p.is_file() else p.name, p.name)
+            out.setdefault(_stem(p.name) if p.is_file() else p.name, p.name)
     return out
+
+
+def _stem(file: str) -> str:
+    """A file's table name: its name without its compression and data suffixes
+    (``dim.tags.csv.gz``: ``dim.tags``)."""
+    name = re.sub(r"\.(gz|bz2|zst|lz4|zip)$", "", file, flags=re.I)
+    return re.sub(r"\.(csv|tsv|txt|parquet|pq|jsonl|ndjson|json)$", "", name, flags=re.I)
 
 
 def _read(folder: Path, name: str, file: str) -> pd.DataFrame:

@@ -78,6 +78,9 @@ def test_the_command_prints_or_writes_and_never_overwrites(tmp_path, capsys):
         tmp_path / "users.csv", index=False)
     main([str(tmp_path)])
     assert "pkey: user_id" in capsys.readouterr().out and not (tmp_path / "schema.yaml").exists()
+    pd.DataFrame({"tag_id": ["a", "b"]}).to_csv(tmp_path / "dim.tags.csv.gz", index=False)
+    assert "  dim.tags:\n    file: dim.tags.csv.gz\n    pkey: tag_id" in draft(tmp_path)
+    (tmp_path / "dim.tags.csv.gz").unlink()
     main([str(tmp_path), "--write"])
     assert yaml.safe_load((tmp_path / "schema.yaml").read_text())["tables"]["users"]["time"] \
         == "joined"
