@@ -134,3 +134,74 @@ def test_a_task_s_sql_sees_a_composite_key_as_its_ids(tmp_path):
     assert got["id"].tolist()[2] == "JFK|2013-01-01 06:00:00"
     rows = to_rows(got["id"], db, "weather", "a task")
     assert db["weather"].df.loc[rows, "temp"].tolist() == [1.0, 2.0, 3.0]
+
+
+STOCK_TASK = """\
+_target_: rdl.families.node.NodeTask
+name: stock-units
+sql: stock-units.sql
+kind: regression
+entity_table: stock
+entity_col: "store, product"
+target_col: units
+window: 7d
+val_timestamp: "2024-03-04"
+test_timestamp: "2024-03-18"
+monitor: mae
+monitor_mode: min
+metrics:
+  mae: {_target_: torchmetrics.MeanAbsoluteError}
+"""
+STOCK_SQL = """\
+SELECT s.timestamp, st."store, product",
+  COALESCE((SELECT SUM(x.units) FROM sales x WHERE x."store, product" = st."store, product"
+            AND x.sold_at > s.timestamp AND x.sold_at <= s.timestamp + $window), 0) AS units
+FROM timestamps s, stock st
+"""
+
+
+def test_a_task_on_entities_keyed_by_two_columns_trains_and_predicts(tmp_path, run_train,
+                                                                     rdl_cache):
+    """Units sold per (store, product) next week: the task's SQL selects the composite key,
+    the sales point at it with products written as floats, and predictions name each
+    entity by its id (``S0|1``)."""
+    import json
+
+    import numpy as np
+    folder, conf = tmp_path / "shop", tmp_path / "conf" / "task"
+    folder.mkdir()
+    conf.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    stock = pd.DataFrame([(s, p) for s in ("S0", "S1", "S2") for p in range(1, 11)],
+                         columns=["store", "product"]).assign(shelf=lambda d: d.index % 3)
+    pick = rng.integers(0, len(stock), 3000)
+    pd.DataFrame({"sale_id": range(3000), "store": stock["store"].to_numpy()[pick],
+                  "product": stock["product"].to_numpy()[pick].astype(float),
+                  "sold_at": pd.Timestamp("2024-01-01") + pd.to_timedelta(
+                      rng.integers(0, 100 * 24, 3000), unit="h"),
+                  "units": rng.integers(1, 5, 3000)}).to_parquet(folder / "sales.parquet")
+    stock.to_csv(folder / "stock.csv", index=False)
+    (folder / "schema.yaml").write_text(
+        "tables:\n  stock: {pkey: [store, product]}\n"
+        '  sales: {pkey: sale_id, time: sold_at, fkeys: {"store, product": stock}}\n')
+    (conf / "stock-units.yaml").write_text(STOCK_TASK)
+    (conf / "stock-units.sql").write_text(STOCK_SQL)
+    run = tmp_path / "run"
+    out = run_train(run, f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "task=stock-units",
+                    "data=folder", f"data.db.path={folder}", "data.batch_size=16",
+                    "data.num_neighbors=[8,4]", "model.channels=8", "model.encoder_layers=1",
+                    "trainer.max_epochs=1", "trainer.limit_train_batches=2",
+                    "trainer.limit_val_batches=1", "compile.enabled=false", tiny=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert np.isfinite(json.loads((run / "metrics.json").read_text())["model"]["test"]["mae"])
+    import os
+    import sys
+
+    from tests.zygote import command
+    done = command([sys.executable, "-m", "rdl.predict",
+                    f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}", "split=test"],
+                   env={**os.environ, "RDL_CACHE": str(rdl_cache)}, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = pd.read_parquet(run / "predictions_test.parquet")
+    assert sorted(got["store, product"]) == sorted(f"{s}|{p}" for s in ("S0", "S1", "S2")
+                                                   for p in range(1, 11))
