@@ -43,11 +43,18 @@ log = logging.getLogger(__name__)
 #: names of time columns, most likely the row's own time first
 TIME_WORDS = ("created", "timestamp", "time", "date", "ts", "at", "day", "start", "signup",
               "registered", "joined", "opened", "event", "updated")
-NOT_ROW_TIMES = ("birth", "dob", "born", "death", "expir", "valid_to", "end", "due")
+#: words that start the names of times that are no row's own (a birth, an expiry, an end)
+NOT_ROW_TIMES = ("birth", "dob", "born", "death", "died", "expir", "end", "due", "until")
 
 
 def _norm(name: str) -> str:
     return re.sub(r"[^0-9a-z]", "", name.casefold())
+
+
+def _words(name: str) -> list[str]:
+    """A name's words, lower case (``vendorCreatedAt``, ``vendor_created_at``: vendor,
+    created, at)."""
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+", str(name))]
 
 
 def _singular(name: str) -> str:
@@ -118,7 +125,8 @@ def primary_key(name: str, df: pd.DataFrame) -> tuple[str | None, str]:
 
 def _time(df: pd.DataFrame) -> tuple[str | None, str]:
     times = [c for c in df.columns if pd.api.types.is_datetime64_any_dtype(df[c])
-             and not any(w in _norm(c) for w in NOT_ROW_TIMES)]
+             and not any(w.startswith(NOT_ROW_TIMES) for w in _words(c))
+             and "validto" not in _norm(c)]
     if not times:
         return None, ""
     rank = lambda c: min((i for i, w in enumerate(TIME_WORDS) if w in _norm(c)),  # noqa: E731

@@ -87,3 +87,11 @@ def test_the_command_prints_or_writes_and_never_overwrites(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["schema.yaml", "users.csv"]
     with pytest.raises(SystemExit, match="exists"):
         main([str(tmp_path), "--write"])
+
+
+def test_a_table_s_time_is_its_own_not_a_birth_or_an_end(tmp_path):
+    pd.DataFrame({"vendor_id": [1, 2], "dateOfBirth": ["1980-01-01", "1990-01-01"],
+                  "vendor_created": ["2024-01-01", "2024-01-02"],
+                  "end_date": ["2025-01-01", "2025-01-02"]}).to_csv(tmp_path / "vendors.csv",
+                                                                    index=False)
+    assert yaml.safe_load(draft(tmp_path))["tables"]["vendors"]["time"] == "vendor_created"
