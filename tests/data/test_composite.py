@@ -9,6 +9,7 @@ from rdl.data.composite import ids
 from rdl.data.database import DataError
 from rdl.data.folder import load_folder
 from rdl.graph.build import make_graph
+from tests.data.test_implied import regression_task
 
 SCHEMA = """\
 tables:
@@ -136,22 +137,8 @@ def test_a_task_s_sql_sees_a_composite_key_as_its_ids(tmp_path):
     assert db["weather"].df.loc[rows, "temp"].tolist() == [1.0, 2.0, 3.0]
 
 
-STOCK_TASK = """\
-_target_: rdl.families.node.NodeTask
-name: stock-units
-sql: stock-units.sql
-kind: regression
-entity_table: stock
-entity_col: "store, product"
-target_col: units
-window: 7d
-val_timestamp: "2024-03-04"
-test_timestamp: "2024-03-18"
-monitor: mae
-monitor_mode: min
-metrics:
-  mae: {_target_: torchmetrics.MeanAbsoluteError}
-"""
+STOCK_TASK = regression_task("stock-units", "stock", "store, product", "units", "2024-03-04",
+                             "2024-03-18")
 STOCK_SQL = """\
 SELECT s.timestamp, st."store, product",
   COALESCE((SELECT SUM(x.units) FROM sales x WHERE x."store, product" = st."store, product"

@@ -261,22 +261,29 @@ def test_an_implied_table_with_no_key_at_all(tmp_path):
         load_folder(tmp_path)
 
 
-TASK_YAML = """\
+def regression_task(name: str, table: str, entity: str, target: str, val: str,
+                    test: str) -> str:
+    """A weekly regression task's YAML, its SQL in ``<name>.sql`` beside it."""
+    return f"""\
 _target_: rdl.families.node.NodeTask
-name: household-baskets
-sql: household-baskets.sql
+name: {name}
+sql: {name}.sql
 kind: regression
-entity_table: households
-entity_col: household_key
-target_col: baskets
+entity_table: {table}
+entity_col: "{entity}"
+target_col: {target}
 window: 7d
-val_timestamp: "2024-04-01"
-test_timestamp: "2024-04-08"
+val_timestamp: "{val}"
+test_timestamp: "{test}"
 monitor: mae
 monitor_mode: min
 metrics:
-  mae: {_target_: torchmetrics.MeanAbsoluteError}
+  mae: {{_target_: torchmetrics.MeanAbsoluteError}}
 """
+
+
+TASK_YAML = regression_task("household-baskets", "households", "household_key", "baskets",
+                            "2024-04-01", "2024-04-08")
 
 
 def test_a_household_task_trains_on_a_folder_whose_households_are_only_keys(tmp_path,
