@@ -21,8 +21,9 @@ encodings, numbers, times). Then, per table:
 * **time**: its column of times (of several, by name: ``created``, ``timestamp``, ``date``
   ...; never a birth date's); none: a static table.
 
-What no file says is left to the person: times written as numbers (``yearID``, a week
-number: the loader warns of those once the schema is in place), stypes, dangling keys.
+What no file says is left to the person, in comments: times written as numbers (a week
+number, a season's ``yearID``: the declaration that would make them the rows' time), ids
+that are keys of several tables, keys no table holds; and stypes.
 """
 from __future__ import annotations
 
@@ -170,14 +171,27 @@ def _foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
             out[col] = (holds[0], f"{shares[holds[0]]:.0%} of its values are keys of "
                                   f"{holds[0]}" + _rest(shares[holds[0]], holds[0]))
         elif len(holds) > 1:
-            notes.append(f"{col}: its values are all keys of each of {holds}: a foreign key? "
-                         "say which (fkeys: {" + col + ": <table>})")
+            notes.append((col, f"{col}: its values are all keys of each of {holds}: a foreign "
+                               "key? say which (fkeys: {" + col + ": <table>})"))
         elif _norm(col).endswith(("id", "key")) and df[col].nunique() < df[col].notna().sum():
             table = re.sub(r"[\s_]*(id|key)$", "", str(col), flags=re.I) + "s"
-            notes.append(f"{col}: keys of no table here, repeated; if they are entities (a "
-                         f"household, a session), a table of them: {table}: {{pkey: {col}, "
-                         f"implied: true}}, and fkeys: {{{col}: {table}}} here")
+            notes.append((col, f"{col}: keys of no table here, repeated; if they are entities "
+                               f"(a household, a session), a table of them: {table}: {{pkey: "
+                               f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))
     return out, notes
+
+
+def _years(col: str, values: pd.Series) -> str | None:
+    """The declaration that times rows by a column of years (``yearID``, ``season``), which
+    the loader's period rule leaves alone (a model year is a feature): a row about a year
+    is known at its end."""
+    v = values.dropna()
+    if not ({"year", "yr", "season"} & set(_words(col))) or not len(v) or \
+            not pd.api.types.is_numeric_dtype(v) or not (v % 1 == 0).all() or \
+            not v.between(1800, 2200).all():
+        return None
+    return (f"time: {{column: {col}, unit: year, origin: {int(v.min())}-01-01, "
+            f"first: {int(v.min())}}}")
 
 
 def _rest(share: float, table: str) -> str:
@@ -246,7 +260,8 @@ def draft(folder) -> str:
             lines.append(f"    time: {_yaml(time)}   # {why}")
         else:   # numbers that count periods (a year, a week): the rows' time, once declared
             from rdl.data.periods import looks_like
-            periods = [(c, d) for c in df.columns if (d := looks_like(str(c), df[c]))]
+            periods = [(c, d) for c in df.columns if (d := looks_like(str(c), df[c])
+                                                      or _years(c, df[c]))]
             lines += [f"    # {c}: period numbers? if they are the rows' time: {d}"
                       for c, d in periods[:1]]
         fkeys, notes = _foreign_keys(name, df, pkeys, frames)
@@ -259,7 +274,8 @@ def draft(folder) -> str:
         if fkeys:
             lines.append("    fkeys:")
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in fkeys.items()]
-        lines += [f"    # {n}" for n in notes]
+        parts = {c for key in fkeys for c in key.split(", ")}   # a composite key's columns
+        lines += [f"    # {n}" for c, n in notes if c not in parts and not _years(c, df[c])]
     return "\n".join(lines) + "\n"
 
 

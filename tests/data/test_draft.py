@@ -95,3 +95,19 @@ def test_a_table_s_time_is_its_own_not_a_birth_or_an_end(tmp_path):
                   "end_date": ["2025-01-01", "2025-01-02"]}).to_csv(tmp_path / "vendors.csv",
                                                                     index=False)
     assert yaml.safe_load(draft(tmp_path))["tables"]["vendors"]["time"] == "vendor_created"
+
+
+def test_a_table_of_seasons_is_told_how_to_time_its_rows(tmp_path):
+    """Years are no period numbers to the loader (a model year is a feature); the draft
+    says how a table whose only time is its season would declare it."""
+    pd.DataFrame({"team": ["a", "b", "a"], "season": [2019, 2019, 2020],
+                  "wins": [3, 4, 5]}).to_csv(tmp_path / "standings.csv", index=False)
+    text = draft(tmp_path)
+    assert ("# season: period numbers? if they are the rows' time: time: {column: season, "
+            "unit: year, origin: 2019-01-01, first: 2019}") in text
+    # declared so, each season's rows are known at its end
+    schema = yaml.safe_load(text)
+    schema["tables"]["standings"]["time"] = {"column": "season", "unit": "year",
+                                             "origin": "2019-01-01", "first": 2019}
+    got = load_folder(tmp_path, schema)["standings"].df["season"]
+    assert sorted(got.unique()) == [pd.Timestamp("2020-01-01"), pd.Timestamp("2021-01-01")]
