@@ -37,7 +37,11 @@ import numpy as np
 import pandas as pd
 
 from rdl.data import files
+from rdl.data.composite import ids
 from rdl.data.database import DataError
+from rdl.data.folder import load_folder
+from rdl.data.keys import comparable
+from rdl.data.periods import looks_like, name_words
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +54,6 @@ NOT_ROW_TIMES = ("birth", "dob", "born", "death", "died", "expir", "end", "due",
 
 def _norm(name: str) -> str:
     return re.sub(r"[^0-9a-z]", "", name.casefold())
-
-
-def _words(name: str) -> list[str]:
-    """A name's words, lower case (``vendorCreatedAt``, ``vendor_created_at``: vendor,
-    created, at)."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+", str(name))]
 
 
 def _singular(name: str) -> str:
@@ -83,7 +81,6 @@ def _stem(file: str) -> str:
 
 
 def _read(folder: Path, name: str, file: str) -> pd.DataFrame:
-    from rdl.data.folder import load_folder
     return load_folder(folder, {"tables": {name: {"file": file}}})[name].df
 
 
@@ -126,7 +123,7 @@ def primary_key(name: str, df: pd.DataFrame) -> tuple[str | None, str]:
 
 def _time(df: pd.DataFrame) -> tuple[str | None, str]:
     times = [c for c in df.columns if pd.api.types.is_datetime64_any_dtype(df[c])
-             and not any(w.startswith(NOT_ROW_TIMES) for w in _words(c))
+             and not any(w.startswith(NOT_ROW_TIMES) for w in name_words(c))
              and "validto" not in _norm(c)]
     if not times:
         return None, ""
@@ -139,7 +136,6 @@ def _time(df: pd.DataFrame) -> tuple[str | None, str]:
 
 
 def _share(values: pd.Series, keys: pd.Series) -> float:
-    from rdl.data.keys import comparable
     v, k = comparable(values.dropna().drop_duplicates(), keys)
     return float(np.isin(v.astype(str), k.astype(str)).mean()) if len(v) else 0.0
 
@@ -186,7 +182,7 @@ def _years(col: str, values: pd.Series) -> str | None:
     the loader's period rule leaves alone (a model year is a feature): a row about a year
     is known at its end."""
     v = values.dropna()
-    if not ({"year", "yr", "season"} & set(_words(col))) or not len(v) or \
+    if not ({"year", "yr", "season"} & set(name_words(col))) or not len(v) or \
             not pd.api.types.is_numeric_dtype(v) or not (v % 1 == 0).all() or \
             not v.between(1800, 2200).all():
         return None
@@ -259,7 +255,6 @@ def draft(folder) -> str:
         if time is not None:
             lines.append(f"    time: {_yaml(time)}   # {why}")
         else:   # numbers that count periods (a year, a week): the rows' time, once declared
-            from rdl.data.periods import looks_like
             periods = [(c, d) for c in df.columns if (d := looks_like(str(c), df[c])
                                                       or _years(c, df[c]))]
             lines += [f"    # {c}: period numbers? if they are the rows' time: {d}"
@@ -280,7 +275,6 @@ def draft(folder) -> str:
 
 
 def _pair_share(values: pd.DataFrame, keys: pd.DataFrame) -> float:
-    from rdl.data.composite import ids
     v = ids(values, list(values.columns)).dropna().drop_duplicates()
     return float(v.isin(set(ids(keys, list(keys.columns)))).mean()) if len(v) else 0.0
 

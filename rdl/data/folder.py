@@ -308,8 +308,8 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         df = parquet.read(t.parts, t.where(), t.base,
                           dropped={c for c, st in t.stypes.items() if st is None})
     # text as a file wrote it: a CSV's every column, a JSON file's columns of text
-    text = list(df.columns) if headers is not None else [
-        c for c in df.columns if is_json(t.parts[0]) and pd.api.types.is_string_dtype(df[c])]
+    text = (list(df.columns) if headers is not None else [] if not is_json(t.parts[0]) else
+            [c for c in df.columns if pd.api.types.is_string_dtype(df[c])])
     if text:
         df[text] = missing_words(df[text], t.where, t.missing)   # R's NA: numbers or times
         as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}

@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from rdl import duck
 from rdl.data.database import DataError
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -36,7 +37,6 @@ def _query(found: list[Path], base: Path | None, limit: str = "") -> str:
 
 
 def _run(found: list[Path], where: str, base: Path | None, limit: str = "") -> pa.Table:
-    from rdl import duck
     with duck.connect(threads=None) as con:   # rows keep their order (DuckDB keeps it)
         try:
             query = _query(found, base, limit)

@@ -308,9 +308,10 @@ PERIOD_WORDS = {"day": "day", "week": "week", "wk": "week", "weekno": "week", "m
                 "period": "period", "fiscal": "period"}
 
 
-def _words(name: str) -> list[str]:
-    """``WEEK_NO`` -> week, no; ``yearWeek`` -> year, week."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
+def name_words(name: str) -> list[str]:
+    """A column name's words, lower case: ``WEEK_NO`` -> week, no; ``yearWeek`` -> year,
+    week (also the draft's, :mod:`rdl.data.draft`)."""
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", str(name))]
 
 
 def looks_like(name: str, values: pd.Series) -> str | None:
@@ -318,7 +319,7 @@ def looks_like(name: str, values: pd.Series) -> str | None:
     its values say it counts periods (``yyyymm`` and ``yyyyww`` values say so alone)."""
     if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         return None
-    said = next((PERIOD_WORDS[w] for w in _words(name) if w in PERIOD_WORDS), None)
+    said = next((PERIOD_WORDS[w] for w in name_words(name) if w in PERIOD_WORDS), None)
     if said is None and not 190001 <= values.min() <= values.max() <= 210053:
         return None   # no period's name, no yyyymm values: cheaply ruled out
     v = values.dropna()
