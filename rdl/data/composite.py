@@ -10,7 +10,8 @@ key it references (YAML takes no list as a mapping's key)::
 
 rdl gives each such key one column of its own, named by its columns (``origin,
 time_hour``), holding one id per row (:func:`ids`): the columns' values joined with ``|``
-(``JFK|2013-01-01 05:00:00``), missing where any of them is. That column is the key
+(``JFK|2013-01-01 05:00:00``; a ``|`` in a value written ``\\|``), missing where any of
+them is. That column is the key
 everywhere after: foreign keys match it, predictions and a task's SQL show it. The
 columns themselves stay in the table, read as any column (features).
 
@@ -92,4 +93,6 @@ def _written(s: pd.Series) -> pd.Series:
             text = pd.Series(np.where(whole, np.where(whole, v, 0).astype("int64").astype(str),
                                       v.astype(str)), index=s.index, dtype="string")
         return text.where(s.notna())
-    return s.astype("string").str.strip()
+    # a | inside a value is escaped, so that no two pairs of values join to one id
+    return s.astype("string").str.strip().str.replace("\\", "\\\\", regex=False).str.replace(
+        "|", "\\|", regex=False)

@@ -80,6 +80,9 @@ def test_a_key_s_values_are_written_one_way_whatever_the_file():
     assert ids(df, ["n", "f", "s", "t"]).tolist()[:2] == ["7|7|a|2024-01-31",
                                                           "8|2.5|b|2024-01-31 10:00:00.500000"]
     assert ids(df, ["n", "s"]).isna().tolist() == [False, False, True]
+    # a | in a value cannot make two pairs one id
+    pairs = pd.DataFrame({"a": ["x|y", "x"], "b": ["z", "y|z"]})
+    assert ids(pairs, ["a", "b"]).tolist() == ["x\\|y|z", "x|y\\|z"]
     # a value's text depends on it alone, not on its column's other values
     assert ids(df.iloc[:1], ["t", "f"]).tolist() == ids(df, ["t", "f"]).tolist()[:1]
 
