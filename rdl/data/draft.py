@@ -50,6 +50,12 @@ TIME_WORDS = ("created", "timestamp", "time", "date", "ts", "at", "day", "start"
               "registered", "joined", "opened", "event", "updated")
 #: words that start the names of times that are no row's own (a birth, an expiry, an end)
 NOT_ROW_TIMES = ("birth", "dob", "born", "death", "died", "expir", "end", "due", "until")
+#: words that start the names of times a row changed at (``last_update``, ``ModifiedDate``)
+CHANGE_TIMES = ("updat", "modif", "chang", "edit", "last", "latest", "load", "etl", "ingest",
+                "refresh", "sync")
+#: words that start the names of times known before they come (a due date, an estimate)
+AHEAD = ("due", "expir", "until", "valid", "plan", "schedul", "estimat", "expect", "requir",
+         "deadline", "target", "promis")
 
 
 def _norm(name: str) -> str:
@@ -121,18 +127,40 @@ def primary_key(name: str, df: pd.DataFrame) -> tuple[str | None, str]:
     return best[1], f"unique and filled in, all {len(df)} rows"
 
 
-def _time(df: pd.DataFrame) -> tuple[str | None, str]:
-    times = [c for c in df.columns if pd.api.types.is_datetime64_any_dtype(df[c])
-             and not any(w.startswith(NOT_ROW_TIMES) for w in name_words(c))
-             and "validto" not in _norm(c)]
-    if not times:
-        return None, ""
-    rank = lambda c: min((i for i, w in enumerate(TIME_WORDS) if w in _norm(c)),  # noqa: E731
-                         default=len(TIME_WORDS))
-    col = min(times, key=rank)
+def _times(df: pd.DataFrame) -> tuple[str | None, str, dict[str, tuple[str, str]]]:
+    """A table's time and why, and the stypes its other columns of times need (the
+    loader stops on a timed table's column after its rows' time: :mod:`rdl.data.leaks`)."""
+    times = [c for c in df.columns if pd.api.types.is_datetime64_any_dtype(df[c])]
+    words = {c: name_words(c) for c in times}
+    stypes = {c: ("drop", "when the row last changed, not when it began: as a feature it "
+                          "tells of the future") for c in times
+              if any(w.startswith(CHANGE_TIMES) for w in words[c])}
+    begins = [c for c in times if c not in stypes and "validto" not in _norm(c)
+              and not any(w.startswith(NOT_ROW_TIMES) for w in words[c])]
+    if not begins:
+        return None, "", {**stypes, **_static(df, times, stypes)}
+    rank = lambda c: (min((i for i, w in enumerate(TIME_WORDS) if w in _norm(c)),  # noqa: E731
+                          default=len(TIME_WORDS)), df[c].median())   # then the earliest
+    col = min(begins, key=rank)
     why = "its only column of times" if len(times) == 1 else \
         f"of its columns of times {times}, by its name"
-    return col, why + ("; missing in some rows: the loader stops" if df[col].isna().any() else "")
+    for c in times:
+        later = (df[c] > df[col]).mean()
+        if c != col and c not in stypes and later >= 0.01:
+            stypes[c] = ("timestamp", f"after the row's time in {later:.0%} of rows, known "
+                                      "when the row began, by its name") if any(
+                w.startswith(AHEAD) for w in words[c]) else (
+                "drop", f"after the row's time in {later:.0%} of rows: a later event, which "
+                        "as a feature a seed would see early (known when the row began, a due "
+                        "date: timestamp)")
+    return col, why + ("; missing in some rows: the loader stops" if df[col].isna().any()
+                       else ""), stypes
+
+
+def _static(df: pd.DataFrame, times: list[str], stypes: dict) -> dict:
+    """The stypes of a static table's columns of times (the loader stops a table of
+    facts with undeclared times): features."""
+    return {c: ("timestamp", "a static table's feature") for c in times if c not in stypes}
 
 
 def _share(values: pd.Series, keys: pd.Series) -> float:
@@ -235,6 +263,16 @@ def draft(folder) -> str:
     keys = {n: primary_key(n, df) for n, df in frames.items()}
     pkeys = {n: k for n, (k, _) in keys.items() if k is not None}
     composite = _composites(frames, pkeys)
+    times = {n: _times(df) for n, df in frames.items()}
+    fkeys = {n: _foreign_keys(n, df, pkeys, frames) for n, df in frames.items()}
+    for name, df in frames.items():
+        for t, cols in composite.items():
+            if t != name and set(cols) <= set(df.columns):
+                share = _pair_share(df[cols], frames[t][cols])
+                if share >= 0.5:
+                    fkeys[name][0][", ".join(cols)] = (
+                        t, f"the composite key of {t}; {share:.0%} of its pairs are keys of it")
+    rejected = _older_than_parents(frames, pkeys, times, fkeys)
     lines = [f"# drafted by python -m rdl.data.draft from {folder}: every guess says why;",
              "# check each, then: python -m rdl.train data=folder data.db.path=... task=...",
              "tables:"]
@@ -251,27 +289,51 @@ def draft(folder) -> str:
         elif name in composite:
             lines.append(f"    pkey: [{', '.join(map(_yaml, composite[name]))}]   # unique and "
                          f"filled in as a pair, all {len(df)} rows (a composite key)")
-        time, why = _time(df)
-        if time is not None:
+        time, why, stypes = times[name]
+        if name in rejected:
+            lines.append(f"    # time: {_yaml(time)}   # not declared: {rejected[name]}")
+        elif time is not None:
             lines.append(f"    time: {_yaml(time)}   # {why}")
         else:   # numbers that count periods (a year, a week): the rows' time, once declared
             periods = [(c, d) for c in df.columns if (d := looks_like(str(c), df[c])
                                                       or _years(c, df[c]))]
             lines += [f"    # {c}: period numbers? if they are the rows' time: {d}"
                       for c, d in periods[:1]]
-        fkeys, notes = _foreign_keys(name, df, pkeys, frames)
-        for t, cols in composite.items():
-            if t != name and set(cols) <= set(df.columns):
-                share = _pair_share(df[cols], frames[t][cols])
-                if share >= 0.5:
-                    fkeys[", ".join(cols)] = (t, f"the composite key of {t}; {share:.0%} of "
-                                                 "its pairs are keys of it")
-        if fkeys:
+        keys_of, notes = fkeys[name]
+        if keys_of:
             lines.append("    fkeys:")
-            lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in fkeys.items()]
-        parts = {c for key in fkeys for c in key.split(", ")}   # a composite key's columns
+            lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in keys_of.items()]
+        if stypes:
+            lines.append("    stypes:")
+            lines += [f"      {_yaml(c)}: {st}   # {why}" for c, (st, why) in stypes.items()]
+        parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
         lines += [f"    # {n}" for c, n in notes if c not in parts and not _years(c, df[c])]
     return "\n".join(lines) + "\n"
+
+
+def _older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
+    """Tables whose drafted time is after most rows that reference them (an account made
+    when the data was migrated, after its history): no time their rows began, so they
+    are static (:func:`rdl.data.leaks.future_references`); table -> why, their time's
+    column then a feature's stype (dropped: a time from the rows' future)."""
+    rejected = {}
+    for name, df in frames.items():
+        mine = times[name][0]
+        for col, (ref, _) in fkeys[name][0].items():
+            theirs = times[ref][0] if ref in times else None
+            if mine is None or theirs is None or ref == name or ", " in col:
+                continue
+            values, keys = comparable(df[col], frames[ref][pkeys[ref]])
+            pos = pd.Index(keys).get_indexer(values)
+            linked = pos >= 0
+            older = (frames[ref][theirs].to_numpy()[pos[linked]] > df[mine].to_numpy()[linked])
+            if linked.any() and older.mean() >= 0.5 and ref not in rejected:
+                rejected[ref] = (f"{older.mean():.0%} of {name}.{col}'s rows are older than "
+                                 f"the {ref} row they reference: no time a {ref} began, a "
+                                 "static table")
+                times[ref][2][theirs] = ("drop", "after most of the rows that reference it "
+                                                 "(above): a time from their future")
+    return rejected
 
 
 def _pair_share(values: pd.DataFrame, keys: pd.DataFrame) -> float:

@@ -47,7 +47,7 @@ import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import composite as composite_key, files, implied, parquet, periods
+from rdl.data import composite as composite_key, files, implied, leaks, parquet, periods
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
@@ -246,6 +246,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
                    for name, t in tables.items()},
                   keys={name: pd.Index(v) for name, v in ids.items()})
     db = db.reindex()
+    leaks.future_references(db, lambda name, col: tables[name].where(col))
     keys.end()
     db.stypes = {name: dict(t.stypes) for name, t in tables.items() if t.stypes}
     log.info("%s: %s", folder, ", ".join(f"{n} {len(t)} rows" for n, t in db))
@@ -348,26 +349,9 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     composite_key.add_ids(df, t.composite, t.where)
     if t.pkey is not None:
         check_key(df[t.pkey], t.where(t.pkey), composite=t.pkey in t.composite)
-    _check_undeclared_time(t, df)
+    leaks.undeclared_time(t, df)
+    leaks.later_times(t, df)
     return df
-
-
-def _check_undeclared_time(t: TableSchema, df: pd.DataFrame) -> None:
-    """A table of facts (it has foreign keys) without a declared time but with a column of
-    times is most likely timed: used as static, every seed would see its future rows. It
-    stops, unless the schema says the column is a plain feature (its stype ``timestamp``)."""
-    if t.time is not None or not t.fkeys:
-        return
-    cols = [c for c in df.columns if c not in t.stypes and c not in (t.pkey, *t.fkeys)
-            and pd.api.types.is_datetime64_any_dtype(df[c])]
-    if cols:
-        raise DataError(
-            f"{t.where(cols[0])}: column(s) {cols} hold times in {int(df[cols[0]].notna().sum())} "
-            f"of {len(df)} rows, but the schema declares no time for the table, so it would be "
-            "used as static: every seed would see all its rows, its future ones included (a "
-            "leak of the future into training). Declare the rows' time in the schema (table "
-            f"{t.name!r}: time: {cols[0]}); if the table really is static, declare the "
-            f"column's stype (stypes: {{{cols[0]}: timestamp}})")
 
 
 def _all_bool(s: pd.Series) -> bool:

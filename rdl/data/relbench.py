@@ -31,6 +31,7 @@ import yaml
 
 from rdl.data.database import Database, DataError, Table
 from rdl.data.keys import check_references
+from rdl.data.leaks import future_references
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +171,7 @@ def load_relbench(path) -> Database:
                 df[col] = df[col].mask(past)
     db = Database(tables, keys=ids)
     db.validate()
+    future_references(db, lambda name, col: specs[name].where(col))
     log.info("%s: %s", dataset, ", ".join(f"{n} {len(t)} rows" for n, t in db))
     return db
 

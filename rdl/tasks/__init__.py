@@ -346,12 +346,29 @@ class Task:
         """The labelled rows of one split, computed on the database cut for that split."""
         cut = {"train": self.val_time, "val": self.test_time, "test": None}[split]
         view = self.inputs(db if cut is None else db.upto(cut))
-        df = self.recent(self.existing(self.make_table(view, self.timestamps(split, db)), db,
-                                       split), split)
+        times = self.timestamps(split, db)
+        df = self.recent(self.existing(self.make_table(view, times), db, split), split)
         if df.empty:  # nothing to train on or to score: say why, not fail in the loader
             raise DataError(f"task {self.name!r}: the {split} split is empty: {self.source} "
-                            f"labels no row at its seed times ({self._split_times(db)})")
+                            f"labels no row at its seed times ({self._split_times(db)})"
+                            + self._unborn(db, max(times)))
         return df
+
+    def _unborn(self, db: Database, last: pd.Timestamp) -> str:
+        """Why a split may be empty: its entities' rows begin after its last seed time (an
+        entity exists from its row's time on; a change or load time there hides them)."""
+        table = db[self.entity_table] if self.entity_table in db.tables else None
+        if table is None or table.time_col is None or table.df.empty:
+            return ""
+        born = table.df[table.time_col]
+        n = int((born > last).sum())
+        if n < 0.5 * len(born):
+            return ""
+        return (f"; {n} of the {len(born)} {self.entity_table!r} rows begin after its last seed "
+                f"time ({self.entity_table}.{table.time_col} from {born.min()} on), and an "
+                "entity exists from its row's time on. If that column is not when an entity "
+                f"began (a time its row changed or was loaded), declare {self.entity_table!r} "
+                "with no time")
 
     def recent(self, df: pd.DataFrame, split: str) -> pd.DataFrame:
         """The train rows of the last :attr:`train_windows` seed times (every split as it

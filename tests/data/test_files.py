@@ -139,15 +139,15 @@ def test_quotes_escaped_with_a_backslash(tmp_path):
 
 def test_null_spellings_are_missing(tmp_path):
     write(tmp_path)
-    users_csv(tmp_path, "user_id,age,signup,city,left\n10,NULL,2024-01-01,\\N,0000-00-00\n"
-                        "11,\\N,2024-01-02,NaN,2024-02-01\n12,41,2024-01-03,NA,\n"
+    users_csv(tmp_path, "user_id,age,signup,city,invited\n10,NULL,2024-01-01,\\N,0000-00-00\n"
+                        "11,\\N,2024-01-02,NaN,2023-12-01\n12,41,2024-01-03,NA,\n"
                         "13,#N/A,2024-01-04,,0000-00-00 00:00:00\n")
     df = load_folder(tmp_path)["users"].df
     assert df["age"].isna().tolist() == [True, True, False, True]
     assert df["age"].dtype == "float64"
     assert df["city"].isna().tolist() == [True, True, False, True]   # NA: Namibia
-    assert df["left"].isna().tolist() == [True, False, True, True]   # MySQL's zero dates
-    assert df["left"].dtype == "datetime64[ns]"
+    assert df["invited"].isna().tolist() == [True, False, True, True]   # MySQL's zero dates
+    assert df["invited"].dtype == "datetime64[ns]"
 
 
 def test_thousands_separators(tmp_path):

@@ -27,10 +27,10 @@ PATIENTS = """\
 4,"2024-01-09",66.2,"US",NA,-1
 """
 VISITS = """\
-"patient","day","bp","discharged"
-1,"2024-02-01",120,"2024-02-03"
+"patient","day","bp","referred"
+1,"2024-02-01",120,"2024-01-29"
 2,"2024-02-02",NA,NA
-3,"2024-02-05",131,"2024-02-06"
+3,"2024-02-05",131,"2024-02-05"
 """
 
 
@@ -49,8 +49,8 @@ def test_na_is_missing_where_the_other_values_are_numbers_or_times(tmp_path, cap
         False, True, False, False]
     assert p["score"].dtype == "float64" and p["score"].notna().sum() == 1  # 3 of 4 NA
     assert p["country"].tolist() == ["NA", "DE", "NA", "US"]   # text: Namibia stays
-    assert pd.api.types.is_datetime64_any_dtype(v["discharged"])
-    assert v["discharged"].isna().tolist() == [False, True, False]
+    assert pd.api.types.is_datetime64_any_dtype(v["referred"])
+    assert v["referred"].isna().tolist() == [False, True, False]
     assert v["bp"].isna().tolist() == [False, True, False]
     assert "are not numbers" not in caplog.text
 

@@ -1,0 +1,123 @@
+"""The loader's checks that a table's times let no seed see its future (a seed at time t
+never sees a row, or a value, from after t), each a rule of what a file's times mean:
+
+* :func:`undeclared_time`: a table of facts with times but no declared time would be
+  static, every row seen by every seed: it stops;
+* :func:`later_times`: a column of times after its row's own time (a return date in a
+  rental) would show a seed between the two what happens later: it stops, until the
+  schema says what the column is;
+* :func:`future_references`: rows older than the rows they reference lose the link until
+  then; many such rows say the referenced table's time is no time its rows began: a
+  warning.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+from rdl.data.database import DataError
+from rdl.data.messages import rows
+from rdl.data.schema import TableSchema
+
+log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one place
+
+
+def undeclared_time(t: TableSchema, df: pd.DataFrame) -> None:
+    """A table of facts (it has foreign keys) without a declared time but with a column of
+    times is most likely timed: used as static, every seed would see its future rows. It
+    stops, unless the schema says the column is a plain feature (its stype ``timestamp``)."""
+    if t.time is not None or not t.fkeys:
+        return
+    cols = [c for c in df.columns if c not in t.stypes and c not in (t.pkey, *t.fkeys)
+            and pd.api.types.is_datetime64_any_dtype(df[c])]
+    if cols:
+        raise DataError(
+            f"{t.where(cols[0])}: column(s) {cols} hold times in {int(df[cols[0]].notna().sum())} "
+            f"of {len(df)} rows, but the schema declares no time for the table, so it would be "
+            "used as static: every seed would see all its rows, its future ones included (a "
+            "leak of the future into training). Declare the rows' time in the schema (table "
+            f"{t.name!r}: time: {cols[0]}); if the table really is static, declare the "
+            f"column's stype (stypes: {{{cols[0]}: timestamp}}), or drop it ({{{cols[0]}: "
+            "drop}}) if it is when the row last changed: as a feature that tells of the future")
+
+
+def later_times(t: TableSchema, df: pd.DataFrame, share: float = 0.01) -> None:
+    """A column of times (not the table's time, no stype declared) after its row's own
+    time in ``share`` of the rows or more stops: a rental's ``return_date``, an order's
+    ``delivered_at``, a subscription's ``cancelled_at`` (a churn label itself), seen as a
+    feature by a seed between the two times, tell it what happens later. The schema says
+    what it is: dropped, or a feature known when the row began (a due date, an estimate),
+    or the row's own time where it is the more precise one (a date's timestamp)."""
+    if t.time is None or t.time not in df:
+        return
+    mine = df[t.time].values
+    for col in df.columns:
+        if col in t.stypes or col == t.time or not pd.api.types.is_datetime64_any_dtype(df[col]):
+            continue
+        theirs = df[col].values
+        later = theirs > mine   # a missing time (NaT) is never later
+        n, m = int(later.sum()), int((~np.isnat(theirs) & ~np.isnat(mine)).sum())
+        if n == 0:
+            continue
+        i = int(np.flatnonzero(later)[0])
+        what = (f"{t.where(col)}: {n} of {m} rows ({100 * n / m:.3g}%) hold a time after the "
+                f"row's own ({t.time}; {rows(later)}; e.g. {_day(theirs[i])} in a row of "
+                f"{_day(mine[i])})")
+        if n < share * m:
+            log.info("%s: seen early by a seed between the two", what)
+            continue
+        raise DataError(
+            f"{what}: as a feature, a seed between the two times would see it before it "
+            f"happens (a leak of the future). Say what it is in the schema (table "
+            f"{t.name!r}): when something happened later (a return, a delivery, a "
+            f"cancellation, the row's last change), drop it (stypes: {{{col}: drop}}), or "
+            f"make it the time of a table of its own; known when the row began (a due "
+            f"date, an estimate), a feature (stypes: {{{col}: timestamp}}); the row's more "
+            f"precise time (its date's timestamp), its time (time: {col})")
+
+def _day(v) -> str:
+    """A time as messages show it: a date alone at midnight."""
+    return str(pd.Timestamp(v)).removesuffix(" 00:00:00")
+
+
+def future_references(db, where=lambda name, col: f"table {name!r}, column {col!r}",
+                      share: float = 0.01) -> None:
+    """Warn where a timed table's rows reference rows of a timed table that begin after them.
+
+    Until a referenced row's time, a seed sees the row that references it but not the
+    reference (:meth:`~rdl.data.Database.upto`). A few such rows are what real data holds
+    (a salary paid before a player's debut); many say the referenced table's time is no
+    time its rows began: a change or load time (``last_update``), or an account created
+    when the data was migrated, after the rows that reference it. Then every link is
+    hidden until that time, and the model trains without them: a warning from ``share``
+    of the linked rows on, naming both times, an example and what to declare.
+    ``where(table, column)`` names the column as the loader's messages do."""
+    for name, t in db:
+        for col, ref in t.fkeys.items():
+            r = db[ref]
+            if t.time_col is None or r.time_col is None:
+                continue
+            linked = t.df[col].notna().to_numpy()
+            pos = t.df[col].to_numpy(dtype="int64", na_value=0)
+            mine, theirs = t.df[t.time_col].values, r.df[r.time_col].values[pos]
+            later = linked & (theirs > mine)   # a missing time (NaT) is never later
+            n, m = int(later.sum()), int(linked.sum())
+            if n == 0:
+                continue
+            i = int(np.flatnonzero(later)[0])
+            what = (f"{where(name, col)}: {n} of {m} rows ({100 * n / m:.3g}%) are older than "
+                    f"the {ref!r} row they reference ({name}.{t.time_col} before "
+                    f"{ref}.{r.time_col}; e.g. a row of {_day(mine[i])} references one of "
+                    f"{_day(theirs[i])}): until then a seed sees such a row but not the row "
+                    "it references")
+            if n < share * m:
+                log.info("%s", what)
+                continue
+            log.warning("%s. If %s.%s is not when a %s row began (a time the row was changed "
+                        "or loaded, or an account made after its history), the table is "
+                        "static: declare it with no time, and its column dropped (stypes: "
+                        "{%s: drop}; a change time as a feature tells of the future) or a "
+                        "plain feature ({%s: timestamp})", what, ref, r.time_col, ref,
+                        r.time_col, r.time_col)

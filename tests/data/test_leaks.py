@@ -1,0 +1,185 @@
+"""Times that would let a seed see its future (rdl/data/leaks.py), on a folder in the
+shape of MySQL's Sakila export (tests/data/sakila_like.py): a rental's later
+``return_date``, ``last_update`` change times, customers created after their rentals;
+and the draft (rdl/data/draft.py) that declares them so that the folder loads as meant."""
+from __future__ import annotations
+
+import json
+import logging
+
+import pandas as pd
+import pytest
+import yaml
+
+from rdl.data.database import DataError
+from rdl.data.draft import draft
+from rdl.data.folder import load_folder
+from tests.data.sakila_like import write_sakila
+from tests.data.test_folder import fails
+from tests.data.test_implied import regression_task
+
+#: the schema a person writes first: each table timed by its obvious column
+SCHEMA = {"tables": {
+    "language": {"pkey": "language_id", "stypes": {"last_update": "drop"}},
+    "store": {"pkey": "store_id", "stypes": {"last_update": "drop"}},
+    "film": {"pkey": "film_id", "fkeys": {"language_id": "language"},
+             "stypes": {"last_update": "drop"}},
+    "inventory": {"pkey": "inventory_id", "fkeys": {"film_id": "film", "store_id": "store"},
+                  "stypes": {"last_update": "drop"}},
+    "customer": {"pkey": "customer_id", "time": "create_date", "fkeys": {"store_id": "store"},
+                 "stypes": {"last_update": "drop"}},
+    "rental": {"pkey": "rental_id", "time": "rental_date",
+               "fkeys": {"inventory_id": "inventory", "customer_id": "customer"},
+               "stypes": {"last_update": "drop"}},
+    "payment": {"pkey": "payment_id", "time": "payment_date",
+                "fkeys": {"customer_id": "customer", "rental_id": "rental"},
+                "stypes": {"last_update": "drop"}}}}
+
+
+#: customers declared static, their times dropped (as the draft declares them)
+STATIC = {"time": None, "stypes": {"last_update": "drop", "create_date": "drop"}}
+
+
+def schema(**changes) -> dict:
+    """SCHEMA with tables' entries updated (``rental={"stypes": {...}}``)."""
+    out = json.loads(json.dumps(SCHEMA))
+    for table, spec in changes.items():
+        out["tables"][table].update(spec)
+    return out
+
+
+def test_a_column_of_later_times_stops_until_the_schema_says_what_it_is(tmp_path):
+    folder = write_sakila(tmp_path / "sakila")
+    rental = pd.read_csv(folder / "rental.csv")
+    later = int((rental["return_date"] > rental["rental_date"]).sum())
+    fails(folder, "rental.csv (table 'rental', column 'return_date')",
+          f"{later} of {int(rental['return_date'].notna().sum())} rows", "rows 0, 1, 2",
+          "leak of the future", "stypes: {return_date: drop}",
+          "stypes: {return_date: timestamp}", "time: return_date", schema=SCHEMA)
+    stypes = {"last_update": "drop", "return_date": "drop"}
+    db = load_folder(folder, schema(rental={"stypes": stypes}))
+    assert db.stypes["rental"]["return_date"] is None    # dropped: no feature
+    stypes["return_date"] = "timestamp"                  # known ahead: kept, as a time
+    db = load_folder(folder, schema(rental={"stypes": stypes}))
+    assert pd.api.types.is_datetime64_any_dtype(db["rental"].df["return_date"])
+    # a change time is one too: undeclared, last_update stops the load
+    bare = schema(rental={"stypes": {"last_update": "drop", "return_date": "drop"}})
+    del bare["tables"]["payment"]["stypes"]
+    fails(folder, "(table 'payment', column 'last_update')", "the row's last change",
+          schema=bare)
+
+
+def test_a_few_later_times_are_no_leak_worth_stopping_for(tmp_path, caplog):
+    folder = write_sakila(tmp_path / "sakila")
+    rental = pd.read_csv(folder / "rental.csv")
+    rental["return_date"] = rental["rental_date"]   # returned as rented ...
+    rental.loc[3, "return_date"] = "2005-09-30 10:00:00"   # ... but one in 1,500
+    rental.to_csv(folder / "rental.csv", index=False)
+    with caplog.at_level(logging.INFO, logger="rdl.data.folder"):
+        db = load_folder(folder, schema(customer=STATIC))
+    assert len(db["rental"]) == 1500
+    assert "(table 'rental', column 'return_date'): 1 of 1500 rows" in caplog.text
+
+
+def test_rows_older_than_the_rows_they_reference_are_warned_of(tmp_path, caplog):
+    """Sakila's customers were created on 2006-02-14, after their rentals of 2005: timed
+    so, every rental loses its customer until then; declared static, none does."""
+    folder = write_sakila(tmp_path / "sakila")
+    stypes = {"last_update": "drop", "return_date": "drop"}
+    with caplog.at_level(logging.WARNING):
+        load_folder(folder, schema(rental={"stypes": stypes}))
+    for fk in ("rental.csv (table 'rental', column 'customer_id')",
+               "payment.csv (table 'payment', column 'customer_id')"):
+        assert fk + ": 1500 of 1500 rows (100%) are older than the 'customer' row" in caplog.text
+    assert "customer.create_date" in caplog.text and "declare it with no time" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        load_folder(folder, schema(rental={"stypes": stypes}, customer=STATIC))
+    assert "older than" not in caplog.text
+
+
+def test_a_few_rows_older_than_their_reference_are_only_logged(tmp_path, caplog):
+    folder = write_sakila(tmp_path / "sakila")
+    customer = pd.read_csv(folder / "customer.csv")
+    customer["create_date"] = "2005-01-01 00:00:00"
+    customer.loc[0, "create_date"] = "2005-06-01 00:00:00"   # one customer joins late
+    customer.to_csv(folder / "customer.csv", index=False)
+    rental = pd.read_csv(folder / "rental.csv")
+    early = int(((rental["customer_id"] == 1)
+                 & (rental["rental_date"] < "2005-06-01")).sum())
+    assert 0 < early < 15   # under 1 % of 1,500
+    stypes = {"last_update": "drop", "return_date": "drop"}
+    with caplog.at_level(logging.INFO, logger="rdl.data.folder"):
+        load_folder(folder, schema(rental={"stypes": stypes}))
+    line = next(r for r in caplog.records if "(table 'rental', column 'customer_id')" in
+                r.getMessage())
+    assert line.levelno == logging.INFO and f": {early} of 1500 rows" in line.getMessage()
+
+
+def test_the_draft_declares_the_times_as_they_are_and_loads_without_a_warning(tmp_path,
+                                                                             caplog):
+    folder = write_sakila(tmp_path / "sakila")
+    text = draft(folder)
+    tables = yaml.safe_load(text)["tables"]
+    assert tables["rental"]["time"] == "rental_date"
+    assert tables["payment"]["time"] == "payment_date"
+    assert tables["rental"]["stypes"] == {"last_update": "drop", "return_date": "drop"}
+    for name in ("film", "inventory", "language", "store"):   # their only time: a change's
+        assert "time" not in tables[name] and tables[name]["stypes"] == {"last_update": "drop"}
+    assert "time" not in tables["customer"]   # created after its rentals: static
+    assert tables["customer"]["stypes"] == {"last_update": "drop", "create_date": "drop"}
+    assert "# time: create_date   # not declared: 100% of " in text
+    (folder / "schema.yaml").write_text(text)
+    with caplog.at_level(logging.WARNING):
+        db = load_folder(folder)
+    assert "older than" not in caplog.text and len(db["rental"]) == 1500
+
+
+def test_the_draft_keeps_a_time_known_ahead_and_times_a_row_by_its_first(tmp_path):
+    orders = pd.DataFrame({
+        "order_id": [1, 2, 3], "customer_id": [7, 8, 7],
+        "shipped_date": ["2024-01-04", "2024-01-06", None],
+        "order_date": ["2024-01-02", "2024-01-03", "2024-01-05"],
+        "required_date": ["2024-01-30", "2024-01-31", "2024-02-02"]})
+    (tmp_path / "db").mkdir()
+    orders.to_csv(tmp_path / "db" / "orders.csv", index=False)
+    spec = yaml.safe_load(draft(tmp_path / "db"))["tables"]["orders"]
+    assert spec["time"] == "order_date"   # of three dates, the one the others follow
+    assert spec["stypes"] == {"shipped_date": "drop", "required_date": "timestamp"}
+
+
+RENTALS_SQL = """
+SELECT s.timestamp, c.customer_id,
+       (SELECT COUNT(*) FROM rental r WHERE r.customer_id = c.customer_id
+          AND r.rental_date > s.timestamp AND r.rental_date <= s.timestamp + $window) AS rentals
+FROM timestamps s, customer c
+WHERE EXISTS (SELECT 1 FROM rental r WHERE r.customer_id = c.customer_id
+              AND r.rental_date <= s.timestamp)
+"""
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_a_task_on_customers_says_why_its_split_is_empty_or_trains(tmp_path, timed):
+    import rdl
+    folder = write_sakila(tmp_path / "sakila")
+    conf = tmp_path / "conf" / "task"
+    conf.mkdir(parents=True)
+    (conf / "customer-rentals.yaml").write_text(regression_task(
+        "customer-rentals", "customer", "customer_id", "rentals", "2005-08-01", "2005-08-08"))
+    (conf / "customer-rentals.sql").write_text(RENTALS_SQL)
+    spec = yaml.safe_load(draft(folder))
+    if timed:   # as the draft did before: customers from their create_date on
+        spec["tables"]["customer"]["time"] = "create_date"
+        del spec["tables"]["customer"]["stypes"]["create_date"]
+    (folder / "schema.yaml").write_text(yaml.safe_dump(spec))
+    cfg = rdl.config(f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "task=customer-rentals",
+                     f"task.sql={conf / 'customer-rentals.sql'}", "data=folder",
+                     f"data.db.path={folder}")
+    db, task = rdl.load_database(cfg), rdl.load_task(cfg)
+    if not timed:
+        assert len(task.split_table("train", db)) > 0
+        return
+    with pytest.raises(DataError) as e:
+        task.split_table("train", db)
+    assert "60 of the 60 'customer' rows begin after its last seed time" in str(e.value)
+    assert "customer.create_date from 2006-02-14 22:04:36 on" in str(e.value)
