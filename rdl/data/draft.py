@@ -19,11 +19,14 @@ encodings, numbers, times). Then, per table:
   key that no table holds, repeated (``household_key``), said to be the key of a table
   ``implied: true`` would make (:mod:`rdl.data.implied`);
 * **time**: its column of times (of several, by name: ``created``, ``timestamp``, ``date``
-  ...; never a birth date's); none: a static table.
+  ...; never a birth, a deadline or a change time), or the time of the rows it references
+  (``time: {via: order_id}``); none: a static table; its other columns of times declared
+  as the loader's checks need (:mod:`rdl.data.draft_times`).
 
-What no file says is left to the person, in comments: times written as numbers (a week
-number, a season's ``yearID``: the declaration that would make them the rows' time), ids
-that are keys of several tables, keys no table holds; and stypes.
+Tables' names are matched without the words exports wrap them in (``olist_..._dataset``,
+``dim_``). What no file says is left to the person, in comments: times written as
+numbers (a week number, a season's ``yearID``: the declaration that would make them the
+rows' time), ids that are keys of several tables, keys no table holds; and stypes.
 """
 from __future__ import annotations
 
@@ -41,30 +44,35 @@ from rdl.data.composite import ids
 from rdl.data.database import DataError
 from rdl.data.folder import load_folder
 from rdl.data.keys import comparable
+from rdl.data.draft_times import later, norm, older_than_parents, times_of, vias, years
 from rdl.data.periods import looks_like, name_words
 
 log = logging.getLogger(__name__)
 
-#: names of time columns, most likely the row's own time first
-TIME_WORDS = ("created", "timestamp", "time", "date", "ts", "at", "day", "start", "signup",
-              "registered", "joined", "opened", "event", "updated")
-#: words that start the names of times that are no row's own (a birth, an expiry, an end)
-NOT_ROW_TIMES = ("birth", "dob", "born", "death", "died", "expir", "end", "due", "until")
-#: words that start the names of times a row changed at (``last_update``, ``ModifiedDate``)
-CHANGE_TIMES = ("updat", "modif", "chang", "edit", "last", "latest", "load", "etl", "ingest",
-                "refresh", "sync")
-#: words that start the names of times known before they come (a due date, an estimate)
-AHEAD = ("due", "expir", "until", "valid", "plan", "schedul", "estimat", "expect", "requir",
-         "deadline", "target", "promis")
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[^0-9a-z]", "", name.casefold())
+#: words that start or end exports' table names beyond the table's own (``dim_``, ``_dataset``)
+AFFIXES = {"dim", "fact", "fct", "tbl", "table", "stg", "raw", "src", "dw", "dataset", "data",
+           "export", "extract"}
 
 
 def _singular(name: str) -> str:
-    n = _norm(name)
+    n = norm(name)
     return n[:-3] + "y" if n.endswith("ies") else n[:-1] if n.endswith("s") else n
+
+
+def bare_names(names) -> dict[str, str]:
+    """Table names without the words exports wrap them in: a role (``dim_customer``,
+    ``fact_sales``) or words every table's name shares (Olist's ``olist_orders_dataset``:
+    ``orders``), for matching keys by name (``order_id``)."""
+    words = {n: name_words(n) or [n] for n in names}
+    def shared(i):
+        return len(words) > 1 and len({w[i] for w in words.values()}) == 1
+    first, last = shared(0), shared(-1)
+    out = {}
+    for n, w in words.items():
+        w = w[1:] if len(w) > 1 and (first or w[0] in AFFIXES) else w
+        w = w[:-1] if len(w) > 1 and (last or w[-1] in AFFIXES) else w
+        out[n] = "_".join(w)
+    return out
 
 
 def tables_of(folder: Path) -> dict[str, str]:
@@ -102,8 +110,8 @@ def _keyish(s: pd.Series) -> bool:
 
 
 def _key_name_score(col: str, table: str) -> int:
-    n, t = _norm(col), _singular(table)
-    if n in (f"{t}id", f"{_norm(table)}id", f"{t}key", f"{t}code"):
+    n, t = norm(col), _singular(table)
+    if n in (f"{t}id", f"{norm(table)}id", f"{t}key", f"{t}code"):
         return 4
     if n == "id":
         return 3
@@ -112,55 +120,23 @@ def _key_name_score(col: str, table: str) -> int:
     return 1
 
 
-def primary_key(name: str, df: pd.DataFrame) -> tuple[str | None, str]:
-    """A table's single-column key and why (or None)."""
+def primary_key(name: str, df: pd.DataFrame, owned=None) -> tuple[str | None, str]:
+    """A table's single-column key and why (or None); ``name`` its bare name
+    (:func:`bare_names`), ``owned(column)``: whether another table's name claims the
+    column (``order_id`` is the key of orders, a foreign key in their payments)."""
     best = None
     for i, col in enumerate(df.columns):
         s = df[col]
         if not _keyish(s) or s.isna().any() or not s.is_unique:
             continue
         score = _key_name_score(col, name) + (0.5 if i == 0 else 0)
+        if score < 4 and owned is not None and owned(col):
+            continue
         if score >= 1.5 and (best is None or score > best[0]):
             best = (score, col)
     if best is None:
         return None, ""
     return best[1], f"unique and filled in, all {len(df)} rows"
-
-
-def _times(df: pd.DataFrame) -> tuple[str | None, str, dict[str, tuple[str, str]]]:
-    """A table's time and why, and the stypes its other columns of times need (the
-    loader stops on a timed table's column after its rows' time: :mod:`rdl.data.leaks`)."""
-    times = [c for c in df.columns if pd.api.types.is_datetime64_any_dtype(df[c])]
-    words = {c: name_words(c) for c in times}
-    stypes = {c: ("drop", "when the row last changed, not when it began: as a feature it "
-                          "tells of the future") for c in times
-              if any(w.startswith(CHANGE_TIMES) for w in words[c])}
-    begins = [c for c in times if c not in stypes and "validto" not in _norm(c)
-              and not any(w.startswith(NOT_ROW_TIMES) for w in words[c])]
-    if not begins:
-        return None, "", {**stypes, **_static(df, times, stypes)}
-    rank = lambda c: (min((i for i, w in enumerate(TIME_WORDS) if w in _norm(c)),  # noqa: E731
-                          default=len(TIME_WORDS)), df[c].median())   # then the earliest
-    col = min(begins, key=rank)
-    why = "its only column of times" if len(times) == 1 else \
-        f"of its columns of times {times}, by its name"
-    for c in times:
-        later = (df[c] > df[col]).mean()
-        if c != col and c not in stypes and later >= 0.01:
-            stypes[c] = ("timestamp", f"after the row's time in {later:.0%} of rows, known "
-                                      "when the row began, by its name") if any(
-                w.startswith(AHEAD) for w in words[c]) else (
-                "drop", f"after the row's time in {later:.0%} of rows: a later event, which "
-                        "as a feature a seed would see early (known when the row began, a due "
-                        "date: timestamp)")
-    return col, why + ("; missing in some rows: the loader stops" if df[col].isna().any()
-                       else ""), stypes
-
-
-def _static(df: pd.DataFrame, times: list[str], stypes: dict) -> dict:
-    """The stypes of a static table's columns of times (the loader stops a table of
-    facts with undeclared times): features."""
-    return {c: ("timestamp", "a static table's feature") for c in times if c not in stypes}
 
 
 def _share(values: pd.Series, keys: pd.Series) -> float:
@@ -169,15 +145,16 @@ def _share(values: pd.Series, keys: pd.Series) -> float:
 
 
 def _foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
-                  frames: dict[str, pd.DataFrame]) -> tuple[dict, list[str]]:
+                  frames: dict[str, pd.DataFrame], bare: dict) -> tuple[dict, list[str]]:
     """A table's single-column foreign keys (column -> table, why) and notes on columns
-    whose table is anyone's guess."""
+    whose table is anyone's guess (``bare``: the tables' names as :func:`bare_names`)."""
     out, notes = {}, []
     for col in df.columns:
         if col == pkeys.get(name) or not _keyish(df[col]) or df[col].notna().sum() == 0:
             continue
         by_name = [t for t, k in pkeys.items() if t != name and (
-            _norm(col) == _norm(k) or _norm(col) in (f"{_singular(t)}id", f"{_norm(t)}id"))]
+            norm(col) == norm(k) or norm(col) in (f"{_singular(bare[t])}id",
+                                                     f"{norm(bare[t])}id"))]
         if by_name:
             t = by_name[0]
             share = _share(df[col], frames[t][pkeys[t]])
@@ -186,7 +163,7 @@ def _foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                "keys of it" + _rest(share, t))
             continue
         text = not pd.api.types.is_numeric_dtype(df[col])
-        if not (text or _norm(col).endswith(("id", "key"))):
+        if not (text or norm(col).endswith(("id", "key"))):
             continue
         shares = {t: _share(df[col], frames[t][k]) for t, k in pkeys.items()
                   if (t != name or not text) and _keyish(frames[t][k])}
@@ -197,25 +174,20 @@ def _foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         elif len(holds) > 1:
             notes.append((col, f"{col}: its values are all keys of each of {holds}: a foreign "
                                "key? say which (fkeys: {" + col + ": <table>})"))
-        elif _norm(col).endswith(("id", "key")) and df[col].nunique() < df[col].notna().sum():
+        elif norm(col).endswith(("id", "key")) and df[col].nunique() < df[col].notna().sum():
+            repeated = int(df[col].notna().sum() - df[col].nunique())
+            if any(c != col and not df[[c, col]].duplicated().any() for c in out):
+                continue   # a line number within the row a foreign key names (order_item_id)
+            if repeated <= 0.01 * len(df):
+                notes.append((col, f"{col}: unique but for {repeated} repeated value(s), so "
+                                   "no key: an id a feature would learn by heart (stypes: "
+                                   f"{{{col}: drop}})"))
+                continue
             table = re.sub(r"[\s_]*(id|key)$", "", str(col), flags=re.I) + "s"
             notes.append((col, f"{col}: keys of no table here, repeated; if they are entities "
                                f"(a household, a session), a table of them: {table}: {{pkey: "
                                f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))
     return out, notes
-
-
-def _years(col: str, values: pd.Series) -> str | None:
-    """The declaration that times rows by a column of years (``yearID``, ``season``), which
-    the loader's period rule leaves alone (a model year is a feature): a row about a year
-    is known at its end."""
-    v = values.dropna()
-    if not ({"year", "yr", "season"} & set(name_words(col))) or not len(v) or \
-            not pd.api.types.is_numeric_dtype(v) or not (v % 1 == 0).all() or \
-            not v.between(1800, 2200).all():
-        return None
-    return (f"time: {{column: {col}, unit: year, origin: {int(v.min())}-01-01, "
-            f"first: {int(v.min())}}}")
 
 
 def _rest(share: float, table: str) -> str:
@@ -260,11 +232,15 @@ def draft(folder) -> str:
             frames[name] = _read(folder, name, file)
         except DataError as e:
             failed[name] = str(e)
-    keys = {n: primary_key(n, df) for n, df in frames.items()}
+    bare = bare_names(frames)
+    def owned(n):   # a column another table's name claims as its key (order_id: orders')
+        return lambda col: any(m != n and col in df.columns and df[col].is_unique and
+                               _key_name_score(col, bare[m]) == 4 for m, df in frames.items())
+    keys = {n: primary_key(bare[n], df, owned(n)) for n, df in frames.items()}
     pkeys = {n: k for n, (k, _) in keys.items() if k is not None}
     composite = _composites(frames, pkeys)
-    times = {n: _times(df) for n, df in frames.items()}
-    fkeys = {n: _foreign_keys(n, df, pkeys, frames) for n, df in frames.items()}
+    times = {n: times_of(df) for n, df in frames.items()}
+    fkeys = {n: _foreign_keys(n, df, pkeys, frames, bare) for n, df in frames.items()}
     for name, df in frames.items():
         for t, cols in composite.items():
             if t != name and set(cols) <= set(df.columns):
@@ -272,7 +248,8 @@ def draft(folder) -> str:
                 if share >= 0.5:
                     fkeys[name][0][", ".join(cols)] = (
                         t, f"the composite key of {t}; {share:.0%} of its pairs are keys of it")
-    rejected = _older_than_parents(frames, pkeys, times, fkeys)
+    rejected = older_than_parents(frames, pkeys, times, fkeys)
+    taking = vias(frames, pkeys, times, fkeys, rejected)
     lines = [f"# drafted by python -m rdl.data.draft from {folder}: every guess says why;",
              "# check each, then: python -m rdl.train data=folder data.db.path=... task=...",
              "tables:"]
@@ -294,9 +271,17 @@ def draft(folder) -> str:
             lines.append(f"    # time: {_yaml(time)}   # not declared: {rejected[name]}")
         elif time is not None:
             lines.append(f"    time: {_yaml(time)}   # {why}")
+        elif name in taking and taking[name][3]:
+            col, why, taken, _ = taking[name]
+            lines.append(f"    time: {{via: {_yaml(col)}}}   # {why}")
+            stypes = {c: v for c, v in stypes.items() if v[0] == "drop"}
+            stypes.update(later(df, taken, [c for c in df.columns if c not in stypes and
+                                             pd.api.types.is_datetime64_any_dtype(df[c])]))
+        elif name in taking:
+            lines.append(f"    # time: {{via: {_yaml(taking[name][0])}}}   # {taking[name][1]}")
         else:   # numbers that count periods (a year, a week): the rows' time, once declared
             periods = [(c, d) for c in df.columns if (d := looks_like(str(c), df[c])
-                                                      or _years(c, df[c]))]
+                                                      or years(c, df[c]))]
             lines += [f"    # {c}: period numbers? if they are the rows' time: {d}"
                       for c, d in periods[:1]]
         keys_of, notes = fkeys[name]
@@ -307,33 +292,8 @@ def draft(folder) -> str:
             lines.append("    stypes:")
             lines += [f"      {_yaml(c)}: {st}   # {why}" for c, (st, why) in stypes.items()]
         parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
-        lines += [f"    # {n}" for c, n in notes if c not in parts and not _years(c, df[c])]
+        lines += [f"    # {n}" for c, n in notes if c not in parts and not years(c, df[c])]
     return "\n".join(lines) + "\n"
-
-
-def _older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
-    """Tables whose drafted time is after most rows that reference them (an account made
-    when the data was migrated, after its history): no time their rows began, so they
-    are static (:func:`rdl.data.leaks.future_references`); table -> why, their time's
-    column then a feature's stype (dropped: a time from the rows' future)."""
-    rejected = {}
-    for name, df in frames.items():
-        mine = times[name][0]
-        for col, (ref, _) in fkeys[name][0].items():
-            theirs = times[ref][0] if ref in times else None
-            if mine is None or theirs is None or ref == name or ", " in col:
-                continue
-            values, keys = comparable(df[col], frames[ref][pkeys[ref]])
-            pos = pd.Index(keys).get_indexer(values)
-            linked = pos >= 0
-            older = (frames[ref][theirs].to_numpy()[pos[linked]] > df[mine].to_numpy()[linked])
-            if linked.any() and older.mean() >= 0.5 and ref not in rejected:
-                rejected[ref] = (f"{older.mean():.0%} of {name}.{col}'s rows are older than "
-                                 f"the {ref} row they reference: no time a {ref} began, a "
-                                 "static table")
-                times[ref][2][theirs] = ("drop", "after most of the rows that reference it "
-                                                 "(above): a time from their future")
-    return rejected
 
 
 def _pair_share(values: pd.DataFrame, keys: pd.DataFrame) -> float:

@@ -18,13 +18,15 @@ foreign keys (``{column: referenced_table}``; a table may reference itself), its
         time: {column: WEEK_NO, unit: week, origin: 2020-01-06}   # week numbers
         fkeys: {voter_id: voters, post_id: posts}
       voters: {pkey: voter_id, implied: true}   # no file: the keys votes.voter_id holds
+      flags: {time: {via: post_id}, fkeys: {post_id: posts}}   # each at its post's time
     dangling: null        # foreign keys matching no row: null (RelBench), drop, fail or add
     missing: ['?']        # words that mean missing, beyond rdl's (also per table)
 
 A key of several columns is a list (``pkey: [origin, hour]``), a foreign key to it its
 columns joined by commas (``fkeys: {"origin, hour": weather}``; :mod:`rdl.data.composite`).
 Keys without their table (``implied:``, ``dangling: add``) become rows as
-:mod:`rdl.data.implied` says; times written as period numbers are converted as
+:mod:`rdl.data.implied` says; times taken from the rows referenced as
+:mod:`rdl.data.inherit` says; times written as period numbers are converted as
 :mod:`rdl.data.periods` says, before any check.
 
 Files are read by :mod:`rdl.data.files` (encodings, delimiters, header names, missing
@@ -47,7 +49,8 @@ import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import composite as composite_key, files, implied, leaks, parquet, periods
+from rdl.data import (composite as composite_key, files, implied, inherit, leaks, parquet,
+                      periods)
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
@@ -120,14 +123,15 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             if st is not None and st not in STYPES:
                 raise DataError(f"{at}: column {col!r} has unknown stype {st!r}; one of "
                                 f"{sorted(STYPES)} or null")
+        via, time = (inherit.parse(spec["time"], at) if isinstance(spec.get("time"), dict)
+                     and "via" in spec["time"] else (None, spec.get("time")))
         period = (periods.parse_spec(spec["time"], at, set(map(str, tables_spec)))
-                  if isinstance(spec.get("time"), dict) else None)
-        time = None if spec.get("time") is None else str(spec["time"])
+                  if isinstance(time, dict) else None)
         t = tables[name] = TableSchema(
             name, file, named(spec.get("pkey")),
             {named(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
-            period.column if period else time, stypes)
-        t.composite = composite
+            period.column if period else None if time is None else str(time), stypes)
+        t.composite, t.via = composite, via
         t.missing, t.period, t.dayfirst = [*everywhere, *_words(spec, at)], period, dayfirst
         t.implied = _implied(spec, at)
         t.key_only = t.implied and not spec.get("file") and not files.parts(file)
@@ -141,6 +145,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             raise DataError(f"{where}: table {t.name!r}: column {t.pkey!r} is both its primary "
                             "key and a foreign key; give the table a key of its own")
     check_references(tables, lambda t, col: f"{where}: table {t.name!r}: foreign key {col!r}")
+    inherit.resolve(tables, where)
     for t in tables.values():
         if t.implied and not any(t.name in s.fkeys.values() for s in tables.values()):
             raise DataError(f"{where}: table {t.name!r} is implied: true, but no foreign key "
@@ -240,6 +245,10 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         if name not in used:   # a calendar's periods are no rows' times
             periods.warn_undeclared(t, frames[name])
     keys = stage("matching the foreign keys", log)
+    inherit.take(tables, frames, policy)
+    for t in tables.values():
+        if t.via is not None:
+            leaks.later_times(t, frames[t.name])
     frames = implied.complete(tables, frames, policy == "add")
     frames, ids = map_foreign_keys(tables, frames, policy)
     db = Database({name: Table(frames[name], t.pkey, dict(t.fkeys), t.time)

@@ -20,6 +20,7 @@ class TableSchema:
         self.key_only = False         # implied, without a file: its rows are its keys
         self.composite: dict[str, list[str]] = {}   # a key of several columns: its columns
         self.dayfirst: bool | None = None   # the schema's order of dates that read both ways
+        self.via: str | None = None   # the foreign key whose row's time it takes (inherit)
 
     @property
     def base(self) -> Path | None:
@@ -32,7 +33,7 @@ class TableSchema:
 
     def required(self) -> list[str]:
         """The columns the schema names (keys, time, declared stypes) its file must have."""
-        cols = [self.pkey, *self.fkeys, self.time, *self.stypes]
+        cols = [self.pkey, *self.fkeys, None if self.via else self.time, *self.stypes]
         cols = [p for c in cols if c is not None for p in self.composite.get(c, [c])]
         return list(dict.fromkeys(cols))
 

@@ -1,0 +1,171 @@
+"""The draft's times (:mod:`rdl.data.draft`): which column is a table's time, what its
+other columns of times are, and which tables take their time from the rows they
+reference, decided as the loader's time checks (:mod:`rdl.data.leaks`) would judge them:
+
+* a table's time: its column of times whose name says a row began then (``created``,
+  ``timestamp``, ``date``; of several alike, the earliest), never a birth, an end, a
+  deadline or a change (``last_update``);
+* its other columns of times: a change time dropped (as a feature it tells of the
+  future); one after the rows' time in 1 % of them or more dropped as a later event
+  (``return_date``), or kept where its name says it was known ahead (``required_date``);
+* a table whose time is after most rows that reference it (customers made when the data
+  was migrated) is static, its time dropped;
+* a table of facts without a time of its own whose keys all match timed rows takes their
+  time (``time: {via: order_id}``, :mod:`rdl.data.inherit`);
+* a column of years (``yearID``) is told the declaration that would time its rows.
+"""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from rdl.data.keys import comparable
+from rdl.data.periods import looks_like, name_words
+
+#: names of time columns, most likely the row's own time first
+TIME_WORDS = ("creat", "timestamp", "time", "date", "ts", "at", "day", "start", "signup",
+              "registered", "joined", "opened", "event")
+#: words that start the names of times that are no row's own (a birth, an expiry, an end)
+NOT_ROW_TIMES = ("birth", "dob", "born", "death", "died", "expir", "end", "due", "until")
+#: words that start the names of times a row changed at (``last_update``, ``ModifiedDate``)
+CHANGE_TIMES = ("updat", "modif", "chang", "edit", "load", "etl", "ingest", "refresh", "sync")
+#: words that start the names of times known before they come (a due date, an estimate)
+AHEAD = ("due", "expir", "until", "valid", "plan", "schedul", "estimat", "expect", "requir",
+         "deadline", "target", "promis", "limit")
+
+def norm(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.casefold())
+
+
+def times_of(df: pd.DataFrame) -> tuple[str | None, str, dict[str, tuple[str, str]]]:
+    """A table's time and why, and the stypes its other columns of times need (the
+    loader stops on a timed table's column after its rows' time: :mod:`rdl.data.leaks`)."""
+    times = [c for c in df.columns if pd.api.types.is_datetime64_any_dtype(df[c])]
+    words = {c: name_words(c) for c in times}
+    stypes = {c: ("drop", "when the row last changed, not when it began: as a feature it "
+                          "tells of the future") for c in times
+              if any(w.startswith(CHANGE_TIMES) for w in words[c])}
+    begins = [c for c in times if c not in stypes and "validto" not in norm(c)
+              and not any(w.startswith(NOT_ROW_TIMES + AHEAD) for w in words[c])]
+    if not begins:
+        return None, "", {**stypes, **_static(df, times, stypes)}
+    rank = lambda c: (min((i for i, w in enumerate(TIME_WORDS) if w in norm(c)),  # noqa: E731
+                          default=len(TIME_WORDS)), df[c].median())   # then the earliest
+    col = min(begins, key=rank)
+    why = "its only column of times" if len(times) == 1 else \
+        f"of its columns of times {times}, by its name"
+    stypes.update(later(df, df[col], [c for c in times if c != col and c not in stypes]))
+    return col, why + ("; missing in some rows: the loader stops" if df[col].isna().any()
+                       else ""), stypes
+
+
+def later(df: pd.DataFrame, time: pd.Series, columns: list[str]) -> dict:
+    """The stypes of columns of times after the rows' ``time`` in 1 % of rows or more
+    (the loader stops on them): known ahead by their name (a due date), else dropped."""
+    out = {}
+    for c in columns:
+        later = (df[c] > time).mean()
+        if later < 0.01:
+            continue
+        out[c] = ("timestamp", f"after the row's time in {later:.0%} of rows, known when the "
+                               "row began, by its name") if any(
+            w.startswith(AHEAD) for w in name_words(c)) else (
+            "drop", f"after the row's time in {later:.0%} of rows: a later event, which as a "
+                    "feature a seed would see early (known when the row began, a due date: "
+                    "timestamp)")
+    return out
+
+
+def _static(df: pd.DataFrame, times: list[str], stypes: dict) -> dict:
+    """The stypes of a static table's columns of times (the loader stops a table of
+    facts with undeclared times): features."""
+    return {c: ("timestamp", "a static table's feature") for c in times if c not in stypes}
+
+
+def years(col: str, values: pd.Series) -> str | None:
+    """The declaration that times rows by a column of years (``yearID``, ``season``), which
+    the loader's period rule leaves alone (a model year is a feature): a row about a year
+    is known at its end."""
+    v = values.dropna()
+    if not ({"year", "yr", "season"} & set(name_words(col))) or not len(v) or \
+            not pd.api.types.is_numeric_dtype(v) or not (v % 1 == 0).all() or \
+            not v.between(1800, 2200).all():
+        return None
+    return (f"time: {{column: {col}, unit: year, origin: {int(v.min())}-01-01, "
+            f"first: {int(v.min())}}}")
+
+
+def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
+    """Tables whose drafted time is after most rows that reference them (an account made
+    when the data was migrated, after its history): no time their rows began, so they
+    are static (:func:`rdl.data.leaks.future_references`); table -> why, their time's
+    column then a feature's stype (dropped: a time from the rows' future)."""
+    rejected = {}
+    for name, df in frames.items():
+        mine = times[name][0]
+        for col, (ref, _) in fkeys[name][0].items():
+            theirs = times[ref][0] if ref in times else None
+            if mine is None or theirs is None or ref == name or ", " in col:
+                continue
+            values, keys = comparable(df[col], frames[ref][pkeys[ref]])
+            pos = pd.Index(keys).get_indexer(values)
+            linked = pos >= 0
+            older = (frames[ref][theirs].to_numpy()[pos[linked]] > df[mine].to_numpy()[linked])
+            if linked.any() and older.mean() >= 0.5 and ref not in rejected:
+                rejected[ref] = (f"{older.mean():.0%} of {name}.{col}'s rows are older than "
+                                 f"the {ref} row they reference: no time a {ref} began, a "
+                                 "static table")
+                times[ref][2][theirs] = ("drop", "after most of the rows that reference it "
+                                                 "(above): a time from their future")
+    return rejected
+
+
+def vias(frames: dict, pkeys: dict, times: dict, fkeys: dict, rejected: dict) -> dict:
+    """Tables of facts without a time of their own whose every row references a timed
+    row: table -> (foreign key, why, the times it would take, declared). Declared (``time:
+    {via: order_id}``, :mod:`rdl.data.inherit`) where the rows are parts of the rows they
+    reference, the key alone or with a line number naming each (Olist's order items,
+    ``[order_id, order_item_id]``); else a comment: rows that come later than what they
+    reference (a player's seasons after his debut) would be seen too early. Never for a
+    table whose numbers count periods (``yearID``: the comment that times it by them)."""
+    timed = {n: frames[n][t[0]] for n, t in times.items()
+             if t[0] is not None and n not in rejected}
+    out: dict = {}
+    for _ in range(len(frames)):   # a table may take its time from one that takes its own
+        for name, df in frames.items():
+            if name in timed or name in rejected or name in out or any(
+                    looks_like(str(c), df[c]) or years(c, df[c]) for c in df.columns):
+                continue
+            taken = {}
+            for col, (ref, _) in fkeys[name][0].items():
+                if ", " in col or ref not in timed:
+                    continue
+                values, keys = comparable(df[col], frames[ref][pkeys[ref]])
+                pos = pd.Index(keys).get_indexer(values)
+                if (pos >= 0).all():   # (a row without a match would have no time)
+                    taken[col] = (ref, pd.Series(timed[ref].to_numpy()[pos], index=df.index))
+            if not taken:
+                continue
+            col = max(taken, key=lambda c: taken[c][1].mean())
+            ref, times_of_ref = taken[col]
+            parts = _parts_of(df, col)
+            if parts:
+                timed[name] = times_of_ref
+            out[name] = (col, (f"no time of its own, its rows parts of the {ref} rows they "
+                               "reference: each at their time" if parts else
+                               f"no time of its own: if its rows begin with the {ref} row "
+                               f"they reference, declare this (each row at its {ref}'s time); "
+                               "rows that come later would be seen early") + (
+                f" (the latest of {sorted(taken)})" if len(taken) > 1 else ""),
+                times_of_ref, parts)
+    return out
+
+
+def _parts_of(df: pd.DataFrame, col: str) -> bool:
+    """Whether ``col`` names each row, alone or with a line number (whole numbers below
+    1,000): the rows are parts of the row it references."""
+    if df[col].is_unique:
+        return True
+    return any(c != col and pd.api.types.is_integer_dtype(df[c]) and df[c].between(0, 999).all()
+               and not df[[col, c]].duplicated().any() for c in df.columns)

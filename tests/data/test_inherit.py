@@ -1,0 +1,163 @@
+"""Tables that take their time from the rows they reference (``time: {via: fkey}``,
+rdl/data/inherit.py), on a folder in the shape of the Olist export
+(tests/data/olist_like.py), whose items and payments hold no time of their own, and the
+draft that declares it (rdl/data/draft.py)."""
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from rdl.data.draft import draft
+from rdl.data.folder import load_folder
+from tests.data.olist_like import write_olist
+from tests.data.test_folder import fails
+from tests.data.test_implied import regression_task
+
+ORDERS, ITEMS, PAYMENTS = ("olist_orders_dataset", "olist_order_items_dataset",
+                           "olist_order_payments_dataset")
+
+
+@pytest.fixture()
+def olist(tmp_path):
+    """The Olist-shaped folder and its drafted schema (a dict)."""
+    folder = write_olist(tmp_path / "olist")
+    return folder, yaml.safe_load(draft(folder))
+
+
+def test_the_draft_times_items_and_payments_by_their_order_and_names_keys_as_exports_do(
+        olist):
+    _, spec = olist
+    tables = spec["tables"]
+    assert tables[ITEMS]["time"] == {"via": "order_id"}
+    assert tables[PAYMENTS]["time"] == {"via": "order_id"}
+    # order_id is the orders' key (their name claims it), a foreign key of the others
+    assert tables[ORDERS]["pkey"] == "order_id" and "pkey" not in tables[PAYMENTS]
+    for name in (ITEMS, PAYMENTS, "olist_order_reviews_dataset"):
+        assert tables[name]["fkeys"]["order_id"] == ORDERS
+    assert tables[ITEMS]["stypes"] == {"shipping_limit_date": "timestamp"}   # a deadline
+    reviews = tables["olist_order_reviews_dataset"]
+    assert reviews["time"] == "review_creation_date"   # its creation, not its answer
+    assert reviews["stypes"] == {"review_answer_timestamp": "drop"}
+    assert tables[ORDERS]["stypes"] == {
+        "order_approved_at": "drop", "order_delivered_carrier_date": "drop",
+        "order_delivered_customer_date": "drop", "order_estimated_delivery_date": "timestamp"}
+
+
+def test_each_row_takes_the_time_of_the_row_it_references(olist, caplog):
+    folder, spec = olist
+    with caplog.at_level(logging.WARNING):
+        db = load_folder(folder, spec)
+    assert caplog.text == ""
+    items, orders = db[ITEMS], db[ORDERS]
+    assert items.time_col == "order_purchase_timestamp"
+    order = items.df["order_id"].to_numpy(dtype="int64")
+    assert (items.df[items.time_col].to_numpy()
+            == orders.df[orders.time_col].to_numpy()[order]).all()
+    raw = pd.read_csv(folder / f"{ITEMS}.csv")
+    assert len(items.df) == len(raw)
+    # a seed before an order sees none of its items (the database as known then)
+    t = orders.df[orders.time_col].sort_values().iloc[100]
+    known = db.upto(t)
+    assert len(known[ITEMS]) == int((items.df[items.time_col] <= t).sum()) < len(raw)
+    # undeclared, a deadline after the order's time stops the load, as a column of the
+    # table's own time would
+    del spec["tables"][ITEMS]["stypes"]
+    fails(folder, f"(table '{ITEMS}', column 'shipping_limit_date')", "100%", schema=spec)
+
+
+def test_the_time_may_be_named_and_taken_in_turn(tmp_path):
+    (tmp_path / "orders.csv").write_text("order_id,placed\n1,2024-01-02\n2,2024-01-05\n")
+    (tmp_path / "items.csv").write_text("item_id,order_id,qty\n10,1,3\n11,2,1\n12,2,4\n")
+    (tmp_path / "returns.csv").write_text("item_id,reason\n10,size\n12,colour\n")
+    db = load_folder(tmp_path, {"tables": {
+        "orders": {"pkey": "order_id", "time": "placed"},
+        "items": {"pkey": "item_id", "time": {"via": "order_id", "column": "ordered"},
+                  "fkeys": {"order_id": "orders"}},
+        "returns": {"time": {"via": "item_id"}, "fkeys": {"item_id": "items"}}}})
+    assert db["items"].df["ordered"].dt.day.tolist() == [2, 5, 5]
+    assert db["returns"].time_col == "ordered"
+    assert db["returns"].df["ordered"].dt.day.tolist() == [2, 5]
+
+
+def write_small(folder, items: str = "item_id,order_id\n10,1\n11,2\n12,\n13,9\n"):
+    (folder / "orders.csv").write_text("order_id,placed\n1,2024-01-02\n2,2024-01-05\n")
+    (folder / "items.csv").write_text(items)
+    (folder / "brands.csv").write_text("brand_id\n1\n")
+
+
+def schema(time=None, **tables) -> dict:
+    out = {"tables": {"orders": {"pkey": "order_id", "time": "placed"},
+                      "brands": {"pkey": "brand_id"},
+                      "items": {"pkey": "item_id", "fkeys": {"order_id": "orders"},
+                                "time": time or {"via": "order_id"}}}}
+    for name, spec in tables.items():
+        out["tables"][name].update(spec)
+    return json.loads(json.dumps(out))
+
+
+def test_rows_with_no_row_to_take_a_time_from_stop_or_are_dropped(tmp_path, caplog):
+    write_small(tmp_path)
+    fails(tmp_path, "items.csv (table 'items', column 'order_id'): 2 of 4 rows",
+          "missing (1) or matches no row (1; rows 2, 3)", "dangling: drop", schema=schema())
+    with caplog.at_level(logging.WARNING):
+        db = load_folder(tmp_path, schema(), dangling="drop")
+    assert db.keys["items"].tolist() == [10, 11]
+    assert "2 of 4 rows match no 'orders' row: dropped, having no time" in caplog.text
+
+
+def test_what_a_time_is_taken_from_is_checked_before_any_file_is_read(tmp_path):
+    write_small(tmp_path, "item_id,order_id,brand_id\n10,1,1\n11,2,1\n")
+    items = {"fkeys": {"order_id": "orders", "brand_id": "brands"}}
+    fails(tmp_path, "table 'items': time {via: qty}", "none of its foreign keys",
+          schema=schema({"via": "qty"}, items=items))
+    fails(tmp_path, "time {via: brand_id}: table 'brands' has no time to take",
+          "a static table", schema=schema({"via": "brand_id"}, items=items))
+    fails(tmp_path, "take their times from each other (orders -> items -> orders)",
+          schema=schema(orders={"time": {"via": "first_item"},
+                                "fkeys": {"first_item": "items"}}))
+    fails(tmp_path, "time {'via': 'order_id', 'at': 'end'}", "{via: <foreign key>}",
+          schema=schema({"via": "order_id", "at": "end"}))
+    (tmp_path / "items.csv").write_text("item_id,order_id,placed\n10,1,2024-01-01\n")
+    fails(tmp_path, "(table 'items', column 'placed'): the file has a column 'placed'",
+          "column: <a new name>", schema=schema())
+
+
+def test_a_task_trains_on_items_timed_by_their_orders(olist, tmp_path, run_train):
+    folder, spec = olist
+    (folder / "schema.yaml").write_text(yaml.safe_dump(spec))
+    conf = tmp_path / "conf" / "task"
+    conf.mkdir(parents=True)
+    orders = pd.read_csv(folder / f"{ORDERS}.csv")["order_purchase_timestamp"]
+    val = (pd.Timestamp(orders.max()) - pd.Timedelta(days=21)).strftime("%Y-%m-%d")
+    test = (pd.Timestamp(orders.max()) - pd.Timedelta(days=14)).strftime("%Y-%m-%d")
+    (conf / "product-sales.yaml").write_text(regression_task(
+        "product-sales", "olist_products_dataset", "product_id", "sales", val, test))
+    (conf / "product-sales.sql").write_text(f"""
+SELECT s.timestamp, p.product_id,
+       (SELECT COUNT(*) FROM {ITEMS} i WHERE i.product_id = p.product_id
+          AND i.order_purchase_timestamp > s.timestamp
+          AND i.order_purchase_timestamp <= s.timestamp + $window) AS sales
+FROM timestamps s, olist_products_dataset p
+""")
+    run = tmp_path / "run"
+    out = run_train(run, f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "task=product-sales",
+                    "data=folder", f"data.db.path={folder}", "compile.enabled=false")
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((run / "metrics.json").read_text())
+    assert np.isfinite(results["model"]["test"]["mae"])
+
+
+def test_the_draft_leaves_rows_that_may_come_later_to_a_person(tmp_path):
+    """A user's logins come after the signup, each at a time the file does not hold:
+    taking the signup's time would show a seed logins from its future."""
+    (tmp_path / "users.csv").write_text("user_id,signup\n1,2024-01-02\n2,2024-01-05\n")
+    (tmp_path / "logins.csv").write_text("user_id,device\n1,ios\n1,web\n2,ios\n1,ios\n")
+    text = draft(tmp_path)
+    assert "time" not in yaml.safe_load(text)["tables"]["logins"]
+    assert "    # time: {via: user_id}   # no time of its own: if its rows begin with the users " \
+           "row they reference" in text
