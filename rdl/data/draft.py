@@ -44,7 +44,8 @@ from rdl.data.composite import ids
 from rdl.data.database import DataError
 from rdl.data.folder import load_folder
 from rdl.data.keys import comparable
-from rdl.data.draft_times import later, norm, older_than_parents, times_of, vias, years
+from rdl.data.draft_times import (later, norm, older_than_parents, seen_ins, times_of, vias,
+                                  years)
 from rdl.data.periods import looks_like, name_words
 
 log = logging.getLogger(__name__)
@@ -250,6 +251,7 @@ def draft(folder) -> str:
                         t, f"the composite key of {t}; {share:.0%} of its pairs are keys of it")
     rejected = older_than_parents(frames, pkeys, times, fkeys)
     taking = vias(frames, pkeys, times, fkeys, rejected)
+    seen = seen_ins(frames, pkeys, times, fkeys, taking)
     lines = [f"# drafted by python -m rdl.data.draft from {folder}: every guess says why;",
              "# check each, then: python -m rdl.train data=folder data.db.path=... task=...",
              "tables:"]
@@ -279,6 +281,12 @@ def draft(folder) -> str:
                                              pd.api.types.is_datetime64_any_dtype(df[c])]))
         elif name in taking:
             lines.append(f"    # time: {{via: {_yaml(taking[name][0])}}}   # {taking[name][1]}")
+        elif name in seen:
+            other, why, taken = seen[name]
+            lines.append(f"    time: {{seen_in: {_yaml(other)}}}   # {why}")
+            stypes = {c: v for c, v in stypes.items() if v[0] == "drop"}
+            stypes.update(later(df, taken, [c for c in df.columns if c not in stypes and
+                                             pd.api.types.is_datetime64_any_dtype(df[c])]))
         else:   # numbers that count periods (a year, a week): the rows' time, once declared
             periods = [(c, d) for c in df.columns if (d := looks_like(str(c), df[c])
                                                       or years(c, df[c]))]

@@ -169,3 +169,31 @@ def _parts_of(df: pd.DataFrame, col: str) -> bool:
         return True
     return any(c != col and pd.api.types.is_integer_dtype(df[c]) and df[c].between(0, 999).all()
                and not df[[col, c]].duplicated().any() for c in df.columns)
+
+
+def seen_ins(frames: dict, pkeys: dict, times: dict, fkeys: dict, taking: dict) -> dict:
+    """Static tables whose every row one row of a timed table references, and no other
+    row of it (Olist's customers, a row per order): each row from the time of the row
+    that references it (``time: {seen_in: orders}``, :mod:`rdl.data.inherit`); table ->
+    (the timed table, why, the times it takes)."""
+    timed = {n: frames[n][t[0]] for n, t in times.items() if t[0] is not None}
+    timed.update({n: v[2] for n, v in taking.items() if v[3]})
+    out = {}
+    for name, df in frames.items():
+        if name in timed or name not in pkeys:
+            continue
+        for other, (keys_of, _) in fkeys.items():
+            cols = [c for c, (ref, _) in keys_of.items() if ref == name and ", " not in c]
+            if other not in timed or other == name or len(cols) != 1:
+                continue
+            values, keys = comparable(frames[other][cols[0]], df[pkeys[name]])
+            pos = pd.Index(keys).get_indexer(values)
+            if (pos < 0).any() or len(set(pos)) != len(pos) or len(pos) != len(df):
+                continue   # not one reference a row, every row
+            first = pd.Series(pd.NaT, index=df.index, dtype="datetime64[ns]")
+            first.iloc[pos] = timed[other].to_numpy()
+            out[name] = (other, f"no time of its own, each row referenced by one {other} row "
+                                f"({cols[0]}), and no other: a row per {other} row, from its "
+                                "time", first)
+            break
+    return out

@@ -123,15 +123,16 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             if st is not None and st not in STYPES:
                 raise DataError(f"{at}: column {col!r} has unknown stype {st!r}; one of "
                                 f"{sorted(STYPES)} or null")
-        via, time = (inherit.parse(spec["time"], at) if isinstance(spec.get("time"), dict)
-                     and "via" in spec["time"] else (None, spec.get("time")))
+        via, seen_in, time = (inherit.parse(spec["time"], at) if isinstance(
+            spec.get("time"), dict) and {"via", "seen_in"} & set(spec["time"]) else (
+            None, None, spec.get("time")))
         period = (periods.parse_spec(spec["time"], at, set(map(str, tables_spec)))
                   if isinstance(time, dict) else None)
         t = tables[name] = TableSchema(
             name, file, named(spec.get("pkey")),
             {named(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
             period.column if period else None if time is None else str(time), stypes)
-        t.composite, t.via = composite, via
+        t.composite, t.via, t.seen_in = composite, via, seen_in
         t.missing, t.period, t.dayfirst = [*everywhere, *_words(spec, at)], period, dayfirst
         t.implied = _implied(spec, at)
         t.key_only = t.implied and not spec.get("file") and not files.parts(file)
@@ -247,7 +248,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     keys = stage("matching the foreign keys", log)
     inherit.take(tables, frames, policy)
     for t in tables.values():
-        if t.via is not None:
+        if inherit.sources(t):
             leaks.later_times(t, frames[t.name])
     frames = implied.complete(tables, frames, policy == "add")
     frames, ids = map_foreign_keys(tables, frames, policy)

@@ -21,6 +21,7 @@ class TableSchema:
         self.composite: dict[str, list[str]] = {}   # a key of several columns: its columns
         self.dayfirst: bool | None = None   # the schema's order of dates that read both ways
         self.via: str | None = None   # the foreign key whose row's time it takes (inherit)
+        self.seen_in: list[str] | None = None   # the tables whose first reference times it
 
     @property
     def base(self) -> Path | None:
@@ -33,7 +34,8 @@ class TableSchema:
 
     def required(self) -> list[str]:
         """The columns the schema names (keys, time, declared stypes) its file must have."""
-        cols = [self.pkey, *self.fkeys, None if self.via else self.time, *self.stypes]
+        taken = self.via is not None or self.seen_in is not None   # (inherit)
+        cols = [self.pkey, *self.fkeys, None if taken else self.time, *self.stypes]
         cols = [p for c in cols if c is not None for p in self.composite.get(c, [c])]
         return list(dict.fromkeys(cols))
 

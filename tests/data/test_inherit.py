@@ -161,3 +161,55 @@ def test_the_draft_leaves_rows_that_may_come_later_to_a_person(tmp_path):
     assert "time" not in yaml.safe_load(text)["tables"]["logins"]
     assert "    # time: {via: user_id}   # no time of its own: if its rows begin with the users " \
            "row they reference" in text
+
+
+CUSTOMERS = "olist_customers_dataset"
+
+
+def test_a_row_per_order_is_seen_from_its_order_on_and_so_is_the_person_behind_it(olist,
+                                                                                 caplog):
+    """Olist's customers hold a row per order, with no time: static, a seed would see the
+    rows of a person's later orders (how many orders it will place: a repeat-purchase
+    task's label). Seen in the orders, each row exists from its order's time, and the
+    persons the rows imply from their first order's."""
+    folder, spec = olist
+    assert spec["tables"][CUSTOMERS]["time"] == {"seen_in": ORDERS}
+    spec["tables"]["persons"] = {"pkey": "customer_unique_id", "implied": True}
+    spec["tables"][CUSTOMERS]["fkeys"] = {"customer_unique_id": "persons"}
+    db = load_folder(folder, spec)
+    customers, orders, persons = db[CUSTOMERS], db[ORDERS], db["persons"]
+    assert customers.time_col == "first_seen" and persons.time_col == "first_seen"
+    placed = pd.Series(orders.df[orders.time_col].to_numpy(),
+                       index=orders.df["customer_id"].to_numpy())
+    assert (customers.df["first_seen"] == placed.sort_index().to_numpy()).all()
+    t = orders.df[orders.time_col].sort_values().iloc[300]
+    known = db.upto(t)
+    assert len(known[CUSTOMERS]) == len(known[ORDERS]) == 301
+    # a person exists from the first of its orders
+    raw = pd.read_csv(folder / f"{CUSTOMERS}.csv").merge(
+        pd.read_csv(folder / f"{ORDERS}.csv"), on="customer_id")
+    first = pd.to_datetime(raw.groupby("customer_unique_id")["order_purchase_timestamp"].min())
+    assert len(known["persons"]) == int((first <= t).sum()) < len(persons)
+    # a customer no order references has no time: dropped, with a warning
+    extra = pd.read_csv(folder / f"{CUSTOMERS}.csv")
+    extra = pd.concat([extra, extra.iloc[:2].assign(customer_id=["c1", "c2"])])
+    extra.to_csv(folder / f"{CUSTOMERS}.csv", index=False)
+    with caplog.at_level(logging.WARNING):
+        db = load_folder(folder, spec)
+    assert len(db[CUSTOMERS]) == 600
+    assert f"2 of 602 rows are referenced by no row of {ORDERS}: dropped" in caplog.text
+
+
+def test_a_time_seen_in_tables_is_checked_before_any_file_is_read(tmp_path):
+    write_small(tmp_path, "item_id,order_id,brand_id\n10,1,1\n11,2,1\n")
+    items = {"fkeys": {"order_id": "orders", "brand_id": "brands"}}
+    fails(tmp_path, "table 'brands': time {seen_in: ['orders']}",
+          "table 'orders' holds no foreign key of one column to 'brands'",
+          schema=schema(items=items, brands={"time": {"seen_in": "orders"}}))
+    fails(tmp_path, "no table 'order'", schema=schema(
+        items=items, brands={"time": {"seen_in": ["items", "order"]}}))
+    fails(tmp_path, "{via: <foreign key>}", schema=schema(
+        items=items, brands={"time": {"seen_in": "items", "via": "x"}}))
+    db = load_folder(tmp_path, schema(items=items, brands={
+        "time": {"seen_in": "items", "column": "launched"}}))
+    assert db["brands"].df["launched"].dt.day.tolist() == [2]   # its first item's order's
