@@ -257,6 +257,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
                   keys={name: pd.Index(v) for name, v in ids.items()})
     db = db.reindex()
     leaks.future_references(db, lambda name, col: tables[name].where(col))
+    leaks.rows_per_event(db, lambda name: tables[name].where())
     keys.end()
     db.stypes = {name: dict(t.stypes) for name, t in tables.items() if t.stypes}
     log.info("%s: %s", folder, ", ".join(f"{n} {len(t)} rows" for n, t in db))

@@ -8,7 +8,9 @@ never sees a row, or a value, from after t), each a rule of what a file's times 
   schema says what the column is;
 * :func:`future_references`: rows older than the rows they reference lose the link until
   then; many such rows say the referenced table's time is no time its rows began: a
-  warning.
+  warning;
+* :func:`rows_per_event`: a static table holding a row per row of a timed table (a
+  customer row per order) shows every seed the later ones: a warning.
 """
 from __future__ import annotations
 
@@ -121,3 +123,28 @@ def future_references(db, where=lambda name, col: f"table {name!r}, column {col!
                         "{%s: drop}; a change time as a feature tells of the future) or a "
                         "plain feature ({%s: timestamp})", what, ref, r.time_col, ref,
                         r.time_col, r.time_col)
+
+
+def rows_per_event(db, where=lambda name: f"table {name!r}") -> None:
+    """Warn of a static table holding a row per row of a timed table: each of its rows
+    referenced by one row of that table, and no other (Olist's customers, a row per
+    order). A seed sees them all, those of later events too: through a key they share
+    (``customer_unique_id``), how many orders a person will place. On an Olist-shaped
+    folder with no signal, a repeat-purchase task scored test AUROC 0.98 with such a
+    table static, 0.51 timed (docs/data.md)."""
+    for name, t in db:
+        if t.time_col is not None or t.pkey is None or len(t.df) == 0:
+            continue
+        for other, s in db:
+            if s.time_col is None or other == name:
+                continue
+            for col in (c for c, ref in s.fkeys.items() if ref == name):
+                keys = s.df[col].dropna()
+                if keys.is_unique and len(keys) >= 0.5 * len(t.df):
+                    log.warning(
+                        "%s: no time, but %d of its %d rows are each referenced by one "
+                        "%r row (%s.%s) and no other: a row per %s row, which every seed "
+                        "sees, those of %s rows after it too (counted through any key "
+                        "they share: a leak). If each begins with its %s row, declare "
+                        "time: {seen_in: %s}", where(name), len(keys), len(t.df), other,
+                        other, col, other, other, other, other)

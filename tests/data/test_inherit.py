@@ -190,6 +190,15 @@ def test_a_row_per_order_is_seen_from_its_order_on_and_so_is_the_person_behind_i
         pd.read_csv(folder / f"{ORDERS}.csv"), on="customer_id")
     first = pd.to_datetime(raw.groupby("customer_unique_id")["order_purchase_timestamp"].min())
     assert len(known["persons"]) == int((first <= t).sum()) < len(persons)
+    # left static, the rows are loaded as they were, with a warning naming the fix
+    static = json.loads(json.dumps(spec))
+    del static["tables"][CUSTOMERS]["time"]
+    with caplog.at_level(logging.WARNING):
+        assert db.keys[CUSTOMERS].size == load_folder(folder, static)[CUSTOMERS].df.shape[0]
+    assert (f"(table '{CUSTOMERS}'): no time, but 600 of its 600 rows are each referenced by "
+            f"one '{ORDERS}' row ({ORDERS}.customer_id)") in caplog.text
+    assert f"declare time: {{seen_in: {ORDERS}}}" in caplog.text
+    caplog.clear()
     # a customer no order references has no time: dropped, with a warning
     extra = pd.read_csv(folder / f"{CUSTOMERS}.csv")
     extra = pd.concat([extra, extra.iloc[:2].assign(customer_id=["c1", "c2"])])
