@@ -142,9 +142,15 @@ def layout(dm, split: str, pred: torch.Tensor) -> tuple[pd.DataFrame, dict]:
     the task's own name (a RelBench autocomplete task's is its table's time column, which
     RelBench's evaluator joins on), the entity's id, and the family's columns."""
     task, df = dm.task, dm.tables[split]
+    rows = df[task.entity_col].to_numpy()
     table = pd.DataFrame({task.time_col: df["timestamp"].to_numpy(),
-                          task.entity_col: original_ids(dm.db, task.entity_table,
-                                                        df[task.entity_col].to_numpy())})
+                          task.entity_col: original_ids(dm.db, task.entity_table, rows)})
+    # an entity keyed by several columns (rdl.data.composite, ``"store, product"``): a
+    # column per part too, as its table holds them
+    entities = dm.db[task.entity_table].df
+    for part in str(task.entity_col).split(", ") if ", " in str(task.entity_col) else []:
+        if part in entities.columns and part not in table.columns:
+            table[part] = entities[part].to_numpy()[rows]
     # "now" has no labels yet: nothing to score
     columns, metrics = family_of(task).predictions(dm, split, pred, labelled=split != "now")
     for col, values in columns.items():

@@ -195,3 +195,6 @@ def test_a_task_on_entities_keyed_by_two_columns_trains_and_predicts(tmp_path, r
     got = pd.read_parquet(run / "predictions_test.parquet")
     assert sorted(got["store, product"]) == sorted(f"{s}|{p}" for s in ("S0", "S1", "S2")
                                                    for p in range(1, 11))
+    # and a column per part, as the entity's table holds it
+    assert (got["store"] + "|" + got["product"].astype(str)).tolist() == got[
+        "store, product"].tolist()
