@@ -27,7 +27,10 @@ from rdl.data.periods import looks_like, name_words
 TIME_WORDS = ("creat", "timestamp", "time", "date", "ts", "at", "day", "start", "signup",
               "registered", "joined", "opened", "event")
 #: words that start the names of times that are no row's own (a birth, an expiry, an end)
-NOT_ROW_TIMES = ("birth", "dob", "born", "death", "died", "expir", "end", "due", "until")
+NOT_ROW_TIMES = ("birth", "dob", "born", "death", "died", "expir", "end", "due", "until",
+                 "last", "latest", "final", "recent")
+#: words that start the names of times before a row's events (a birth)
+BEFORE = ("birth", "dob", "born")
 #: words that start the names of times a row changed at (``last_update``, ``ModifiedDate``)
 CHANGE_TIMES = ("updat", "modif", "chang", "edit", "load", "etl", "ingest", "refresh", "sync")
 #: words that start the names of times known before they come (a due date, an estimate)
@@ -78,9 +81,13 @@ def later(df: pd.DataFrame, time: pd.Series, columns: list[str]) -> dict:
 
 
 def _static(df: pd.DataFrame, times: list[str], stypes: dict) -> dict:
-    """The stypes of a static table's columns of times (the loader stops a table of
-    facts with undeclared times): features."""
-    return {c: ("timestamp", "a static table's feature") for c in times if c not in stypes}
+    """The stypes of a static table's columns of times, which every seed sees (the loader
+    stops on those in the data's span): features where known from the start (a birth, a
+    deadline), else dropped (an end, a last order: what comes after a seed)."""
+    return {c: ("timestamp", "known from the start, by its name") if any(
+                w.startswith(BEFORE + AHEAD) for w in name_words(c)) else (
+                "drop", "a static table's: an end or a summary of later events (a last "
+                        "order), which every seed would see") for c in times if c not in stypes}
 
 
 def years(col: str, values: pd.Series) -> str | None:

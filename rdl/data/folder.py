@@ -247,6 +247,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
             periods.warn_undeclared(t, frames[name])
     keys = stage("matching the foreign keys", log)
     inherit.take(tables, frames, policy)
+    leaks.static_times(tables, frames, used)
     for t in tables.values():
         if inherit.sources(t):
             leaks.later_times(t, frames[t.name])

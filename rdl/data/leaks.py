@@ -3,6 +3,8 @@ never sees a row, or a value, from after t), each a rule of what a file's times 
 
 * :func:`undeclared_time`: a table of facts with times but no declared time would be
   static, every row seen by every seed: it stops;
+* :func:`static_times`: a static table's column of times in the data's span (a signup, a
+  last order) would show every seed what comes after it: it stops;
 * :func:`later_times`: a column of times after its row's own time (a return date in a
   rental) would show a seed between the two what happens later: it stops, until the
   schema says what the column is;
@@ -21,6 +23,7 @@ import pandas as pd
 
 from rdl.data.database import DataError
 from rdl.data.messages import rows
+from rdl.data.periods import name_words
 from rdl.data.schema import TableSchema
 
 log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one place
@@ -148,3 +151,50 @@ def rows_per_event(db, where=lambda name: f"table {name!r}") -> None:
                         "they share: a leak). If each begins with its %s row, declare "
                         "time: {seen_in: %s}", where(name), len(keys), len(t.df), other,
                         other, col, other, other, other, other)
+
+
+def static_times(tables: dict, frames: dict, calendars=(), share: float = 0.01) -> None:
+    """A static table's column of times (no stype declared) that falls in the timed rows'
+    span, from their first time on, in ``share`` of its rows or more stops: every seed
+    sees it, those before it too. It is either when the rows began (a signup: the
+    table's time) or a summary of later events (a last order, a last login: for a seed
+    before it, what is to come). Known ahead, and so passed: a calendar's periods (the
+    ``calendars`` tables, or a column of distinct days: a date dimension), a birth."""
+    timed = [frames[n][t.time] for n, t in tables.items() if t.time and n in frames
+             and frames[n][t.time].notna().any()]
+    if not timed:
+        return
+    start = min(s.min() for s in timed)
+    for name, t in tables.items():
+        if t.time is not None or name not in frames:
+            continue
+        df = frames[name]
+        for col in df.columns:
+            if col in t.stypes or name in calendars or not pd.api.types.is_datetime64_any_dtype(
+                    df[col]) or _known_ahead(col, df[col]):
+                continue
+            after = (df[col] >= start).to_numpy()
+            n, m = int(after.sum()), int(df[col].notna().sum())
+            if n == 0 or n < share * m:
+                continue
+            raise DataError(
+                f"{t.where(col)}: {n} of {m} rows ({100 * n / m:.3g}%) hold a time from the "
+                f"data's span (its timed rows start {_day(start)}; {rows(after)}), but the "
+                f"table is static: every seed would see it, those before it too. Say what it "
+                f"is (table {t.name!r}): when its rows began (a signup), their time (time: "
+                f"{col}); a summary of later events (a last order, a last login), dropped "
+                f"(stypes: {{{col}: drop}}): for a seed before it, it tells what is to come; "
+                f"known from the start, a feature (stypes: {{{col}: timestamp}})")
+
+
+def _known_ahead(col: str, s: pd.Series) -> bool:
+    """A birth (by its name), or a calendar's days: distinct, one a day, week or month
+    without a gap (a date dimension's)."""
+    days = s.dropna().sort_values()
+    if any(w.startswith(("birth", "dob", "born")) for w in name_words(col)):
+        return True
+    if len(days) < 3 or not days.is_unique or (days != days.dt.normalize()).any():
+        return False
+    months = days.dt.year * 12 + days.dt.month
+    return days.diff().iloc[1:].nunique() == 1 or (
+        (days.dt.day == 1).all() and (months.diff().iloc[1:] == 1).all())

@@ -183,3 +183,31 @@ def test_a_task_on_customers_says_why_its_split_is_empty_or_trains(tmp_path, tim
         task.split_table("train", db)
     assert "60 of the 60 'customer' rows begin after its last seed time" in str(e.value)
     assert "customer.create_date from 2006-02-14 22:04:36 on" in str(e.value)
+
+
+def test_a_static_table_s_times_in_the_data_s_span_stop_unless_known_ahead(tmp_path):
+    """A CRM's customers, static, with the date of their last order (a churn label for
+    any seed before it) and their signup: every seed would see both. A birth date, a
+    date dimension's days and a declared stype pass."""
+    (tmp_path / "orders.csv").write_text(
+        "order_id,customer_id,placed\n1,1,2024-01-03\n2,2,2024-02-01\n3,1,2024-03-05\n")
+    (tmp_path / "customers.csv").write_text(
+        "customer_id,born,last_order,signup\n1,1980-04-02,2024-03-05,2023-12-01\n"
+        "2,1975-10-10,2024-02-01,2024-01-20\n")
+    (tmp_path / "days.csv").write_text("day_id,day\n1,2024-01-03\n2,2024-01-04\n3,2024-01-05\n")
+    tables = {"orders": {"pkey": "order_id", "time": "placed",
+                         "fkeys": {"customer_id": "customers"}},
+              "customers": {"pkey": "customer_id"}, "days": {"pkey": "day_id"}}
+    fails(tmp_path, "customers.csv (table 'customers', column 'last_order'): 2 of 2 rows",
+          "timed rows start 2024-01-03", "stypes: {last_order: drop}", "time: last_order",
+          schema={"tables": tables})
+    tables["customers"]["stypes"] = {"last_order": "drop"}
+    fails(tmp_path, "(table 'customers', column 'signup'): 1 of 2 rows (50%)", "row 1)",
+          schema={"tables": tables})
+    tables["customers"]["time"] = "signup"
+    db = load_folder(tmp_path, {"tables": tables})
+    assert db["customers"].time_col == "signup" and "day" in db["days"].df
+    # the draft declares them so: timed by the signup, the last order dropped
+    spec = yaml.safe_load(draft(tmp_path))["tables"]
+    assert spec["customers"]["time"] == "signup"
+    assert spec["customers"]["stypes"] == {"last_order": "drop"}   # born: before signup
