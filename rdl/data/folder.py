@@ -259,6 +259,8 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     db = db.reindex()
     leaks.future_references(db, lambda name, col: tables[name].where(col))
     leaks.rows_per_event(db, lambda name: tables[name].where())
+    leaks.totals(db, lambda name, col: tables[name].where(col),
+                 {name: t.stypes for name, t in tables.items()})
     keys.end()
     db.stypes = {name: dict(t.stypes) for name, t in tables.items() if t.stypes}
     log.info("%s: %s", folder, ", ".join(f"{n} {len(t)} rows" for n, t in db))

@@ -12,7 +12,9 @@ never sees a row, or a value, from after t), each a rule of what a file's times 
   then; many such rows say the referenced table's time is no time its rows began: a
   warning;
 * :func:`rows_per_event`: a static table holding a row per row of a timed table (a
-  customer row per order) shows every seed the later ones: a warning.
+  customer row per order) shows every seed the later ones: a warning;
+* :func:`totals`: a column that totals the rows referencing its row, later ones included
+  (a shop's ``total_orders``), shows every seed what is still to come: it stops.
 """
 from __future__ import annotations
 
@@ -198,3 +200,65 @@ def _known_ahead(col: str, s: pd.Series) -> bool:
     months = days.dt.year * 12 + days.dt.month
     return days.diff().iloc[1:].nunique() == 1 or (
         (days.dt.day == 1).all() and (months.diff().iloc[1:] == 1).all())
+
+
+def totals(db, where, declared: dict, share: float = 0.9) -> None:
+    """A column of numbers that is a total over the rows referencing its row, those after
+    it included, stops: a customer's ``total_orders`` or ``total_spent`` as a shop's
+    export writes them, computed when the data was exported. Every seed would see the
+    final total: how many orders are still to come (a churn label). Found where, in
+    ``share`` of the referenced rows or more, the column equals the count of the rows
+    that reference it, or the sum of one of their numeric columns, and some of those
+    rows come after it (every one, for a static table). ``declared``: table -> the
+    columns whose stype the schema declares (kept as they are)."""
+    for name, t in db:
+        if t.pkey is None or len(t.df) == 0:
+            continue
+        numbers = [c for c in t.df.columns if c not in (t.pkey, t.time_col, *t.fkeys)
+                   and c not in declared.get(name, {}) and _numbers(t.df[c])]
+        for other, c in db:
+            for col in (k for k, ref in c.fkeys.items() if ref == name):
+                pos = c.df[col].dropna().to_numpy(dtype="int64")
+                if not numbers or len(pos) == 0 or not _some_later(t, c, col):
+                    continue
+                rows_of = c.df[col].notna().to_numpy()
+                count = np.bincount(pos, minlength=len(t.df)).astype("float64")
+                held = count > 0
+                if held.sum() < 10 or (count[held] > 1).mean() < 0.1:
+                    continue   # (one reference a row: its values copies, not totals)
+                sums = {f"the number of {other} rows that reference it ({other}.{col})": count}
+                sums.update({f"the sum of {other}.{y} over them": np.bincount(
+                    pos, weights=c.df[y].to_numpy(dtype="float64")[rows_of].copy(),
+                    minlength=len(t.df)) for y in c.df.columns
+                    if y not in (c.pkey, c.time_col, *c.fkeys) and _numbers(c.df[y])})
+                for x in numbers:
+                    v = t.df[x].to_numpy(dtype="float64")
+                    for what, total in sums.items():
+                        same = np.isclose(v, total, rtol=1e-3, atol=0.01) & held
+                        if same.sum() >= share * held.sum() and np.unique(total[held]).size > 1:
+                            raise DataError(
+                                f"{where(name, x)}: in {int(same.sum())} of the {int(held.sum())} "
+                                f"rows that {other} rows reference, it equals {what}, later "
+                                "ones included: a total computed when the data was exported. "
+                                "Every seed would see the final total, what is still to come "
+                                f"(a leak of the future). Drop it (stypes: {{{x}: drop}}): rdl "
+                                f"computes such totals as of each seed from the {other} rows; "
+                                f"if it truly was known then, keep it (stypes: {{{x}: "
+                                "numerical}})")
+
+
+def _numbers(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) \
+        and s.notna().any()
+
+
+def _some_later(t, c, col: str) -> bool:
+    """Whether rows of ``c`` come after the ``t`` row they reference (all do, where ``t``
+    is static and ``c`` timed; none where ``c`` is static)."""
+    if c.time_col is None:
+        return False
+    if t.time_col is None:
+        return True
+    linked = c.df[col].notna().to_numpy()
+    pos = c.df[col].to_numpy(dtype="int64", na_value=0)
+    return bool((linked & (c.df[c.time_col].values > t.df[t.time_col].values[pos])).any())

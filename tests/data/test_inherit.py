@@ -22,11 +22,19 @@ ORDERS, ITEMS, PAYMENTS = ("olist_orders_dataset", "olist_order_items_dataset",
                            "olist_order_payments_dataset")
 
 
+@pytest.fixture(scope="module")
+def olist_drafted(tmp_path_factory):
+    """The Olist-shaped folder and its draft, written once (drafting reads every file)."""
+    folder = write_olist(tmp_path_factory.mktemp("olist") / "olist")
+    return folder, draft(folder)
+
+
 @pytest.fixture()
-def olist(tmp_path):
-    """The Olist-shaped folder and its drafted schema (a dict)."""
-    folder = write_olist(tmp_path / "olist")
-    return folder, yaml.safe_load(draft(folder))
+def olist(olist_drafted, tmp_path):
+    """A copy of the Olist-shaped folder and its drafted schema (a dict), each test's own."""
+    import shutil
+    folder = shutil.copytree(olist_drafted[0], tmp_path / "olist")
+    return folder, yaml.safe_load(olist_drafted[1])
 
 
 def test_the_draft_times_items_and_payments_by_their_order_and_names_keys_as_exports_do(

@@ -211,3 +211,48 @@ def test_a_static_table_s_times_in_the_data_s_span_stop_unless_known_ahead(tmp_p
     spec = yaml.safe_load(draft(tmp_path))["tables"]
     assert spec["customers"]["time"] == "signup"
     assert spec["customers"]["stypes"] == {"last_order": "drop"}   # born: before signup
+
+
+def shop(folder, orders: int = 200, customers: int = 30):
+    """A shop's export: its customers with the totals it computed when exporting them
+    (as Shopify's customers.csv has Total Orders and Total Spent), its orders."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    o = pd.DataFrame({"order_id": range(1, orders + 1),
+                      "customer_id": rng.integers(1, customers + 1, orders),
+                      "created_at": pd.Timestamp("2024-01-01") + pd.to_timedelta(
+                          rng.uniform(0, 90, orders), unit="D"),
+                      "total": rng.uniform(5, 100, orders).round(2),
+                      "items": rng.integers(1, 4, orders)})
+    o.to_csv(folder / "orders.csv", index=False)
+    per = o.groupby("customer_id")
+    c = pd.DataFrame({"customer_id": range(1, customers + 1), "city": "Lyon"})
+    c["Total Orders"] = c["customer_id"].map(per.size()).fillna(0).astype(int)
+    c["Total Spent"] = c["customer_id"].map(per["total"].sum()).fillna(0).round(2)
+    c.to_csv(folder / "customers.csv", index=False)
+    pd.DataFrame({"item_id": range(int(o["items"].sum())),
+                  "order_id": o["order_id"].repeat(o["items"]).to_numpy()}).to_csv(
+        folder / "items.csv", index=False)
+    return {"tables": {
+        "customers": {"pkey": "customer_id"},
+        "orders": {"pkey": "order_id", "time": "created_at",
+                   "fkeys": {"customer_id": "customers"}},
+        "items": {"pkey": "item_id", "time": {"via": "order_id"},
+                  "fkeys": {"order_id": "orders"}}}}
+
+
+def test_totals_a_shop_computed_on_export_stop_until_declared(tmp_path):
+    folder = tmp_path / "shop"
+    spec = shop(folder)
+    fails(folder, "customers.csv (table 'customers', column 'Total Orders'): in 30 of the 30",
+          "equals the number of orders rows that reference it (orders.customer_id)",
+          "stypes: {Total Orders: drop}", schema=spec)
+    spec["tables"]["customers"]["stypes"] = {"Total Orders": "drop"}
+    fails(folder, "(table 'customers', column 'Total Spent')", "the sum of orders.total",
+          schema=spec)
+    spec["tables"]["customers"]["stypes"]["Total Spent"] = "numerical"   # said: known then
+    db = load_folder(folder, spec)
+    # an order's count of its items is no leak: they come with it (its time)
+    assert (db["orders"].df["items"].to_numpy() == pd.Series(
+        db["items"].df["order_id"].to_numpy()).value_counts().sort_index().to_numpy()).all()
