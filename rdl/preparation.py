@@ -19,7 +19,7 @@ from typing import Callable
 import pandas as pd
 
 from rdl import paths
-from rdl.data.database import Database, DataError
+from rdl.data.database import Database, DataError, Table
 from rdl.graph.build import check_stypes, make_graph
 from rdl.graph.store import cached_graph
 from rdl.progress import stage
@@ -128,8 +128,29 @@ def graph_database(task: Task, db: Database, settings) -> tuple[Database, dict]:
     The graph never holds a row from after the test time: nothing the model is evaluated
     on can leak into its inputs (the sampler filters by seed time too). Predictions "now"
     see the whole database (its last time is their seed time). The task hides the columns
-    it must not show (RelBench's remove_columns, an autocomplete task's label)."""
-    return task.inputs(db if settings.now else db.upto(task.test_time)), graph_stypes(db, settings)
+    it must not show (RelBench's remove_columns, an autocomplete task's label), and the
+    stypes the columns dropped (:func:`without_dropped`)."""
+    stypes = graph_stypes(db, settings)
+    view = task.inputs(db if settings.now else db.upto(task.test_time))
+    return without_dropped(view, stypes), stypes
+
+
+def without_dropped(db: Database, stypes: dict) -> Database:
+    """``db`` without the columns whose stype is ``None`` (a schema's ``drop``, or
+    ``data.stypes.<table>.<column>=null``), its keys and times kept: neither the graph
+    nor the trees' features see them (a dropped ``Total Orders`` reached LightGBM's
+    depth-1 features before, and through its prior the model). The task's SQL still
+    reads them (its labels may)."""
+    tables = {}
+    for name, t in db:
+        keep = {t.pkey, t.time_col, *t.fkeys}
+        gone = [c for c, st in stypes.get(name, {}).items()
+                if st is None and c not in keep and c in t.layout()[0]]
+        tables[name] = t if not gone else Table(t.df.drop(columns=gone), t.pkey,
+                                                 dict(t.fkeys), t.time_col)
+    if all(tables[n] is t for n, t in db):
+        return db
+    return Database(tables, keys=db.keys, stypes=db.stypes)
 
 
 def graph_stypes(db: Database, settings) -> dict:

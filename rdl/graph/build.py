@@ -69,12 +69,12 @@ def infer_stypes(table: Table, overrides: dict[str, str] | None = None,
             if col not in (overrides or {}):
                 _warn_identifier(name, col, df[col], st)
     for col, name in (overrides or {}).items():
+        if name in (None, "drop"):   # (dropped: gone already from the graph's database)
+            stypes.pop(col, None)
+            continue
         if col not in table.df.columns:
             raise DataError(f"stype override for column {col!r}: the table has no such column "
                             f"(columns: {list(table.df.columns)})")
-        if name in (None, "drop"):
-            stypes.pop(col, None)
-            continue
         try:
             stypes[col] = torch_frame.stype(name)
         except ValueError:
@@ -215,10 +215,12 @@ def _in_chunks(df: pd.DataFrame, cols: dict, text_cfg, given) -> tuple:
     return (torch_frame.cat(nested, dim=0) if nested else out), stats
 
 
-def check_stypes(db: Database, stypes: dict | None) -> None:
+def check_stypes(db: Database, stypes: dict | None, gone: bool = False) -> None:
     """Every stype override (``data.stypes``) names a table and column of ``db`` and a
     stype: a typo would otherwise be reported only when the graph is built, after the task
-    tables and the tree prior, or (a misspelt table) never.
+    tables and the tree prior, or (a misspelt table) never. ``gone``: ``db`` is the
+    graph's, without the dropped columns (:func:`rdl.preparation.without_dropped`), whose
+    names were checked on the whole database before.
 
     Raises:
         DataError: naming the override and what the database has instead.
@@ -230,6 +232,8 @@ def check_stypes(db: Database, stypes: dict | None) -> None:
     for name, overrides in (stypes or {}).items():
         columns = db[name].layout()[0]
         for col, stype in (overrides or {}).items():
+            if col not in columns and stype in (None, "drop") and gone:
+                continue   # dropped, and so gone from the graph's database
             if col not in columns:
                 raise DataError(f"data.stypes.{name}.{col}: table {name!r} has no column {col!r} "
                                 f"(its columns: {columns})")
@@ -288,7 +292,7 @@ def make_graph(db: Database, stypes: dict[str, dict[str, str]] | None = None,
             :func:`~rdl.graph.store.cached_graph`, which needs no database.
     """
     stypes = stypes or {}
-    check_stypes(db, stypes)
+    check_stypes(db, stypes, gone=True)
     col_to_stype = {name: infer_stypes(tab, stypes.get(name), name=name) for name, tab in db}
     # A cache entry is read only when complete (its marker, written last, lists every
     # file); else the graph is built and written into a temporary folder that is renamed
