@@ -9,6 +9,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from rdl.baselines.tree_mean import MEAN
+from rdl.baselines.trees import DEPTH1, DEPTH2
 from rdl.families.node.correction import scaled_on_val
 from rdl.predict import predict
 from tests.conftest import task_overrides
@@ -83,7 +85,8 @@ def test_at_zero_the_model_is_its_prior_and_predict_keeps_the_factor(
         tmp_path, run_train, rdl_cache):
     run = tmp_path / "run"
     out = run_train(run, *task_overrides("user-churn"), "compile.enabled=false",
-                    "evaluation.correction_scales=[0.0]", "data.prior_margin=0")
+                    "evaluation.correction_scales=[0.0]", "data.prior_margin=0",
+                    "data.prior_trees=mean")
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((run / "metrics.json").read_text())
     model = results["model"]
@@ -92,11 +95,13 @@ def test_at_zero_the_model_is_its_prior_and_predict_keeps_the_factor(
     # factor 0 chosen, and the model as trained (factor 1) scored beside it
     assert model["correction"]["scale"] == 0.0
     assert sorted(model["correction"]["by_scale"]) == ["0", "1"]
-    # the prior is the baseline best on val, whatever its lead (prior_margin=0; on the
-    # tiny database a label mean, a probability as a logit); at 0 the model scores as it
-    # does, both splits
+    # the prior is the baseline best on val, whatever its lead (prior_margin=0), of the
+    # trees' mean and the simple baselines (each LightGBM alone is printed, no candidate);
+    # at 0 the model scores as it does, both splits
     printed = {w: r for w, r in results.items() if w not in ("task", "model")}
-    assert model["prior"] == max(printed, key=lambda w: printed[w]["val"]["auroc"])
+    candidates = [w for w in printed if w not in (DEPTH1, DEPTH2)]
+    assert MEAN in candidates and len(candidates) > 2
+    assert model["prior"] == max(candidates, key=lambda w: printed[w]["val"]["auroc"])
     prior = printed[model["prior"]]
     for split in ("val", "test"):
         assert model[split]["auroc"] == pytest.approx(prior[split]["auroc"], abs=1e-4)

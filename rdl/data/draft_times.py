@@ -37,7 +37,9 @@ CHANGE_TIMES = ("updat", "modif", "chang", "edit", "load", "etl", "ingest", "ref
 AHEAD = ("due", "expir", "until", "valid", "plan", "schedul", "estimat", "expect", "requir",
          "deadline", "target", "promis", "limit")
 
+
 def norm(name: str) -> str:
+    """A name's letters and digits, lower case (``Order_ID``: ``orderid``)."""
     return re.sub(r"[^0-9a-z]", "", name.casefold())
 
 

@@ -84,6 +84,7 @@ def later_times(t: TableSchema, df: pd.DataFrame, share: float = 0.01) -> None:
             f"date, an estimate), a feature (stypes: {{{col}: timestamp}}); the row's more "
             f"precise time (its date's timestamp), its time (time: {col})")
 
+
 def _day(v) -> str:
     """A time as messages show it: a date alone at midnight."""
     return str(pd.Timestamp(v)).removesuffix(" 00:00:00")
