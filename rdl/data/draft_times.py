@@ -21,16 +21,15 @@ import re
 import pandas as pd
 
 from rdl.data.keys import comparable
+from rdl.data.leaks import BIRTH, LATER_SHARE
 from rdl.data.periods import looks_like, name_words
 
 #: names of time columns, most likely the row's own time first
 TIME_WORDS = ("creat", "timestamp", "time", "date", "ts", "at", "day", "start", "signup",
               "registered", "joined", "opened", "event")
 #: words that start the names of times that are no row's own (a birth, an expiry, an end)
-NOT_ROW_TIMES = ("birth", "dob", "born", "death", "died", "expir", "end", "due", "until",
+NOT_ROW_TIMES = (*BIRTH, "death", "died", "expir", "end", "due", "until",
                  "last", "latest", "final", "recent")
-#: words that start the names of times before a row's events (a birth)
-BEFORE = ("birth", "dob", "born")
 #: words that start the names of times a row changed at (``last_update``, ``ModifiedDate``)
 CHANGE_TIMES = ("updat", "modif", "chang", "edit", "load", "etl", "ingest", "refresh", "sync")
 #: words that start the names of times known before they come (a due date, an estimate)
@@ -54,7 +53,7 @@ def times_of(df: pd.DataFrame) -> tuple[str | None, str, dict[str, tuple[str, st
     begins = [c for c in times if c not in stypes and "validto" not in norm(c)
               and not any(w.startswith(NOT_ROW_TIMES + AHEAD) for w in words[c])]
     if not begins:
-        return None, "", {**stypes, **_static(df, times, stypes)}
+        return None, "", {**stypes, **_static(times, stypes)}
     rank = lambda c: (min((i for i, w in enumerate(TIME_WORDS) if w in norm(c)),  # noqa: E731
                           default=len(TIME_WORDS)), df[c].median())   # then the earliest
     col = min(begins, key=rank)
@@ -70,24 +69,24 @@ def later(df: pd.DataFrame, time: pd.Series, columns: list[str]) -> dict:
     (the loader stops on them): known ahead by their name (a due date), else dropped."""
     out = {}
     for c in columns:
-        later = (df[c] > time).mean()
-        if later < 0.01:
+        share = (df[c] > time).mean()
+        if share < LATER_SHARE:
             continue
-        out[c] = ("timestamp", f"after the row's time in {later:.0%} of rows, known when the "
+        out[c] = ("timestamp", f"after the row's time in {share:.0%} of rows, known when the "
                                "row began, by its name") if any(
             w.startswith(AHEAD) for w in name_words(c)) else (
-            "drop", f"after the row's time in {later:.0%} of rows: a later event, which as a "
+            "drop", f"after the row's time in {share:.0%} of rows: a later event, which as a "
                     "feature a seed would see early (known when the row began, a due date: "
                     "timestamp)")
     return out
 
 
-def _static(df: pd.DataFrame, times: list[str], stypes: dict) -> dict:
+def _static(times: list[str], stypes: dict) -> dict:
     """The stypes of a static table's columns of times, which every seed sees (the loader
     stops on those in the data's span): features where known from the start (a birth, a
     deadline), else dropped (an end, a last order: what comes after a seed)."""
     return {c: ("timestamp", "known from the start, by its name") if any(
-                w.startswith(BEFORE + AHEAD) for w in name_words(c)) else (
+                w.startswith(BIRTH + AHEAD) for w in name_words(c)) else (
                 "drop", "a static table's: an end or a summary of later events (a last "
                         "order), which every seed would see") for c in times if c not in stypes}
 

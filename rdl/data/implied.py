@@ -64,9 +64,8 @@ def complete(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
                 matches_nothing(s, col, frames[s.name][col], t, own)
             when = (frames[s.name][s.time].to_numpy() if s.time else
                     np.full(len(values), np.datetime64("NaT" if start is None else start, "ns")))
-            seen.append(pd.DataFrame({"key": values[present], "time": when[present]}))
-        seen = pd.concat(seen, ignore_index=True)
-        first = seen.groupby("key", sort=False)["time"].min()
+            seen.append((values[present], when[present]))
+        first = first_appearance(seen)
         # in time, ties by key: an order that rows after a time cannot change
         first = first[~first.index.isin(have)].sort_index().sort_values(kind="stable")
         keys = pd.Series(first.index.to_list(), dtype=object).infer_objects()
@@ -85,6 +84,14 @@ def complete(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
             what += f", each from its first appearance ({first.min()} to {first.max()})"
         log.info("%s: %s", f"table {t.name!r}" if t.key_only else t.where(), what)
     return frames
+
+
+def first_appearance(seen: list[tuple[np.ndarray, np.ndarray]]) -> pd.Series:
+    """Each key's earliest time among the rows holding it (key -> time), from ``(keys,
+    their rows' times)`` per foreign key; missing keys left out, a key seen only without a
+    time missing (also :mod:`rdl.data.inherit`'s ``seen_in``)."""
+    rows = pd.concat([pd.DataFrame({"key": k, "time": w}) for k, w in seen], ignore_index=True)
+    return rows[rows["key"].notna()].groupby("key", sort=False)["time"].min()
 
 
 def _named(refs) -> str:

@@ -34,6 +34,7 @@ import logging
 import pandas as pd
 
 from rdl.data.database import DataError
+from rdl.data.implied import first_appearance
 from rdl.data.keys import comparable
 from rdl.data.messages import rows
 from rdl.data.schema import TableSchema
@@ -160,9 +161,8 @@ def _seen(t: TableSchema, tables: dict, frames: dict, policy: str) -> pd.DataFra
     df = frames[t.name]
     refs = [(s, col) for s in map(tables.get, t.seen_in) for col in _referencing(s, t)]
     normed = comparable(df[t.pkey], *(frames[s.name][col] for s, col in refs))
-    seen = pd.concat([pd.DataFrame({"key": v, "time": frames[s.name][s.time].to_numpy()})
-                      for (s, _), v in zip(refs, normed[1:])], ignore_index=True)
-    first = seen.dropna().groupby("key", sort=False)["time"].min()
+    first = first_appearance([(v, frames[s.name][s.time].to_numpy())
+                              for (s, _), v in zip(refs, normed[1:])])
     times = pd.Series(normed[0]).map(first).to_numpy(dtype="datetime64[ns]")
     unseen = pd.isna(times)
     if unseen.any():

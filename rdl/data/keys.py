@@ -122,4 +122,3 @@ def map_foreign_keys(tables: dict[str, TableSchema], frames: dict[str, pd.DataFr
             df[t.pkey] = np.arange(len(df))
         out[name] = df
     return out, ids
-
