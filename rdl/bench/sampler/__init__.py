@@ -131,8 +131,8 @@ def _train_step_table(args, out: Path) -> None:
     load_start = load_average()
     res = _run_worker({"kind": "train", "threads": args.train_threads})
     rows = res["rows"]
-    header = ("Sampling vs the compiled model's train step at the default config "
-              "(conf/data/hm.yaml, conf/model/sage.yaml, user-churn, num_workers=0), "
+    header = ("Sampling vs the compiled model's train step of `python -m rdl.train "
+              "task=user-churn` (its data, model and compile settings; num_workers=0), "
               f"medians over {rows[0]['steps']} batches after warm-up "
               f"(datamodule setup {res['datamodule_setup_s']:.1f} s, compilation and "
               f"warm-up {res['compile_warmup_s']:.1f} s). Load average (1/5/15 min) before: "

@@ -6,43 +6,40 @@ import time
 
 import torch
 
-from rdl.bench.sampler.inputs import _batches, _conf, _task
+from rdl.bench.sampler.inputs import _batches
 
 
-def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = None) -> dict:
-    import torch.nn.functional as F
-    from hydra.utils import get_class, instantiate
+def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = None,
+                       overrides: tuple[str, ...] = ()) -> dict:
+    """The sampler alone, the loader (sampling, rows, labels, pads) and the compiled train
+    step of ``python -m rdl.train task=user-churn`` (its data, model and compile settings;
+    no loader workers; then ``overrides``), each the median ms of ``steps`` batches after
+    ``warmup``."""
+    from hydra import compose, initialize_config_dir
     from torch_geometric.sampler import NodeSamplerInput
 
+    import rdl
+    from rdl.api import build
     from rdl.graph.build import to_seconds
-    from rdl.training.compile import compile_model
-    from rdl.training.shapes import pad_inputs
 
     if threads:
         torch.set_num_threads(threads)
-    data_cfg, model_cfg, root = _conf("data/hm"), _conf("model/sage"), _conf("config")
-    task = _task("user-churn")
-    hops = list(data_cfg.num_neighbors)[: model_cfg.num_layers]
-    dm = instantiate(data_cfg, _partial_=True, _convert_="all")(task=task, num_neighbors=hops,
-                                                                seed=int(root.seed))
+    with initialize_config_dir(str(rdl.CONF_DIR), version_base="1.3"):
+        cfg = compose("config", ["task=user-churn", "data.num_workers=0", *overrides])
     t0 = time.perf_counter()
-    dm.setup()
+    task, dm, module = build(cfg)
     setup_s = time.perf_counter() - t0
-    torch.manual_seed(int(root.seed))
-    model = instantiate(model_cfg, _partial_=True)(
-        **dm.model_kwargs(get_class(model_cfg._target_)))
-    compiled = compile_model(model, **dict(root.compile.kwargs))
-    lr = torch.tensor(float(root.lr))
-    opt = instantiate(_conf("optimizer/adam"))(model.parameters(), lr=lr)
+    opt = module.optimizer_fn(module.model.parameters(), lr=torch.tensor(module.lr))
+    module.train()
     entity = task.entity_table
-    time_types = model.time_types
 
     # The sampler alone, on the train seeds.
     df = dm.tables["train"]
     nodes = torch.from_numpy(df[task.entity_col].to_numpy()).long()
     seed_time = to_seconds(df["timestamp"])
+    batch_size = dm.split_batch_size("train")
     sample_ms = []
-    for i, idx in enumerate(_batches(nodes.numel(), dm.batch_size, warmup + steps)):
+    for i, idx in enumerate(_batches(nodes.numel(), batch_size, warmup + steps)):
         inp = NodeSamplerInput(input_id=idx, node=nodes[idx], time=seed_time[idx],
                                input_type=entity)
         t = time.perf_counter()
@@ -50,7 +47,7 @@ def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = N
         if i >= warmup:
             sample_ms.append(1000 * (time.perf_counter() - t))
 
-    # The loader: sampling + feature slicing + labels.
+    # The loader: sampling + rows + labels (+ a compiled run's pad nodes and edges).
     loader_ms, batches = [], []
     it = iter(dm.train_dataloader())
     for i in range(warmup + steps):
@@ -61,15 +58,7 @@ def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = N
     del it
 
     def step(batch):
-        types = [nt for nt in batch.node_types if "tf" in batch[nt]]
-        pred = compiled(*pad_inputs({nt: batch[nt].tf for nt in types},
-                                    batch.collect("edge_index"),
-                                    {nt: batch[nt].time for nt in time_types},
-                                    {nt: batch[nt].batch for nt in time_types},
-                                    batch[entity].seed_time,
-                                    {nt: batch[nt].num_nodes for nt in types}),
-                        row_dict={nt: batch[nt].tf_index for nt in types}).squeeze(-1)
-        loss = F.binary_cross_entropy_with_logits(pred, batch[entity].y)
+        loss, _ = module.step_loss(batch)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -87,8 +76,9 @@ def measure_train_step(steps: int = 20, warmup: int = 5, threads: int | None = N
 
     med = {k: statistics.median(v) for k, v in
            (("sample", sample_ms), ("loader", loader_ms), ("step", step_ms))}
-    common = {"scale": float(data_cfg.db.scale), "batch_size": dm.batch_size,
-              "fanout": " ".join(map(str, hops)), "strategy": dm.strategy,
+    common = {"scale": float(cfg.data.db.scale), "batch_size": batch_size,
+              "fanout": " ".join(map(str, dm.settings.num_neighbors)),
+              "strategy": dm.settings.strategy,
               "threads": torch.get_num_threads(), "steps": steps}
     rows = []
     for what, key, ms in (("sampler.sample_from_nodes", "sample", sample_ms),
