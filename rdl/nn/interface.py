@@ -76,7 +76,11 @@ class LinkPredictor:
     calls :meth:`link_scores` to evaluate and :meth:`link_loss` to train, each with
     ``run`` (the model's forward over the batch) and ``num_dst`` (rows of ``dst_table``).
     The loader attaches each seed's true rows as ``batch[src_table].y`` (``[B, L]``, -1
-    padded) and marks true ``dst_table`` nodes of the subgraph as ``batch[dst_table].dst_y``."""
+    padded) and marks true ``dst_table`` nodes of the subgraph as ``batch[dst_table].dst_y``.
+    A compiled run's batch holds the model's pad entries after each type's
+    ``num_nodes`` real ones (``tf_index``; ``time`` and ``batch`` of a timed type;
+    ``edge_index``: :class:`~rdl.training.shapes.PadNodes`): read a node type's ``batch``
+    beside its ``n_id`` as ``batch[:num_nodes]``."""
 
     min_layers: ClassVar[int] = 1
     takes_tokens: ClassVar[bool] = False

@@ -70,7 +70,8 @@ class IDGNN(LinkPredictor, torch.nn.Module):
         dst = batch[self.dst_table]
         out = torch.full((batch[self.src_table].batch_size, num_dst), float("-inf"),
                          device=dst.n_id.device)
-        return out.index_put((dst.batch, dst.n_id), run()[:dst.num_nodes])
+        n = dst.num_nodes   # a compiled run's batch holds pad nodes' seeds after them
+        return out.index_put((dst.batch[:n], dst.n_id), run()[:n])
 
     def link_loss(self, run: Run, batch, num_dst: int) -> tuple[Tensor, int]:
         """A label per candidate in the subgraph (RelBench): binary cross-entropy."""
@@ -135,7 +136,8 @@ class ContextGNN(LinkPredictor, torch.nn.Module):
     def link_scores(self, run: Run, batch, num_dst: int) -> Tensor:
         dst = batch[self.dst_table]
         pair, seed = run()
-        return self.scores(pair[:dst.num_nodes], seed, dst.batch, dst.n_id)
+        n = dst.num_nodes   # a compiled run's batch holds pad nodes' seeds after them
+        return self.scores(pair[:n], seed, dst.batch[:n], dst.n_id)
 
 
 class TwoTower(LinkPredictor, torch.nn.Module):

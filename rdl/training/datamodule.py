@@ -190,14 +190,16 @@ class RelDataModule(pl.LightningDataModule):
             order.skip(done)
         return order
 
-    def _transforms(self, *more, after=()):
-        """The loader's transforms, in order. ``Compose.forward``, not the ``Compose``
-        itself: called, a PyG transform first copies the batch (so as not to change a
-        dataset's own graphs), and a loader's batch is a copy already (PyG's filter
-        makes it): one copy of every store fewer at every batch."""
+    def _transforms(self, *more, after=(), seeds: str | None = None):
+        """The loader's transforms, in order, its seeds at ``seeds`` nodes (None: the
+        task's entity). ``Compose.forward``, not the ``Compose`` itself: called, a PyG
+        transform first copies the batch (so as not to change a dataset's own graphs),
+        and a loader's batch is a copy already (PyG's filter makes it): one copy of every
+        store fewer at every batch."""
         both = [Bidirectional()] if self.settings.bidirectional else []
         rows = InputRows(self.tf_dict, self.shapes.pad_rows, per_token=self.shapes.per_token)
-        return Compose([*both, *more, rows, DropEdgeIds(), *after]).forward
+        pads = self.shapes.pads(seeds or self.task.entity_table)
+        return Compose([*both, *more, rows, DropEdgeIds(), *after, *pads]).forward
 
     def loader(self, split: str, shuffle: bool | None = None) -> NodeLoader:
         n, train = len(self.tables[split]), split == "train"

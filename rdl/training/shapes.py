@@ -8,7 +8,8 @@ module (:class:`~rdl.training.module.TaskModule`) alike:
 - :class:`Exact` (eager): the batch as sampled; no pad row, node, edge or seed;
 - :class:`Padded` (compiled with dynamic shapes, the default): ``PAD`` pad rows after each
   node type's rows (:class:`~rdl.graph.transforms.InputRows`) and ``PAD`` pad nodes and
-  edges per type (:func:`pad_inputs`), which no real node hears;
+  edges per type (:func:`pad_inputs`), which no real node hears, added in the loader
+  (:class:`PadNodes`: in its workers, not in the training process at every step);
 - :class:`Buckets` (``data.buckets``, a model compiled with ``dynamic=False``): pad rows,
   and each batch padded in its loader to the smallest of a few sizes
   (:mod:`rdl.training.buckets`); the pad seeds' outputs dropped;
@@ -44,6 +45,11 @@ class Shapes:
         (``probe``: for the batches that place the buckets, unpadded)."""
         return (), ()
 
+    def pads(self, seed_table: str) -> tuple:
+        """Transforms every loader of the run ends with, its seeds at ``seed_table``
+        nodes (after the rows are gathered)."""
+        return ()
+
     def complete(self, batch, args: tuple, num_nodes: dict) -> tuple:
         """The model's inputs ``(tf_dict, edge_index_dict, time_dict, batch_dict,
         seed_time)`` of ``batch`` as the model is to see them."""
@@ -67,7 +73,12 @@ class Padded(Shapes):
 
     pad_rows = PAD
 
+    def pads(self, seed_table):
+        return (PadNodes(seed_table),)
+
     def complete(self, batch, args, num_nodes):
+        if getattr(batch, "pad_nodes", 0) == PAD:
+            return args     # padded in the loader
         return pad_inputs(*args, num_nodes)
 
     def spare(self, batch, node_type):
@@ -151,3 +162,39 @@ def pad_inputs(tf_dict: dict, edge_index_dict: dict, time_dict: dict, batch_dict
     time_dict = {nt: torch.cat([t, first_time]) for nt, t in time_dict.items()}
     batch_dict = {nt: torch.cat([b, seed0]) for nt, b in batch_dict.items()}
     return tf_dict, edge_index_dict, time_dict, batch_dict, seed_time
+
+
+class PadNodes:
+    """Loader transform (after :class:`~rdl.graph.transforms.InputRows`): the pad nodes
+    and edges of :func:`pad_inputs`, added to the batch in place (each edge type's
+    ``edge_index``, each timed node type's ``time`` and ``batch`` get their ``PAD``
+    entries after the real ones; ``num_nodes`` stays the real nodes'), and
+    ``batch.pad_nodes = PAD`` so that :meth:`Padded.complete` adds none.
+
+    In the loader's workers these ops cost the training process nothing; at every step
+    ahead of the model they were 12 ops (kernels on a GPU) in the default user-churn
+    batch, outside every compiled graph, on the host's critical path. (Not in the graph:
+    a batch with an empty node type or one node would reach it with a size of 0 or 1,
+    which Dynamo bakes in: docs/compile.md.)
+
+    Args:
+        seed_table: the node type of the loader's seeds: the pad nodes are as old as its
+            first seed (``seed_time[0]``), as the module's own padding makes them.
+    """
+
+    def __init__(self, seed_table: str):
+        self.seed_table = seed_table
+
+    def __call__(self, batch):
+        types = [nt for nt in batch.node_types if "tf" in batch[nt]]
+        timed = [nt for nt in types if "time" in batch[nt]]
+        _, edges, time, seeds, _ = pad_inputs(
+            {}, batch.collect("edge_index"), {nt: batch[nt].time for nt in timed},
+            {nt: batch[nt].batch for nt in timed}, batch[self.seed_table].seed_time,
+            {nt: batch[nt].num_nodes for nt in types})
+        for et, ei in edges.items():
+            batch[et].edge_index = ei
+        for nt in timed:
+            batch[nt].time, batch[nt].batch = time[nt], seeds[nt]
+        batch.pad_nodes = PAD
+        return batch

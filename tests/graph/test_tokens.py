@@ -6,15 +6,17 @@ from rdl.graph.tokens import TokenSet, select
 from rdl.tasks import HISTORY
 from rdl.families import data_module
 from rdl.training.data_settings import DataSettings
+from rdl.training.shapes import Exact
 from tests.training.test_label_history import make_task, random_db
 
 BUDGETS = {"customer": 3, "transactions": 5, "article": 4, HISTORY: 2}
 
 
 def sampled_batches(strict: bool, strategy: str = "uniform"):
+    # the batches as sampled, as a token model's loader has them (no pad nodes or edges)
     dm = data_module(random_db(), make_task("user-churn"), DataSettings.of(batch_size=16,
                        num_neighbors=[6, 3], strategy=strategy, strict=strict, cache_dir=False,
-                       tree_prior=False))
+                       tree_prior=False), shapes=Exact())
     tokens = TokenSet("customer", BUDGETS)
     for split in ("train", "val", "test"):
         for batch in dm.loader(split, shuffle=False):

@@ -204,12 +204,15 @@ def test_distinct_rows_and_padding_change_no_output(tiny_cfg, shapes):
     model = module.model.eval()
     batch = next(iter(dm.val_dataloader()))
     args, kwargs = module.inputs(batch)
-    # The plain inputs: every node its own row (as PyG's loaders slice features), no pads.
-    plain = ({nt: dm.data[nt].tf[batch[nt].n_id] for nt in batch.node_types},
-             batch.collect("edge_index"),
-             {nt: batch[nt].time for nt in model.time_types},
-             {nt: batch[nt].batch for nt in model.time_types}, batch["customer"].seed_time)
+    # The plain inputs: every node its own row (as PyG's loaders slice features), no pads
+    # (a compiled run's loader put its pad nodes' edges, times and seeds after the real ones).
     article, pads = batch["article"], shapes.pad_rows
+    n = {nt: batch[nt].num_nodes for nt in batch.node_types}
+    plain = ({nt: dm.data[nt].tf[batch[nt].n_id] for nt in batch.node_types},
+             {et: ei[:, :ei.size(1) - pads] for et, ei in batch.collect("edge_index").items()},
+             {nt: batch[nt].time[:n[nt]] for nt in model.time_types},
+             {nt: batch[nt].batch[:n[nt]] for nt in model.time_types},
+             batch["customer"].seed_time)
     assert args[0]["article"].num_rows < article.num_nodes, "articles repeat across seeds"
     assert args[0]["article"].num_rows == article.n_id.unique().numel() + pads
     assert kwargs["row_dict"]["article"].numel() == article.num_nodes + pads

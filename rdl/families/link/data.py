@@ -52,7 +52,7 @@ class LinkDataModule(RelDataModule):
             self.graph, node_sampler=self.eval_sampler,
             input_nodes=(task.target_table, torch.arange(n)),
             input_time=to_seconds(pd.Series([t] * n)),
-            transform=self._transforms(),
+            transform=self._transforms(seeds=task.target_table),
             batch_sampler=batches(n, self.split_batch_size(split), False),
         )
 
