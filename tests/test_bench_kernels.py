@@ -37,28 +37,24 @@ def test_a_compiled_function_has_its_matmul_and_its_fused_pointwise_counted():
 
 
 def test_the_ops_benchmark_times_each_variant_of_one_model(rdl_cache, monkeypatch):
-    """``python -m rdl.bench ops``: each variant switches the model's ops (the same
-    parameters) and gets its rounds."""
+    """``python -m rdl.bench ops``: each variant is the model with its ops (the same
+    parameters' values) and gets its rounds."""
     from rdl.bench import ops
 
     monkeypatch.setenv("RDL_CACHE", str(rdl_cache))
-    switched = []
-    real = ops.set_ops
-
-    def spy(model, fused, stacked):
-        real(model, fused, stacked)
-        enc = model.gnn.encoder
-        switched.append((model.gnn.gnn.fused, enc.fused, enc.stacked, enc.chunk_rows))
-
-    monkeypatch.setattr(ops, "set_ops", spy)
+    overrides = ["debug=tiny", f"data.cache_dir={rdl_cache}"]
+    _, mods = ops.modules("user-churn", list(ops.VARIANTS), True, overrides)
+    flags = [(m.model.gnn.gnn.fused, m.model.gnn.encoder.fused, m.model.gnn.encoder.stacked,
+              m.model.gnn.encoder.chunk_rows) for m in mods.values()]
+    assert flags == [(False, False, False, 0), (True, True, False, 0),
+                     (True, True, True, 0), (True, True, True, 1024)]
+    states = [m.model.state_dict() for m in mods.values()]
+    assert all(torch.equal(s[k], states[0][k]) for s in states[1:] for k in states[0])
     rows = ops.measure("user-churn", list(ops.VARIANTS), eager=True, batches=2, rounds=2,
-                       overrides=["debug=tiny", f"data.cache_dir={rdl_cache}"])
+                       overrides=overrides)
     assert [r["variant"] for r in rows] == ["per-type", "fused", "stacked", "chunked"]
     assert all(r["ms_a_step"] > 0 and r["rounds"] == 2 for r in rows)
     assert rows[0]["vs_per-type"] == 1
-    assert switched[:4] == [(False, False, False, 0), (True, True, False, 0),
-                            (True, True, True, 0), (True, True, True, 1024)]
-    assert len(switched) == 4 * 3       # a warm call and two rounds each
 
 
 def test_ops_outside_the_graphs_and_autograds_copies_into_grad_are_counted():

@@ -3,7 +3,7 @@
 ``python -m rdl.bench ops [--tasks user-churn] [--variants per-type fused stacked]
 [--eager] [--batches 8] [--rounds 8] [--set HYDRA_OVERRIDE ...] [--out DIR]``
 
-The same model (same parameters) computed per type (PyG's ``HeteroConv``, a norm per type:
+The same model (the same parameters' values) computed per type (PyG's ``HeteroConv``, a norm per type:
 ``model.fused=false``), fused (:mod:`rdl.nn.fused`) and fused with stacked encoders
 (``model.stacked_encoders``): the forward, loss and backward of ``--batches`` training
 batches held in memory, the variants alternated over ``--rounds`` rounds in one process
@@ -24,35 +24,43 @@ import torch
 
 from rdl.bench.report import load_average, report, run_dir
 
-#: slug: (fused, stacked encoders: False, True (padded to the largest table) or rows a chunk)
-VARIANTS = {"per-type": (False, False), "fused": (True, False), "stacked": (True, True),
-            "chunked": (True, 1024)}
+#: slug: the model's settings (rdl.bench.kernels' variants)
+VARIANTS = {"per-type": ["model.fused=false", "model.stacked_encoders=false"],
+            "fused": ["model.fused=true", "model.stacked_encoders=false"],
+            "stacked": ["model.fused=true", "model.stacked_encoders=true"],
+            "chunked": ["model.fused=true", "model.stacked_encoders=1024"]}
 
 
-def set_ops(model, fused: bool, stacked: bool | int) -> None:
-    """Switch a RelGNN-based model's ops (its parameters are the same either way)."""
-    from rdl.nn.fused import fusable
-    gnn = model.gnn
-    gnn.gnn.fused = fused and fusable(gnn.gnn.aggr)
-    gnn.encoder.fused = fused
-    gnn.encoder.set_stacked(stacked)
+def modules(task: str, variants: list[str], eager: bool, overrides: list[str]):
+    """``(data module, {variant: module})``: the task's model once per variant, each
+    holding the first one's parameter values (the stacked encoders hold theirs stacked:
+    a layout of their own, loaded from the same state)."""
+    import rdl
+    from rdl.api import make_model, prepare, shaped, task_module
+
+    data, state, out = None, None, {}
+    for v in variants:
+        cfg = rdl.config(f"task={task}", f"compile.enabled={str(not eager).lower()}",
+                         *overrides, *VARIANTS[v])
+        torch.manual_seed(cfg.seed)
+        data = data or prepare(cfg)
+        model = make_model(cfg, data)
+        if state is None:
+            state, data = model.state_dict(), shaped(cfg, data, model)
+        model.load_state_dict(state)
+        out[v] = task_module(cfg, data, model).train()
+    return data, out
 
 
 def measure(task: str, variants: list[str], eager: bool, batches: int, rounds: int,
             overrides: list[str]) -> list[dict]:
-    import rdl
-    from rdl.api import build
-
-    cfg = rdl.config(f"task={task}", f"compile.enabled={str(not eager).lower()}", *overrides)
-    torch.manual_seed(cfg.seed)
-    _, dm, module = build(cfg)
+    dm, mods = modules(task, variants, eager, overrides)
     dm.setup("fit")
     it = iter(dm.train_dataloader())
     kept = [next(it) for _ in range(batches)]
     dm.teardown()
-    module.train()
 
-    def steps() -> float:
+    def steps(module) -> float:
         start = time.perf_counter()
         for batch in kept:
             loss, _ = module.step_loss(batch)
@@ -61,13 +69,11 @@ def measure(task: str, variants: list[str], eager: bool, batches: int, rounds: i
         return 1000 * (time.perf_counter() - start) / len(kept)
 
     for v in variants:           # compiles each variant's graph, warms the allocator
-        set_ops(module.model, *VARIANTS[v])
-        steps()
+        steps(mods[v])
     times = {v: [] for v in variants}
     for _ in range(rounds):
         for v in variants:
-            set_ops(module.model, *VARIANTS[v])
-            times[v].append(steps())
+            times[v].append(steps(mods[v]))
     base = statistics.median(times[variants[0]])
     return [{"task": task, "mode": "eager" if eager else "compiled", "variant": v,
              "ms_a_step": statistics.median(t), "fastest_ms": min(t),

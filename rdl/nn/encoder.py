@@ -12,7 +12,8 @@ from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
 
-from rdl.nn.stacked import resnet_forward, stack_sizes, stackable, stacked_resnets
+from rdl.nn.stacked import (StackedTail, resnet_forward, stack_sizes, stackable,
+                             stacked_resnets)
 from rdl.nn.names import TypeDict
 from rdl.scaling import iqr_scale, robust_asinh
 
@@ -257,36 +258,41 @@ class HeteroEncoder(torch.nn.Module):
                  fused: bool = False, stacked: bool | int = False):
         super().__init__()
         self.fused = bool(fused)
-        self.set_stacked(stacked)
+        if not isinstance(stacked, bool) and (not isinstance(stacked, int) or stacked < 2):
+            raise ValueError(f"model.stacked_encoders={stacked!r}: true, false or a number "
+                             "of rows per chunk (2 or more)")
         self.encoders = TypeDict({
             nt: table_encoder(channels, names, col_stats[nt], num_layers)
             for nt, names in col_names.items()
         })
-
-    def set_stacked(self, stacked: bool | int) -> None:
-        """``stacked`` (see the class): ``self.stacked`` and ``self.chunk_rows`` (0: padded
-        to the largest table)."""
-        if not isinstance(stacked, bool) and (not isinstance(stacked, int) or stacked < 2):
-            raise ValueError(f"model.stacked_encoders={stacked!r}: true, false or a number "
-                             "of rows per chunk (2 or more)")
-        self.stacked = bool(stacked)
+        #: the tables' later blocks and decoders, stacked (None: each table's own)
+        self.tail = None
+        models = list(self.encoders.values())
+        if stacked and stackable(models):
+            names = {p: n for n, p in self.named_parameters()}
+            self.tail = StackedTail(models, names)
+            self.register_state_dict_post_hook(_per_table_state)
+            self.register_load_state_dict_pre_hook(_stacked_state)
+        self.stacked = self.tail is not None
+        #: rows per chunk of the stacked encoders (0: padded to the largest table)
         self.chunk_rows = 0 if isinstance(stacked, bool) else stacked
-        self._stackable: dict[tuple, bool] = {}   # (types, stacked) -> stackable
+        self._tables = {nt: i for i, nt in enumerate(col_names)}
 
     def reset_parameters(self):
-        for enc in self.encoders.values():
-            enc.reset_parameters()
+        for i, enc in enumerate(self.encoders.values()):
+            if self.tail is None:
+                enc.reset_parameters()
+            else:   # PyTorch Frame's order: the table's encoder, its blocks, its decoder
+                enc.encoder.reset_parameters()
+                enc.backbone[0].reset_parameters()
+                self.tail.reset_table(i)
 
     def stack_sizes(self, tf_dict: dict) -> tuple[int, ...] | None:
         """The padded sizes the stacked encoders run ``tf_dict``'s tables at
         (:func:`~rdl.nn.stacked.stack_sizes`), from their rows as plain ints: what the host
         passes a compiled model's :meth:`forward`, so that no maximum of the tables' sizes
         is taken in its graph. None where the tables are not stacked."""
-        types = tuple(tf_dict)
-        key = (types, self.stacked)   # (host side: no trace reads this cache)
-        if key not in self._stackable:
-            self._stackable[key] = self.stacked and stackable([self.encoders[nt] for nt in types])
-        if not self._stackable[key]:
+        if self.tail is None or not tf_dict:
             return None
         return stack_sizes([tf.num_rows for tf in tf_dict.values()], self.chunk_rows)
 
@@ -297,9 +303,11 @@ class HeteroEncoder(torch.nn.Module):
         :meth:`stack_sizes` of ``tf_dict`` (computed here if None). Returns node type ->
         ``[N_t, C]``: rows shared by several nodes are encoded once."""
         models = [self.encoders[nt] for nt in tf_dict]
-        if self.stacked and stackable(models):
-            out = dict(zip(tf_dict, stacked_resnets(models, list(tf_dict.values()),
-                                                    self.chunk_rows, stack_sizes)))
+        if self.tail is not None and tf_dict:
+            tables = tuple(self._tables[nt] for nt in tf_dict)
+            tables = None if tables == tuple(range(len(self._tables))) else tables
+            out = dict(zip(tf_dict, stacked_resnets(models, list(tf_dict.values()), self.tail,
+                                                    tables, self.chunk_rows, stack_sizes)))
         elif self.fused:
             out = {nt: resnet_forward(m, tf) for m, (nt, tf) in zip(models, tf_dict.items())}
         else:
@@ -310,6 +318,22 @@ class HeteroEncoder(torch.nn.Module):
             out = {nt: x.index_select(0, row_dict[nt]) if nt in row_dict else x
                    for nt, x in out.items()}
         return out
+
+
+# A stacked encoder's state holds each table's parameters under the per-table modules'
+# names (checkpoints load into either layout, and read as the per-table model's).
+def _per_table_state(module, state: dict, prefix: str, metadata) -> None:
+    for name, sources in module.tail.sources.items():
+        stacked = state.pop(prefix + "tail." + name)
+        for t, source in enumerate(sources):
+            state[prefix + source] = stacked[t].clone()
+
+
+def _stacked_state(module, state: dict, prefix: str, *args) -> None:
+    for name, sources in module.tail.sources.items():
+        if all(prefix + s in state for s in sources):
+            state[prefix + "tail." + name] = torch.stack([state.pop(prefix + s)
+                                                          for s in sources])
 
 
 class RelativeTimeEncoder(torch.nn.Module):

@@ -6,11 +6,11 @@
   matmul per linear map and one layer norm per norm (``model.stacked_encoders``), over the
   tables' rows padded to more than the largest table's (``true``) or cut into chunks of a
   number of rows, each table padded to whole chunks (a number: :func:`chunk_layout`); the
-  padded sizes (:func:`stack_sizes`) decided by the host, ahead of a compiled model.
+  padded sizes (:func:`stack_sizes`) decided by the host, ahead of a compiled model,
+  with the later blocks' parameters held stacked over the tables (:class:`StackedTail`).
 
-Same parameters as the per-table modules (checkpoints, initialisation and what the
-optimiser sees are theirs); outputs and gradients equal up to float rounding
-(tests/nn/test_fused.py). Written here because PyG's grouped matmuls (``HeteroDictLinear``,
+The per-table modules' values: their initialisation, and checkpoints under their names;
+outputs and gradients equal up to float rounding (tests/nn/test_fused.py). Written here because PyG's grouped matmuls (``HeteroDictLinear``,
 segment matmuls) need ``pyg-lib``, which is not on PyPI, and PyTorch Frame runs one table
 at a time.
 """
@@ -112,14 +112,16 @@ def stack_sizes(rows: list, chunk: int = 0) -> tuple:
     return (most + 1,)
 
 
-def stacked_resnets(models: list, tfs: list, chunk: int = 0,
-                    sizes: tuple | None = None) -> list[Tensor]:
-    """Several tables' ResNets at once: each table's first block on its own (their input
-    widths differ), then every later block and the decoder as one batched matmul
-    (``bmm``) per linear map and one layer norm per norm over the tables' rows stacked
-    into ``[tables, rows, channels]``, each table padded to more than the most rows of any
-    (pad rows are zeros, dropped at the end). Same parameters as the per-table modules;
-    outputs equal up to float rounding.
+def stacked_resnets(heads: list, tfs: list, tail: "StackedTail", tables: tuple | None = None,
+                    chunk: int = 0, sizes: tuple | None = None) -> list[Tensor]:
+    """Several tables' ResNets at once: each table's first block on its own (``heads``,
+    the per-table ResNets: their input widths differ), then every later block and the
+    decoder as one batched matmul (``bmm``) per linear map and one layer norm per norm
+    over the tables' rows stacked into ``[tables, rows, channels]``, each table padded to
+    more than the most rows of any (pad rows are zeros, dropped at the end), with
+    ``tail``'s parameters (:class:`StackedTail`; ``tables``: the tables' positions in it,
+    None for all of them in its order). Outputs equal the per-table ResNets' up to float
+    rounding.
 
     Fewer, larger kernels at the price of the padding's arithmetic: for a GPU step bound
     by launches, not for a CPU bound by its matmuls (``model.stacked_encoders``). With
@@ -128,24 +130,23 @@ def stacked_resnets(models: list, tfs: list, chunk: int = 0,
     weights (:func:`chunk_layout`): the arithmetic of the real rows, and for the weight
     gradients many short sums instead of one long one per table. ``sizes``: the layout,
     :func:`stack_sizes` of the tables' rows (computed here if None)."""
-    heads = [resnet_head(m, tf) for m, tf in zip(models, tfs)]
-    rows = [h.size(0) for h in heads]
+    out = [resnet_head(m, tf) for m, tf in zip(heads, tfs)]
+    rows = [h.size(0) for h in out]
     sizes = sizes or stack_sizes(rows, chunk)
     if chunk > 0:
-        x, index = chunk_layout(heads, chunk, sizes)
+        x, index = chunk_layout(out, chunk, sizes)
     else:
-        x = torch.stack([F.pad(h, (0, 0, 0, sizes[0] - r)) for h, r in zip(heads, rows)])
+        x = torch.stack([F.pad(h, (0, 0, 0, sizes[0] - r)) for h, r in zip(out, rows)])
         index = None
-    for blocks in zip(*[list(m.backbone)[1:] for m in models]):
-        out = _bmm(x, [b.lin1 for b in blocks], index)
-        out = _stacked_norm(out, [b.norm1 for b in blocks], index)
-        out = blocks[0].dropout(out.relu())
-        out = _bmm(out, [b.lin2 for b in blocks], index)
-        out = _stacked_norm(out, [b.norm2 for b in blocks], index)
-        x = blocks[0].dropout(out.relu()) + x
-    decoders = [m.decoder for m in models]
-    x = _stacked_norm(x, [d[0] for d in decoders], index).relu()
-    x = _bmm(x, [d[-1] for d in decoders], index)
+    for block in tail.blocks:
+        out = _bmm(x, block.lin1.take(tables), index)
+        out = _stacked_norm(out, block.norm1.take(tables), tail.eps, index)
+        out = tail.dropout(out.relu())
+        out = _bmm(out, block.lin2.take(tables), index)
+        out = _stacked_norm(out, block.norm2.take(tables), tail.eps, index)
+        x = tail.dropout(out.relu()) + x
+    x = _stacked_norm(x, tail.norm.take(tables), tail.eps, index).relu()
+    x = _bmm(x, tail.lin.take(tables), index)
     if index is None:
         return [x[i, :r] for i, r in enumerate(rows)]
     x = x.reshape(-1, x.size(-1))
@@ -154,6 +155,81 @@ def stacked_resnets(models: list, tfs: list, chunk: int = 0,
         out.append(x[start:start + r])
         start = start + n * chunk
     return out
+
+
+class StackedTail(torch.nn.Module):
+    """Every table's ResNet blocks after the first, and its decoder, with each parameter
+    stacked over the tables: a linear map's weight ``[T, out, in]`` and bias ``[T, out]``,
+    a layer norm's weight and bias ``[T, C]``; what :func:`stacked_resnets` computes with.
+
+    Taken from the per-table ResNets ``models`` (:func:`stackable`), whose later blocks
+    and decoder it removes (each keeps its column encoder and first block): one parameter
+    a map for all tables, not one a table. The optimiser, autograd's accumulation into
+    ``.grad`` and ``zero_grad`` each work per parameter, on the host, at every step
+    (``experiment=gpu``'s user-churn: 222 parameters, of which this makes 112 into 28),
+    and no weight is stacked again at each step. The per-table values are what the
+    optimiser's elementwise update and the initialisation see alike
+    (:meth:`reset_table`, table by table in the per-table modules' order), and
+    :class:`~rdl.nn.encoder.HeteroEncoder` saves and loads them under the per-table
+    modules' names: ``sources`` names each stacked parameter's per-table ones.
+    """
+
+    def __init__(self, models: list, names: dict):
+        super().__init__()
+        later = [list(m.backbone)[1:] for m in models]
+        self.blocks = torch.nn.ModuleList(torch.nn.ModuleDict(
+            {k: StackedParams([getattr(b[i], k) for b in later], names)
+             for k in ("lin1", "norm1", "lin2", "norm2")}) for i in range(len(later[0])))
+        self.norm = StackedParams([m.decoder[0] for m in models], names)
+        self.lin = StackedParams([m.decoder[-1] for m in models], names)
+        self.eps = models[0].decoder[0].eps
+        self.dropout = models[0].backbone[0].dropout   # one probability (stackable)
+        self.sources = {f"{name}.{attr}": mod.sources[attr]
+                        for name, mod in self.named_modules() if isinstance(mod, StackedParams)
+                        for attr in ("weight", "bias")}
+        for m in models:   # the per-table copies leave their modules
+            m.backbone = torch.nn.Sequential(m.backbone[0])
+            m.decoder = torch.nn.Sequential()
+
+    def reset_table(self, t: int) -> None:
+        """Table ``t``'s parameters initialised as its own blocks and decoder would be
+        (each block's ``lin1``, ``lin2`` and norms, then the decoder's norm and linear
+        map: PyTorch Frame's order, which draws the same random numbers)."""
+        for block in self.blocks:
+            for k in ("lin1", "lin2", "norm1", "norm2"):
+                block[k].reset_table(t)
+        self.norm.reset_table(t)
+        self.lin.reset_table(t)
+
+
+class StackedParams(torch.nn.Module):
+    """The ``weight`` and ``bias`` of several modules of one kind (``Linear``,
+    ``LayerNorm``), stacked: ``[T, *shape]``; ``sources``: their names in ``names``
+    (parameter -> name)."""
+
+    def __init__(self, modules: list, names: dict):
+        super().__init__()
+        self.kind = type(modules[0])
+        self.weight = torch.nn.Parameter(torch.stack([m.weight.detach() for m in modules]))
+        self.bias = torch.nn.Parameter(torch.stack([m.bias.detach() for m in modules]))
+        self.sources = {a: [names[getattr(m, a)] for m in modules] for a in ("weight", "bias")}
+
+    def take(self, tables: tuple | None) -> tuple[Tensor, Tensor]:
+        """``(weight, bias)`` of the tables at positions ``tables`` (None: all)."""
+        if tables is None:
+            return self.weight, self.bias
+        return self.weight[list(tables)], self.bias[list(tables)]
+
+    def reset_table(self, t: int) -> None:
+        # the module kind's own initialisation, on table t's slices
+        self.kind.reset_parameters(_Slices(self.weight[t], self.bias[t]))
+
+
+class _Slices:
+    """A module's ``weight`` and ``bias`` as its ``reset_parameters`` reads them."""
+
+    def __init__(self, weight: Tensor, bias: Tensor):
+        self.weight, self.bias, self.elementwise_affine = weight, bias, True
 
 
 def chunk_layout(xs: list[Tensor], chunk: int,
@@ -173,11 +249,11 @@ def chunk_layout(xs: list[Tensor], chunk: int,
     return rows.view(-1, chunk, rows.size(-1)), index
 
 
-def _bmm(x: Tensor, lins: list, index: Tensor | None = None) -> Tensor:
-    """``[lin_t(x[t]) for each t]`` as one batched matmul (``x [T, R, in]``); with
+def _bmm(x: Tensor, params: tuple, index: Tensor | None = None) -> Tensor:
+    """``x[t] @ weight[t]^T + bias[t]`` for each table ``t`` as one batched matmul (``x
+    [T, R, in]``, ``params``: ``(weight [T, out, in], bias [T, out] or None)``); with
     ``index``, ``x [N, K, in]`` holds chunks and chunk ``n`` is table ``index[n]``'s."""
-    weight = torch.stack([lin.weight for lin in lins])                  # [T, out, in]
-    bias = None if lins[0].bias is None else torch.stack([lin.bias for lin in lins])
+    weight, bias = params
     if index is not None:
         return ChunkedLinear.apply(x, weight, bias, index)
     return StackedLinear.apply(x, weight, bias)
@@ -241,54 +317,57 @@ class ChunkedLinear(torch.autograd.Function):
         x, weight = x.to(grad.dtype), weight.to(grad.dtype)   # autocast: see StackedLinear
         gx = torch.bmm(grad, weight.index_select(0, index)) if ctx.needs_input_grad[0] \
             else None
-        gw = gb = None
-        tables, out_f, in_f = weight.shape
-        want_w, want_b = ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]
-        parts = ([torch.bmm(grad.transpose(1, 2), x).flatten(1)] if want_w else []) + \
-            ([grad.sum(1)] if want_b else [])
-        if parts:   # both summed by table in one matmul
-            both = _by_table(torch.cat(parts, 1) if len(parts) > 1 else parts[0], index,
-                             tables)
-            gw = both[:, :out_f * in_f].view(tables, out_f, in_f) if want_w else None
-            gb = both[:, -out_f:] if want_b else None
+        tables = weight.size(0)
+        # each summed by table on its own: one sum of both would give each a gradient
+        # strided as a block of it, which autograd copies into ``.grad``
+        gw = _by_table(torch.bmm(grad.transpose(1, 2), x), index, tables) \
+            if ctx.needs_input_grad[1] else None
+        gb = _by_table(grad.sum(1), index, tables) \
+            if ctx.has_bias and ctx.needs_input_grad[2] else None
         return gx, gw, gb, None
 
 
 class ChunkRows(torch.autograd.Function):
-    """``values[index]`` (``values [T, ...]``, ``index [N]``): each chunk's row of its
-    table; the gradient summed back by table with :func:`_by_table`."""
+    """``stack([weight, bias], 1)[index]`` (``weight``, ``bias`` ``[T, C]``, ``index
+    [N]``): each chunk's rows of its table, ``[N, 2, C]``; the gradients summed back by
+    table in one matmul (:func:`_by_table`), each a block of ``[2, T, C]``: contiguous,
+    its parameter's layout."""
 
     @staticmethod
-    def forward(values: Tensor, index: Tensor) -> Tensor:
-        return values.index_select(0, index)
+    def forward(weight: Tensor, bias: Tensor, index: Tensor) -> Tensor:
+        return torch.stack([weight, bias], 1).index_select(0, index)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(inputs[1])
+        ctx.save_for_backward(inputs[2])
         ctx.tables = inputs[0].size(0)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        return _by_table(grad, ctx.saved_tensors[0], ctx.tables), None
+        both = _by_table(grad.transpose(0, 1), ctx.saved_tensors[0], ctx.tables, parts=True)
+        return both[0], both[1], None
 
 
-def _by_table(values: Tensor, index: Tensor, tables: int) -> Tensor:
-    """``values [N, ...]`` summed over the chunks of each table: ``[tables, ...]``. One
-    matmul by the chunks' one-hot table matrix, where ``index_add`` into zeros would be
-    two kernels (a fill and a scatter), and on a CPU compiled, a fallback to ATen."""
+def _by_table(values: Tensor, index: Tensor, tables: int, parts: bool = False) -> Tensor:
+    """``values [N, ...]`` summed over the chunks of each table: ``[tables, ...]`` (with
+    ``parts``, ``values [P, N, ...]``: ``[P, tables, ...]``). One matmul by the chunks'
+    one-hot table matrix, where ``index_add`` into zeros would be two kernels (a fill and
+    a scatter), and on a CPU compiled, a fallback to ATen."""
     onehot = (torch.arange(tables, device=index.device).unsqueeze(1) == index).to(values.dtype)
+    if parts:
+        flat = values.reshape(values.size(0), values.size(1), -1)          # [P, N, rest]
+        return (onehot @ flat).view(values.size(0), tables, *values.shape[2:])
     return (onehot @ values.reshape(values.size(0), -1)).view(tables, *values.shape[1:])
 
 
-def _stacked_norm(x: Tensor, norms: list, index: Tensor | None = None) -> Tensor:
-    """``[norm_t(x[t]) for each t]`` (``x [T, R, C]``): one normalisation, each table's
-    weight and bias broadcast over its rows (with ``index``: over the chunks of
-    :func:`chunk_layout`, each its table's)."""
-    y = F.layer_norm(x, x.shape[-1:], eps=norms[0].eps)
+def _stacked_norm(x: Tensor, params: tuple, eps: float,
+                  index: Tensor | None = None) -> Tensor:
+    """Each table's layer norm (``params``: ``(weight [T, C], bias [T, C])``) of ``x [T,
+    R, C]``: one normalisation, each table's weight and bias broadcast over its rows (with
+    ``index``: over the chunks of :func:`chunk_layout`, each its table's)."""
+    y = F.layer_norm(x, x.shape[-1:], eps=eps)
+    w, b = params
     if index is not None:   # weights and biases gathered together: one sum of their grads
-        wb = ChunkRows.apply(torch.stack([torch.stack([n.weight, n.bias]) for n in norms]),
-                             index)
+        wb = ChunkRows.apply(w, b, index)
         return y * wb[:, :1] + wb[:, 1:]
-    w = torch.stack([n.weight for n in norms])
-    b = torch.stack([n.bias for n in norms])
     return y * w.unsqueeze(1) + b.unsqueeze(1)

@@ -8,7 +8,7 @@ import torch
 import torch_frame
 from torch_frame.data import Dataset
 
-from rdl.nn.encoder import HeteroEncoder
+from rdl.nn.encoder import HeteroEncoder, _per_table_state
 from rdl.nn.fused import stacked_layer_norm
 from rdl.nn.stacked import resnet_forward, stackable, stacked_resnets
 from rdl.nn.model import HeteroGraphSAGE
@@ -119,24 +119,34 @@ def double(tf):
 
 
 def run(enc, tfs):
+    """The encoder's outputs and its parameters' gradients under the per-table modules'
+    names (a stacked encoder's split by table, as its checkpoints are)."""
     enc.zero_grad()
     out = enc({t: double(tf) for t, tf in tfs.items()})
     loss = sum((o * torch.linspace(-1, 1, o.numel(), dtype=o.dtype).view_as(o)).sum()
                for o in out.values())
     loss.backward()
-    return out, {n: p.grad.clone() for n, p in enc.named_parameters()}
+    g = {n: p.grad.clone() for n, p in enc.named_parameters()}
+    if enc.tail is not None:
+        _per_table_state(enc, g, "", None)
+    return out, g
+
+
+def like(ref, **kw):
+    """An encoder with ``kw``'s layout holding ``ref``'s values (through its state)."""
+    enc, _ = encoder(**kw)
+    enc.load_state_dict(ref.state_dict())
+    return enc
 
 
 # chunks of 2, 3 and 16 rows: tables of 11, 4 and 7 rows in several chunks (the last
 # padded), and all of them in one chunk each
-@pytest.mark.parametrize("fused,stacked,chunk", [(True, False, 0), (True, True, 0),
-                                                 (False, True, 0), (True, True, 2),
-                                                 (True, True, 3), (False, True, 16)])
-def test_fused_and_stacked_table_encoders_equal_pytorch_frames_resnets(fused, stacked, chunk):
+@pytest.mark.parametrize("fused,stacked", [(True, False), (True, True), (False, True),
+                                           (True, 2), (True, 3), (False, 16)])
+def test_fused_and_stacked_table_encoders_equal_pytorch_frames_resnets(fused, stacked):
     enc, tfs = encoder(fused=False, stacked=False)
     out_ref, g_ref = run(enc, tfs)
-    enc.fused, enc.stacked, enc.chunk_rows = fused, stacked, chunk
-    out, g = run(enc, tfs)
+    out, g = run(like(enc, fused=fused, stacked=stacked), tfs)
     assert out.keys() == out_ref.keys() and g.keys() == g_ref.keys()
     for t in out:
         assert out[t].shape == (tfs[t].num_rows, 8)
@@ -145,12 +155,42 @@ def test_fused_and_stacked_table_encoders_equal_pytorch_frames_resnets(fused, st
         torch.testing.assert_close(g[name], g_ref[name], rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("stacked", [True, 3])
+def test_stacked_encoders_hold_each_map_once_for_all_tables(stacked):
+    """The later blocks' and decoders' parameters are held stacked over the tables (one
+    parameter a map, not one a table: the optimiser and autograd work per parameter on the
+    host), initialised as the per-table modules are from the same seed, and saved and
+    loaded under the per-table modules' names, either way."""
+    ref, tfs = encoder(fused=True)
+    enc, _ = encoder(fused=True, stacked=stacked)
+    # three tables of three blocks: 2 later blocks of 8 parameters and a decoder of 4
+    assert len(list(ref.parameters())) - len(list(enc.parameters())) == (2 * 8 + 4) * 2
+    assert all(p.shape[0] == 3 for p in enc.tail.parameters())
+    state, want = enc.state_dict(), ref.state_dict()
+    assert sorted(state) == sorted(want)
+    for k in want:
+        assert torch.equal(state[k], want[k]), k
+    torch.manual_seed(1)   # the same random numbers, drawn in the same order
+    enc.reset_parameters()
+    torch.manual_seed(1)
+    ref.reset_parameters()
+    state, want = enc.state_dict(), ref.state_dict()
+    assert all(torch.equal(state[k], want[k]) for k in want)
+    back = like(enc, fused=True)   # and back into per-table modules
+    assert all(torch.equal(back.state_dict()[k], want[k]) for k in want)
+    with torch.no_grad():
+        for t, out in enc({t: double(tf) for t, tf in tfs.items()}).items():
+            torch.testing.assert_close(out, ref({t: double(tfs[t])})[t], rtol=1e-10,
+                                       atol=1e-12)
+
+
 def test_stacked_encoders_batch_the_later_blocks_over_tables():
     """The stacked path runs a batched matmul per linear map of the later blocks and the
-    decoder, not one per table; it falls back per table where it cannot stack."""
-    enc, tfs = encoder()
+    decoder, not one per table; tables that cannot be stacked run per table."""
+    ref, tfs = encoder()
+    assert stackable(list(ref.encoders.values())) and not stackable([ref.encoders["x"]])
+    enc = like(ref, stacked=True)
     models = [enc.encoders[t] for t in tfs]
-    assert stackable(models) and not stackable(models[:1])
     calls = []
     real = torch.bmm
 
@@ -160,16 +200,21 @@ def test_stacked_encoders_batch_the_later_blocks_over_tables():
 
     torch.bmm = spy
     try:
-        stacked_resnets(models, [double(tf) for tf in tfs.values()])
+        stacked_resnets(models, [double(tf) for tf in tfs.values()], enc.tail)
         # in chunks of 3 rows: 4 + 2 + 3 chunks for tables of 11, 4 and 7 rows
-        stacked_resnets(models, [double(tf) for tf in tfs.values()], chunk=3)
+        stacked_resnets(models, [double(tf) for tf in tfs.values()], enc.tail, chunk=3)
+        # two of the tables, in another order: their weights taken from the stack
+        enc({t: double(tfs[t]) for t in ("z", "x")})
     finally:
         torch.bmm = real
     # blocks 2 and 3 (two maps each) and the decoder, each over the three tables
-    assert calls == [3] * 5 + [9] * 5
+    assert calls == [3] * 5 + [9] * 5 + [2] * 5
     shallow, _ = encoder(num_layers=1)
     deep, _ = encoder(num_layers=2)
     assert not stackable([shallow.encoders["x"], deep.encoders["y"]])
+    tf, stats = table(11, 0, 2, 1)   # a database of one table: nothing to stack
+    one = HeteroEncoder(8, {"x": tf.col_names_dict}, {"x": stats}, num_layers=3, stacked=True)
+    assert one.tail is None and not one.stacked
 
 
 @pytest.mark.parametrize("chunk", [0, 3])
@@ -189,10 +234,9 @@ def test_stacked_encoders_take_their_padded_sizes_from_the_host(chunk):
             out = enc(tfs, stack_sizes=given)
             for t in tfs:
                 torch.testing.assert_close(out[t], ref[t], rtol=1e-12, atol=1e-12)
-    enc.set_stacked(False)
-    assert enc.stack_sizes(tfs) is None
-    enc.set_stacked(chunk or True)
-    assert enc.stack_sizes({"x": tfs["x"]}) is None   # one table: nothing to stack
+    assert encoder(fused=True)[0].stack_sizes(tfs) is None
+    # one table of a batch: its own layout (11 rows: 12, or 4 chunks of 3)
+    assert enc.stack_sizes({"x": tfs["x"]}) == ((4,) if chunk else (12,))
 
 
 def test_fused_first_block_equals_a_resnet_of_one_block():
@@ -215,10 +259,9 @@ def test_types_without_nodes_pass_through_the_fused_layer_and_encoders():
     out, out_ref = model(x, ei), ref(x, ei)
     assert out["b"].shape == (0, 6)
     torch.testing.assert_close(out["a"], out_ref["a"], rtol=1e-10, atol=1e-12)
-    enc, tfs = encoder()
-    tfs["y"] = tfs["y"][torch.zeros(0, dtype=torch.long)]
-    for stacked, chunk in ((False, 0), (True, 0), (True, 4)):
-        enc.stacked, enc.chunk_rows = stacked, chunk
+    for stacked in (False, True, 4):
+        enc, tfs = encoder(stacked=stacked)
+        tfs["y"] = tfs["y"][torch.zeros(0, dtype=torch.long)]
         assert enc({t: double(tf) for t, tf in tfs.items()})["y"].shape == (0, 8)
 
 
@@ -245,13 +288,13 @@ def test_stacked_encoders_weight_gradients_arrive_in_the_parameters_layout(stack
     decoders' weights get theirs in their own layout (autograd's bmm gave them transposed)."""
     enc, tfs = encoder(fused=True, stacked=stacked)
     layout = {}
-    for name, p in enc.named_parameters():
-        if p.dim() == 2 and ".backbone.0." not in name and ".encoder." not in name:
-            p.register_hook(lambda g, name=name, p=p: layout.__setitem__(
-                name, g.stride() == p.stride()))
+    for name, p in enc.tail.named_parameters():
+        p.register_hook(lambda g, name=name, p=p: layout.__setitem__(
+            name, g.stride() == p.stride()))
     run(enc, tfs)
-    # the later blocks' lin1 and lin2 and the decoder's linear, of each of three tables
-    assert len(layout) == 3 * 5
+    # the later blocks' lin1, lin2, norm1 and norm2 and the decoder's norm and linear map,
+    # a weight and a bias each, stacked over the tables
+    assert len(layout) == 2 * (2 * 4 + 2)
     assert all(layout.values()), [n for n, ok in layout.items() if not ok]
 
 
