@@ -252,6 +252,9 @@ class HeteroEncoder(torch.nn.Module):
             to the largest table's (fewer kernels, more arithmetic); a number of rows
             (``chunk_rows``), over chunks of that many rows, each table padded to whole
             chunks (the real rows' arithmetic, one more small op per map's gradient).
+            Their parameters are held stacked over the tables
+            (:class:`~rdl.nn.stacked.StackedTail`, ``self.tail``): saved and loaded under
+            the per-table modules' names, so a checkpoint loads into either layout.
     """
 
     def __init__(self, channels: int, col_names: dict, col_stats: dict, num_layers: int = 4,

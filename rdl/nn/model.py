@@ -111,8 +111,9 @@ class RelGNN(torch.nn.Module):
         fused: message passing and the table encoders' first blocks in fewer, larger ops
             (:class:`HeteroGraphSAGE`, :class:`~rdl.nn.encoder.HeteroEncoder`).
         stacked_encoders: the table encoders' later blocks as batched matmuls over all
-            tables (:class:`~rdl.nn.encoder.HeteroEncoder`; opt-in: padding's arithmetic;
-            a number: rows per chunk, each table padded to whole chunks only).
+            tables, their parameters held stacked (:class:`~rdl.nn.encoder.HeteroEncoder`;
+            opt-in: padding's arithmetic; a number: rows per chunk, each table padded to
+            whole chunks only).
         id_table: identity awareness (ID-GNN): the seed nodes of this type, the first
             ``len(seed_time)`` nodes of it, get a learned vector added before message passing.
     """
