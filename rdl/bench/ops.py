@@ -3,13 +3,13 @@
 ``python -m rdl.bench ops [--tasks user-churn] [--variants per-type fused stacked]
 [--eager] [--batches 8] [--rounds 8] [--set HYDRA_OVERRIDE ...] [--out DIR]``
 
-The same model (the same parameters' values) computed per type (PyG's ``HeteroConv``, a norm per type:
-``model.fused=false``), fused (:mod:`rdl.nn.fused`) and fused with stacked encoders
-(``model.stacked_encoders``): the forward, loss and backward of ``--batches`` training
+The same model (the same parameters' values) computed per type (PyG's ``HeteroConv``, a
+norm per type: ``model.fused=false``), fused (:mod:`rdl.nn.fused`) and fused with stacked
+encoders (``model.stacked_encoders``): the forward, loss and backward of ``--batches`` training
 batches held in memory, the variants alternated over ``--rounds`` rounds in one process
 (this machine's speed drifts between processes by more than the differences measured), the
 median ms a step of each. Compiled (``torch.compile(dynamic=True)``, each variant its own
-graph, compiled before the rounds) unless ``--eager``. What the fused ops save on a GPU is
+module and graph, compiled before the rounds) unless ``--eager``. What the fused ops save on a GPU is
 measured by the GPU check (``python -m rdl.bench gpu``); this says what they cost where the
 step is bound by its arithmetic.
 """

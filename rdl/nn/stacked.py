@@ -10,9 +10,9 @@
   with the later blocks' parameters held stacked over the tables (:class:`StackedTail`).
 
 The per-table modules' values: their initialisation, and checkpoints under their names;
-outputs and gradients equal up to float rounding (tests/nn/test_fused.py). Written here because PyG's grouped matmuls (``HeteroDictLinear``,
-segment matmuls) need ``pyg-lib``, which is not on PyPI, and PyTorch Frame runs one table
-at a time.
+outputs and gradients equal up to float rounding (tests/nn/test_fused.py). Written here
+because PyG's grouped matmuls (``HeteroDictLinear``, segment matmuls) need ``pyg-lib``,
+which is not on PyPI, and PyTorch Frame runs one table at a time.
 """
 from __future__ import annotations
 
@@ -74,7 +74,8 @@ def _cat_bias(a: Tensor | None, b: Tensor | None) -> Tensor | None:
 def stackable(models: list) -> bool:
     """Whether :func:`stacked_resnets` can run these tables' ResNets together: two or
     more, each with blocks, the same number of them, layer norms with one ``eps`` and
-    affine parameters after the first block, one dropout probability, one width."""
+    affine parameters after the first block, linear maps with biases, one dropout
+    probability, one width."""
     if len(models) < 2 or len({len(m.backbone) for m in models}) != 1 \
             or len(models[0].backbone) < 1:
         return False
@@ -85,6 +86,9 @@ def stackable(models: list) -> bool:
            for n in norms) or len({n.eps for n in norms}) != 1:
         return False
     if any(b.shortcut is not None for blocks in later for b in blocks):
+        return False
+    lins = [lin for blocks in later for b in blocks for lin in (b.lin1, b.lin2)]
+    if any(lin.bias is None for lin in lins + [m.decoder[-1] for m in models]):
         return False
     widths = {m.decoder[-1].out_features for m in models}
     probs = {b.dropout.p for m in models for b in m.backbone}
@@ -112,7 +116,7 @@ def stack_sizes(rows: list, chunk: int = 0) -> tuple:
     return (most + 1,)
 
 
-def stacked_resnets(heads: list, tfs: list, tail: "StackedTail", tables: tuple | None = None,
+def stacked_resnets(heads: list, tfs: list, tail: StackedTail, tables: tuple | None = None,
                     chunk: int = 0, sizes: tuple | None = None) -> list[Tensor]:
     """Several tables' ResNets at once: each table's first block on its own (``heads``,
     the per-table ResNets: their input widths differ), then every later block and the
