@@ -9,9 +9,9 @@ encoders (``model.stacked_encoders``): the forward, loss and backward of ``--bat
 batches held in memory, the variants alternated over ``--rounds`` rounds in one process
 (this machine's speed drifts between processes by more than the differences measured), the
 median ms a step of each. Compiled (``torch.compile(dynamic=True)``, each variant its own
-module and graph, compiled before the rounds) unless ``--eager``. What the fused ops save on a GPU is
-measured by the GPU check (``python -m rdl.bench gpu``); this says what they cost where the
-step is bound by its arithmetic.
+module and graph, compiled before the rounds) unless ``--eager``. What the fused ops save
+on a GPU is measured by the GPU check (``python -m rdl.bench gpu``); this says what they
+cost where the step is bound by its arithmetic.
 """
 from __future__ import annotations
 
