@@ -193,7 +193,7 @@ class StackedTail(torch.nn.Module):
                         for attr in ("weight", "bias")}
         for m in models:   # the per-table copies leave their modules
             m.backbone = torch.nn.Sequential(m.backbone[0])
-            m.decoder = torch.nn.Sequential()
+            m.decoder = InTail()
 
     def reset_table(self, t: int) -> None:
         """Table ``t``'s parameters initialised as its own blocks and decoder would be
@@ -204,6 +204,16 @@ class StackedTail(torch.nn.Module):
                 block[k].reset_table(t)
         self.norm.reset_table(t)
         self.lin.reset_table(t)
+
+
+class InTail(torch.nn.Module):
+    """A stacked table encoder's decoder: in its :class:`StackedTail`, so that the table's
+    own ResNet, called alone, says so instead of returning its first block's output."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        raise RuntimeError("this table's later encoder blocks and decoder are stacked with "
+                           "the other tables' (model.stacked_encoders): run the "
+                           "HeteroEncoder that holds them, not the table's ResNet alone")
 
 
 class StackedParams(torch.nn.Module):

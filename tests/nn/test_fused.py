@@ -176,6 +176,8 @@ def test_stacked_encoders_hold_each_map_once_for_all_tables(stacked):
     ref.reset_parameters()
     state, want = enc.state_dict(), ref.state_dict()
     assert all(torch.equal(state[k], want[k]) for k in want)
+    with pytest.raises(RuntimeError, match="stacked_encoders"):
+        enc.encoders["x"](double(tfs["x"]))   # a table's ResNet alone lacks its tail
     back = like(enc, fused=True)   # and back into per-table modules
     assert all(torch.equal(back.state_dict()[k], want[k]) for k in want)
     with torch.no_grad():
