@@ -43,7 +43,8 @@ def modules(task: str, variants: list[str], eager: bool, overrides: list[str]):
         cfg = rdl.config(f"task={task}", f"compile.enabled={str(not eager).lower()}",
                          *overrides, *VARIANTS[v])
         torch.manual_seed(cfg.seed)
-        data = data or prepare(cfg)
+        if data is None:
+            data = prepare(cfg)
         model = make_model(cfg, data)
         if state is None:
             state, data = model.state_dict(), shaped(cfg, data, model)

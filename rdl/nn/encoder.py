@@ -276,10 +276,14 @@ class HeteroEncoder(torch.nn.Module):
             self.tail = StackedTail(models, names)
             self.register_state_dict_post_hook(_per_table_state)
             self.register_load_state_dict_pre_hook(_stacked_state)
-        self.stacked = self.tail is not None
         #: rows per chunk of the stacked encoders (0: padded to the largest table)
         self.chunk_rows = 0 if isinstance(stacked, bool) else stacked
         self._tables = {nt: i for i, nt in enumerate(col_names)}
+
+    @property
+    def stacked(self) -> bool:
+        """Whether the tables' later blocks run stacked (:attr:`tail`)."""
+        return self.tail is not None
 
     def reset_parameters(self):
         for i, enc in enumerate(self.encoders.values()):
