@@ -59,14 +59,33 @@ class TaskModule(pl.LightningModule):
             forward = compile_model(model, self.compile_options.cpu_patches,
                                     self.compile_options.dynamo, **self.compile_options.kwargs)
         self._step_loss, self._loss_sum, self._loss_count = None, None, 0  # see training_step
-        # Not an nn.Module attribute: the compiled wrapper shares the model's parameters,
-        # and checkpoints keep the plain model's keys.
+        # Not nn.Module attributes: the compiled wrappers share the model's parameters,
+        # and checkpoints keep the plain model's keys. ``train_fn``: see ``compile_loss``.
         object.__setattr__(self, "forward_fn", forward)
+        object.__setattr__(self, "train_fn", None)
         # the model's table encoders, for the stacked ones' padded sizes (plain attribute:
         # a module attribute would save them twice)
         object.__setattr__(self, "_encoder", next(
             (m for m in model.modules() if isinstance(m, HeteroEncoder)), None))
         self._warmed: set[str] = set()
+
+    def compile_loss(self, head: torch.nn.Module) -> None:
+        """``train_fn``: ``head`` (the model with the task's loss after it, taking the
+        model's inputs and the targets) compiled as a training step's one graph, where the
+        model is compiled and each of its outputs is a real seed's
+        (:attr:`Shapes.keeps_all <rdl.training.shapes.Shapes.keeps_all>`). On a GPU the
+        loss and its gradient are otherwise a dozen eager kernels before and after the
+        compiled ones. Buckets and token sets drop pad seeds' outputs on the host first:
+        their loss stays after the compiled model."""
+        if self.compile_options.enabled and self.shapes.keeps_all:
+            options = self.compile_options
+            object.__setattr__(self, "train_fn", compile_model(
+                head, options.cpu_patches, options.dynamo, **options.kwargs))
+
+    def set_forward(self, fn: Callable) -> None:
+        """Run the model as ``fn`` from now on (``self.model``: eager), the loss after it."""
+        object.__setattr__(self, "forward_fn", fn)
+        object.__setattr__(self, "train_fn", None)
 
     def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
         """The model's positional and keyword inputs from a sampled batch seeded at

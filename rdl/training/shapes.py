@@ -59,6 +59,12 @@ class Shapes:
         """How many of the model's first outputs are real seeds (None: all)."""
         return None
 
+    @property
+    def keeps_all(self) -> bool:
+        """Every output of the model is a real seed's, at every batch (:meth:`keep` is
+        None): nothing is dropped on the host between the model and its loss."""
+        return type(self).keep is Shapes.keep
+
     def spare(self, batch, node_type: str) -> Tensor:
         """Rows of ``node_type`` a model may pass as throwaway inputs (its pad rows)."""
         return torch.zeros(0, dtype=torch.long, device=batch[node_type].n_id.device)

@@ -18,7 +18,8 @@ from rdl.training import schedules
 from rdl.graph.transforms import PAD
 from rdl.training.compile import compile_optimizer_step
 from rdl.training.batches import SeedBatches
-from rdl.training.shapes import Exact, Padded, pad_inputs
+from rdl.training.buckets import BucketSettings
+from rdl.training.shapes import Buckets, Exact, Padded, Tokens, pad_inputs
 
 # user-churn/sage and contextgnn compile with fullgraph=True in the no-recompile test. Slow
 # (a compile each, CI's budget): item-sales only changes user-churn's head, ID-GNN shares
@@ -161,7 +162,7 @@ def test_stacked_encoders_get_their_padded_sizes_with_the_batch(tiny_cfg, task, 
     calls = []
     real = module.model.forward
     module.model.forward = lambda *a, **k: calls.append(k.get("stack_sizes")) or real(*a, **k)
-    object.__setattr__(module, "forward_fn", module.model)   # eager: no compile here
+    module.set_forward(module.model)   # eager: no compile here
     args, kwargs = module.inputs(batch)
     rows = [tf.num_rows for tf in args[0].values()]
     assert kwargs.get("stack_sizes") == (sizes and sizes(rows))
@@ -221,6 +222,46 @@ def test_distinct_rows_and_padding_change_no_output(tiny_cfg, shapes):
         edges if pads == 0 else {et: n + pads for et, n in edges.items()})
     with torch.no_grad():
         torch.testing.assert_close(model(*args, **kwargs), model(*plain, seed_x=kwargs["seed_x"]))
+
+
+def test_a_compiled_step_trains_the_model_and_its_loss_as_one_graph(tiny_cfg):
+    """With dynamic shapes every output of the model is a real seed's, so the task's loss
+    joins the model's compiled graph (``TaskModule.compile_loss``): nothing of the loss or
+    its gradient runs outside the graphs, and the loss and the gradients are the eager
+    model's with the loss after it. Buckets and token sets drop pad seeds' outputs on the
+    host: their loss stays after the compiled model."""
+    from rdl.bench.kernels import outside_graphs
+    assert Exact().keeps_all and Padded().keeps_all
+    assert not Buckets(BucketSettings()).keeps_all and not Tokens({"article": 1}).keeps_all
+    _, dm, module = setup(tiny_cfg, "user-churn", "sage")
+    assert isinstance(module.shapes, Padded) and module.train_fn is not None
+    for m in module.model.modules():   # no dropout: one random stream is not the other's
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    module.train()
+    batch = next(iter(dm.train_dataloader()))
+    assert batch[module.entity].get("base") is not None, "the tree prior, added in the graph"
+
+    def step():
+        module.zero_grad(set_to_none=True)
+        loss, n = module.step_loss(batch)
+        loss.backward()
+        assert n == batch[module.entity].y.numel()
+        return loss.detach(), [p.grad for p in module.model.parameters()]
+
+    compiled = step()
+    _, outside = outside_graphs(step)
+    assert set(outside) <= {"fill_"}, f"outside the graphs: {dict(outside)} (fill_: the " \
+        "backward's seed)"
+    module.set_forward(module.model)
+    assert module.train_fn is None
+    eager = step()
+    torch.testing.assert_close(compiled[0], eager[0], rtol=1e-5, atol=1e-6)
+    assert sum(g is not None for g in eager[1]) > 10
+    for got, want in zip(compiled[1], eager[1]):
+        assert (got is None) == (want is None)
+        if got is not None:
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
 
 
 def test_pad_inputs_adds_the_pad_nodes_edges_times_and_seeds_in_few_ops():

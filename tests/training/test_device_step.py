@@ -29,6 +29,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from rdl.api import build
+from rdl.families.node.module import ModelLoss
 from tests.training.test_syncs import forces_sync
 
 aten = torch.ops.aten
@@ -115,7 +116,7 @@ def test_a_step_keeps_to_its_device_and_never_syncs(tiny_cfg, task, model, launc
         # (Inductor cannot compile for the meta device; a compiled graph cannot sync:
         # test_compile.py)
         assert module.shapes.pad_rows and module.forward_fn is not module.model
-        object.__setattr__(module, "forward_fn", module.model)
+        module.set_forward(module.model)
     dm.setup("fit")
     batch = next(iter(dm.train_dataloader()))
     events = audit_step(module, batch)
@@ -145,7 +146,7 @@ def test_the_audit_sees_a_cpu_tensor_and_a_sync():
 @pytest.mark.slow
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_the_compiled_graphs_hold_nothing_a_cuda_graph_is_cut_around(tiny_cfg, dynamic):
-    """``experiment=gpu``'s model as Inductor receives it (forward and backward graphs
+    """``experiment=gpu``'s model and loss as Inductor receives them (forward and backward graphs
     after AOTAutograd and Inductor's decompositions), traced on the ``meta`` device with
     rdl's trace settings: no node on the CPU, none of the ops torch will not record in a
     CUDA graph, no size read from data. Inductor cuts a graph around such nodes (its
@@ -176,8 +177,10 @@ def test_the_compiled_graphs_hold_nothing_a_cuda_graph_is_cut_around(tiny_cfg, d
     dm.setup("fit")
     batch = next(iter(dm.train_dataloader())).apply(on_meta)
     module = module.to("meta").train()
-    object.__setattr__(module, "forward_fn",
-                       torch.compile(module.model, backend=backend, dynamic=dynamic))
+    # the graph a training step runs: the model and its loss (TaskModule.compile_loss)
+    module.compile_options.kwargs = {"backend": backend, "dynamic": dynamic}
+    module.compile_loss(ModelLoss(module.model, module.kind))
+    assert module.train_fn is not None
     with _trace_settings():
         loss, _ = module.step_loss(batch)
         loss.backward()

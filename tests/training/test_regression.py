@@ -12,7 +12,7 @@ from torch_frame.data.stats import StatType
 from rdl.nn.encoder import RobustLinearEncoder
 from rdl.families.node import NodeTask
 from rdl.families.node.kinds import Regression
-from rdl.families.node.module import NodeTaskModule
+from rdl.families.node.module import NodeTaskModule, output
 
 from tests.training.test_label_history import datamodule, make_task
 
@@ -64,12 +64,16 @@ def test_stats_and_loss_in_asinh_space():
 def test_output_is_the_change_from_the_last_label():
     stats = (0.0, 0.5, 0.0, 10.0)
     m = module(stats)
-    zero = torch.zeros(3)
+    zero = torch.zeros(3, 1)   # the model's output [B, 1]
+
+    def from_base(out, base):
+        return output(m.kind, out, base, m.target_stats)
+
     # no change predicted: exactly the last label; no last label (NaN): the median
-    got = m.predict_value(m.from_base(zero, torch.tensor([0.25, 4.0, float("nan")])))
+    got = m.predict_value(from_base(zero, torch.tensor([0.25, 4.0, float("nan")])))
     assert got.tolist() == pytest.approx([0.25, 4.0, 0.0])
-    assert m.predict_value(m.from_base(zero, None)).tolist() == pytest.approx([0.0] * 3)
-    up = m.predict_value(m.from_base(torch.full((1,), 0.1), torch.tensor([4.0])))
+    assert m.predict_value(from_base(zero, None)).tolist() == pytest.approx([0.0] * 3)
+    up = m.predict_value(from_base(torch.full((1, 1), 0.1), torch.tensor([4.0])))
     assert up.item() == pytest.approx(0.5 * math.sinh(math.asinh(8.0) + 0.1))
 
 

@@ -74,16 +74,19 @@ class Audit(pl.Callback):
         self.batches = 0
 
     def setup(self, trainer, module, stage):
-        model = module.forward_fn
+        # the model's call, and a compiled run's model and loss (TaskModule.compile_loss)
+        for name in ("forward_fn", "train_fn"):
+            if getattr(module, name, None) is not None:
+                object.__setattr__(module, name, self.paused(getattr(module, name)))
 
+    def paused(self, model):
         def forward(*args, **kwargs):
             self.recorder.paused += 1
             try:
                 return model(*args, **kwargs)
             finally:
                 self.recorder.paused -= 1
-
-        object.__setattr__(module, "forward_fn", forward)
+        return forward
 
     def _start(self, *args):
         self.recorder.__enter__()

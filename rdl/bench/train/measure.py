@@ -159,14 +159,15 @@ def measure(task: str, model: str, variant: str, overrides: list[str], steps: in
 
     warm = [timed(lambda b=b: b)[0] for b in batches[:warmup]]
     excluded, eager = [], []
-    compiled_fn = module.forward_fn
+    compiled_fn, compiled_train = module.forward_fn, module.train_fn
 
     def eager_step(b) -> float:   # the same batch through the uncompiled model
-        object.__setattr__(module, "forward_fn", module.model)
+        module.set_forward(module.model)
         try:
             return timed(lambda: b)[0]
         finally:
             object.__setattr__(module, "forward_fn", compiled_fn)
+            object.__setattr__(module, "train_fn", compiled_train)
 
     for i, b in enumerate(batches[warmup:]):
         # interleaved: the eager step comes first every other batch (ABBA order), so that

@@ -32,6 +32,7 @@ class NodeTaskModule(TaskModule):
         #: the share of its correction of the base the model's output keeps: 1 in
         #: training, then chosen on val (:mod:`rdl.families.node.correction`)
         self.correction_scale = 1.0
+        self.compile_loss(ModelLoss(model, self.kind))
 
     def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
         args, kwargs = super().inputs(batch, seed_table)
@@ -44,16 +45,8 @@ class NodeTaskModule(TaskModule):
         return args, kwargs
 
     def forward(self, batch) -> Tensor:
-        out = super().forward(batch)
-        out = out.squeeze(-1) if out.size(-1) == 1 else out
-        if self.correction_scale != 1.0:  # chosen after training: no extra op in a step
-            out = out * self.correction_scale
-        return self.from_base(out, batch[self.entity].get("base"))
-
-    def from_base(self, out: Tensor, base: Tensor | None) -> Tensor:
-        """The model's output ``out`` as the change from ``base`` (each seed's last visible
-        label or tree prior; :meth:`~rdl.families.node.kinds.NodeKind.from_base`), if any."""
-        return out if base is None else self.kind.from_base(out, base, self.target_stats)
+        return output(self.kind, super().forward(batch), batch[self.entity].get("base"),
+                      self.target_stats, self.correction_scale)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         super().on_save_checkpoint(checkpoint)
@@ -69,7 +62,11 @@ class NodeTaskModule(TaskModule):
 
     def step_loss(self, batch) -> tuple[Tensor, int]:
         y = batch[self.entity].y
-        return self.loss(self(batch), y), y.size(0)
+        if self.train_fn is None:
+            return self.loss(self(batch), y), y.size(0)
+        args, kwargs = self.inputs(batch)   # model and loss in one compiled graph
+        return self.train_fn(*args, y=y, base=batch[self.entity].get("base"),
+                             stats=self.target_stats, **kwargs), y.size(0)
 
     def predict_step(self, batch, batch_idx):
         """``(row of the split table [B], prediction [B] or [B, C])``, on the CPU."""
@@ -81,3 +78,31 @@ class NodeTaskModule(TaskModule):
         metrics.update(self.predict_value(pred), self.kind.metric_target(y))
         self.log(f"{metrics.prefix}loss", self.loss(pred, y), on_epoch=True, batch_size=y.size(0),
                  sync_dist=True)
+
+
+def output(kind, out: Tensor, base: Tensor | None, stats: Tensor | None,
+           scale: float = 1.0) -> Tensor:
+    """A node model's output ``out [B, 1]`` or ``[B, C]`` as its task's kind reads it:
+    ``[B]`` or ``[B, C]``, its correction scaled by ``scale`` (chosen after training: no op
+    at 1) and applied to ``base`` (each seed's last visible label or tree prior;
+    :meth:`~rdl.families.node.kinds.NodeKind.from_base`), if any."""
+    out = out.squeeze(-1) if out.size(-1) == 1 else out
+    if scale != 1.0:
+        out = out * scale
+    return out if base is None else kind.from_base(out, base, stats)
+
+
+class ModelLoss(torch.nn.Module):
+    """A node model with its task kind's loss after it: ``forward(*inputs, y, base, stats,
+    **kw)`` is the training loss of the model's ``forward(*inputs, **kw)``, which a
+    compiled run traces as one graph (:meth:`TaskModule.compile_loss
+    <rdl.training.module.TaskModule.compile_loss>`)."""
+
+    def __init__(self, model: torch.nn.Module, kind):
+        super().__init__()
+        self.model, self.kind = model, kind
+
+    def forward(self, *args, y: Tensor, base: Tensor | None = None,
+                stats: Tensor | None = None, **kwargs) -> Tensor:
+        return self.kind.loss(output(self.kind, self.model(*args, **kwargs), base, stats),
+                              y, stats)
