@@ -95,10 +95,26 @@ class LinkPredictor:
         raise NotImplementedError
 
     def link_loss(self, run: Run, batch, num_dst: int) -> tuple[Tensor, int]:
-        """The training loss of a batch and the number of seeds it averages: by default a
-        softmax over all rows (:func:`listwise_loss`)."""
-        seeds = batch[self.src_table]
+        """The training loss of a batch and the number of seeds it averages: by default
+        :meth:`loss_of` where the model has :meth:`loss_targets`, else a softmax over all
+        rows (:func:`listwise_loss`)."""
+        seeds, targets = batch[self.src_table], self.loss_targets(batch)
+        if targets is not None:
+            return self.loss_of(run(), *targets), seeds.batch_size
         return listwise_loss(self.link_scores(run, batch, num_dst), seeds.y), seeds.batch_size
+
+    def loss_targets(self, batch) -> tuple | None:
+        """The tensors of ``batch`` that :meth:`loss_of` reads beside the model's output,
+        for a loss averaged over the batch's seeds. With them a compiled run traces the
+        model and its loss as one graph (:meth:`TaskModule.compile_loss
+        <rdl.training.module.TaskModule.compile_loss>`); None (the default): the loss is
+        :meth:`link_loss`'s, after the compiled model."""
+        return None
+
+    def loss_of(self, out, *targets: Tensor) -> Tensor:
+        """The training loss of the model's output over a batch (``forward`` of its inputs,
+        nothing appended) and :meth:`loss_targets`."""
+        raise NotImplementedError
 
     def candidate_embeddings(self, run: Run, batch) -> Tensor:
         """Embeddings of the seeds of a batch seeded at ``dst_table`` rows (``run``: the

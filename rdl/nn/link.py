@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import MLP
 
-from rdl.nn.interface import LinkPredictor, Run
+from rdl.nn.interface import LinkPredictor, Run, listwise_loss
 from rdl.nn.model import NODE_NORM, RelGNN
 from rdl.nn.transformer import RelGraphTransformer
 
@@ -73,12 +73,13 @@ class IDGNN(LinkPredictor, torch.nn.Module):
         n = dst.num_nodes   # a compiled run's batch holds pad nodes' seeds after them
         return out.index_put((dst.batch[:n], dst.n_id), run()[:n])
 
-    def link_loss(self, run: Run, batch, num_dst: int) -> tuple[Tensor, int]:
+    def loss_targets(self, batch) -> tuple:
+        return (batch[self.dst_table].dst_y,)
+
+    def loss_of(self, out: Tensor, y: Tensor) -> Tensor:
         """A label per candidate in the subgraph (RelBench): binary cross-entropy."""
-        y = batch[self.dst_table].dst_y
-        logits = run()[: y.numel()]  # without the pad rows
-        loss = F.binary_cross_entropy_with_logits(logits, y, reduction="sum") / max(y.numel(), 1)
-        return loss, batch[self.src_table].batch_size
+        logits = out[: y.numel()]  # without the pad rows
+        return F.binary_cross_entropy_with_logits(logits, y, reduction="sum") / max(y.numel(), 1)
 
 
 class ContextGNN(LinkPredictor, torch.nn.Module):
@@ -135,9 +136,22 @@ class ContextGNN(LinkPredictor, torch.nn.Module):
 
     def link_scores(self, run: Run, batch, num_dst: int) -> Tensor:
         dst = batch[self.dst_table]
-        pair, seed = run()
-        n = dst.num_nodes   # a compiled run's batch holds pad nodes' seeds after them
-        return self.scores(pair[:n], seed, dst.batch[:n], dst.n_id)
+        return self.batch_scores(run(), dst.batch, dst.n_id)
+
+    def batch_scores(self, out: tuple, dst_batch: Tensor, dst_id: Tensor) -> Tensor:
+        """:meth:`scores` of the model's output over a batch, whose ``dst_table`` nodes
+        are ``dst_id`` (their rows), each seeded at ``dst_batch`` (a compiled run's holds
+        its pad nodes' seeds after them)."""
+        pair, seed = out
+        n = dst_id.size(0)
+        return self.scores(pair[:n], seed, dst_batch[:n], dst_id)
+
+    def loss_targets(self, batch) -> tuple:
+        dst = batch[self.dst_table]
+        return dst.batch, dst.n_id, batch[self.src_table].y
+
+    def loss_of(self, out: tuple, dst_batch: Tensor, dst_id: Tensor, y: Tensor) -> Tensor:
+        return listwise_loss(self.batch_scores(out, dst_batch, dst_id), y)
 
 
 class TwoTower(LinkPredictor, torch.nn.Module):

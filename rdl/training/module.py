@@ -69,18 +69,25 @@ class TaskModule(pl.LightningModule):
             (m for m in model.modules() if isinstance(m, HeteroEncoder)), None))
         self._warmed: set[str] = set()
 
-    def compile_loss(self, head: torch.nn.Module) -> None:
-        """``train_fn``: ``head`` (the model with the task's loss after it, taking the
-        model's inputs and the targets) compiled as a training step's one graph, where the
-        model is compiled and each of its outputs is a real seed's
-        (:attr:`Shapes.keeps_all <rdl.training.shapes.Shapes.keeps_all>`). On a GPU the
-        loss and its gradient are otherwise a dozen eager kernels before and after the
-        compiled ones. Buckets and token sets drop pad seeds' outputs on the host first:
-        their loss stays after the compiled model."""
+    def compile_loss(self, loss: Callable) -> None:
+        """``train_fn``: the model with ``loss(output, *targets)`` after it
+        (:class:`ModelLoss`) compiled as a training step's one graph, where the model is
+        compiled and each of its outputs is a real seed's (:attr:`Shapes.keeps_all
+        <rdl.training.shapes.Shapes.keeps_all>`); :meth:`graph_loss` calls it. On a GPU the
+        loss and its gradient are otherwise a dozen eager kernels or more before and after
+        the compiled ones. Buckets and token sets drop pad seeds' outputs on the host
+        first: their loss stays after the compiled model."""
         if self.compile_options.enabled and self.shapes.keeps_all:
             options = self.compile_options
             object.__setattr__(self, "train_fn", compile_model(
-                head, options.cpu_patches, options.dynamo, **options.kwargs))
+                ModelLoss(self.model, loss), options.cpu_patches, options.dynamo,
+                **options.kwargs))
+
+    def graph_loss(self, batch, targets: tuple) -> Tensor:
+        """The training loss of ``batch`` through ``train_fn`` (:meth:`compile_loss`):
+        the model over the batch's inputs and the loss of its output and ``targets``."""
+        args, kwargs = self.inputs(batch)
+        return self.train_fn(*args, targets=targets, **kwargs)
 
     def set_forward(self, fn: Callable) -> None:
         """Run the model as ``fn`` from now on (``self.model``: eager), the loss after it."""
@@ -249,6 +256,19 @@ class TaskModule(pl.LightningModule):
             return opt
         sched = self.scheduler_fn(opt, total_steps=int(self.trainer.estimated_stepping_batches))
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+class ModelLoss(torch.nn.Module):
+    """A model with its training loss after it: ``forward(*inputs, targets=(...), **kw)``
+    is ``loss(model(*inputs, **kw), *targets)``, which a compiled run traces as one graph
+    (:meth:`TaskModule.compile_loss`)."""
+
+    def __init__(self, model: torch.nn.Module, loss: Callable):
+        super().__init__()
+        self.model, self.loss = model, loss
+
+    def forward(self, *args, targets: tuple = (), **kwargs) -> Tensor:
+        return self.loss(self.model(*args, **kwargs), *targets)
 
 
 def loggers_write_now(trainer: pl.Trainer) -> bool:

@@ -224,29 +224,37 @@ def test_distinct_rows_and_padding_change_no_output(tiny_cfg, shapes):
         torch.testing.assert_close(model(*args, **kwargs), model(*plain, seed_x=kwargs["seed_x"]))
 
 
-def test_a_compiled_step_trains_the_model_and_its_loss_as_one_graph(tiny_cfg):
+@pytest.mark.parametrize("task,model", [
+    ("user-churn", "sage"),
+    # slow: a link model's compile (CI's budget); ContextGNN's listwise loss over every
+    # row, ID-GNN's binary cross-entropy over the subgraph's candidates
+    pytest.param("user-item-purchase", "contextgnn", marks=pytest.mark.slow),
+    pytest.param("user-item-purchase", "idgnn", marks=pytest.mark.slow)])
+def test_a_compiled_step_trains_the_model_and_its_loss_as_one_graph(tiny_cfg, task, model):
     """With dynamic shapes every output of the model is a real seed's, so the task's loss
-    joins the model's compiled graph (``TaskModule.compile_loss``): nothing of the loss or
-    its gradient runs outside the graphs, and the loss and the gradients are the eager
-    model's with the loss after it. Buckets and token sets drop pad seeds' outputs on the
-    host: their loss stays after the compiled model."""
+    joins the model's compiled graph (``TaskModule.compile_loss``; a link model with
+    ``loss_targets``): nothing of the loss or its gradient runs outside the graphs, and
+    the loss and the gradients are the eager model's with the loss after it. Buckets and
+    token sets drop pad seeds' outputs on the host: their loss stays after the compiled
+    model."""
     from rdl.bench.kernels import outside_graphs
     assert Exact().keeps_all and Padded().keeps_all
     assert not Buckets(BucketSettings()).keeps_all and not Tokens({"article": 1}).keeps_all
-    _, dm, module = setup(tiny_cfg, "user-churn", "sage")
+    _, dm, module = setup(tiny_cfg, task, model)
     assert isinstance(module.shapes, Padded) and module.train_fn is not None
     for m in module.model.modules():   # no dropout: one random stream is not the other's
         if isinstance(m, torch.nn.Dropout):
             m.p = 0.0
     module.train()
     batch = next(iter(dm.train_dataloader()))
-    assert batch[module.entity].get("base") is not None, "the tree prior, added in the graph"
+    if task == "user-churn":
+        assert batch[module.entity].get("base") is not None, "the tree prior, in the graph"
 
     def step():
         module.zero_grad(set_to_none=True)
         loss, n = module.step_loss(batch)
         loss.backward()
-        assert n == batch[module.entity].y.numel()
+        assert n == batch[module.entity].batch_size
         return loss.detach(), [p.grad for p in module.model.parameters()]
 
     compiled = step()

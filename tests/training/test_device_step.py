@@ -20,6 +20,7 @@ fused and stacked ones (``launch_bound=true``, as ``experiment=gpu``).
 """
 from __future__ import annotations
 
+import functools
 import traceback
 
 import pytest
@@ -29,7 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from rdl.api import build
-from rdl.families.node.module import ModelLoss
+from rdl.families.node.module import node_loss
 from tests.training.test_syncs import forces_sync
 
 aten = torch.ops.aten
@@ -179,7 +180,7 @@ def test_the_compiled_graphs_hold_nothing_a_cuda_graph_is_cut_around(tiny_cfg, d
     module = module.to("meta").train()
     # the graph a training step runs: the model and its loss (TaskModule.compile_loss)
     module.compile_options.kwargs = {"backend": backend, "dynamic": dynamic}
-    module.compile_loss(ModelLoss(module.model, module.kind))
+    module.compile_loss(functools.partial(node_loss, module.kind))
     assert module.train_fn is not None
     with _trace_settings():
         loss, _ = module.step_loss(batch)

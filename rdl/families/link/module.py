@@ -32,6 +32,7 @@ class LinkTaskModule(TaskModule):
         # the weight of the model beside the LightGBM ranker chosen on val after training
         # (rdl/families/link/blend.py; None: the model alone over every item)
         self.ranker_blend: float | None = None
+        self.compile_loss(model.loss_of)   # used where the model has loss_targets
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         super().on_save_checkpoint(checkpoint)
@@ -48,7 +49,11 @@ class LinkTaskModule(TaskModule):
         return self.model.link_scores(self.run(batch), batch, self.num_dst)
 
     def step_loss(self, batch) -> tuple[Tensor, int]:
-        return self.model.link_loss(self.run(batch), batch, self.num_dst)
+        targets = None if self.train_fn is None else self.model.loss_targets(batch)
+        if targets is None:
+            return self.model.link_loss(self.run(batch), batch, self.num_dst)
+        # the model and its loss in one compiled graph
+        return self.graph_loss(batch, targets), batch[self.model.src_table].batch_size
 
     # -- a model that embeds every candidate once per evaluation time (two-tower) --------
     @torch.no_grad()

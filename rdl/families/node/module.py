@@ -3,6 +3,8 @@ and the mapping of the model's output, which may start from each seed's tree pri
 label."""
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor
 from torchmetrics import MetricCollection
@@ -32,7 +34,7 @@ class NodeTaskModule(TaskModule):
         #: the share of its correction of the base the model's output keeps: 1 in
         #: training, then chosen on val (:mod:`rdl.families.node.correction`)
         self.correction_scale = 1.0
-        self.compile_loss(ModelLoss(model, self.kind))
+        self.compile_loss(functools.partial(node_loss, self.kind))
 
     def inputs(self, batch, seed_table: str | None = None) -> tuple[tuple, dict]:
         args, kwargs = super().inputs(batch, seed_table)
@@ -64,9 +66,8 @@ class NodeTaskModule(TaskModule):
         y = batch[self.entity].y
         if self.train_fn is None:
             return self.loss(self(batch), y), y.size(0)
-        args, kwargs = self.inputs(batch)   # model and loss in one compiled graph
-        return self.train_fn(*args, y=y, base=batch[self.entity].get("base"),
-                             stats=self.target_stats, **kwargs), y.size(0)
+        targets = (y, batch[self.entity].get("base"), self.target_stats)
+        return self.graph_loss(batch, targets), y.size(0)   # one compiled graph
 
     def predict_step(self, batch, batch_idx):
         """``(row of the split table [B], prediction [B] or [B, C])``, on the CPU."""
@@ -92,17 +93,9 @@ def output(kind, out: Tensor, base: Tensor | None, stats: Tensor | None,
     return out if base is None else kind.from_base(out, base, stats)
 
 
-class ModelLoss(torch.nn.Module):
-    """A node model with its task kind's loss after it: ``forward(*inputs, y, base, stats,
-    **kw)`` is the training loss of the model's ``forward(*inputs, **kw)``, which a
-    compiled run traces as one graph (:meth:`TaskModule.compile_loss
-    <rdl.training.module.TaskModule.compile_loss>`)."""
-
-    def __init__(self, model: torch.nn.Module, kind):
-        super().__init__()
-        self.model, self.kind = model, kind
-
-    def forward(self, *args, y: Tensor, base: Tensor | None = None,
-                stats: Tensor | None = None, **kwargs) -> Tensor:
-        return self.kind.loss(output(self.kind, self.model(*args, **kwargs), base, stats),
-                              y, stats)
+def node_loss(kind, out: Tensor, y: Tensor, base: Tensor | None,
+              stats: Tensor | None) -> Tensor:
+    """The training loss of a node model's output ``out`` against the labels ``y``
+    (:func:`output`, then the kind's loss): what a compiled run traces after the model
+    (:meth:`TaskModule.compile_loss <rdl.training.module.TaskModule.compile_loss>`)."""
+    return kind.loss(output(kind, out, base, stats), y, stats)
