@@ -224,13 +224,16 @@ def test_distinct_rows_and_padding_change_no_output(tiny_cfg, shapes):
         torch.testing.assert_close(model(*args, **kwargs), model(*plain, seed_x=kwargs["seed_x"]))
 
 
-@pytest.mark.parametrize("task,model", [
-    ("user-churn", "sage"),
-    # slow: a link model's compile (CI's budget); ContextGNN's listwise loss over every
-    # row, ID-GNN's binary cross-entropy over the subgraph's candidates
-    pytest.param("user-item-purchase", "contextgnn", marks=pytest.mark.slow),
-    pytest.param("user-item-purchase", "idgnn", marks=pytest.mark.slow)])
-def test_a_compiled_step_trains_the_model_and_its_loss_as_one_graph(tiny_cfg, task, model):
+@pytest.mark.parametrize("task,model,backend", [
+    # CI: AOTAutograd's graphs run as they are (seconds to compile, where Inductor takes
+    # half a minute of CI's budget); Inductor's in the slow tests: ContextGNN's listwise
+    # loss over every row, ID-GNN's binary cross-entropy over the subgraph's candidates
+    ("user-churn", "sage", "aot_eager"),
+    pytest.param("user-churn", "sage", "inductor", marks=pytest.mark.slow),
+    pytest.param("user-item-purchase", "contextgnn", "inductor", marks=pytest.mark.slow),
+    pytest.param("user-item-purchase", "idgnn", "inductor", marks=pytest.mark.slow)])
+def test_a_compiled_step_trains_the_model_and_its_loss_as_one_graph(tiny_cfg, task, model,
+                                                                    backend):
     """With dynamic shapes every output of the model is a real seed's, so the task's loss
     joins the model's compiled graph (``TaskModule.compile_loss``; a link model with
     ``loss_targets``): nothing of the loss or its gradient runs outside the graphs, and
@@ -240,7 +243,7 @@ def test_a_compiled_step_trains_the_model_and_its_loss_as_one_graph(tiny_cfg, ta
     from rdl.bench.kernels import outside_graphs
     assert Exact().keeps_all and Padded().keeps_all
     assert not Buckets(BucketSettings()).keeps_all and not Tokens({"article": 1}).keeps_all
-    _, dm, module = setup(tiny_cfg, task, model)
+    _, dm, module = setup(tiny_cfg, task, model, f"+compile.kwargs.backend={backend}")
     assert isinstance(module.shapes, Padded) and module.train_fn is not None
     for m in module.model.modules():   # no dropout: one random stream is not the other's
         if isinstance(m, torch.nn.Dropout):
