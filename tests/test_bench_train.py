@@ -112,3 +112,20 @@ def test_e2e_benchmark_times_whole_epochs(tmp_path, rdl_cache):
     assert float(rows[0]["vs_main_process_loader"]) == 1
     assert float(rows[1]["vs_main_process_loader"]) == pytest.approx(
         float(rows[1]["seeds_per_s"]) / float(rows[0]["seeds_per_s"]))
+
+
+def test_e2e_rows_run_the_configured_progress_bar_without_checkpoints():
+    """An e2e row's Trainer gets the callbacks the run configures (experiment=gpu's
+    progress bar, refreshed every 25 steps, not Lightning's default refreshed every step),
+    without those that need validation or write checkpoints."""
+    from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint, TQDMProgressBar
+
+    import rdl
+    from rdl.bench.e2e import run_callbacks
+    gpu = run_callbacks(rdl.config("experiment=gpu", "output_dir=unused"))
+    bars = [c for c in gpu if isinstance(c, TQDMProgressBar)]
+    assert len(bars) == 1 and bars[0].refresh_rate == 25
+    default = run_callbacks(rdl.config("output_dir=unused"))
+    assert not any(isinstance(c, TQDMProgressBar) for c in default)   # Lightning's own
+    assert {type(c).__name__ for c in default} >= {"ResumeState", "LearningRateMonitor"}
+    assert not any(isinstance(c, (ModelCheckpoint, EarlyStopping)) for c in gpu + default)

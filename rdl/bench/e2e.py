@@ -151,6 +151,16 @@ class EpochClock(pl.Callback):
         self.gate.done()
 
 
+def run_callbacks(cfg) -> list[pl.Callback]:
+    """The callbacks ``cfg`` configures (the run's progress bar among them:
+    ``experiment=gpu``'s refreshes every 25 steps, Lightning's default every step) but
+    those that need validation or write checkpoints."""
+    from hydra.utils import instantiate
+    from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
+    made = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
+    return [c for c in made if not isinstance(c, (ModelCheckpoint, EarlyStopping))]
+
+
 def measure(task: str, model: str, variant: str, overrides: list[str], workers: int | None,
             epochs: int, batches: int, device: str, profile: int = 0,
             gate: str | None = None, alone: bool = True, host_profile: bool = False) -> dict:
@@ -186,9 +196,7 @@ def measure(task: str, model: str, variant: str, overrides: list[str], workers: 
         apart = LoaderAlone(replayable(dm), dev, start, epochs, batches)
         last = start + epochs * alone           # the host-profiled epoch, if any
         host = HostProfile(last if host_profile else -1, dev)
-        # The configured callbacks but those that need validation or write checkpoints.
-        keep = [instantiate(c) for name, c in (cfg.get("callbacks") or {}).items()
-                if name in ("resume", "lr_monitor")]
+        keep = run_callbacks(cfg)
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
         trainer = instantiate(cfg.trainer, accelerator=dev.type, devices=1,
