@@ -122,10 +122,11 @@ def test_e2e_rows_run_the_configured_progress_bar_without_checkpoints():
 
     import rdl
     from rdl.bench.e2e import run_callbacks
-    gpu = run_callbacks(rdl.config("experiment=gpu", "output_dir=unused"))
+    # (no output_dir: a row has no run folder, where checkpoints would go)
+    gpu = run_callbacks(rdl.config("experiment=gpu", "output_dir=${hydra:runtime.output_dir}"))
     bars = [c for c in gpu if isinstance(c, TQDMProgressBar)]
     assert len(bars) == 1 and bars[0].refresh_rate == 25
-    default = run_callbacks(rdl.config("output_dir=unused"))
+    default = run_callbacks(rdl.config("output_dir=${hydra:runtime.output_dir}"))
     assert not any(isinstance(c, TQDMProgressBar) for c in default)   # Lightning's own
     assert {type(c).__name__ for c in default} >= {"ResumeState", "LearningRateMonitor"}
     assert not any(isinstance(c, (ModelCheckpoint, EarlyStopping)) for c in gpu + default)

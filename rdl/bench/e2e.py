@@ -155,10 +155,11 @@ def run_callbacks(cfg) -> list[pl.Callback]:
     """The callbacks ``cfg`` configures (the run's progress bar among them:
     ``experiment=gpu``'s refreshes every 25 steps, Lightning's default every step) but
     those that need validation or write checkpoints."""
-    from hydra.utils import instantiate
+    from hydra.utils import get_class, instantiate
     from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
-    made = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
-    return [c for c in made if not isinstance(c, (ModelCheckpoint, EarlyStopping))]
+    # by class, before any is made: a checkpoint's folder is the run's, which a row has not
+    return [instantiate(c) for c in (cfg.get("callbacks") or {}).values()
+            if not issubclass(get_class(c._target_), (ModelCheckpoint, EarlyStopping))]
 
 
 def measure(task: str, model: str, variant: str, overrides: list[str], workers: int | None,
