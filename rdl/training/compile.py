@@ -97,6 +97,9 @@ def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool 
     faster ones and no CPU patch applies.
     """
     compiled = None
+    # Made once: entered around every call (a later call may trace: evaluation's first
+    # batch, a bucket's new shape), where building them took ~60 us a step on the CPU.
+    settings = _Entered(_trace_settings(dynamo), _graph_limit(kwargs))
     # The modes (model.training) not called yet: the first call of each compiles its graph
     # (a pause of up to a minute that would look like a hang), said and timed in the log;
     # later calls take the plain path (no clock, no sync).
@@ -107,7 +110,7 @@ def compile_model(model: torch.nn.Module, cpu_patches: CpuPatches | dict | bool 
         nonlocal compiled
         if compiled is None:
             compiled = _compile_for(model, args[-1].device, cpu_patches, kwargs)  # seed_time
-        with _trace_settings(dynamo), _graph_limit(kwargs):
+        with settings:
             if first and model.training in first:
                 with compiling(first.pop(model.training)):
                     return compiled(*args, **kw)
@@ -139,15 +142,18 @@ def _compile_for(model, device: torch.device, cpu_patches, kwargs: dict) -> Call
     return torch.compile(model, **kwargs)
 
 
-def _trace_settings(dynamo: dict | None = None):
+def _trace_settings(dynamo: dict | None = None) -> "_Entered":
     """Dynamo's shape and float settings while tracing (:data:`SHAPE_SETTINGS`, and
     ``dynamo``: None for :data:`DYNAMO_SETTINGS`), where this torch has them; a single
-    warning where it does not."""
+    warning where it does not. A context manager that may be entered again and again."""
     from rdl.training.cpu_patches import warn_once
-    settings = contextlib.ExitStack()
+    patches = []
     try:
         import torch.fx.experimental._config as fx_config
-        settings.enter_context(fx_config.patch(**SHAPE_SETTINGS))
+        patch = fx_config.patch(**SHAPE_SETTINGS)
+        with patch:  # a torch without the setting says so here, once
+            pass
+        patches.append(patch)
     except (ImportError, AttributeError, KeyError) as e:
         warn_once(f"torch {torch.__version__} has no Dynamo setting {SHAPE_SETTINGS} ({e}): "
                   "two sizes equal at the first batch may be assumed equal, and a later batch "
@@ -159,9 +165,26 @@ def _trace_settings(dynamo: dict | None = None):
         warn_once(f"compile.dynamo: torch {torch.__version__} has no Dynamo setting "
                   f"{missing}; it is left out (without specialize_float a model's floats may "
                   "be traced as symbols, and a compile trace the model twice)")
-    settings.enter_context(config.patch(**{k: v for k, v in wanted.items()
-                                           if k not in missing}))
-    return settings
+    patches.append(config.patch(**{k: v for k, v in wanted.items() if k not in missing}))
+    return _Entered(*patches)
+
+
+class _Entered:
+    """Context managers entered in order and left in reverse, each object reused at every
+    entry (torch's config patches may be: each keeps what it replaced until it exits)."""
+
+    def __init__(self, *managers):
+        self.managers = managers
+
+    def __enter__(self):
+        with contextlib.ExitStack() as stack:
+            for m in self.managers:
+                stack.enter_context(m)
+            stack.pop_all()
+
+    def __exit__(self, *exc):
+        for m in reversed(self.managers):
+            m.__exit__(*exc)
 
 
 def _graph_limit(kwargs: dict):

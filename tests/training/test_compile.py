@@ -397,6 +397,30 @@ def test_a_compile_traces_the_model_once():
     assert restarts({"specialize_float": False})   # the opt-out: torch's own since 2.6
 
 
+def test_the_trace_settings_hold_at_every_trace_and_only_there():
+    """Made once per compiled model and entered at every call: a later call that traces
+    again (evaluation's first batch) traces under them too, and torch's settings are
+    back as they were after each call."""
+    import torch.fx.experimental._config as fx_config
+
+    from rdl.training import compile as rdl_compile
+    outside = (fx_config.use_duck_shape, torch._dynamo.config.specialize_float)
+    seen = []
+
+    def backend(gm, example_inputs):  # called by Dynamo at each trace
+        seen.append((fx_config.use_duck_shape, torch._dynamo.config.specialize_float))
+        return gm.forward
+
+    torch._dynamo.reset()
+    model = _FloatAttributes()
+    forward = rdl_compile.compile_model(model, backend=backend)
+    for training in (True, False, True):
+        model.train(training)
+        forward(torch.arange(6).view(3, 2), torch.zeros(3, 2))
+        assert (fx_config.use_duck_shape, torch._dynamo.config.specialize_float) == outside
+    assert seen == [(False, True), (False, True)]   # a graph for training, one for eval
+
+
 def test_compile_dynamo_is_a_setting(tiny_cfg, monkeypatch):
     """``compile.dynamo`` reaches the compiled model as composed (the default: float
     constants), and the opt-out does too."""
