@@ -14,6 +14,7 @@ foreign keys (``{column: referenced_table}``; a table may reference itself), its
         time: created
         fkeys: {author_id: users, parent_id: posts}
         stypes: {length: numerical}
+        formats: {edited: '%d%b%Y:%H:%M:%S'}   # times in a form rdl does not read alone
       votes:
         time: {column: WEEK_NO, unit: week, origin: 2020-01-06}   # week numbers
         fkeys: {voter_id: voters, post_id: posts}
@@ -56,12 +57,12 @@ from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
 from rdl.data.checks import check_finite, check_key, missing_words, numbers, parse_numbers
-from rdl.data.times import looks_like_times, parse_times
+from rdl.data.times import looks_like_times, parse_times, read_formats
 from rdl.progress import bar, stage
 
 log = logging.getLogger(__name__)
 
-TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied"}
+TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "formats"}
 SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
 EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json")   # a table's file when the schema names none
@@ -135,6 +136,10 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         t.composite, t.via, t.seen_in = composite, via, seen_in
         t.missing, t.period, t.dayfirst = [*everywhere, *_words(spec, at)], period, dayfirst
         t.implied = _implied(spec, at)
+        t.formats = read_formats(spec, stypes, {t.pkey, *t.fkeys} - set(composite), at)
+        if period and period.column in t.formats:
+            raise DataError(f"{at}: {period.column!r} has a period (time: {{...}}) and a form "
+                            "(formats:): keep one")
         t.key_only = t.implied and not spec.get("file") and not files.parts(file)
         if t.key_only and {"fkeys", "time", "stypes", "missing"} & set(spec):
             raise DataError(f"{at}: implied, with no file ({file.name} or .csv): its rows are "
@@ -329,7 +334,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         df[text] = missing_words(df[text], t.where, t.missing)   # R's NA: numbers or times
         as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
         times = {c for c in text if c not in t.stypes and c not in keys
-                 and looks_like_times(df[c])}
+                 and looks_like_times(df[c])} | set(t.formats)
         df[text] = numbers(df[text], t.where, keep={t.time, *as_text, *times},
                            keys=keys | t.key_columns())
     elif t.missing:
@@ -347,11 +352,10 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
             continue  # dropped: the model never sees it
         if col == t.time and t.period:
             df[col] = t.period.times(s, t.where(col), *(calendar or ()))
-        elif col == t.time:
-            df[col] = parse_times(s, t.where(col), required=True, dayfirst=t.dayfirst)
-        elif st == "timestamp" or pd.api.types.is_datetime64_any_dtype(s) or (
-                st == "" and looks_like_times(s)):
-            df[col] = parse_times(s, t.where(col), required=False, dayfirst=t.dayfirst)
+        elif col == t.time or col in t.formats or st == "timestamp" or (
+                pd.api.types.is_datetime64_any_dtype(s) or (st == "" and looks_like_times(s))):
+            df[col] = parse_times(s, t.where(col), required=col == t.time,
+                                  dayfirst=t.dayfirst, form=t.formats.get(col))
         elif s.dtype == object and _all_bool(s):
             # booleans with missing values (parquet's nullable bool): as 0/1 and NaN, which
             # PyTorch Frame reads (its inference takes the Python objects for embeddings)

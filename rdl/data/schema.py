@@ -22,6 +22,7 @@ class TableSchema:
         self.dayfirst: bool | None = None   # the schema's order of dates that read both ways
         self.via: str | None = None   # the foreign key whose row's time it takes (inherit)
         self.seen_in: list[str] | None = None   # the tables whose first reference times it
+        self.formats: dict[str, str] = {}   # column: the strftime form its times are in
 
     @property
     def base(self) -> Path | None:
@@ -35,7 +36,8 @@ class TableSchema:
     def required(self) -> list[str]:
         """The columns the schema names (keys, time, declared stypes) its file must have."""
         taken = self.via is not None or self.seen_in is not None   # (inherit)
-        cols = [self.pkey, *self.fkeys, None if taken else self.time, *self.stypes]
+        cols = [self.pkey, *self.fkeys, None if taken else self.time, *self.stypes,
+                *self.formats]
         cols = [p for c in cols if c is not None for p in self.composite.get(c, [c])]
         return list(dict.fromkeys(cols))
 

@@ -27,13 +27,18 @@ TIME_MIN, TIME_MAX = pd.Timestamp.min.ceil("D"), pd.Timestamp.max.floor("D")
 #: dates with numbers for months, each with each of the clock times after it
 _DATES = ("%Y/%m/%d", "%m/%d/%Y", "%d/%m/%Y", "%m/%d/%y", "%d/%m/%y", "%m-%d-%Y", "%d-%m-%Y",
           "%d.%m.%Y", "%d.%m.%y")
-_CLOCKS = ("", " %H:%M:%S", " %H:%M", " %H:%M:%S.%f", " %I:%M:%S %p", " %I:%M %p")
+_CLOCKS = ("", " %H:%M:%S", " %H:%M", " %H:%M:%S.%f", " %I:%M:%S %p", " %I:%M %p",
+           " %I:%M:%S.%f %p",          # SQL Server's 12-hour form with milliseconds
+           " %H.%M.%S", " %H.%M")      # dotted clocks (Finland, Denmark, Italy)
 #: the text forms of times read, tried in order (pandas parses them); day-first and
 #: month-first forms are both tried and must not both fit a column
 TIME_FORMATS = ("ISO8601", *(d + c for d in _DATES for c in _CLOCKS),
                 # Oracle's defaults: TIMESTAMP (05-JAN-23 10.00.00.000000 AM), and DATE
                 # with NLS_DATE_FORMAT DD-MON-YYYY HH24:MI:SS
-                "%d-%b-%y %I.%M.%S.%f %p", "%d-%b-%Y %H:%M:%S")
+                "%d-%b-%y %I.%M.%S.%f %p", "%d-%b-%Y %H:%M:%S",
+                "%Y-%m-%d-%H.%M.%S.%f",     # Db2's TIMESTAMP as its exports write it
+                "%d%b%Y:%H:%M:%S",          # SAS's DATETIME20. (05JAN2023:13:45:00)
+                "%Y-%m-%d %H.%M.%S")
 #: beyond the formats: what pandas infers (``Jan 5, 2023``, RFC 2822's ``Thu, 05 Jan 2023
 #: 13:45:00 +0000``), where no value starts with a day and a month as numbers
 INFERRED = "inferred"
@@ -48,6 +53,10 @@ _LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 _UTC = re.compile(r"\s*(?:UTC|GMT)$")           # BigQuery: 2023-01-05 13:45:00 UTC
 _ZONE_NAME = re.compile(r"\s[A-Z]{3,5}$")        # 2023-01-05 13:45:00 EST
+#: MySQL's "zero" date, its dummy for a date not known (as its drivers read it: missing)
+_ZERO_DATE = re.compile(r"0000-00-00(?:[ T]00:00:00(?:\.0+)?)?")
+#: PostgreSQL's placeholders for "never" and "since always"
+_INFINITE = ("infinity", "-infinity", "+infinity")
 
 
 def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
@@ -70,7 +79,7 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
 
 
 def parse_times(raw: pd.Series, where: str, required: bool = True,
-                dayfirst: bool | None = None) -> pd.Series:
+                dayfirst: bool | None = None, form: str | None = None) -> pd.Series:
     """``raw`` (times of any unit or zone, dates, or text as :data:`TIME_FORMATS`) as
     ``datetime64[ns]`` in UTC without a zone; text without an offset is taken as UTC.
 
@@ -80,10 +89,13 @@ def parse_times(raw: pd.Series, where: str, required: bool = True,
             outside :data:`TIME_MIN` .. :data:`TIME_MAX`, or (``required``) missing ones;
             naming ``where``, how many rows, a few of them and what to do. A column that
             reads both day first and month first stops too, unless ``dayfirst`` (a
-            schema's ``dayfirst:``) says which.
+            schema's ``dayfirst:``) says which. With ``form`` (a schema's ``formats:``),
+            values it does not read.
     """
     s = raw
-    if pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s)
+    if form is not None:
+        s = _declared(raw, where, form)
+    elif pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s)
                                          and not pd.api.types.is_datetime64_any_dtype(s)):
         s = _date_keys(s, where)
     elif not pd.api.types.is_datetime64_any_dtype(s):
@@ -121,6 +133,63 @@ def _date_keys(s: pd.Series, where: str) -> pd.Series:
                     return parsed.reindex(s.index)
     _not_numbers(s, s.notna().to_numpy(), where)
     return pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns]")
+
+
+def _declared(raw: pd.Series, where: str, form: str) -> pd.Series:
+    """Values in the form a schema declares for the column (``formats: {col: form}``)."""
+    if pd.api.types.is_datetime64_any_dtype(raw):
+        raise DataError(f"{where}: the schema declares the form {form!r}, but the file holds "
+                        "times, not text: drop the column from formats:")
+    present = raw.dropna()
+    if pd.api.types.is_float_dtype(present) and (present % 1 == 0).all():
+        present = present.astype("int64")    # 20230105, read as a number where one is missing
+    text = present.astype(str).str.strip()
+    parsed = _parse(text, form)
+    bad = parsed.isna()
+    if bad.any():
+        mask = np.zeros(len(raw), dtype=bool)
+        mask[raw.index.get_indexer(text.index[bad])] = True
+        raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} values are not in the form "
+                        f"the schema declares ({form!r}), e.g. {text[bad].iloc[0]!r} "
+                        f"({rows(mask)}); correct them, write them empty, or declare the "
+                        "form they are in (Python's strftime codes)")
+    return parsed.reindex(raw.index)
+
+
+def read_formats(spec: dict, stypes: dict, keys: set, at: str) -> dict[str, str]:
+    """A table's ``formats:`` (column: the form its times are written in, in Python's
+    strftime codes: ``'%d%b%Y:%H:%M:%S'``), checked before any file is read.
+
+    Raises:
+        DataError: not a mapping, a form without a code or one that cannot read a time it
+            writes, a column that is a key or declared other than a timestamp.
+    """
+    formats = spec.get("formats") or {}
+    if not isinstance(formats, dict):
+        raise DataError(f"{at}: formats must be a mapping (column: '%d/%m/%Y %H:%M'), got "
+                        f"{formats!r}")
+    out = {}
+    for col, form in formats.items():
+        col, here = str(col), f"{at}: formats: {col!r}"
+        if not isinstance(form, str) or "%" not in form:
+            raise DataError(f"{here}: {form!r} is no form of times: write it in Python's "
+                            "strftime codes, e.g. '%d/%m/%Y %H:%M' or '%Y%m%d'")
+        sample = pd.Timestamp("2023-01-05 13:45:06.123456", tz="UTC")
+        try:
+            back = _parse(pd.Series([sample.strftime(form)]), form).iloc[0]
+        except ValueError:
+            back = pd.NaT
+        if pd.isna(back):
+            raise DataError(f"{here}: {form!r} does not read back the times it writes (as "
+                            f"{sample.strftime(form)!r}): check its codes")
+        if col in keys:
+            raise DataError(f"{here}: the column is a key, matched as written: a form is for "
+                            "columns of times")
+        if stypes.get(col, "timestamp") != "timestamp":
+            raise DataError(f"{here}: the column is declared {stypes[col] or 'dropped'} in "
+                            "stypes: a form says it holds times (stype timestamp)")
+        out[col] = form
+    return out
 
 
 def _not_numbers(values: pd.Series, numbers, where: str) -> None:
@@ -183,6 +252,19 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
     """Text (or dates) as times in UTC: the first of :data:`TIME_FORMATS` that reads every
     value; else the one that reads most, and the rest are reported."""
     text = raw.dropna().astype(str).str.strip()
+    zero = text.str.fullmatch(_ZERO_DATE)
+    if zero.any():
+        log.info("%s: %d of %d values are MySQL's zero date %r, read as missing", where,
+                 int(zero.sum()), len(raw), text[zero].iloc[0])
+        text = text[~zero]
+    infinite = text.str.lower().isin(_INFINITE)
+    if infinite.any():
+        mask = np.zeros(len(raw), dtype=bool)
+        mask[raw.index.get_indexer(text.index[infinite])] = True
+        raise DataError(f"{where}: {int(infinite.sum())} of {len(raw)} values are "
+                        f"{text[infinite].iloc[0]!r} ({rows(mask)}), a placeholder for "
+                        "'never' or 'since always' that no time holds: write those empty "
+                        "(missing; a column of its own can flag what they meant)")
     if len(text) and pd.to_numeric(text, errors="coerce").notna().all() and not \
             text.str.fullmatch(r"\d{4}").all():   # numbers, not years: no ISO 8601 time
         return _date_keys(pd.to_numeric(raw, errors="coerce"), where)
@@ -212,7 +294,9 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
                                                "offset (-05:00) or UTC; " if
                                                text[bad].str.contains(_ZONE_NAME).all()
                                                else "") +
-                        "correct them or write them empty, or if the column "
+                        "correct them or write them empty, declare the form they are in "
+                        f"(formats: {{{_column(where)}: '%d %b %Y %H:%M'}} in Python's strftime "
+                        "codes), or if the column "
                         f"is no time, declare its stype ({_stypes(where, 'categorical')})")
     if fits and fits[0] == "ISO8601":
         offset = text.str.contains(_OFFSET)

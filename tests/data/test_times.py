@@ -40,6 +40,15 @@ def read(*values, **kw) -> list[str]:
     (["Jan 5, 2023", "Feb 17, 2023"], ["2023-01-05 00:00:00", "2023-02-17 00:00:00"]),
     (["Thu, 05 Jan 2023 13:45:00 +0000"], ["2023-01-05 13:45:00"]),
     (["2023-01-05 13:45:00,123"], ["2023-01-05 13:45:00.123000"]),
+    # Db2's TIMESTAMP, SAS's DATETIME20., SQL Server's 12-hour clock with milliseconds
+    (["2023-01-05-13.45.00.000000", "2023-01-17-00.00.00.500000"],
+     ["2023-01-05 13:45:00", "2023-01-17 00:00:00.500000"]),
+    (["05JAN2023:13:45:00", "17JAN2023:00:00:00"], ["2023-01-05 13:45:00", "2023-01-17 00:00:00"]),
+    (["01/05/2023 01:45:00.000 PM", "01/17/2023 12:00:00.000 AM"],
+     ["2023-01-05 13:45:00", "2023-01-17 00:00:00"]),
+    # dotted clocks, as Finnish, Danish or Italian exports write them
+    (["05/01/2023 13.45", "17/01/2023 00.00"], ["2023-01-05 13:45:00", "2023-01-17 00:00:00"]),
+    (["2023-01-05 13.45.00"], ["2023-01-05 13:45:00"]),
 ])
 def test_a_form_reads_as_it_means(written, expected):
     assert read(*written) == expected
@@ -109,3 +118,52 @@ def test_a_schema_s_dayfirst_says_the_order_of_dates_that_read_both_ways(tmp_pat
     assert got.dt.month.tolist() == [2, 3]
     with pytest.raises(DataError, match="dayfirst 'yes': true"):
         load_folder(tmp_path, {**schema, "dayfirst": "yes"})
+
+
+def test_mysql_s_zero_date_is_missing_and_postgresql_s_infinity_is_named(caplog):
+    """MySQL writes 0000-00-00 for a date not known (its drivers read it as missing);
+    PostgreSQL's 'infinity' is no number, though Python's float() reads it as one."""
+    with caplog.at_level(logging.INFO, logger="rdl.data.checks"):
+        assert read("2023-01-05 13:45:00", "0000-00-00 00:00:00", required=False) == \
+            ["2023-01-05 13:45:00", "NaT"]
+    assert "1 of 2 values are MySQL's zero date '0000-00-00 00:00:00'" in caplog.text
+    assert read("2023-01-05", "0000-00-00", required=False)[1] in ("NaT", "nan")
+    with pytest.raises(DataError, match="time missing in 1 of 2 rows"):
+        read("2023-01-05", "0000-00-00")   # a table's own time
+    for word in ("infinity", "-infinity"):
+        with pytest.raises(DataError, match=f"1 of 2 values are '{word}' \\(row 1\\), a "
+                                            "placeholder for 'never'"):
+            read("2023-01-05", word, required=False)
+
+
+def test_a_schema_s_formats_read_times_in_the_form_they_declare(tmp_path):
+    """``formats: {column: strftime form}`` reads what no guess does (a Japanese date; a
+    date key in another order), the table's own time included; values not in the form,
+    and declarations that cannot hold, stop naming the column."""
+    from rdl.data.folder import load_folder
+    pd.DataFrame({"id": [1, 2, 3], "day": ["2023年1月5日", "2023年1月17日", "2023年2月1日"],
+                  "due": ["05012023", "17012023", None]}).to_csv(tmp_path / "orders.csv", index=False)
+    formats = {"day": "%Y年%m月%d日", "due": "%d%m%Y"}
+    schema = {"tables": {"orders": {"pkey": "id", "time": "day", "formats": formats}}}
+    df = load_folder(tmp_path, schema)["orders"].df
+    assert df["day"].astype(str).tolist() == ["2023-01-05", "2023-01-17", "2023-02-01"]
+    assert df["due"].dt.strftime("%F").tolist()[:2] == ["2023-01-05", "2023-01-17"]
+    assert df["due"].isna().tolist() == [False, False, True]
+    with pytest.raises(DataError, match="table 'orders', column 'day'\\): 3 of 3 values are "
+                                        "not in the form the schema declares \\('%d/%m/%Y'\\)"):
+        load_folder(tmp_path, {"tables": {"orders": {"pkey": "id", "time": "day",
+                                                     "formats": {"day": "%d/%m/%Y"}}}})
+    without = {"tables": {"orders": {"pkey": "id", "time": "day"}}}
+    with pytest.raises(DataError, match="declare the form they are in \\(formats: {day:"):
+        load_folder(tmp_path, without)
+    for bad, message in [({"day": "ymd"}, "is no form of times"),
+                         ({"day": "%Q"}, "does not read back the times it writes"),
+                         ({"id": "%Y"}, "the column is a key"),
+                         ({"due": "%d%m%Y", "x": "%Y"}, "'x' missing")]:
+        table = {**without["tables"]["orders"], "formats": bad}
+        with pytest.raises(DataError, match=message):
+            load_folder(tmp_path, {"tables": {"orders": table}})
+    with pytest.raises(DataError, match="declared categorical in stypes"):
+        load_folder(tmp_path, {"tables": {"orders": {
+            **without["tables"]["orders"], "formats": {"due": "%d%m%Y"},
+            "stypes": {"due": "categorical"}}}})
