@@ -13,8 +13,9 @@ never sees a row, or a value, from after t), each a rule of what a file's times 
   warning;
 * :func:`rows_per_event`: a static table holding a row per row of a timed table (a
   customer row per order) shows every seed the later ones: a warning;
-* :func:`totals`: a column that totals the rows referencing its row, later ones included
-  (a shop's ``total_orders``), shows every seed what is still to come: it stops.
+* :func:`totals`: a column that totals or averages the rows referencing its row, later
+  ones included (a shop's ``total_orders``, ``avg_order_value``), shows every seed what
+  is still to come: it stops.
 """
 from __future__ import annotations
 
@@ -210,14 +211,17 @@ def _known_ahead(col: str, s: pd.Series) -> bool:
 
 
 def totals(db, where, declared: dict, share: float = 0.9) -> None:
-    """A column of numbers that is a total over the rows referencing its row, those after
-    it included, stops: a customer's ``total_orders`` or ``total_spent`` as a shop's
-    export writes them, computed when the data was exported. Every seed would see the
-    final total: how many orders are still to come (a churn label). Found where, in
-    ``share`` of the referenced rows or more, the column equals the count of the rows
-    that reference it, or the sum of one of their numeric columns, and some of those
-    rows come after it (every one, for a static table). ``declared``: table -> the
-    columns whose stype the schema declares (kept as they are)."""
+    """A column of numbers that is a total or an average over the rows referencing its row,
+    those after it included, stops: a customer's ``total_orders``, ``total_spent``,
+    ``avg_order_value`` or ``return_rate`` as a shop's export writes them, computed when
+    the data was exported. Every seed would see the final figure: how many orders are
+    still to come (a churn label). Found where, in ``share`` of the referenced rows or
+    more, the column equals the count of the rows that reference it, or the sum or the
+    mean of one of their numeric columns (a rate of a 0/1 column: its mean, or the mean in
+    percent), and some of those rows come after it (every one, for a static table). A mean
+    counts only where it is no copy of the first referencing row's value (a price that
+    never changed) in a tenth of the rows referenced more than once. ``declared``: table
+    -> the columns whose stype the schema declares (kept as they are)."""
     for name, t in db:
         if t.pkey is None or len(t.df) == 0:
             continue
@@ -228,33 +232,61 @@ def totals(db, where, declared: dict, share: float = 0.9) -> None:
                 pos = c.df[col].dropna().to_numpy(dtype="int64")
                 if not numbers or len(pos) == 0 or not _some_later(t, c, col):
                     continue
-                rows_of = c.df[col].notna().to_numpy()
                 count = np.bincount(pos, minlength=len(t.df)).astype("float64")
                 held = count > 0
                 if held.sum() < 10 or (count[held] > 1).mean() < 0.1:
                     continue   # (one reference a row: its values copies, not totals)
-                sums = {f"the number of {other} rows that reference it ({other}.{col})": count}
-                sums.update({f"the sum of {other}.{y} over them": np.bincount(
-                    pos, weights=c.df[y].to_numpy(dtype="float64")[rows_of].copy(),
-                    minlength=len(t.df)) for y in c.df.columns
-                    if y not in (c.pkey, c.time_col, *c.fkeys) and _numbers(c.df[y])})
+                figures = _figures(c, col, other, count)
                 probe = np.flatnonzero(held)[:1000]   # a first look, cheap on wide tables
                 for x in numbers:
                     v = t.df[x].to_numpy(dtype="float64")
-                    for what, total in sums.items():
-                        if _close(v[probe], total[probe]).mean() < share / 2:
+                    for what, (figure, first) in figures.items():
+                        if _close(v[probe], figure[probe]).mean() < share / 2:
                             continue
-                        same = _close(v, total) & held
-                        if same.sum() >= share * held.sum() and np.unique(total[held]).size > 1:
-                            raise DataError(
-                                f"{where(name, x)}: in {int(same.sum())} of the {int(held.sum())} "
-                                f"rows that {other} rows reference, it equals {what}, later "
-                                "ones included: a total computed when the data was exported. "
-                                "Every seed would see the final total, what is still to come "
-                                f"(a leak of the future). Drop it (stypes: {{{x}: drop}}): rdl "
-                                f"computes such totals as of each seed from the {other} rows; "
-                                f"if it truly was known then, keep it (stypes: {{{x}: "
-                                "numerical}})")
+                        same = _close(v, figure) & held
+                        if same.sum() < share * held.sum() or np.unique(
+                                figure[held]).size < 2:
+                            continue
+                        many = held & (count > 1)
+                        if first is not None and (~_close(v, first) & many).sum() < \
+                                0.1 * many.sum():
+                            continue   # each row's first value, not an average of all
+                        raise DataError(
+                            f"{where(name, x)}: in {int(same.sum())} of the {int(held.sum())} "
+                            f"rows that {other} rows reference, it equals {what}, later "
+                            "ones included: computed when the data was exported. "
+                            "Every seed would see the final figure, what is still to come "
+                            f"(a leak of the future). Drop it (stypes: {{{x}: drop}}): rdl "
+                            f"computes such figures as of each seed from the {other} rows; "
+                            f"if it truly was known then, keep it (stypes: {{{x}: "
+                            "numerical}})")
+
+
+def _figures(c, col: str, other: str, count: np.ndarray) -> dict:
+    """What a referenced row's column may have been computed as from the rows of ``c``
+    referencing it through ``col``: description -> (the figure per referenced row, the
+    first referencing row's value for a mean, else None)."""
+    linked = c.df[col].notna().to_numpy()
+    pos = c.df[col].to_numpy(dtype="int64", na_value=0)[linked]
+    order = np.argsort(c.df[c.time_col].to_numpy()[linked], kind="stable")
+    ids, at = np.unique(pos[order], return_index=True)
+    out = {f"the number of {other} rows that reference it ({other}.{col})": (count, None)}
+    for y in c.df.columns:
+        if y in (c.pkey, c.time_col, *c.fkeys) or not (
+                _numbers(c.df[y]) or pd.api.types.is_bool_dtype(c.df[y])):
+            continue
+        w = c.df[y].to_numpy(dtype="float64", na_value=np.nan)[linked]
+        total = np.bincount(pos, weights=w, minlength=len(count))
+        first = np.full(len(count), np.nan)
+        first[ids] = w[order][at]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = total / count
+        if _numbers(c.df[y]):
+            out[f"the sum of {other}.{y} over them"] = (total, None)
+        out[f"the mean of {other}.{y} over them"] = (mean, first)
+        if np.isin(w[~np.isnan(w)], (0, 1)).all():   # a flag: its rate in percent too
+            out[f"the share of them with {other}.{y} in percent"] = (100 * mean, 100 * first)
+    return out
 
 
 def _close(values: np.ndarray, totals: np.ndarray) -> np.ndarray:

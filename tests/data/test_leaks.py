@@ -258,6 +258,38 @@ def test_totals_a_shop_computed_on_export_stop_until_declared(tmp_path):
         db["items"].df["order_id"].to_numpy()).value_counts().sort_index().to_numpy()).all()
 
 
+def test_averages_and_rates_a_shop_computed_on_export_stop_but_a_fixed_price_loads(tmp_path):
+    """Besides counts and sums: a customer's average order and return rate (in percent)
+    as exported; a product's price, equal to the mean price of its sales because it never
+    changed, is no average of what came later and loads."""
+    import numpy as np
+    folder = tmp_path / "shop"
+    spec = shop(folder)
+    rng = np.random.default_rng(1)
+    o = pd.read_csv(folder / "orders.csv")
+    o["returned"] = rng.integers(0, 2, len(o))
+    o["product_id"] = rng.integers(1, 11, len(o))
+    o["unit_price"] = o["product_id"] * 2.5
+    o.to_csv(folder / "orders.csv", index=False)
+    per = o.groupby("customer_id")
+    c = pd.read_csv(folder / "customers.csv").drop(columns=["Total Orders", "Total Spent"])
+    c["Avg Order Value"] = c["customer_id"].map(per["total"].mean()).round(2)
+    c["Return Rate"] = c["customer_id"].map(per["returned"].mean() * 100).round(1)
+    c.to_csv(folder / "customers.csv", index=False)
+    pd.DataFrame({"product_id": range(1, 11), "price": np.arange(1, 11) * 2.5}).to_csv(
+        folder / "products.csv", index=False)
+    spec["tables"]["products"] = {"pkey": "product_id"}
+    spec["tables"]["orders"]["fkeys"]["product_id"] = "products"
+    fails(folder, "(table 'customers', column 'Avg Order Value'): in 30 of the 30",
+          "the mean of orders.total over them", "stypes: {Avg Order Value: drop}", schema=spec)
+    spec["tables"]["customers"]["stypes"] = {"Avg Order Value": "drop"}
+    fails(folder, "(table 'customers', column 'Return Rate')",
+          "the share of them with orders.returned in percent", schema=spec)
+    spec["tables"]["customers"]["stypes"]["Return Rate"] = "drop"
+    db = load_folder(folder, spec)   # products.price: a fixed price, each sale's own
+    assert db["products"].df["price"].tolist() == (np.arange(1, 11) * 2.5).tolist()
+
+
 def test_a_dropped_column_reaches_neither_the_graph_nor_the_trees(tmp_path):
     """A schema's drop and data.stypes' null: the columns are gone from what the graph,
     LightGBM's features and the prior read (a dropped Total Orders was LightGBM's first
