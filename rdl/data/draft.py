@@ -41,7 +41,8 @@ import pandas as pd
 
 from rdl.data import files
 from rdl.data.composite import ids
-from rdl.data.database import DataError
+from rdl.data import leaks
+from rdl.data.database import Database, DataError, Table
 from rdl.data.folder import load_folder
 from rdl.data.keys import comparable
 from rdl.data.draft_times import (later, norm, older_than_parents, seen_ins, times_of, vias,
@@ -249,6 +250,8 @@ def draft(folder) -> str:
                 if share >= 0.5:
                     fkeys[name][0][", ".join(cols)] = (
                         t, f"the composite key of {t}; {share:.0%} of its pairs are keys of it")
+    for (name, col), why in _on_export(frames, pkeys, fkeys, times).items():
+        times[name][2][col] = ("drop", why)
     rejected = older_than_parents(frames, pkeys, times, fkeys)
     taking = vias(frames, pkeys, times, fkeys, rejected)
     seen = seen_ins(frames, pkeys, times, fkeys, taking)
@@ -302,6 +305,26 @@ def draft(folder) -> str:
         parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
         lines += [f"    # {n}" for c, n in notes if c not in parts and not years(c, df[c])]
     return "\n".join(lines) + "\n"
+
+
+def _on_export(frames: dict, pkeys: dict, fkeys: dict, times: dict) -> dict:
+    """(table, column) -> why, for the columns the loader would stop on as totals or
+    averages of later rows computed on export (:func:`rdl.data.leaks.computed_on_export`),
+    found on the drafted keys and times."""
+    tables = {}
+    for name, df in frames.items():
+        df, refs = df.copy(deep=False), {}
+        for col, (ref, _) in fkeys[name][0].items():
+            if ref in pkeys and col in df.columns:   # (a composite key's pair: left out)
+                values, keys = comparable(df[col], frames[ref][pkeys[ref]])
+                at = pd.Index(keys).get_indexer(values)
+                df[col], refs[col] = pd.array(np.where(at >= 0, at, None), dtype="Int64"), ref
+        tables[name] = Table(df, pkeys.get(name), refs, times[name][0])
+    return {(name, col): f"equals {what} in {same} of {held} rows, later ones included: "
+                         f"computed on export, it would show every seed what is still to come "
+                         "(numerical, if it was known then)"
+            for name, col, _, what, same, held in leaks.computed_on_export(
+                Database(tables), {n: t[2] for n, t in times.items()})}
 
 
 def _pair_share(values: pd.DataFrame, keys: pd.DataFrame) -> float:

@@ -211,8 +211,21 @@ def _known_ahead(col: str, s: pd.Series) -> bool:
 
 
 def totals(db, where, declared: dict, share: float = 0.9) -> None:
+    """Stops on the first column :func:`computed_on_export` finds (``where(table,
+    column)``: how the message names it)."""
+    for name, x, other, what, same, held in computed_on_export(db, declared, share):
+        raise DataError(
+            f"{where(name, x)}: in {same} of the {held} rows that {other} rows reference, it "
+            f"equals {what}, later ones included: computed when the data was exported. Every "
+            "seed would see the final figure, what is still to come (a leak of the future). "
+            f"Drop it (stypes: {{{x}: drop}}): rdl computes such figures as of each seed from "
+            f"the {other} rows; if it truly was known then, keep it (stypes: {{{x}: "
+            "numerical}})")
+
+
+def computed_on_export(db, declared: dict, share: float = 0.9):
     """A column of numbers that is a total or an average over the rows referencing its row,
-    those after it included, stops: a customer's ``total_orders``, ``total_spent``,
+    those after it included, the loader stops on: a customer's ``total_orders``, ``total_spent``,
     ``avg_order_value`` or ``return_rate`` as a shop's export writes them, computed when
     the data was exported. Every seed would see the final figure: how many orders are
     still to come (a churn label). Found where, in ``share`` of the referenced rows or
@@ -221,7 +234,9 @@ def totals(db, where, declared: dict, share: float = 0.9) -> None:
     percent), and some of those rows come after it (every one, for a static table). A mean
     counts only where it is no copy of the first referencing row's value (a price that
     never changed) in a tenth of the rows referenced more than once. ``declared``: table
-    -> the columns whose stype the schema declares (kept as they are)."""
+    -> the columns whose stype the schema declares (kept as they are). Yields (table,
+    column, referencing table, what it equals, in how many rows, of how many referenced),
+    the first match of each column."""
     for name, t in db:
         if t.pkey is None or len(t.df) == 0:
             continue
@@ -238,7 +253,7 @@ def totals(db, where, declared: dict, share: float = 0.9) -> None:
                     continue   # (one reference a row: its values copies, not totals)
                 figures = _figures(c, col, other, count)
                 probe = np.flatnonzero(held)[:1000]   # a first look, cheap on wide tables
-                for x in numbers:
+                for x in list(numbers):
                     v = t.df[x].to_numpy(dtype="float64")
                     for what, (figure, first) in figures.items():
                         if _close(v[probe], figure[probe]).mean() < share / 2:
@@ -251,15 +266,9 @@ def totals(db, where, declared: dict, share: float = 0.9) -> None:
                         if first is not None and (~_close(v, first) & many).sum() < \
                                 0.1 * many.sum():
                             continue   # each row's first value, not an average of all
-                        raise DataError(
-                            f"{where(name, x)}: in {int(same.sum())} of the {int(held.sum())} "
-                            f"rows that {other} rows reference, it equals {what}, later "
-                            "ones included: computed when the data was exported. "
-                            "Every seed would see the final figure, what is still to come "
-                            f"(a leak of the future). Drop it (stypes: {{{x}: drop}}): rdl "
-                            f"computes such figures as of each seed from the {other} rows; "
-                            f"if it truly was known then, keep it (stypes: {{{x}: "
-                            "numerical}})")
+                        yield name, x, other, what, int(same.sum()), int(held.sum())
+                        numbers.remove(x)
+                        break
 
 
 def _figures(c, col: str, other: str, count: np.ndarray) -> dict:

@@ -288,6 +288,21 @@ def test_averages_and_rates_a_shop_computed_on_export_stop_but_a_fixed_price_loa
     spec["tables"]["customers"]["stypes"]["Return Rate"] = "drop"
     db = load_folder(folder, spec)   # products.price: a fixed price, each sale's own
     assert db["products"].df["price"].tolist() == (np.arange(1, 11) * 2.5).tolist()
+    # the draft drops both before the loader would stop on them, and keeps the price
+    drafted = yaml.safe_load(draft(folder))["tables"]
+    assert drafted["customers"]["stypes"] == {"Avg Order Value": "drop",
+                                              "Return Rate": "drop"}
+    assert "stypes" not in drafted["products"]
+    assert len(load_folder(folder, {"tables": drafted})["customers"].df) == 30
+
+
+def test_the_draft_drops_the_totals_the_loader_would_stop_on(tmp_path):
+    folder = tmp_path / "shop"
+    shop(folder)
+    drafted = yaml.safe_load(draft(folder))["tables"]
+    assert drafted["customers"]["stypes"] == {"Total Orders": "drop", "Total Spent": "drop"}
+    db = load_folder(folder, {"tables": drafted})
+    assert db.stypes["customers"] == {"Total Orders": None, "Total Spent": None}   # dropped
 
 
 def test_a_dropped_column_reaches_neither_the_graph_nor_the_trees(tmp_path):
