@@ -299,6 +299,13 @@ def draft(folder) -> str:
         if keys_of:
             lines.append("    fkeys:")
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in keys_of.items()]
+        later_events = {c: why for c, (st, why) in stypes.items() if st == "event"}
+        stypes = {c: (st, why) if st != "event" else ("drop", why + "; dropped: the table has "
+                                                      "no key of one column for its events")
+                  for c, (st, why) in stypes.items() if st != "event" or pkey is None}
+        if later_events and pkey is not None:
+            lines.append(f"    events: [{', '.join(map(_yaml, later_events))}]   # "
+                         + "; ".join(f"{c}: {why}" for c, why in later_events.items()))
         if stypes:
             lines.append("    stypes:")
             lines += [f"      {_yaml(c)}: {st}   # {why}" for c, (st, why) in stypes.items()]

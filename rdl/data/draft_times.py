@@ -6,8 +6,9 @@ reference, decided as the loader's time checks (:mod:`rdl.data.leaks`) would jud
   ``timestamp``, ``date``; of several alike, the earliest), never a birth, an end, a
   deadline or a change (``last_update``);
 * its other columns of times: a change time dropped (as a feature it tells of the
-  future); one after the rows' time in 1 % of them or more dropped as a later event
-  (``return_date``), or kept where its name says it was known ahead (``required_date``);
+  future); one after the rows' time in 1 % of them or more a later event, a table of its
+  own (``events: [return_date]``), or dropped where its name says it is a last or final
+  one (``last_order``), or kept where its name says it was known ahead (``required_date``);
 * a table whose time is after most rows that reference it (customers made when the data
   was migrated) is static, its time dropped;
 * a table of facts without a time of its own whose keys all match timed rows takes their
@@ -30,6 +31,9 @@ TIME_WORDS = ("creat", "timestamp", "time", "date", "ts", "at", "day", "start", 
 #: words that start the names of times that are no row's own (a birth, an expiry, an end)
 NOT_ROW_TIMES = (*BIRTH, "death", "died", "expir", "end", "due", "until",
                  "last", "latest", "final", "recent")
+#: words that start the names of times known to be last only at the export (a last order,
+#: a final game): no event a seed could have seen happen as such
+SUMMARY_TIMES = ("last", "latest", "final", "recent")
 #: words that start the names of times a row changed at (``last_update``, ``ModifiedDate``)
 CHANGE_TIMES = ("updat", "modif", "chang", "edit", "load", "etl", "ingest", "refresh", "sync")
 #: words that start the names of times known before they come (a due date, an estimate)
@@ -66,18 +70,24 @@ def times_of(df: pd.DataFrame) -> tuple[str | None, str, dict[str, tuple[str, st
 
 def later(df: pd.DataFrame, time: pd.Series, columns: list[str]) -> dict:
     """The stypes of columns of times after the rows' ``time`` in 1 % of rows or more
-    (the loader stops on them): known ahead by their name (a due date), else dropped."""
+    (the loader stops on them): known ahead by their name (a due date), else events of
+    their own (``events:``, :mod:`rdl.data.events`; ``event`` here)."""
     out = {}
     for c in columns:
         share = (df[c] > time).mean()
         if share < LATER_SHARE:
             continue
+        words = name_words(c)
         out[c] = ("timestamp", f"after the row's time in {share:.0%} of rows, known when the "
                                "row began, by its name") if any(
-            w.startswith(AHEAD) for w in name_words(c)) else (
-            "drop", f"after the row's time in {share:.0%} of rows: a later event, which as a "
-                    "feature a seed would see early (known when the row began, a due date: "
-                    "timestamp)")
+            w.startswith(AHEAD) for w in words) else (
+            "drop", f"after the row's time in {share:.0%} of rows: a last or final time, "
+                    "known to be last only when the data was exported (a seed would learn "
+                    "that nothing follows)") if any(
+            w.startswith(SUMMARY_TIMES) for w in words) else (
+            "event", f"after the row's time in {share:.0%} of rows: a later event, a table "
+                     "of its own that seeds see once it happened (known when the row "
+                     "began, a due date: stypes timestamp)")
     return out
 
 

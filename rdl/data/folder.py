@@ -20,6 +20,7 @@ foreign keys (``{column: referenced_table}``; a table may reference itself), its
         fkeys: {voter_id: voters, post_id: posts}
       voters: {pkey: voter_id, implied: true}   # no file: the keys votes.voter_id holds
       flags: {time: {via: post_id}, fkeys: {post_id: posts}}   # each at its post's time
+      rentals: {pkey: rental_id, time: rented, events: [returned]}   # a table of returns
     dangling: null        # foreign keys matching no row: null (RelBench), drop, fail or add
     missing: ['?']        # words that mean missing, beyond rdl's (also per table)
 
@@ -27,7 +28,8 @@ A key of several columns is a list (``pkey: [origin, hour]``), a foreign key to 
 columns joined by commas (``fkeys: {"origin, hour": weather}``; :mod:`rdl.data.composite`).
 Keys without their table (``implied:``, ``dangling: add``) become rows as
 :mod:`rdl.data.implied` says; times taken from the rows referenced as
-:mod:`rdl.data.inherit` says; times written as period numbers are converted as
+:mod:`rdl.data.inherit` says; later events' times become tables as :mod:`rdl.data.events`
+says; times written as period numbers are converted as
 :mod:`rdl.data.periods` says, before any check.
 
 Files are read by :mod:`rdl.data.files` (encodings, delimiters, header names, missing
@@ -50,8 +52,8 @@ import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import (composite as composite_key, files, implied, inherit, leaks, parquet,
-                      periods)
+from rdl.data import (composite as composite_key, events, files, implied, inherit, leaks,
+                      parquet, periods)
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
@@ -62,7 +64,8 @@ from rdl.progress import bar, stage
 
 log = logging.getLogger(__name__)
 
-TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "formats"}
+TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "formats",
+              "events"}
 SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
 EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json")   # a table's file when the schema names none
@@ -137,6 +140,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         t.missing, t.period, t.dayfirst = [*everywhere, *_words(spec, at)], period, dayfirst
         t.implied = _implied(spec, at)
         t.formats = read_formats(spec, stypes, {t.pkey, *t.fkeys} - set(composite), at)
+        t.events = events.parse(spec, t, at)
         if period and period.column in t.formats:
             raise DataError(f"{at}: {period.column!r} has a period (time: {{...}}) and a form "
                             "(formats:): keep one")
@@ -151,6 +155,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             raise DataError(f"{where}: table {t.name!r}: column {t.pkey!r} is both its primary "
                             "key and a foreign key; give the table a key of its own")
     check_references(tables, lambda t, col: f"{where}: table {t.name!r}: foreign key {col!r}")
+    events.check_names(tables, where)
     inherit.resolve(tables, where)
     for t in tables.values():
         if t.implied and not any(t.name in s.fkeys.values() for s in tables.values()):
@@ -246,6 +251,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     frames = {name: _read(t, headers[name], calendars.get(name))
               for name, t in bar(files_of.items(), "reading", unit="table")}
     reading.end()
+    events.split(tables, frames)
     used = {t.period.calendar.get("table") for t in files_of.values() if t.period}
     for name, t in files_of.items():
         if name not in used:   # a calendar's periods are no rows' times
@@ -326,7 +332,8 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
                         for p, h in zip(t.parts, headers)], ignore_index=True)
     else:
         df = parquet.read(t.parts, t.where(), t.base,
-                          dropped={c for c, st in t.stypes.items() if st is None})
+                          dropped={c for c, st in t.stypes.items()
+                                   if st is None and c not in t.events})
     # text as a file wrote it: a CSV's every column, a JSON file's columns of text
     text = (list(df.columns) if headers is not None else [] if not is_json(t.parts[0]) else
             [c for c in df.columns if pd.api.types.is_string_dtype(df[c])])
@@ -335,7 +342,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         as_text = {c for c, st in t.stypes.items() if st not in (None, "numerical")}
         times = {c for c in text if c not in t.stypes and c not in keys
                  and looks_like_times(df[c])} | set(t.formats)
-        df[text] = numbers(df[text], t.where, keep={t.time, *as_text, *times},
+        df[text] = numbers(df[text], t.where, keep={t.time, *as_text, *times, *t.events},
                            keys=keys | t.key_columns())
     elif t.missing:
         df = df.mask(df.isin(t.missing))
@@ -348,11 +355,11 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
                 # CHAR(n) columns come padded with spaces: "C-10  " is key "C-10"
                 df[col] = s.where(s.isna(), s.astype(str).str.strip())
             continue
-        if st is None and col != t.time:
+        if st is None and col != t.time and col not in t.events:
             continue  # dropped: the model never sees it
         if col == t.time and t.period:
             df[col] = t.period.times(s, t.where(col), *(calendar or ()))
-        elif col == t.time or col in t.formats or st == "timestamp" or (
+        elif col == t.time or col in t.formats or col in t.events or st == "timestamp" or (
                 pd.api.types.is_datetime64_any_dtype(s) or (st == "" and looks_like_times(s))):
             df[col] = parse_times(s, t.where(col), required=col == t.time,
                                   dayfirst=t.dayfirst, form=t.formats.get(col))

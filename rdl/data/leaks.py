@@ -85,8 +85,10 @@ def later_times(t: TableSchema, df: pd.DataFrame, share: float = LATER_SHARE) ->
             f"{what}: as a feature, a seed between the two times would see it before it "
             f"happens (a leak of the future). Say what it is in the schema (table "
             f"{t.name!r}): when something happened later (a return, a delivery, a "
-            f"cancellation, the row's last change), drop it (stypes: {{{col}: drop}}), or "
-            f"make it the time of a table of its own; known when the row began (a due "
+            f"cancellation), make it a table of its own that seeds see once it happened "
+            f"(events: [{col}]), or drop it (stypes: {{{col}: drop}}; drop the row's last "
+            f"change, and a last or final time, which only the export knows to be last); "
+            f"known when the row began (a due "
             f"date, an estimate), a feature (stypes: {{{col}: timestamp}}); the row's more "
             f"precise time (its date's timestamp), its time (time: {col})")
 

@@ -23,6 +23,7 @@ class TableSchema:
         self.via: str | None = None   # the foreign key whose row's time it takes (inherit)
         self.seen_in: list[str] | None = None   # the tables whose first reference times it
         self.formats: dict[str, str] = {}   # column: the strftime form its times are in
+        self.events: dict[str, str] = {}    # column of later events' times: its table (events)
 
     @property
     def base(self) -> Path | None:

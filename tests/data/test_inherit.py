@@ -51,9 +51,9 @@ def test_the_draft_times_items_and_payments_by_their_order_and_names_keys_as_exp
     reviews = tables["olist_order_reviews_dataset"]
     assert reviews["time"] == "review_creation_date"   # its creation, not its answer
     assert reviews["stypes"] == {"review_answer_timestamp": "drop"}
-    assert tables[ORDERS]["stypes"] == {
-        "order_approved_at": "drop", "order_delivered_carrier_date": "drop",
-        "order_delivered_customer_date": "drop", "order_estimated_delivery_date": "timestamp"}
+    assert tables[ORDERS]["stypes"] == {"order_estimated_delivery_date": "timestamp"}
+    assert tables[ORDERS]["events"] == [   # tables of their own, seen once they happened
+        "order_approved_at", "order_delivered_carrier_date", "order_delivered_customer_date"]
 
 
 def test_each_row_takes_the_time_of_the_row_it_references(olist, caplog):

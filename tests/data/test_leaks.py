@@ -54,7 +54,7 @@ def test_a_column_of_later_times_stops_until_the_schema_says_what_it_is(tmp_path
     later = int((rental["return_date"] > rental["rental_date"]).sum())
     fails(folder, "rental.csv (table 'rental', column 'return_date')",
           f"{later} of {int(rental['return_date'].notna().sum())} rows", "rows 0, 1, 2",
-          "leak of the future", "stypes: {return_date: drop}",
+          "leak of the future", "events: [return_date]", "stypes: {return_date: drop}",
           "stypes: {return_date: timestamp}", "time: return_date", schema=SCHEMA)
     stypes = {"last_update": "drop", "return_date": "drop"}
     db = load_folder(folder, schema(rental={"stypes": stypes}))
@@ -123,7 +123,8 @@ def test_the_draft_declares_the_times_as_they_are_and_loads_without_a_warning(tm
     tables = yaml.safe_load(text)["tables"]
     assert tables["rental"]["time"] == "rental_date"
     assert tables["payment"]["time"] == "payment_date"
-    assert tables["rental"]["stypes"] == {"last_update": "drop", "return_date": "drop"}
+    assert tables["rental"]["stypes"] == {"last_update": "drop"}
+    assert tables["rental"]["events"] == ["return_date"]   # a table seeds see once returned
     for name in ("film", "inventory", "language", "store"):   # their only time: a change's
         assert "time" not in tables[name] and tables[name]["stypes"] == {"last_update": "drop"}
     assert "time" not in tables["customer"]   # created after its rentals: static
@@ -145,6 +146,11 @@ def test_the_draft_keeps_a_time_known_ahead_and_times_a_row_by_its_first(tmp_pat
     orders.to_csv(tmp_path / "db" / "orders.csv", index=False)
     spec = yaml.safe_load(draft(tmp_path / "db"))["tables"]["orders"]
     assert spec["time"] == "order_date"   # of three dates, the one the others follow
+    assert spec["stypes"] == {"required_date": "timestamp"}
+    assert spec["events"] == ["shipped_date"]
+    # without a key of its own for the events to reference, a later event is dropped
+    orders.drop(columns="order_id").to_csv(tmp_path / "db" / "orders.csv", index=False)
+    spec = yaml.safe_load(draft(tmp_path / "db"))["tables"]["orders"]
     assert spec["stypes"] == {"shipped_date": "drop", "required_date": "timestamp"}
 
 
