@@ -1,5 +1,5 @@
 """What a leak in an export is worth, on data with no signal: ``python benchmarks/leaks.py
-[--case seen-in|totals] [--dir D] [--epochs E]``. Each case trains one task twice with
+[--case seen-in|totals|events] [--dir D] [--epochs E]``. Each case trains one task twice with
 ``python -m rdl.train``, the schema as rdl drafts or asks for it and with the leak left
 in, and prints the test AUROC of the model and of LightGBM: about 0.5 where nothing
 leaks. docs/data.md.
@@ -12,6 +12,12 @@ leaks. docs/data.md.
   20,000 random orders over 90 days) whose customers hold the ``Total Orders`` and
   ``Total Spent`` it computed when exporting; will a customer order in the next 14 days?
   Totals dropped (``stypes: {...: drop}``) or kept (declared ``numerical``).
+* ``events``: a Sakila-shaped rental export (tests/data/sakila_like.py: 2,000 customers,
+  20,000 rentals over 90 days, each returned 1-9 days later); will a customer return a
+  rental in the next 7 days? The rentals' ``return_date`` dropped, a table of its own
+  (``events: [return_date]``: a seed sees a return once it happened), or kept as a
+  feature (``timestamp``: every seed sees when its rentals will come back). Here the
+  data has a signal no leak is needed for: a rental out is returned within 9 days.
 """
 from __future__ import annotations
 
@@ -98,16 +104,48 @@ def totals(root: Path, conf: Path) -> list:
     return out
 
 
+EVENTS_TASK = TOTALS_TASK.replace("customer-buys", "customer-returns").replace(
+    "entity_table: customers", "entity_table: customer").replace(
+    "target_col: buys", "target_col: returns").replace("window: 14d", "window: 7d").replace(
+    '"2024-03-01"', '"2005-08-01"').replace('"2024-03-15"', '"2005-08-08"')
+EVENTS_SQL = """
+SELECT s.timestamp, c.customer_id,
+       CAST(EXISTS (SELECT 1 FROM rental r WHERE r.customer_id = c.customer_id
+                      AND r.return_date > s.timestamp
+                      AND r.return_date <= s.timestamp + $window) AS INTEGER) AS returns
+FROM timestamps s, customer c
+WHERE EXISTS (SELECT 1 FROM rental r WHERE r.customer_id = c.customer_id
+              AND r.rental_date <= s.timestamp)
+"""
+
+
+def events(root: Path, conf: Path) -> list:
+    from tests.data.sakila_like import write_sakila
+    from tests.data.test_leaks import STATIC, schema
+    (conf / "customer-returns.yaml").write_text(EVENTS_TASK)
+    (conf / "customer-returns.sql").write_text(EVENTS_SQL)
+    out = []
+    for name, rental in (("dropped", {"stypes": {"last_update": "drop", "return_date": "drop"}}),
+                         ("events", {"events": ["return_date"]}),
+                         ("kept", {"stypes": {"last_update": "drop",
+                                              "return_date": "timestamp"}})):
+        folder = write_sakila(root / name, customers=2_000, films=400, rentals=20_000)
+        (folder / "schema.yaml").write_text(yaml.safe_dump(schema(rental=rental,
+                                                                  customer=STATIC)))
+        out.append(("customer-returns", f"return_date {name}", folder))
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--case", choices=("seen-in", "totals"), default="seen-in")
+    p.add_argument("--case", choices=("seen-in", "totals", "events"), default="seen-in")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--dir", default=None)
     args = p.parse_args()
     root = Path(args.dir or tempfile.mkdtemp(prefix="rdl-leaks-"))
     conf = root / "conf" / "task"
     conf.mkdir(parents=True, exist_ok=True)
-    runs = (seen_in if args.case == "seen-in" else totals)(root, conf)
+    runs = {"seen-in": seen_in, "totals": totals, "events": events}[args.case](root, conf)
     print("| schema | model test AUROC | LightGBM test AUROC |\n|---|---|---|")
     for task, name, folder in runs:
         run = root / f"run-{folder.name}"

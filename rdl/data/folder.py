@@ -356,7 +356,13 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
                 df[col] = s.where(s.isna(), s.astype(str).str.strip())
             continue
         if st is None and col != t.time and col not in t.events:
-            continue  # dropped: the model never sees it
+            # dropped: the model never sees it; the task's SQL may, as times where they are
+            if col in text and looks_like_times(s):
+                try:
+                    df[col] = parse_times(s, t.where(col), required=False, dayfirst=t.dayfirst)
+                except DataError:
+                    pass   # left as the file wrote it: nothing reads it as times
+            continue
         if col == t.time and t.period:
             df[col] = t.period.times(s, t.where(col), *(calendar or ()))
         elif col == t.time or col in t.formats or col in t.events or st == "timestamp" or (
