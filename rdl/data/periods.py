@@ -9,6 +9,7 @@ A schema declares such a time as a mapping instead of a column's name::
     time: {column: iso_week, format: yyyyww}                  # 202405: ISO week 5 of 2024
     time: {column: fiscal_period, calendar: fiscal.csv}       # its rows: period, start (end)
     time: {column: ts, epoch: ms}                             # milliseconds since 1970 (UTC)
+    time: {column: d, epoch: excel}                           # a spreadsheet's serial days
 
 ``unit`` is day, week, month, quarter or year, counted from ``origin``, the start of period
 ``first`` (default 1). ``yyyyww`` weeks are ISO 8601's (from Monday; week 1 holds the
@@ -16,7 +17,8 @@ year's first Thursday). ``calendar`` is a file of the folder, or a table of the 
 with a row per period: ``period`` and ``start`` (and ``end``; without it a period ends
 where the next one starts), or other names: ``calendar: {file: f.csv, period: p, start:
 s, end: e}``. ``epoch`` (s, ms, us or ns) reads numbers of that unit since 1970-01-01 UTC
-as the instants they are (an event log's times; no period, no end).
+as the instants they are (an event log's times; no period, no end); ``excel``, a
+spreadsheet's serial days (:func:`rdl.data.times.epoch_times`).
 
 **Which instant.** A row about a period (a week's promotions, a month's sales) is complete,
 and known, only once the period is over. Its time is therefore the period's **end** (its
@@ -38,7 +40,7 @@ import pandas as pd
 
 from rdl.data import files, parquet
 from rdl.data.messages import rows, show
-from rdl.data.times import TIME_MAX, TIME_MIN, parse_times
+from rdl.data.times import EPOCHS, TIME_MAX, TIME_MIN, epoch_times, parse_times
 from rdl.data.database import DataError
 from rdl.data.keys import comparable
 
@@ -50,7 +52,6 @@ UNITS = {"day": ("D", 1), "week": ("D", 7), "month": ("M", 1), "quarter": ("M", 
 FORMATS = ("yyyymm", "yyyyww")
 AT = ("end", "start")
 KEYS = {"column", "unit", "origin", "first", "format", "calendar", "at", "epoch"}
-EPOCHS = ("s", "ms", "us", "ns")
 CALENDAR_KEYS = {"file", "table", "period", "start", "end"}
 #: the most periods from the origin a time may lie (rdl's times span 1678 to 2261)
 _MAX_DAYS, _MAX_MONTHS = 200_000, 6_000
@@ -67,7 +68,7 @@ class PeriodTime:
     format: str | None = None
     calendar: dict = field(default_factory=dict)   # file or table, period, start, end
     at: str = "end"
-    epoch: str | None = None   # s, ms, us or ns since 1970-01-01 UTC: instants, no period
+    epoch: str | None = None   # s, ms, us or ns since 1970-01-01 UTC, or excel: instants
 
     def declared(self) -> str:
         """How the schema declares it (messages name it)."""
@@ -82,7 +83,7 @@ class PeriodTime:
         """``raw``'s periods as ``datetime64[ns]`` (the periods' ends, or starts), checked
         as any time column is (:func:`~rdl.data.times.parse_times`)."""
         if self.epoch:
-            out = _epoch(raw, where, self.epoch)
+            out = epoch_times(raw, where, self.epoch)
         elif self.calendar:
             out = _from_calendar(raw, where, self, calendar, calendar_where)
         else:
@@ -120,8 +121,9 @@ def parse_spec(spec: dict, where: str, tables: set[str]) -> PeriodTime:
     if "epoch" in how:
         if str(spec["epoch"]) not in EPOCHS or set(spec) - {"column", "epoch"}:
             raise DataError(f"{at}: epoch {spec['epoch']!r}: one of {list(EPOCHS)}, the unit "
-                            "of the numbers since 1970-01-01 UTC, and no other key (an "
-                            "epoch time is an instant, not a period)")
+                            "of the numbers since 1970-01-01 UTC (excel: a spreadsheet's "
+                            "serial days), and no other key (an epoch time is an instant, not "
+                            "a period)")
         return PeriodTime(spec["column"], epoch=str(spec["epoch"]))
     p = PeriodTime(spec["column"], at=str(spec.get("at", "end")))
     if p.at not in AT:
@@ -197,28 +199,6 @@ def _whole(raw: pd.Series, where: str, p: PeriodTime) -> pd.Series:
                         f"e.g. {show(raw[bad].iloc[0])} ({rows(bad)}), but the schema declares "
                         f"the column period numbers ({p.declared()})")
     return n.astype("Int64")
-
-
-def _epoch(raw: pd.Series, where: str, unit: str) -> pd.Series:
-    """Numbers of ``unit`` since 1970-01-01 UTC as times (missing ones stay missing)."""
-    num = pd.to_numeric(raw, errors="coerce")
-    bad = (num.isna() & raw.notna()).to_numpy()
-    if bad.any():
-        raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} values are not numbers of "
-                        f"{unit} since 1970 (epoch: {unit}), e.g. {show(raw[bad].iloc[0])} "
-                        f"({rows(bad)})")
-    per_second = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[unit]
-    lo, hi = (t.value / 1e9 * per_second for t in (TIME_MIN, TIME_MAX))   # (ns since 1970)
-    far = ((num < lo) | (num > hi)).to_numpy()
-    if far.any():
-        raise DataError(f"{where}: {int(far.sum())} of {len(raw)} values, as {unit} since 1970 "
-                        f"(epoch: {unit}), lie beyond the years 1678 to 2261 that rdl's times "
-                        f"hold, e.g. {show(num[far].iloc[0])} ({rows(far)}): another unit?")
-    out = pd.to_datetime(num, unit=unit)
-    if out.max() < pd.Timestamp("1971-01-01"):   # seconds declared as ms, ms as us, ...
-        log.warning("%s: every time, as %s since 1970 (epoch: %s), is in 1970 (the latest %s):"
-                    " another unit?", where, unit, unit, out.max())
-    return out
 
 
 def _bad_values(uniq: np.ndarray, bad: np.ndarray, where: str, what: str) -> None:

@@ -135,8 +135,44 @@ def _date_keys(s: pd.Series, where: str) -> pd.Series:
     return pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns]")
 
 
+#: units of numbers as times (``epoch:``, and ``epoch_<unit>`` in ``formats:``): seconds,
+#: ... since 1970-01-01 UTC, or Excel's serial days (since 1899-12-30, as Excel for
+#: Windows and LibreOffice count them; a fraction is the time of day)
+EPOCHS = ("s", "ms", "us", "ns", "excel")
+
+
+def epoch_times(raw: pd.Series, where: str, unit: str) -> pd.Series:
+    """Numbers of ``unit`` (:data:`EPOCHS`) as times (missing ones stay missing)."""
+    num = pd.to_numeric(raw, errors="coerce")
+    bad = (num.isna() & raw.notna()).to_numpy()
+    since = "since 1970" if unit != "excel" else "(Excel's serial days)"
+    if bad.any():
+        raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} values are not numbers of "
+                        f"{unit} {since} (epoch: {unit}), e.g. {show(raw[bad].iloc[0])} "
+                        f"({rows(bad)})")
+    excel = unit == "excel"
+    origin = pd.Timestamp("1899-12-30") if excel else pd.Timestamp("1970-01-01")
+    per_second = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9, "excel": 1 / 86400}[unit]
+    lo, hi = ((t.value - origin.value) / 1e9 * per_second for t in (TIME_MIN, TIME_MAX))
+    far = ((num < lo) | (num > hi)).to_numpy()
+    if far.any():
+        raise DataError(f"{where}: {int(far.sum())} of {len(raw)} values, as {unit} {since} "
+                        f"(epoch: {unit}), lie beyond the years 1678 to 2261 that rdl's times "
+                        f"hold, e.g. {show(num[far].iloc[0])} ({rows(far)}): another unit?")
+    out = (pd.to_datetime(num, unit="D", origin=origin) if excel
+           else pd.to_datetime(num, unit=unit))
+    if excel:
+        out = out.dt.round("ms")   # a day's fraction in binary: 0.5 s off at most
+    elif out.max() < pd.Timestamp("1971-01-01"):   # seconds declared as ms, ms as us, ...
+        log.warning("%s: every time, as %s since 1970 (epoch: %s), is in 1970 (the latest %s):"
+                    " another unit?", where, unit, unit, out.max())
+    return out
+
+
 def _declared(raw: pd.Series, where: str, form: str) -> pd.Series:
     """Values in the form a schema declares for the column (``formats: {col: form}``)."""
+    if form.startswith("epoch_") or form == "excel":
+        return epoch_times(raw, where, form.removeprefix("epoch_"))
     if pd.api.types.is_datetime64_any_dtype(raw):
         raise DataError(f"{where}: the schema declares the form {form!r}, but the file holds "
                         "times, not text: drop the column from formats:")
@@ -171,17 +207,21 @@ def read_formats(spec: dict, stypes: dict, keys: set, at: str) -> dict[str, str]
     out = {}
     for col, form in formats.items():
         col, here = str(col), f"{at}: formats: {col!r}"
-        if not isinstance(form, str) or "%" not in form:
+        if form in (*(f"epoch_{u}" for u in EPOCHS[:-1]), "excel"):
+            pass   # numbers: since 1970 in that unit, or a spreadsheet's serial days
+        elif not isinstance(form, str) or "%" not in form:
             raise DataError(f"{here}: {form!r} is no form of times: write it in Python's "
-                            "strftime codes, e.g. '%d/%m/%Y %H:%M' or '%Y%m%d'")
-        sample = pd.Timestamp("2023-01-05 13:45:06.123456", tz="UTC")
-        try:
-            back = _parse(pd.Series([sample.strftime(form)]), form).iloc[0]
-        except ValueError:
-            back = pd.NaT
-        if pd.isna(back):
-            raise DataError(f"{here}: {form!r} does not read back the times it writes (as "
-                            f"{sample.strftime(form)!r}): check its codes")
+                            "strftime codes, e.g. '%d/%m/%Y %H:%M' or '%Y%m%d'; numbers: "
+                            "epoch_s, epoch_ms, epoch_us, epoch_ns (since 1970) or excel")
+        else:
+            sample = pd.Timestamp("2023-01-05 13:45:06.123456", tz="UTC")
+            try:
+                back = _parse(pd.Series([sample.strftime(form)]), form).iloc[0]
+            except ValueError:
+                back = pd.NaT
+            if pd.isna(back):
+                raise DataError(f"{here}: {form!r} does not read back the times it writes (as "
+                                f"{sample.strftime(form)!r}): check its codes")
         if col in keys:
             raise DataError(f"{here}: the column is a key, matched as written: a form is for "
                             "columns of times")
@@ -199,8 +239,9 @@ def _not_numbers(values: pd.Series, numbers, where: str) -> None:
                         f"not times, e.g. {show(values[numbers].iloc[0])} ({rows(numbers)}): "
                         "epoch seconds? Excel serial days? Their unit is anyone's guess: "
                         "write them as ISO 8601 times (2024-01-31 or 2024-01-31 12:00:00), "
-                        "or, for the table's time, declare the unit of numbers since 1970 "
-                        f"(time: {{column: {_column(where)}, epoch: s}}, or ms, us, ns); "
+                        "or declare their unit: for the table's time (time: {column: "
+                        f"{_column(where)}, epoch: s}}, or ms, us, ns, excel), for another "
+                        f"column (formats: {{{_column(where)}: epoch_s}}, or excel, ...); "
                         f"if the column is no time, declare its stype ({_stypes(where)})")
 
 

@@ -120,7 +120,7 @@ def test_bad_period_values(tmp_path, spec, values, message):
     ("{column: WEEK_NO, unit: fortnight, origin: 2024-01-01}", "unit 'fortnight': one of"),
     ("{column: WEEK_NO, unit: week, format: yyyymm, origin: 2024-01-01}",
      "give one of unit (with origin), format, calendar or epoch, not ['unit', 'format']"),
-    ("{column: WEEK_NO, epoch: minutes}", "epoch 'minutes': one of ['s', 'ms', 'us', 'ns']"),
+    ("{column: WEEK_NO, epoch: minutes}", "epoch 'minutes': one of ['s', 'ms', 'us', 'ns', 'excel']"),
     ("{column: WEEK_NO, epoch: s, at: start}", "no other key (an epoch time is an instant"),
     ("{column: WEEK_NO}", "not none"),
     ("{unit: week, origin: 2024-01-01}", "'column:' names the column"),

@@ -167,3 +167,27 @@ def test_a_schema_s_formats_read_times_in_the_form_they_declare(tmp_path):
         load_folder(tmp_path, {"tables": {"orders": {
             **without["tables"]["orders"], "formats": {"due": "%d%m%Y"},
             "stypes": {"due": "categorical"}}}})
+
+
+def test_numbers_declared_as_times_read_in_their_unit(tmp_path):
+    """``formats: {col: epoch_ms}`` (or s, us, ns) and ``excel`` for a column of numbers,
+    ``time: {column: c, epoch: excel}`` for the table's time: Excel's serial days count
+    from 1899-12-30, a fraction the time of day."""
+    from rdl.data.folder import load_folder
+    pd.DataFrame({"id": [1, 2], "day": [44931, 44932.75],
+                  "shipped": [1672963200000, None]}).to_csv(tmp_path / "orders.csv",
+                                                            index=False)
+    spec = {"pkey": "id", "time": {"column": "day", "epoch": "excel"},
+            "formats": {"shipped": "epoch_ms"}, "stypes": {"shipped": "timestamp"}}
+    df = load_folder(tmp_path, {"tables": {"orders": spec}})["orders"].df
+    assert df["day"].astype(str).tolist() == ["2023-01-05 00:00:00", "2023-01-06 18:00:00"]
+    assert str(df["shipped"][0]) == "2023-01-06 00:00:00" and df["shipped"].isna()[1]
+    excel = {"pkey": "id", "time": "shipped", "formats": {"day": "excel", "shipped": "epoch_ms"}}
+    with pytest.raises(DataError, match="time missing in 1 of 2 rows"):
+        load_folder(tmp_path, {"tables": {"orders": excel}})
+    with pytest.raises(DataError, match=r"formats: {day: epoch_s}, or excel"):
+        load_folder(tmp_path, {"tables": {"orders": {"pkey": "id", "time": "day"}}})
+    with pytest.raises(DataError, match="as s since 1970 .* beyond the years"):
+        load_folder(tmp_path, {"tables": {"orders": {
+            "pkey": "id", "time": {"column": "day", "epoch": "excel"},
+            "formats": {"shipped": "epoch_s"}}}})
