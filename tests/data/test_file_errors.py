@@ -128,7 +128,8 @@ def test_times_written_as_numbers(tmp_path):
     write(tmp_path, users=lambda df: df.assign(signup=[45292, 45293, 45294]))
     fails(tmp_path, "users.csv (table 'users', column 'signup')", "3 of 3 values are numbers, "
           "not times, e.g. 45292 (rows 0, 1, 2)", "Excel serial days",
-          "(time: {column: signup, epoch: s}, or ms, us, ns)")
+          "(time: {column: signup, epoch: s}, or ms, us, ns, excel)",
+          "(formats: {signup: epoch_s}, or excel, ...)")
     # a warehouse's date keys: yyyymmdd, every one a date
     write(tmp_path, users=lambda df: df.assign(signup=[20240101, 20240102, 20240103]))
     assert load_folder(tmp_path)["users"].df["signup"].dt.day.tolist() == [1, 2, 3]
