@@ -30,17 +30,38 @@ def is_json(path: Path) -> bool:
                                              and s[-1] in (".gz", ".zst")))
 
 
-def _query(found: list[Path], base: Path | None, limit: str = "") -> str:
-    files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in found)
-    return (f"SELECT * FROM read_json_auto([{files}], sample_size=-1, union_by_name=true, "
+#: the column types :func:`schema` inferred, by the files' paths, sizes and change times:
+#: :func:`table` reads those files once more, not twice (DuckDB infers types from every
+#: line, a pass of its own)
+_TYPES: dict[tuple, dict[str, str]] = {}
+
+
+def _key(found: list[Path]) -> tuple:
+    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in found)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _query(found: list[Path], base: Path | None, limit: str = "",
+           types: dict[str, str] | None = None) -> str:
+    files = ", ".join(_quote(str(p)) for p in found)
+    read = ("read_json_auto", "sample_size=-1") if types is None else (
+        "read_json", "columns={" + ", ".join(f"{_quote(c)}: {_quote(t)}"
+                                             for c, t in types.items()) + "}, format='auto'")
+    return (f"SELECT * FROM {read[0]}([{files}], {read[1]}, union_by_name=true, "
             f"hive_partitioning={str(base is not None).lower()}) {limit}")
 
 
 def _run(found: list[Path], where: str, base: Path | None, limit: str = "") -> pa.Table:
     with duck.connect(threads=None) as con:   # rows keep their order (DuckDB keeps it)
         try:
-            query = _query(found, base, limit)
+            types = _TYPES.pop(_key(found), None) if not limit else None
+            query = _query(found, base, limit, types)
             rel = con.sql(query)
+            if limit:
+                _TYPES[_key(found)] = {c: str(t) for c, t in zip(rel.columns, rel.types)}
             # a key whose values differ in type ({"amount": 1}, {"amount": "n/a"}) is of
             # type JSON: its values as text, as a CSV writes them ("n/a", not '"n/a"')
             mixed = [f'json_extract_string({q}, \'$\') AS {q}' for q, t in

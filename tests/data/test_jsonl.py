@@ -112,3 +112,23 @@ def test_values_of_mixed_types_are_read_as_a_csv_s_text(tmp_path, caplog):
     assert df["score"].tolist()[:4] == ["0", "1", "2", "n/a"]
     assert "column 'score'): 1 of 12 values are not numbers (e.g. 'n/a')" in caplog.text
     assert df["day"].dt.day.tolist()[:3] == [1, 2, 3]
+
+
+def test_the_rows_are_read_in_the_types_their_columns_were_checked_in(tmp_path):
+    """The folder's column check infers every column's type from every line; the read that
+    follows takes those types instead of inferring them again (a pass over the files), and
+    gives the table inference would: late keys, mixed types, structs and lists. A file
+    changed in between is inferred anew."""
+    from rdl.data import jsonl
+    rows = events()
+    rows[3]["amount"] = "n/a"   # a column of mixed types: text
+    write(tmp_path, rows)
+    found = [tmp_path / "events.jsonl"]
+    inferred = jsonl.table(found, "events")
+    checked = jsonl.schema(found, "events")
+    assert jsonl.table(found, "events") == inferred and checked == inferred.schema
+    assert inferred.column("coupon").to_pylist()[-1] == "XMAS"
+    assert inferred.column("amount").to_pylist()[3] == "n/a"
+    jsonl.schema(found, "events")
+    write(tmp_path, [{**r, "late": 1} for r in rows])   # changed after its check
+    assert jsonl.table(found, "events").column("late").to_pylist() == [1] * len(rows)
