@@ -45,8 +45,8 @@ from rdl.data import leaks
 from rdl.data.database import Database, DataError, Table
 from rdl.data.folder import load_folder
 from rdl.data.keys import comparable
-from rdl.data.draft_times import (later, norm, older_than_parents, seen_ins, times_of, vias,
-                                  years)
+from rdl.data.draft_times import (calendars_of, later, norm, older_than_parents, seen_ins,
+                                  times_of, vias, years)
 from rdl.data.periods import looks_like, name_words
 
 log = logging.getLogger(__name__)
@@ -253,7 +253,9 @@ def draft(folder) -> str:
     for (name, col), why in _on_export(frames, pkeys, fkeys, times).items():
         times[name][2][col] = ("drop", why)
     rejected = older_than_parents(frames, pkeys, times, fkeys)
-    taking = vias(frames, pkeys, times, fkeys, rejected)
+    dated = calendars_of(frames, pkeys, times, fkeys)
+    taking = vias({n: df for n, df in frames.items() if n not in dated}, pkeys, times, fkeys,
+                  rejected)
     seen = seen_ins(frames, pkeys, times, fkeys, taking)
     lines = [f"# drafted by python -m rdl.data.draft from {folder}: every guess says why;",
              "# check each, then: python -m rdl.train data=folder data.db.path=... task=...",
@@ -276,6 +278,12 @@ def draft(folder) -> str:
             lines.append(f"    # time: {_yaml(time)}   # not declared: {rejected[name]}")
         elif time is not None:
             lines.append(f"    time: {_yaml(time)}   # {why}")
+        elif name in dated:
+            col, ref, period, start = dated[name]
+            lines.append(f"    time: {{column: {_yaml(col)}, calendar: {{table: {_yaml(ref)}, "
+                         f"period: {_yaml(period)}, start: {_yaml(start)}}}}}   # dated by "
+                         f"the calendar {ref} (one row a day, week or month): each row at "
+                         "the end of its period")
         elif name in taking and taking[name][3]:
             col, why, taken, _ = taking[name]
             lines.append(f"    time: {{via: {_yaml(col)}}}   # {why}")
@@ -296,6 +304,8 @@ def draft(folder) -> str:
             lines += [f"    # {c}: period numbers? if they are the rows' time: {d}"
                       for c, d in periods[:1]]
         keys_of, notes = fkeys[name]
+        if name in dated:   # the calendar's period: the time above, no foreign key
+            keys_of = {c: v for c, v in keys_of.items() if c != dated[name][0]}
         if keys_of:
             lines.append("    fkeys:")
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in keys_of.items()]

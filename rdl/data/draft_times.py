@@ -22,7 +22,7 @@ import re
 import pandas as pd
 
 from rdl.data.keys import comparable
-from rdl.data.leaks import BIRTH, LATER_SHARE
+from rdl.data.leaks import BIRTH, LATER_SHARE, calendar_days
 from rdl.data.periods import looks_like, name_words
 
 #: names of time columns, most likely the row's own time first
@@ -137,6 +137,27 @@ def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> d
                 times[ref][2][theirs] = ("drop", "after most of the rows that reference it "
                                                  "(above): a time from their future")
     return rejected
+
+
+def calendars_of(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
+    """Tables without a time of their own whose foreign key references a calendar (a date
+    dimension, :func:`rdl.data.leaks.calendar_days`): table -> (the key, the calendar, its
+    key, its column of days). Their rows are dated by it, each at its period's end (the
+    loader stops on such a table left static: :func:`rdl.data.leaks.calendar_references`)."""
+    out = {}
+    for name, df in frames.items():
+        if times[name][0] is not None or any(
+                pd.api.types.is_datetime64_any_dtype(d) for d in df.dtypes):
+            continue   # (times of its own)
+        for col, (ref, _) in fkeys[name][0].items():
+            days = [c for c in frames[ref].columns if ref in pkeys and c != pkeys[ref]
+                    and len(frames[ref]) >= 7
+                    and pd.api.types.is_datetime64_any_dtype(frames[ref][c])
+                    and calendar_days(frames[ref][c])] if ", " not in col else []
+            if days:
+                out[name] = (col, ref, pkeys[ref], days[0])
+                break
+    return out
 
 
 def vias(frames: dict, pkeys: dict, times: dict, fkeys: dict, rejected: dict) -> dict:

@@ -259,6 +259,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     keys = stage("matching the foreign keys", log)
     inherit.take(tables, frames, policy)
     leaks.static_times(tables, frames, used)
+    leaks.calendar_references(tables, frames, used)
     for t in tables.values():
         if inherit.sources(t):
             leaks.later_times(t, frames[t.name])

@@ -348,3 +348,43 @@ def test_a_dropped_column_reaches_neither_the_graph_nor_the_trees(tmp_path):
     splits = {s: task.split_table(s, db) for s in ("train", "val", "test")}
     features = entity_features(task, view, train, task.history(splits))
     assert not [c for c in features.columns if "Total" in c or "visits" in c]
+
+
+def star(folder, days: int = 150, sales: int = 3000):
+    """A warehouse's star schema: sales dated only by their ``date_key`` into ``dim_date``
+    (a row a day, surrogate keys 1, 2, ...), and customers."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    dates = pd.date_range("2023-01-01", periods=days)
+    pd.DataFrame({"date_key": range(1, days + 1), "full_date": dates.strftime("%Y-%m-%d"),
+                  "weekday": dates.day_name()}).to_csv(folder / "dim_date.csv", index=False)
+    pd.DataFrame({"customer_key": range(1, 51), "segment": rng.choice(["a", "b"], 50)}).to_csv(
+        folder / "dim_customer.csv", index=False)
+    pd.DataFrame({"sale_id": range(sales), "customer_key": rng.integers(1, 51, sales),
+                  "date_key": rng.integers(1, days - 29, sales),
+                  "amount": rng.uniform(1, 100, sales).round(2)}).to_csv(
+        folder / "fact_sales.csv", index=False)
+    return folder
+
+
+def test_facts_dated_by_a_date_dimension_stop_static_and_load_through_the_calendar(tmp_path):
+    """Left static, every seed would see every sale; the draft times them through the
+    calendar, each sale at the end of its day (a seed at a day's start sees none of it)."""
+    folder = star(tmp_path / "star")
+    tables = {"dim_date": {"pkey": "date_key"}, "dim_customer": {"pkey": "customer_key"},
+              "fact_sales": {"pkey": "sale_id", "fkeys": {"customer_key": "dim_customer",
+                                                         "date_key": "dim_date"}}}
+    fails(folder, "fact_sales.csv (table 'fact_sales', column 'date_key'): references "
+          "'dim_date', a calendar", "time: {column: date_key, calendar: {table: dim_date, "
+          "period: date_key, start: full_date}}", schema={"tables": tables})
+    drafted = yaml.safe_load(draft(folder))["tables"]
+    assert drafted["fact_sales"]["time"] == {"column": "date_key", "calendar": {
+        "table": "dim_date", "period": "date_key", "start": "full_date"}}
+    assert drafted["fact_sales"]["fkeys"] == {"customer_key": "dim_customer"}
+    db = load_folder(folder, {"tables": drafted})
+    raw = pd.read_csv(folder / "fact_sales.csv")
+    day = pd.Timestamp("2023-01-01") + pd.to_timedelta(raw["date_key"] - 1, unit="D")
+    order = db.keys["fact_sales"].to_numpy()   # each row's sale_id (timed rows are sorted)
+    got = db["fact_sales"].df["date_key"].to_numpy()
+    assert (got == (day + pd.Timedelta(days=1)).to_numpy()[order]).all()
