@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 from rdl.data.keys import comparable
@@ -140,23 +141,44 @@ def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> d
 
 
 def calendars_of(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
-    """Tables without a time of their own whose foreign key references a calendar (a date
+    """Tables without a time of their own whose foreign keys reference a calendar (a date
     dimension, :func:`rdl.data.leaks.calendar_days`): table -> (the key, the calendar, its
-    key, its column of days). Their rows are dated by it, each at its period's end (the
-    loader stops on such a table left static: :func:`rdl.data.leaks.calendar_references`)."""
+    key, its column of days, {another key into a calendar: why it is dropped}). Their rows
+    are dated by the key whose days come first, each at its period's end (the loader stops
+    on such a table left static: :func:`rdl.data.calendars.calendar_references`); a key
+    naming a later day in 1 % of rows or more (a ship date) is dropped
+    (:func:`rdl.data.calendars.later_days`)."""
     out = {}
     for name, df in frames.items():
         if times[name][0] is not None or any(
                 pd.api.types.is_datetime64_any_dtype(d) for d in df.dtypes):
             continue   # (times of its own)
+        starts = {}   # key -> (calendar, its column of days, the day each row names)
         for col, (ref, _) in fkeys[name][0].items():
-            days = [c for c in frames[ref].columns if ref in pkeys and c != pkeys[ref]
-                    and len(frames[ref]) >= 7
-                    and pd.api.types.is_datetime64_any_dtype(frames[ref][c])
-                    and calendar_days(frames[ref][c])] if ", " not in col else []
-            if days:
-                out[name] = (col, ref, pkeys[ref], days[0])
-                break
+            day = next((c for c in frames[ref].columns if ref in pkeys and c != pkeys[ref]
+                        and len(frames[ref]) >= 7
+                        and pd.api.types.is_datetime64_any_dtype(frames[ref][c])
+                        and calendar_days(frames[ref][c])), None) if ", " not in col else None
+            if day is not None:
+                values, keys = comparable(df[col], frames[ref][pkeys[ref]])
+                at = pd.Index(keys).get_indexer(values)
+                starts[col] = (ref, day, pd.Series(frames[ref][day].to_numpy()[at]).where(
+                    at >= 0))
+        if not starts:
+            continue
+        col = min(starts, key=lambda c: starts[c][2].mean())
+        ref, day, first = starts[col]
+        days = np.sort(frames[ref][day].dropna().unique())
+        ends = pd.Series(days[np.minimum(np.searchsorted(days, first.to_numpy(), "right"),
+                                         len(days) - 1)])   # the next period's start
+        dropped = {}
+        for other, (cal, _, named) in starts.items():
+            share = float((named > ends).mean())
+            if other != col and share >= LATER_SHARE:
+                dropped[other] = (f"a day of {cal} after the row's time ({col}'s day) in "
+                                  f"{share:.0%} of rows: a later event, which through {cal} "
+                                  "a seed would see early")
+        out[name] = (col, ref, pkeys[ref], day, dropped)
     return out
 
 

@@ -54,6 +54,7 @@ import yaml
 
 from rdl.data import (composite as composite_key, events, files, implied, inherit, leaks,
                       parquet, periods)
+from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
@@ -259,7 +260,8 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     keys = stage("matching the foreign keys", log)
     inherit.take(tables, frames, policy)
     leaks.static_times(tables, frames, used)
-    leaks.calendar_references(tables, frames, used)
+    calendar_references(tables, frames, used)
+    later_days(tables, frames)
     for t in tables.values():
         if inherit.sources(t):
             leaks.later_times(t, frames[t.name])

@@ -93,36 +93,6 @@ def later_times(t: TableSchema, df: pd.DataFrame, share: float = LATER_SHARE) ->
             f"precise time (its date's timestamp), its time (time: {col})")
 
 
-def calendar_references(tables: dict, frames: dict, calendars=()) -> None:
-    """A table without a time of its own whose foreign key references a calendar (a date
-    dimension: a column of :func:`calendar_days`), as a star schema's facts reference
-    ``dim_date`` through ``date_key``, stops: its rows are dated, and as a static table
-    every seed would see them all, later ones included. The schema times it through the
-    calendar, each row at the end of its day (:mod:`rdl.data.periods`)."""
-    for name, t in tables.items():
-        if t.time is not None or name not in frames or name in calendars or any(
-                pd.api.types.is_datetime64_any_dtype(s) for s in frames[name].dtypes):
-            continue   # (times of its own: undeclared_time, or declared features)
-        for col, ref in t.fkeys.items():
-            r = tables.get(ref)
-            if col in t.composite or r is None or ref not in frames or r.pkey is None:
-                continue
-            days = [c for c in frames[ref].columns if c != r.pkey and len(frames[ref]) >= 7
-                    and pd.api.types.is_datetime64_any_dtype(frames[ref][c])
-                    and calendar_days(frames[ref][c])]
-            if not days:
-                continue
-            raise DataError(
-                f"{t.where(col)}: references {ref!r}, a calendar (its {days[0]!r}: one row a "
-                f"day, week or month), but table {name!r} has no time: its rows are dated by "
-                f"it, and as a static table every seed would see them all, later ones "
-                f"included (a leak of the future). Time it through the calendar, each row at "
-                f"the end of its period: time: {{column: {col}, calendar: {{table: {ref}, "
-                f"period: {r.pkey}, start: {days[0]}}}}}, and leave {col} out of its fkeys; "
-                f"if {col} is no time of its rows (a later event, a due date), leave it out "
-                f"of fkeys and drop it (stypes: {{{col}: drop}})")
-
-
 def _day(v) -> str:
     """A time as messages show it: a date alone at midnight."""
     return str(pd.Timestamp(v)).removesuffix(" 00:00:00")

@@ -361,30 +361,41 @@ def star(folder, days: int = 150, sales: int = 3000):
                   "weekday": dates.day_name()}).to_csv(folder / "dim_date.csv", index=False)
     pd.DataFrame({"customer_key": range(1, 51), "segment": rng.choice(["a", "b"], 50)}).to_csv(
         folder / "dim_customer.csv", index=False)
-    pd.DataFrame({"sale_id": range(sales), "customer_key": rng.integers(1, 51, sales),
-                  "date_key": rng.integers(1, days - 29, sales),
-                  "amount": rng.uniform(1, 100, sales).round(2)}).to_csv(
+    ordered = rng.integers(1, days - 29, sales)
+    pd.DataFrame({"sale_id": range(10 ** 6, 10 ** 6 + sales),
+                  "customer_key": rng.integers(1, 51, sales),
+                  "date_key": ordered, "amount": rng.uniform(1, 100, sales).round(2),
+                  "ship_date_key": ordered + rng.integers(0, 6, sales)}).to_csv(
         folder / "fact_sales.csv", index=False)
     return folder
 
 
 def test_facts_dated_by_a_date_dimension_stop_static_and_load_through_the_calendar(tmp_path):
     """Left static, every seed would see every sale; the draft times them through the
-    calendar, each sale at the end of its day (a seed at a day's start sees none of it)."""
+    calendar, each sale at the end of its day (a seed at a day's start sees none of it).
+    The day a sale ships, a key into the same calendar, would show a seed after the order
+    when it ships: it stops, and the draft drops it."""
     folder = star(tmp_path / "star")
+    fkeys = {"customer_key": "dim_customer", "date_key": "dim_date"}
     tables = {"dim_date": {"pkey": "date_key"}, "dim_customer": {"pkey": "customer_key"},
-              "fact_sales": {"pkey": "sale_id", "fkeys": {"customer_key": "dim_customer",
-                                                         "date_key": "dim_date"}}}
+              "fact_sales": {"pkey": "sale_id", "fkeys": fkeys,
+                             "stypes": {"ship_date_key": "drop"}}}
     fails(folder, "fact_sales.csv (table 'fact_sales', column 'date_key'): references "
           "'dim_date', a calendar", "time: {column: date_key, calendar: {table: dim_date, "
           "period: date_key, start: full_date}}", schema={"tables": tables})
+    tables["fact_sales"] = {"pkey": "sale_id", "fkeys": {
+        "customer_key": "dim_customer", "ship_date_key": "dim_date"}, "time": {
+        "column": "date_key", "calendar": {"table": "dim_date", "period": "date_key",
+                                           "start": "full_date"}}}
+    fails(folder, "(table 'fact_sales', column 'ship_date_key'): ", "reference a day of the "
+          "calendar 'dim_date' after the row's own time", schema={"tables": tables})
     drafted = yaml.safe_load(draft(folder))["tables"]
-    assert drafted["fact_sales"]["time"] == {"column": "date_key", "calendar": {
-        "table": "dim_date", "period": "date_key", "start": "full_date"}}
+    assert drafted["fact_sales"]["time"] == tables["fact_sales"]["time"]
     assert drafted["fact_sales"]["fkeys"] == {"customer_key": "dim_customer"}
+    assert drafted["fact_sales"]["stypes"] == {"ship_date_key": "drop"}
     db = load_folder(folder, {"tables": drafted})
     raw = pd.read_csv(folder / "fact_sales.csv")
     day = pd.Timestamp("2023-01-01") + pd.to_timedelta(raw["date_key"] - 1, unit="D")
-    order = db.keys["fact_sales"].to_numpy()   # each row's sale_id (timed rows are sorted)
+    order = db.keys["fact_sales"].to_numpy() - 10 ** 6   # each row's line of the file
     got = db["fact_sales"].df["date_key"].to_numpy()
     assert (got == (day + pd.Timedelta(days=1)).to_numpy()[order]).all()
