@@ -6,9 +6,10 @@ judges it as one:
   into a calendar (a sale's ``date_key``), would be static, every row seen by every seed:
   it stops, naming the declaration that times it through the calendar
   (:mod:`rdl.data.periods`, each row at the end of its day);
-* :func:`later_days`: a timed table's key into a calendar that names a day after the
-  row's own time (a sale's ``ship_date_key``) shows a seed between the two, through the
-  edge to that day's row, when it will ship: it stops.
+* :func:`later_days`: a timed table's key into a static calendar that names a day after
+  the row's own time (a sale's ``ship_date_key``) shows a seed between the two, through
+  the edge to that day's row, when it will ship: it stops. A calendar timed by its days
+  shows each day's row once the day has come (the sampler's rule), so its keys pass.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def calendar_references(tables: dict, frames: dict, calendars=()) -> None:
 
 
 def later_days(tables: dict, frames: dict, share: float = LATER_SHARE) -> None:
-    """A timed table's foreign key into a calendar whose day starts after the row's own time
+    """A timed table's foreign key into a static calendar whose day starts after the row's time
     in ``share`` of its rows or more (a sale's ``ship_date_key`` beside the day it was
     ordered) stops: through the edge to that day's row a seed between the two would see
     the day early. Dropped, or a plain number where it was known when the row began (a due
@@ -68,9 +69,10 @@ def later_days(tables: dict, frames: dict, share: float = LATER_SHARE) -> None:
             continue
         df = frames[name]
         for col, ref in t.fkeys.items():
-            day = None if col in t.composite else days_of(tables, frames, ref)
+            day = None if col in t.composite or tables.get(ref) is None or tables[ref].time \
+                else days_of(tables, frames, ref)
             if day is None:
-                continue
+                continue   # (a timed calendar's days are seen as they come: no leak)
             cal = frames[ref]
             values, keys = comparable(df[col], cal[tables[ref].pkey])
             at = pd.Index(keys).get_indexer(values)
@@ -84,6 +86,7 @@ def later_days(tables: dict, frames: dict, share: float = LATER_SHARE) -> None:
                 f"{t.where(col)}: {n} of {m} rows ({100 * n / m:.3g}%) reference a day of the "
                 f"calendar {ref!r} after the row's own time ({t.time}; {rows(later)}): through "
                 f"it a seed between the two would see that day early (a ship date: a leak of "
-                f"the future). Leave {col} out of its fkeys and drop it (stypes: {{{col}: "
-                f"drop}}); if it was known when the row began (a due day), leave it out of "
-                f"fkeys: a plain number")
+                f"the future). Time the calendar by its days (table {ref!r}: time: {day}): "
+                f"a seed then sees a day's row once the day has come; or leave {col} out of "
+                f"its fkeys and drop it (stypes: {{{col}: drop}}), or, known when the row "
+                f"began (a due day), keep it out of fkeys as a plain number")

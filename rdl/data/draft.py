@@ -279,7 +279,7 @@ def draft(folder) -> str:
         elif time is not None:
             lines.append(f"    time: {_yaml(time)}   # {why}")
         elif name in dated:
-            col, ref, period, start, _ = dated[name]
+            col, ref, period, start = dated[name]
             lines.append(f"    time: {{column: {_yaml(col)}, calendar: {{table: {_yaml(ref)}, "
                          f"period: {_yaml(period)}, start: {_yaml(start)}}}}}   # dated by "
                          f"the calendar {ref} (one row a day, week or month): each row at "
@@ -305,10 +305,7 @@ def draft(folder) -> str:
                       for c, d in periods[:1]]
         keys_of, notes = fkeys[name]
         if name in dated:   # the calendar's period: the time above, no foreign key
-            later_days = dated[name][4]
-            keys_of = {c: v for c, v in keys_of.items()
-                       if c != dated[name][0] and c not in later_days}
-            stypes.update({c: ("drop", why) for c, why in later_days.items()})
+            keys_of = {c: v for c, v in keys_of.items() if c != dated[name][0]}
         if keys_of:
             lines.append("    fkeys:")
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in keys_of.items()]

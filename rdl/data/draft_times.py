@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pandas as pd
 
 from rdl.data.keys import comparable
@@ -143,17 +142,17 @@ def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> d
 def calendars_of(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
     """Tables without a time of their own whose foreign keys reference a calendar (a date
     dimension, :func:`rdl.data.leaks.calendar_days`): table -> (the key, the calendar, its
-    key, its column of days, {another key into a calendar: why it is dropped}). Their rows
-    are dated by the key whose days come first, each at its period's end (the loader stops
-    on such a table left static: :func:`rdl.data.calendars.calendar_references`); a key
-    naming a later day in 1 % of rows or more (a ship date) is dropped
-    (:func:`rdl.data.calendars.later_days`)."""
+    key, its column of days). Their rows are dated by the key whose days come first, each
+    at its period's end (the loader stops on such a table left static:
+    :func:`rdl.data.calendars.calendar_references`). Their other keys into it (a ship
+    date) stay foreign keys: the draft times a calendar by its days, and a seed sees a
+    day's row once the day has come (:func:`rdl.data.calendars.later_days`)."""
     out = {}
     for name, df in frames.items():
         if times[name][0] is not None or any(
                 pd.api.types.is_datetime64_any_dtype(d) for d in df.dtypes):
             continue   # (times of its own)
-        starts = {}   # key -> (calendar, its column of days, the day each row names)
+        named = {}   # key -> (calendar, its key, its column of days, the mean day named)
         for col, (ref, _) in fkeys[name][0].items():
             day = next((c for c in frames[ref].columns if ref in pkeys and c != pkeys[ref]
                         and len(frames[ref]) >= 7
@@ -162,23 +161,11 @@ def calendars_of(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
             if day is not None:
                 values, keys = comparable(df[col], frames[ref][pkeys[ref]])
                 at = pd.Index(keys).get_indexer(values)
-                starts[col] = (ref, day, pd.Series(frames[ref][day].to_numpy()[at]).where(
-                    at >= 0))
-        if not starts:
-            continue
-        col = min(starts, key=lambda c: starts[c][2].mean())
-        ref, day, first = starts[col]
-        days = np.sort(frames[ref][day].dropna().unique())
-        ends = pd.Series(days[np.minimum(np.searchsorted(days, first.to_numpy(), "right"),
-                                         len(days) - 1)])   # the next period's start
-        dropped = {}
-        for other, (cal, _, named) in starts.items():
-            share = float((named > ends).mean())
-            if other != col and share >= LATER_SHARE:
-                dropped[other] = (f"a day of {cal} after the row's time ({col}'s day) in "
-                                  f"{share:.0%} of rows: a later event, which through {cal} "
-                                  "a seed would see early")
-        out[name] = (col, ref, pkeys[ref], day, dropped)
+                days = pd.Series(frames[ref][day].to_numpy()[at]).where(at >= 0)
+                named[col] = (ref, pkeys[ref], day, days.mean())
+        if named:
+            col = min(named, key=lambda c: named[c][3])
+            out[name] = (col, *named[col][:3])
     return out
 
 

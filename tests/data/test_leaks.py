@@ -374,7 +374,8 @@ def test_facts_dated_by_a_date_dimension_stop_static_and_load_through_the_calend
     """Left static, every seed would see every sale; the draft times them through the
     calendar, each sale at the end of its day (a seed at a day's start sees none of it).
     The day a sale ships, a key into the same calendar, would show a seed after the order
-    when it ships: it stops, and the draft drops it."""
+    when it ships where the calendar is static: it stops. Timed by its days (as drafted),
+    the calendar shows a day's row once the day has come, and the key passes."""
     folder = star(tmp_path / "star")
     fkeys = {"customer_key": "dim_customer", "date_key": "dim_date"}
     tables = {"dim_date": {"pkey": "date_key"}, "dim_customer": {"pkey": "customer_key"},
@@ -388,11 +389,13 @@ def test_facts_dated_by_a_date_dimension_stop_static_and_load_through_the_calend
         "column": "date_key", "calendar": {"table": "dim_date", "period": "date_key",
                                            "start": "full_date"}}}
     fails(folder, "(table 'fact_sales', column 'ship_date_key'): ", "reference a day of the "
-          "calendar 'dim_date' after the row's own time", schema={"tables": tables})
+          "calendar 'dim_date' after the row's own time", "(table 'dim_date': time: "
+          "full_date)", schema={"tables": tables})
     drafted = yaml.safe_load(draft(folder))["tables"]
+    assert drafted["dim_date"]["time"] == "full_date"   # its days seen as they come
     assert drafted["fact_sales"]["time"] == tables["fact_sales"]["time"]
-    assert drafted["fact_sales"]["fkeys"] == {"customer_key": "dim_customer"}
-    assert drafted["fact_sales"]["stypes"] == {"ship_date_key": "drop"}
+    assert drafted["fact_sales"]["fkeys"] == {"customer_key": "dim_customer",
+                                              "ship_date_key": "dim_date"}
     db = load_folder(folder, {"tables": drafted})
     raw = pd.read_csv(folder / "fact_sales.csv")
     day = pd.Timestamp("2023-01-01") + pd.to_timedelta(raw["date_key"] - 1, unit="D")
