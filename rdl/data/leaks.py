@@ -19,6 +19,7 @@ never sees a row, or a value, from after t), each a rule of what a file's times 
 """
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -268,7 +269,7 @@ def computed_on_export(db, declared: dict, share: float = 0.9):
                                 figure[held]).size < 2:
                             continue
                         many = held & (count > 1)
-                        if first is not None and (~_close(v, first) & many).sum() < \
+                        if first is not None and (~_close(v, first()) & many).sum() < \
                                 0.1 * many.sum():
                             continue   # each row's first value, not an average of all
                         yield name, x, other, what, int(same.sum()), int(held.sum())
@@ -278,12 +279,11 @@ def computed_on_export(db, declared: dict, share: float = 0.9):
 
 def _figures(c, col: str, other: str, count: np.ndarray) -> dict:
     """What a referenced row's column may have been computed as from the rows of ``c``
-    referencing it through ``col``: description -> (the figure per referenced row, the
-    first referencing row's value for a mean, else None)."""
+    referencing it through ``col``: description -> (the figure per referenced row, for a
+    mean a function giving the first referencing row's value (a sort of ``c`` by time,
+    made only where a mean matches), else None)."""
     linked = c.df[col].notna().to_numpy()
     pos = c.df[col].to_numpy(dtype="int64", na_value=0)[linked]
-    order = np.argsort(c.df[c.time_col].to_numpy()[linked], kind="stable")
-    ids, at = np.unique(pos[order], return_index=True)
     out = {f"the number of {other} rows that reference it ({other}.{col})": (count, None)}
     for y in c.df.columns:
         if y in (c.pkey, c.time_col, *c.fkeys) or not (
@@ -291,15 +291,24 @@ def _figures(c, col: str, other: str, count: np.ndarray) -> dict:
             continue
         w = c.df[y].to_numpy(dtype="float64", na_value=np.nan)[linked]
         total = np.bincount(pos, weights=w, minlength=len(count))
-        first = np.full(len(count), np.nan)
-        first[ids] = w[order][at]
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = total / count
+        first = functools.partial(_first, c, linked, pos, w, len(count))
         if _numbers(c.df[y]):
             out[f"the sum of {other}.{y} over them"] = (total, None)
         out[f"the mean of {other}.{y} over them"] = (mean, first)
         if np.isin(w[~np.isnan(w)], (0, 1)).all():   # a flag: its rate in percent too
-            out[f"the share of them with {other}.{y} in percent"] = (100 * mean, 100 * first)
+            out[f"the share of them with {other}.{y} in percent"] = (
+                100 * mean, lambda first=first: 100 * first())
+    return out
+
+
+def _first(c, linked: np.ndarray, pos: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
+    """Each referenced row's first (earliest) referencing row's value of ``w``."""
+    order = np.argsort(c.df[c.time_col].to_numpy()[linked], kind="stable")
+    ids, at = np.unique(pos[order], return_index=True)
+    out = np.full(n, np.nan)
+    out[ids] = w[order][at]
     return out
 
 
