@@ -254,9 +254,13 @@ def draft(folder) -> str:
         times[name][2][col] = ("drop", why)
     rejected = older_than_parents(frames, pkeys, times, fkeys)
     dated = calendars_of(frames, pkeys, times, fkeys)
-    taking = vias({n: df for n, df in frames.items() if n not in dated}, pkeys, times, fkeys,
-                  rejected)
-    seen = seen_ins(frames, pkeys, times, fkeys, taking)
+    # the tables dated through a calendar, as if timed by their rows' times (their parts
+    # take them: time: {via: ...})
+    timed = {n: df.assign(**{dated[n][0]: dated[n][4]}) if n in dated else df
+             for n, df in frames.items()}
+    as_timed = {n: (dated[n][0], "", t[2]) if n in dated else t for n, t in times.items()}
+    taking = vias(timed, pkeys, as_timed, fkeys, rejected)
+    seen = seen_ins(timed, pkeys, as_timed, fkeys, taking)
     lines = [f"# drafted by python -m rdl.data.draft from {folder}: every guess says why;",
              "# check each, then: python -m rdl.train data=folder data.db.path=... task=...",
              "tables:"]
@@ -279,7 +283,7 @@ def draft(folder) -> str:
         elif time is not None:
             lines.append(f"    time: {_yaml(time)}   # {why}")
         elif name in dated:
-            col, ref, period, start = dated[name]
+            col, ref, period, start, _ = dated[name]
             lines.append(f"    time: {{column: {_yaml(col)}, calendar: {{table: {_yaml(ref)}, "
                          f"period: {_yaml(period)}, start: {_yaml(start)}}}}}   # dated by "
                          f"the calendar {ref} (one row a day, week or month): each row at "

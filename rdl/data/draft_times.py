@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 from rdl.data.keys import comparable
@@ -142,8 +143,9 @@ def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> d
 def calendars_of(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
     """Tables without a time of their own whose foreign keys reference a calendar (a date
     dimension, :func:`rdl.data.leaks.calendar_days`): table -> (the key, the calendar, its
-    key, its column of days). Their rows are dated by the key whose days come first, each
-    at its period's end (the loader stops on such a table left static:
+    key, its column of days, each row's time). Their rows are dated by the key whose days
+    come first, each at its period's end, the next period's start (the loader stops on
+    such a table left static:
     :func:`rdl.data.calendars.calendar_references`). Their other keys into it (a ship
     date) stay foreign keys: the draft times a calendar by its days, and a seed sees a
     day's row once the day has come (:func:`rdl.data.calendars.later_days`)."""
@@ -161,11 +163,17 @@ def calendars_of(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
             if day is not None:
                 values, keys = comparable(df[col], frames[ref][pkeys[ref]])
                 at = pd.Index(keys).get_indexer(values)
-                days = pd.Series(frames[ref][day].to_numpy()[at]).where(at >= 0)
-                named[col] = (ref, pkeys[ref], day, days.mean())
+                days = pd.Series(frames[ref][day].to_numpy()[at], index=df.index).where(
+                    at >= 0)
+                named[col] = (ref, pkeys[ref], day, days)
         if named:
-            col = min(named, key=lambda c: named[c][3])
-            out[name] = (col, *named[col][:3])
+            col = min(named, key=lambda c: named[c][3].mean())
+            ref, key, day, days = named[col]
+            starts = np.sort(frames[ref][day].dropna().unique())
+            nxt = np.searchsorted(starts, days.to_numpy(), "right")
+            ends = pd.Series(starts[np.minimum(nxt, len(starts) - 1)], index=df.index).where(
+                (nxt < len(starts)) & days.notna().to_numpy())
+            out[name] = (col, ref, key, day, ends)
     return out
 
 

@@ -367,6 +367,11 @@ def star(folder, days: int = 150, sales: int = 3000):
                   "date_key": ordered, "amount": rng.uniform(1, 100, sales).round(2),
                   "ship_date_key": ordered + rng.integers(0, 6, sales)}).to_csv(
         folder / "fact_sales.csv", index=False)
+    lines = rng.integers(1, 4, sales)   # each sale's lines, numbered 1, 2, ...
+    pd.DataFrame({"sale_id": np.repeat(np.arange(10 ** 6, 10 ** 6 + sales), lines),
+                  "line_number": np.concatenate([np.arange(1, n + 1) for n in lines]),
+                  "quantity": rng.integers(1, 5, int(lines.sum()))}).to_csv(
+        folder / "fact_sale_lines.csv", index=False)
     return folder
 
 
@@ -396,7 +401,11 @@ def test_facts_dated_by_a_date_dimension_stop_static_and_load_through_the_calend
     assert drafted["fact_sales"]["time"] == tables["fact_sales"]["time"]
     assert drafted["fact_sales"]["fkeys"] == {"customer_key": "dim_customer",
                                               "ship_date_key": "dim_date"}
+    assert drafted["fact_sale_lines"]["time"] == {"via": "sale_id"}   # at their sale's time
     db = load_folder(folder, {"tables": drafted})
+    lines, sales = db["fact_sale_lines"], db["fact_sales"]
+    assert (lines.df[lines.time_col].to_numpy() == sales.df[sales.time_col].to_numpy()[
+        lines.df["sale_id"].to_numpy(dtype="int64")]).all()
     raw = pd.read_csv(folder / "fact_sales.csv")
     day = pd.Timestamp("2023-01-01") + pd.to_timedelta(raw["date_key"] - 1, unit="D")
     order = db.keys["fact_sales"].to_numpy() - 10 ** 6   # each row's line of the file
