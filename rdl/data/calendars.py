@@ -22,14 +22,19 @@ from rdl.data.leaks import LATER_SHARE, calendar_days
 from rdl.data.messages import rows
 
 
-def days_of(tables: dict, frames: dict, ref: str) -> str | None:
-    """The column of days of table ``ref`` if it is a calendar (7 rows or more), else None."""
-    r = tables.get(ref)
-    if r is None or ref not in frames or r.pkey is None or len(frames[ref]) < 7:
+def day_column(df: pd.DataFrame, pkey: str | None) -> str | None:
+    """The column of days of a table keyed by ``pkey`` if it is a calendar (7 rows or
+    more, a column of :func:`~rdl.data.leaks.calendar_days`), else None."""
+    if pkey is None or len(df) < 7:
         return None
-    df = frames[ref]
-    return next((c for c in df.columns if c != r.pkey and pd.api.types.
+    return next((c for c in df.columns if c != pkey and pd.api.types.
                  is_datetime64_any_dtype(df[c]) and calendar_days(df[c])), None)
+
+
+def days_of(tables: dict, frames: dict, ref: str) -> str | None:
+    """:func:`day_column` of table ``ref`` of a schema being loaded."""
+    r = tables.get(ref)
+    return None if r is None or ref not in frames else day_column(frames[ref], r.pkey)
 
 
 def calendar_references(tables: dict, frames: dict, calendars=()) -> None:

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.keys import comparable
-from rdl.data.leaks import BIRTH, LATER_SHARE, calendar_days
+from rdl.data.calendars import day_column
+from rdl.data.leaks import BIRTH, LATER_SHARE
 from rdl.data.periods import looks_like, name_words
 
 #: names of time columns, most likely the row's own time first
@@ -156,10 +157,7 @@ def calendars_of(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
             continue   # (times of its own)
         named = {}   # key -> (calendar, its key, its column of days, the mean day named)
         for col, (ref, _) in fkeys[name][0].items():
-            day = next((c for c in frames[ref].columns if ref in pkeys and c != pkeys[ref]
-                        and len(frames[ref]) >= 7
-                        and pd.api.types.is_datetime64_any_dtype(frames[ref][c])
-                        and calendar_days(frames[ref][c])), None) if ", " not in col else None
+            day = None if ", " in col else day_column(frames[ref], pkeys.get(ref))
             if day is not None:
                 values, keys = comparable(df[col], frames[ref][pkeys[ref]])
                 at = pd.Index(keys).get_indexer(values)

@@ -37,7 +37,7 @@ _TYPES: dict[tuple, dict[str, str]] = {}
 
 
 def _key(found: list[Path]) -> tuple:
-    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in found)
+    return tuple((str(p), st.st_size, st.st_mtime_ns) for p in found for st in [p.stat()])
 
 
 def _quote(text: str) -> str:

@@ -139,6 +139,8 @@ def _date_keys(s: pd.Series, where: str) -> pd.Series:
 #: ... since 1970-01-01 UTC, or Excel's serial days (since 1899-12-30, as Excel for
 #: Windows and LibreOffice count them; a fraction is the time of day)
 EPOCHS = ("s", "ms", "us", "ns", "excel")
+#: the same as ``formats:`` names them
+EPOCH_FORMS = ("epoch_s", "epoch_ms", "epoch_us", "epoch_ns", "excel")
 
 
 def epoch_times(raw: pd.Series, where: str, unit: str) -> pd.Series:
@@ -171,7 +173,7 @@ def epoch_times(raw: pd.Series, where: str, unit: str) -> pd.Series:
 
 def _declared(raw: pd.Series, where: str, form: str) -> pd.Series:
     """Values in the form a schema declares for the column (``formats: {col: form}``)."""
-    if form.startswith("epoch_") or form == "excel":
+    if form in EPOCH_FORMS:
         return epoch_times(raw, where, form.removeprefix("epoch_"))
     if pd.api.types.is_datetime64_any_dtype(raw):
         raise DataError(f"{where}: the schema declares the form {form!r}, but the file holds "
@@ -207,7 +209,7 @@ def read_formats(spec: dict, stypes: dict, keys: set, at: str) -> dict[str, str]
     out = {}
     for col, form in formats.items():
         col, here = str(col), f"{at}: formats: {col!r}"
-        if form in (*(f"epoch_{u}" for u in EPOCHS[:-1]), "excel"):
+        if form in EPOCH_FORMS:
             pass   # numbers: since 1970 in that unit, or a spreadsheet's serial days
         elif not isinstance(form, str) or "%" not in form:
             raise DataError(f"{here}: {form!r} is no form of times: write it in Python's "
