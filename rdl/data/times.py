@@ -50,6 +50,9 @@ _DIGITS = (("%Y%m%d", 1000_01_01, 9999_12_31),
 _HEAD = 1000   # values a form is tried on before the whole column
 _LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
                               r"(Z|[+-]\d{2}(:?\d{2})?)?$")
+#: what a time writes beyond one number: two numbers apart, a date key's digits, a month's name
+_TWO_NUMBERS = re.compile(r"\d\D+\d|\d{6}|(?i:\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|"
+                          r"nov|dec)[a-z]*\b)")
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 _UTC = re.compile(r"\s*(?:UTC|GMT)$")           # BigQuery: 2023-01-05 13:45:00 UTC
 _ZONE_NAME = re.compile(r"\s[A-Z]{3,5}$")        # 2023-01-05 13:45:00 EST
@@ -75,6 +78,8 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
                        # the year -5, and "4752,32" as a day of the year 4752
     if head.str.match(_LOOKS_LIKE_TIME).mean() >= 0.9:
         return True
+    if head.str.contains(_TWO_NUMBERS).mean() < 0.9:
+        return False   # a time writes a day and more (a month, a year, a clock): "Track 7"
     return _read_times(head)[0].notna().mean() >= 0.9
 
 
@@ -272,6 +277,8 @@ def _read_times(text: pd.Series) -> tuple[pd.Series, list[str]]:
             break
     best, fits = None, []
     most = max(read.values())
+    if most == 0:   # no form reads any of the first values: no column of times
+        return pd.Series(pd.NaT, index=text.index, dtype="datetime64[ns, UTC]"), fits
     for form in (f for f in read if read[f] == most):
         parsed = _parse(text, form)
         if parsed.notna().all():

@@ -191,3 +191,23 @@ def test_numbers_declared_as_times_read_in_their_unit(tmp_path):
         load_folder(tmp_path, {"tables": {"orders": {
             "pkey": "id", "time": {"column": "day", "epoch": "excel"},
             "formats": {"shipped": "epoch_s"}}}})
+
+
+def test_text_no_form_reads_is_tried_on_its_first_values_only(monkeypatch):
+    """A text column of a name and a number (``Track 7``) is no time without a form tried;
+    one that no form reads is tried on its first values, not on the whole column once a
+    form (a real export's dozens of text columns each cost seconds so)."""
+    from rdl.data import times
+
+    calls = []
+    real = times._parse
+    monkeypatch.setattr(times, "_parse", lambda text, form: calls.append(len(text)) or real(
+        text, form))
+    assert not times.looks_like_times(pd.Series([f"Track {i}" for i in range(5000)]))
+    assert calls == []
+    codes = pd.Series([f"{i}x{i % 97}-b" for i in range(5000)])   # two numbers, no time
+    assert not times.looks_like_times(codes)
+    assert calls and max(calls) <= times._HEAD
+    assert times._read_times(codes)[0].isna().all()
+    assert max(calls) <= times._HEAD
+    assert times.looks_like_times(pd.Series(["Jan 2023", "May 5, 2023", "2023Q1"] * 10))
