@@ -213,3 +213,10 @@ def check_not_empty(df: pd.DataFrame, where: str) -> None:
     """
     if len(df) == 0:
         raise DataError(f"{where}: no rows (the table is empty)")
+
+
+def all_bool(s: pd.Series) -> bool:
+    """Whether every value of an object column is a bool (the first decides cheaply)."""
+    v = s.dropna()
+    return len(v) > 0 and isinstance(v.iloc[0], (bool, np.bool_)) and v.map(type).isin(
+        (bool, np.bool_)).all()

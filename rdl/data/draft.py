@@ -39,43 +39,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import files
-from rdl.data.composite import ids
-from rdl.data import leaks
+from rdl.data import dbfile, files, leaks
+from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
+                                 pair_share, primary_key)
 from rdl.data.database import Database, DataError, Table
 from rdl.data.folder import load_folder
 from rdl.data.keys import comparable
-from rdl.data.draft_times import (calendars_of, later, norm, older_than_parents, seen_ins,
+from rdl.data.draft_times import (calendars_of, later, older_than_parents, seen_ins,
                                   times_of, vias, years)
-from rdl.data.periods import looks_like, name_words
+from rdl.data.periods import looks_like
 
 log = logging.getLogger(__name__)
-
-#: words that start or end exports' table names beyond the table's own (``dim_``, ``_dataset``)
-AFFIXES = {"dim", "fact", "fct", "tbl", "table", "stg", "raw", "src", "dw", "dataset", "data",
-           "export", "extract"}
-
-
-def _singular(name: str) -> str:
-    n = norm(name)
-    return n[:-3] + "y" if n.endswith("ies") else n[:-1] if n.endswith("s") else n
-
-
-def bare_names(names) -> dict[str, str]:
-    """Table names without the words exports wrap them in: a role (``dim_customer``,
-    ``fact_sales``) or words every table's name shares (Olist's ``olist_orders_dataset``:
-    ``orders``), for matching keys by name (``order_id``)."""
-    words = {n: name_words(n) or [n] for n in names}
-    def shared(i):
-        return len(words) > 1 and len({w[i] for w in words.values()}) == 1
-    first, last = shared(0), shared(-1)
-    out = {}
-    for n, w in words.items():
-        w = w[1:] if len(w) > 1 and (first or w[0] in AFFIXES) else w
-        w = w[:-1] if len(w) > 1 and (last or w[-1] in AFFIXES) else w
-        out[n] = "_".join(w)
-    return out
-
 
 def tables_of(folder: Path) -> dict[str, str]:
     """The folder's tables: name -> its file or folder of parts (relative)."""
@@ -100,129 +74,12 @@ def _read(folder: Path, name: str, file: str) -> pd.DataFrame:
     return load_folder(folder, {"tables": {name: {"file": file}}})[name].df
 
 
-def _keyish(s: pd.Series) -> bool:
-    """Whole numbers or text (no floats, times or lists): what keys are written as."""
-    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_datetime64_any_dtype(s):
-        return False
-    v = s.dropna()
-    if pd.api.types.is_integer_dtype(s) or (pd.api.types.is_float_dtype(s) and len(v)
-                                            and (v % 1 == 0).all()):   # ints with gaps
-        return True
-    return pd.api.types.is_string_dtype(s) and (not len(v) or isinstance(v.iloc[0], str))
-
-
-def _key_name_score(col: str, table: str) -> int:
-    n, t = norm(col), _singular(table)
-    if n in (f"{t}id", f"{norm(table)}id", f"{t}key", f"{t}code"):
-        return 4
-    if n == "id":
-        return 3
-    if n.endswith(("id", "key", "code", "no", "number", "num")):
-        return 2
-    return 1
-
-
-def primary_key(name: str, df: pd.DataFrame, owned=None) -> tuple[str | None, str]:
-    """A table's single-column key and why (or None); ``name`` its bare name
-    (:func:`bare_names`), ``owned(column)``: whether another table's name claims the
-    column (``order_id`` is the key of orders, a foreign key in their payments)."""
-    best = None
-    for i, col in enumerate(df.columns):
-        s = df[col]
-        if not _keyish(s) or s.isna().any() or not s.is_unique:
-            continue
-        score = _key_name_score(col, name) + (0.5 if i == 0 else 0)
-        if score < 4 and owned is not None and owned(col):
-            continue
-        if score >= 1.5 and (best is None or score > best[0]):
-            best = (score, col)
-    if best is None:
-        return None, ""
-    return best[1], f"unique and filled in, all {len(df)} rows"
-
-
-def _share(values: pd.Series, keys: pd.Series) -> float:
-    v, k = comparable(values.dropna().drop_duplicates(), keys)
-    return float(np.isin(v.astype(str), k.astype(str)).mean()) if len(v) else 0.0
-
-
-def _foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
-                  frames: dict[str, pd.DataFrame], bare: dict) -> tuple[dict, list[str]]:
-    """A table's single-column foreign keys (column -> table, why) and notes on columns
-    whose table is anyone's guess (``bare``: the tables' names as :func:`bare_names`)."""
-    out, notes = {}, []
-    for col in df.columns:
-        if col == pkeys.get(name) or not _keyish(df[col]) or df[col].notna().sum() == 0:
-            continue
-        by_name = [t for t, k in pkeys.items() if t != name and (
-            norm(col) == norm(k) or norm(col) in (f"{_singular(bare[t])}id",
-                                                     f"{norm(bare[t])}id"))]
-        if by_name:
-            t = by_name[0]
-            share = _share(df[col], frames[t][pkeys[t]])
-            if share >= 0.5:
-                out[col] = (t, f"named as the key of {t}; {share:.0%} of its values are "
-                               "keys of it" + _rest(share, t))
-            continue
-        text = not pd.api.types.is_numeric_dtype(df[col])
-        if not (text or norm(col).endswith(("id", "key"))):
-            continue
-        shares = {t: _share(df[col], frames[t][k]) for t, k in pkeys.items()
-                  if (t != name or not text) and _keyish(frames[t][k])}
-        holds = [t for t, share in shares.items() if share >= 0.9]
-        if len(holds) == 1:
-            out[col] = (holds[0], f"{shares[holds[0]]:.0%} of its values are keys of "
-                                  f"{holds[0]}" + _rest(shares[holds[0]], holds[0]))
-        elif len(holds) > 1:
-            notes.append((col, f"{col}: its values are all keys of each of {holds}: a foreign "
-                               "key? say which (fkeys: {" + col + ": <table>})"))
-        elif norm(col).endswith(("id", "key")) and df[col].nunique() < df[col].notna().sum():
-            repeated = int(df[col].notna().sum() - df[col].nunique())
-            if any(c != col and not df[[c, col]].duplicated().any() for c in out):
-                continue   # a line number within the row a foreign key names (order_item_id)
-            if repeated <= 0.01 * len(df):
-                notes.append((col, f"{col}: unique but for {repeated} repeated value(s), so "
-                                   "no key: an id a feature would learn by heart (stypes: "
-                                   f"{{{col}: drop}})"))
-                continue
-            table = re.sub(r"[\s_]*(id|key)$", "", str(col), flags=re.I) + "s"
-            notes.append((col, f"{col}: keys of no table here, repeated; if they are entities "
-                               f"(a household, a session), a table of them: {table}: {{pkey: "
-                               f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))
-    return out, notes
-
-
-def _rest(share: float, table: str) -> str:
-    """What becomes of the values of a foreign key that are no key of its table."""
-    return "" if share == 1 else (f" (the rest become missing; implied: true on {table} "
-                                  "makes them rows of it)")
-
-
-def _composites(frames: dict[str, pd.DataFrame], pkeys: dict) -> dict:
-    """Composite keys found by name: table -> [c1, c2], for a table without a key and a
-    pair of its columns, unique and filled in as a pair, that another table holds by the
-    same names, at least half of its pairs among the first's (a reference)."""
-    found = {}
-    for b, df in frames.items():
-        if pkeys.get(b) is not None:
-            continue
-        for a, other in frames.items():
-            shared = [c for c in df.columns if a != b and c in other.columns
-                      and (_keyish(df[c]) or pd.api.types.is_datetime64_any_dtype(df[c]))]
-            for pair in ([c1, c2] for i, c1 in enumerate(shared) for c2 in shared[i + 1:]):
-                cols = df[pair]
-                if not cols.isna().any().any() and not cols.duplicated().any() \
-                        and _pair_share(other[pair], cols) >= 0.5:
-                    found[b] = pair
-                    break
-            if b in found:
-                break
-    return found
-
-
 def draft(folder) -> str:
     """The draft ``schema.yaml`` of ``folder``'s tables (see the module's docstring)."""
-    folder = Path(folder).expanduser()
+    source = folder = Path(folder).expanduser()
+    given = dbfile.Declared()
+    if dbfile.kind(folder):   # a SQLite or DuckDB file: its declared keys, its tables exported
+        given, folder = dbfile.declared(folder), dbfile.exported(folder)
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder")
     tables = tables_of(folder)
@@ -237,16 +94,24 @@ def draft(folder) -> str:
     bare = bare_names(frames)
     def owned(n):   # a column another table's name claims as its key (order_id: orders')
         return lambda col: any(m != n and col in df.columns and df[col].is_unique and
-                               _key_name_score(col, bare[m]) == 4 for m, df in frames.items())
-    keys = {n: primary_key(bare[n], df, owned(n)) for n, df in frames.items()}
+                               key_name_score(col, bare[m]) == 4 for m, df in frames.items())
+    single, composite, broken = given.keys_in(frames)
+    keys = {n: single.get(n) or ((None, "") if n in composite else primary_key(
+        bare[n], df, owned(n))) for n, df in frames.items()}
     pkeys = {n: k for n, (k, _) in keys.items() if k is not None}
-    composite = _composites(frames, pkeys)
+    composite = {**composites(frames, pkeys), **composite}
     times = {n: times_of(df) for n, df in frames.items()}
-    fkeys = {n: _foreign_keys(n, df, pkeys, frames, bare) for n, df in frames.items()}
+    fkeys = {n: foreign_keys(n, df, pkeys, frames, bare) for n, df in frames.items()}
+    for n, (guessed, notes) in fkeys.items():   # what the database declares first
+        keys_of = {c: (t, "the database declares it") for c, t in given.fkeys.get(n, {}).items()
+                   if t in pkeys or t in composite}
+        fkeys[n] = ({**keys_of, **{c: v for c, v in guessed.items() if c not in keys_of}},
+                    [(c, why) for c, why in notes if c not in keys_of]
+                    + ([broken[n]] if n in broken else []) + given.notes.get(n, []))
     for name, df in frames.items():
         for t, cols in composite.items():
             if t != name and set(cols) <= set(df.columns):
-                share = _pair_share(df[cols], frames[t][cols])
+                share = pair_share(df[cols], frames[t][cols])
                 if share >= 0.5:
                     fkeys[name][0][", ".join(cols)] = (
                         t, f"the composite key of {t}; {share:.0%} of its pairs are keys of it")
@@ -259,14 +124,15 @@ def draft(folder) -> str:
     timed = {n: df.assign(**{dated[n][0]: dated[n][4]}) if n in dated else df
              for n, df in frames.items()}
     as_timed = {n: (dated[n][0], "", t[2]) if n in dated else t for n, t in times.items()}
-    taking = vias(timed, pkeys, as_timed, fkeys, rejected)
+    taking = vias(timed, pkeys, as_timed, fkeys, rejected, composite)
     seen = seen_ins(timed, pkeys, as_timed, fkeys, taking)
-    lines = [f"# drafted by python -m rdl.data.draft from {folder}: every guess says why;",
+    lines = [f"# drafted by python -m rdl.data.draft from {source}: every guess says why;",
              "# check each, then: python -m rdl.train data=folder data.db.path=... task=...",
              "tables:"]
     for name, file in tables.items():
         lines.append(f"  {_yaml(name)}:")
-        lines.append(f"    file: {_yaml(file)}")
+        if source == folder:   # (a database file's tables are found by their names)
+            lines.append(f"    file: {_yaml(file)}")
         if name in failed:
             lines.append("    # not read: " + failed[name].replace("\n", " "))
             continue
@@ -348,11 +214,6 @@ def _on_export(frames: dict, pkeys: dict, fkeys: dict, times: dict) -> dict:
                 Database(tables), {n: t[2] for n, t in times.items()})}
 
 
-def _pair_share(values: pd.DataFrame, keys: pd.DataFrame) -> float:
-    v = ids(values, list(values.columns)).dropna().drop_duplicates()
-    return float(v.isin(set(ids(keys, list(keys.columns)))).mean()) if len(v) else 0.0
-
-
 def _yaml(name: str) -> str:
     """A name as YAML writes it plainly, or quoted where it must be."""
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_ .()-]*", name) and name.strip() == name \
@@ -364,9 +225,9 @@ def _yaml(name: str) -> str:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m rdl.data.draft", description=__doc__.split(
         "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("folder")
-    p.add_argument("--write", action="store_true",
-                   help="write FOLDER/schema.yaml (not over one already there)")
+    p.add_argument("folder", help="a folder of files, or a SQLite or DuckDB database file")
+    p.add_argument("--write", action="store_true", help="write FOLDER/schema.yaml (a "
+                   "database file's: <stem>.schema.yaml beside it), not over one already there")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     try:
@@ -376,10 +237,11 @@ def main(argv=None) -> None:
     if not args.write:
         print(text, end="")
         return
-    target = Path(args.folder).expanduser() / "schema.yaml"
+    source = Path(args.folder).expanduser()
+    target = dbfile.schema_beside(source) if dbfile.kind(source) else source / "schema.yaml"
     if target.exists():
         sys.exit(f"error: {target} exists; the draft is printed without --write")
-    tmp = target.with_name(".schema.yaml.draft")
+    tmp = target.with_name(f".{target.name}.draft")
     tmp.write_text(text)
     tmp.replace(target)
     print(f"draft written to {target}: check every line before training")

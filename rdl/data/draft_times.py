@@ -175,7 +175,8 @@ def calendars_of(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
     return out
 
 
-def vias(frames: dict, pkeys: dict, times: dict, fkeys: dict, rejected: dict) -> dict:
+def vias(frames: dict, pkeys: dict, times: dict, fkeys: dict, rejected: dict,
+         composite: dict | None = None) -> dict:
     """Tables of facts without a time of their own whose every row references a timed
     row: table -> (foreign key, why, the times it would take, declared). Declared (``time:
     {via: order_id}``, :mod:`rdl.data.inherit`) where the rows are parts of the rows they
@@ -203,7 +204,8 @@ def vias(frames: dict, pkeys: dict, times: dict, fkeys: dict, rejected: dict) ->
                 continue
             col = max(taken, key=lambda c: taken[c][1].mean())
             ref, times_of_ref = taken[col]
-            parts = _parts_of(df, col)
+            parts = _parts_of(df, col, pkeys.get(name, (composite or {}).get(name)),
+                              times_of_ref)
             if parts:
                 timed[name] = times_of_ref
             out[name] = (col, (f"no time of its own, its rows parts of the {ref} rows they "
@@ -216,13 +218,23 @@ def vias(frames: dict, pkeys: dict, times: dict, fkeys: dict, rejected: dict) ->
     return out
 
 
-def _parts_of(df: pd.DataFrame, col: str) -> bool:
-    """Whether ``col`` names each row, alone or with a line number (whole numbers below
-    1,000): the rows are parts of the row it references."""
-    if df[col].is_unique:
+def _parts_of(df: pd.DataFrame, col: str, key=None, taken: pd.Series | None = None) -> bool:
+    """Whether the rows are parts of the rows ``col`` references: it names each row, alone
+    or with a line number (whole numbers below 1,000), or is a column of the table's
+    composite key (Northwind's ``Order Details``: ``[OrderID, ProductID]``); or the rows'
+    own serial numbers follow the times they would take (``taken``), as lines numbered on
+    as their invoices are written (Chinook's ``InvoiceLineId``), which later rows about
+    them (returns, reviews) would not."""
+    if df[col].is_unique or (isinstance(key, list) and col in key):
         return True
-    return any(c != col and pd.api.types.is_integer_dtype(df[c]) and df[c].between(0, 999).all()
-               and not df[[col, c]].duplicated().any() for c in df.columns)
+    if any(c != col and pd.api.types.is_integer_dtype(df[c]) and df[c].between(0, 999).all()
+           and not df[c].is_unique and not df[[col, c]].duplicated().any() for c in df.columns):
+        return True
+    if not isinstance(key, str) or taken is None or len(df) < 20 or \
+            not pd.api.types.is_integer_dtype(df[key]):
+        return False
+    t = taken.to_numpy()[np.argsort(df[key].to_numpy(), kind="stable")].astype("int64")
+    return bool(t[0] < t[-1] and (np.diff(t) >= 0).all())
 
 
 def seen_ins(frames: dict, pkeys: dict, times: dict, fkeys: dict, taking: dict) -> dict:

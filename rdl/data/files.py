@@ -366,3 +366,10 @@ def _undecodable(bad: _BadRows):
         yield
     finally:
         sys.unraisablehook = old
+
+
+def no_header(written: list[str]) -> bool:
+    """Whether a file's header is a row of data: some names are numbers or times."""
+    names = pd.Series(written, dtype=object)
+    return bool(pd.to_numeric(names, errors="coerce").notna().any()
+                or names.str.match(r"^\d{4}-\d\d-\d\d").any())

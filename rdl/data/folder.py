@@ -47,19 +47,19 @@ import difflib
 import logging
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import (composite as composite_key, events, files, implied, inherit, leaks,
-                      parquet, periods)
+from rdl.data import (composite as composite_key, dbfile, events, files, implied, inherit,
+                      leaks, parquet, periods)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
-from rdl.data.checks import check_finite, check_key, missing_words, numbers, parse_numbers
+from rdl.data.checks import (all_bool, check_finite, check_key, missing_words, numbers,
+                             parse_numbers)
 from rdl.data.times import looks_like_times, parse_times, read_formats
 from rdl.progress import bar, stage
 
@@ -226,9 +226,15 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         raise DataError("no folder given: data=folder needs data.db.path=/folder/with/the/files "
                         "(and its schema.yaml, or data.db.schema=...)")
     folder = Path(path).expanduser()
+    if dbfile.kind(folder):   # a SQLite or DuckDB file: its tables, exported once
+        schema = dbfile.schema_beside(folder) if schema is None else schema
+        if not isinstance(schema, dict) and not Path(schema).expanduser().is_file():
+            raise DataError(f"{schema}: schema file missing (python -m rdl.data.draft {folder} "
+                            "--write drafts it from the keys the database declares)")
+        folder = dbfile.exported(folder)
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder (data.db.path: a folder of parquet, CSV or JSON "
-                        "files)")
+                        "files, or a SQLite or DuckDB database file)")
     tables, policy = read_schema(folder / "schema.yaml" if schema is None else schema, folder)
     policy = str(dangling) if dangling is not None else policy
     if policy not in DANGLING:
@@ -312,17 +318,10 @@ def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
             near = difflib.get_close_matches(col, columns, n=1, cutoff=0.6) or [
                 c for c in columns if c.casefold() == col.casefold()]
             hint = f" (did you mean {near[0]!r}?)" if near else ""
-            if _no_header(header.written):
+            if files.no_header(header.written):
                 hint += " (the file's first row looks like data: add a header row of names)"
             raise DataError(f"{t.where()}: {_role(t, col)} {col!r} missing{hint}; the file has "
                             f"{columns}")
-
-
-def _no_header(written: list[str]) -> bool:
-    """Whether a file's header is a row of data: some names are numbers or times."""
-    names = pd.Series(written, dtype=object)
-    return bool(pd.to_numeric(names, errors="coerce").notna().any()
-                or names.str.match(r"^\d{4}-\d\d-\d\d").any())
 
 
 def _read(t: TableSchema, headers: list[files.Header] | None,
@@ -372,7 +371,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
                 pd.api.types.is_datetime64_any_dtype(s) or (st == "" and looks_like_times(s))):
             df[col] = parse_times(s, t.where(col), required=col == t.time,
                                   dayfirst=t.dayfirst, form=t.formats.get(col))
-        elif s.dtype == object and _all_bool(s):
+        elif s.dtype == object and all_bool(s):
             # booleans with missing values (parquet's nullable bool): as 0/1 and NaN, which
             # PyTorch Frame reads (its inference takes the Python objects for embeddings)
             df[col] = s.astype("float64")
@@ -386,10 +385,3 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     leaks.undeclared_time(t, df)
     leaks.later_times(t, df)
     return df
-
-
-def _all_bool(s: pd.Series) -> bool:
-    """Whether every value of an object column is a bool (the first decides cheaply)."""
-    v = s.dropna()
-    return len(v) > 0 and isinstance(v.iloc[0], (bool, np.bool_)) and v.map(type).isin(
-        (bool, np.bool_)).all()

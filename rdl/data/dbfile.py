@@ -1,0 +1,267 @@
+"""A database in one file: SQLite (``.sqlite``, ``.db``: what apps, Kaggle datasets and
+sample databases such as Chinook or Sakila ship as) or DuckDB (``.duckdb``), read as the
+folder loader reads exported files, with the keys the file declares.
+
+``data=folder data.db.path=shop.sqlite`` (or ``.duckdb``): each table is exported once into
+rdl's cache (:func:`exported`: SQLite's as CSV files, its values as SQLite stores them,
+dates as text, which the CSV reader parses as it parses any export's; DuckDB's as parquet,
+its types kept), written beside and renamed, keyed by the file's path, size and time of
+change, and read by :func:`rdl.data.folder.load_folder` with the schema beside the file
+(``shop.schema.yaml``, or ``data.db.schema``). ``python -m rdl.data.draft shop.sqlite``
+drafts that schema from the primary and foreign keys the file declares
+(:func:`declared`; SQLite does not enforce foreign keys unless asked, so references that
+match no row are handled as any export's), guessing, as for files, only what it does not
+declare: times, and keys of tables that declare none.
+
+The standard library's ``sqlite3`` reads SQLite (DuckDB's SQLite extension is a download
+at run time, which rdl never does). A BLOB column (images, files) is left out of the
+export, with a warning naming it.
+"""
+from __future__ import annotations
+
+import atexit
+import csv
+import hashlib
+import logging
+import re
+import shutil
+import sqlite3
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rdl.data.database import DataError
+
+log = logging.getLogger(__name__)
+
+#: bump when the exported files change (part of the cache entry's name)
+EXPORT_VERSION = 1
+SUFFIXES = (".sqlite", ".sqlite3", ".db", ".db3", ".duckdb", ".ddb")
+
+
+def kind(path) -> str | None:
+    """``"sqlite"`` or ``"duckdb"`` when ``path`` is such a database file (by its first
+    bytes, whatever its suffix), else None."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head == b"SQLite format 3\x00":
+        return "sqlite"
+    if head[8:12] == b"DUCK":
+        return "duckdb"
+    return None
+
+
+def schema_beside(path) -> Path:
+    """The schema file of database file ``path``: ``<stem>.schema.yaml`` beside it."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.schema.yaml")
+
+
+@dataclass
+class Declared:
+    """The keys a database file declares: ``pkeys`` table -> its key's columns;
+    ``fkeys`` table -> {column (a composite's joined by ``", "``): referenced table};
+    ``notes`` table -> (column, what of it could not be used), for the draft's comments."""
+    pkeys: dict[str, list[str]] = field(default_factory=dict)
+    fkeys: dict[str, dict[str, str]] = field(default_factory=dict)
+    notes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def keys_in(self, frames: dict) -> tuple[dict, dict, dict]:
+        """The declared primary keys that hold in the rows of ``frames``: a single
+        column's (table -> (column, why)), composites (table -> columns), and notes on
+        those that do not (SQLite lets NULL into some, a file may be damaged)."""
+        single, composite, notes = {}, {}, {}
+        for t, cols in self.pkeys.items():
+            if t not in frames or not set(cols) <= set(frames[t].columns):
+                continue
+            v = frames[t][cols]
+            bad = int((v.isna().any(axis=1) | v.duplicated(keep=False)).sum())
+            if bad:
+                notes[t] = (cols[0], f"the declared primary key ({', '.join(cols)}) is missing or "
+                            f"repeated in {bad} of {len(v)} rows: not used")
+            elif len(cols) == 1:
+                single[t] = (cols[0], "the primary key the database declares")
+            else:
+                composite[t] = cols
+        return single, composite, notes
+
+
+# -- what the file declares ----------------------------------------------------------------
+def _sqlite(path: Path) -> sqlite3.Connection:
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return con
+    except sqlite3.DatabaseError as e:
+        raise DataError(f"{path}: not a readable SQLite database: {e}") from None
+
+
+def _sqlite_tables(con) -> list[str]:
+    return [r[0] for r in con.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+        "ORDER BY name")]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sqlite_keys(con, tables: list[str]) -> tuple[dict, list]:
+    """Each table's primary key, and the foreign keys ``(table, columns, ref, ref's
+    columns or None for its primary key)``, as SQLite's pragmas give them."""
+    pkeys, refs = {}, []
+    for t in tables:
+        cols = con.execute(f"PRAGMA table_info({_quote(t)})").fetchall()
+        pk = [c[1] for c in sorted(cols, key=lambda c: c[5]) if c[5] > 0]
+        if pk:
+            pkeys[t] = pk
+        by_id: dict[int, list] = {}
+        for row in con.execute(f"PRAGMA foreign_key_list({_quote(t)})").fetchall():
+            by_id.setdefault(row[0], []).append(row)
+        for rows in by_id.values():
+            rows.sort(key=lambda r: r[1])
+            to = [r[4] for r in rows]
+            refs.append((t, [r[3] for r in rows], rows[0][2], None if None in to else to))
+    return pkeys, refs
+
+
+def _duckdb_keys(con) -> tuple[dict, list]:
+    pkeys, refs = {}, []
+    rows = con.execute("SELECT * FROM duckdb_constraints() WHERE constraint_type IN "
+                       "('PRIMARY KEY', 'FOREIGN KEY')").df()
+    for _, r in rows.iterrows():
+        cols = list(r["constraint_column_names"])
+        if r["constraint_type"] == "PRIMARY KEY":
+            pkeys[r["table_name"]] = cols
+            continue
+        ref = r.get("referenced_table")
+        to = list(r.get("referenced_column_names") or [])
+        if not isinstance(ref, str):   # older DuckDB: read from the constraint's text
+            m = re.search(r'REFERENCES\s+"?([^"(]+?)"?\s*\(([^)]*)\)', r["constraint_text"])
+            if not m:
+                continue
+            ref, to = m.group(1).split(".")[-1], [c.strip(' "') for c in m.group(2).split(",")]
+        refs.append((r["table_name"], cols, ref, to or None))
+    return pkeys, refs
+
+
+def declared(path) -> Declared:
+    """The primary and foreign keys database file ``path`` declares. A foreign key names
+    its table's primary key; where the referenced table declares none, the referenced
+    columns are its key (SQL references only unique columns); a reference to other
+    columns than the key is noted, not used (rdl's foreign keys reference keys)."""
+    path = Path(path)
+    if kind(path) == "sqlite":
+        with _sqlite(path) as con:
+            pkeys, refs = _sqlite_keys(con, _sqlite_tables(con))
+    else:
+        with _duckdb(path) as con:
+            pkeys, refs = _duckdb_keys(con)
+    out = Declared(pkeys=dict(pkeys))
+    for t, cols, ref, to in refs:
+        if to is not None and ref not in out.pkeys:
+            out.pkeys[ref] = to
+        key = out.pkeys.get(ref)
+        if key is None or (to is not None and to != key) or len(key) != len(cols):
+            out.notes.setdefault(t, []).append((cols[0],
+                f"{', '.join(cols)}: declared REFERENCES {ref}({', '.join(to or ['?'])}), "
+                f"not {ref}'s primary key ({', '.join(key or ['none'])}): not a foreign key here"))
+            continue
+        out.fkeys.setdefault(t, {})[", ".join(cols)] = ref
+    return out
+
+
+# -- the export ------------------------------------------------------------------------------
+def _duckdb(path: Path):
+    import duckdb
+
+    try:
+        return duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as e:
+        raise DataError(f"{path}: not a DuckDB database this DuckDB ({duckdb.__version__}) "
+                        f"reads: {e}") from None
+
+
+def _file_name(table: str, where: Path) -> str:
+    if "/" in table or "\\" in table or table.startswith((".", "_")) or table == "schema":
+        raise DataError(f"{where}: table {table!r}: a name rdl cannot export as a file "
+                        "(rename the table)")
+    return table
+
+
+def export(path, folder) -> Path:
+    """Database file ``path``'s tables into ``folder``: ``<table>.csv`` for SQLite (its
+    values as stored: a whole number as its digits, a real as Python writes it back, text
+    as is, NULL empty), ``<table>.parquet`` for DuckDB."""
+    path, folder = Path(path), Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if kind(path) == "duckdb":
+        with _duckdb(path) as con:
+            for schema, t in con.execute(
+                    "SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT internal "
+                    "ORDER BY table_name").fetchall():
+                target = folder / f"{_file_name(t, path)}.parquet"
+                con.execute(f"COPY (SELECT * FROM {_quote(schema)}.{_quote(t)}) TO "
+                            f"'{str(target).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)")
+        return folder
+    with _sqlite(path) as con:
+        for t in _sqlite_tables(con):
+            _sqlite_table(con, t, folder / f"{_file_name(t, path)}.csv", path)
+    return folder
+
+
+def _sqlite_table(con, table: str, target: Path, where: Path) -> None:
+    cur = con.execute(f"SELECT * FROM {_quote(table)}")
+    names = [d[0] for d in cur.description]
+    rows = cur.fetchmany(10_000)
+    blobs = {i for i, (n, typ) in enumerate(
+        (c[1], c[2]) for c in con.execute(f"PRAGMA table_info({_quote(table)})"))
+        if "BLOB" in (typ or "").upper()}
+    blobs |= {i for row in rows for i, v in enumerate(row) if isinstance(v, bytes)}
+    if blobs:
+        log.warning("%s: table %r: BLOB column(s) %s left out (binary data, not features)",
+                    where, table, [names[i] for i in sorted(blobs)])
+    keep = [i for i in range(len(names)) if i not in blobs]
+    with open(target, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow([names[i] for i in keep])
+        while rows:
+            w.writerows([["" if row[i] is None or isinstance(row[i], bytes) else row[i]
+                          for i in keep] for row in rows])
+            rows = cur.fetchmany(10_000)
+
+
+_temporary: list[str] = []
+
+
+def exported(path) -> Path:
+    """The folder of database file ``path``'s exported tables: exported once into rdl's
+    cache (``<cache>/dbfiles/<stem>-<digest>``, written beside and renamed), again when the
+    file changes; into a temporary folder (removed at exit) where the cache is not
+    writable."""
+    from rdl import caching, paths
+
+    path = Path(path).expanduser().resolve()
+    st = path.stat()
+    digest = hashlib.sha1(f"{path}|{st.st_size}|{st.st_mtime_ns}|{EXPORT_VERSION}".encode()
+                          ).hexdigest()[:12]
+    root = paths.cache_dir() / "dbfiles"
+    folder = root / f"{path.stem}-{digest}"
+    if folder.is_dir():
+        return folder
+    if not caching.writable(root):
+        tmp = tempfile.mkdtemp(prefix=f"rdl-{path.stem}-")
+        _temporary.append(tmp)
+        return export(path, tmp)
+    with caching.atomic_dir(folder, keep_first=True) as tmp:
+        export(path, tmp)
+    return folder
+
+
+@atexit.register
+def _remove_temporary() -> None:
+    for tmp in _temporary:
+        shutil.rmtree(tmp, ignore_errors=True)

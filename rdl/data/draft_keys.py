@@ -1,0 +1,166 @@
+"""The draft's keys (:mod:`rdl.data.draft`): each table's primary key, its foreign keys
+and composite keys, guessed from the files' names and values where the database declares
+none (:mod:`rdl.data.dbfile`); each guess with the evidence for it, for the draft's
+comments. Tables' names are matched without the words exports wrap them in
+(``olist_..._dataset``, ``dim_``)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from rdl.data.composite import ids
+from rdl.data.draft_times import norm
+from rdl.data.keys import comparable
+from rdl.data.periods import name_words
+
+#: words that start or end exports' table names beyond the table's own (``dim_``, ``_dataset``)
+AFFIXES = {"dim", "fact", "fct", "tbl", "table", "stg", "raw", "src", "dw", "dataset", "data",
+           "export", "extract"}
+
+
+def _singular(name: str) -> str:
+    n = norm(name)
+    return n[:-3] + "y" if n.endswith("ies") else n[:-1] if n.endswith("s") else n
+
+
+def bare_names(names) -> dict[str, str]:
+    """Table names without the words exports wrap them in: a role (``dim_customer``,
+    ``fact_sales``) or words every table's name shares (Olist's ``olist_orders_dataset``:
+    ``orders``), for matching keys by name (``order_id``)."""
+    words = {n: name_words(n) or [n] for n in names}
+    def shared(i):
+        return len(words) > 1 and len({w[i] for w in words.values()}) == 1
+    first, last = shared(0), shared(-1)
+    out = {}
+    for n, w in words.items():
+        w = w[1:] if len(w) > 1 and (first or w[0] in AFFIXES) else w
+        w = w[:-1] if len(w) > 1 and (last or w[-1] in AFFIXES) else w
+        out[n] = "_".join(w)
+    return out
+
+
+def keyish(s: pd.Series) -> bool:
+    """Whole numbers or text (no floats, times or lists): what keys are written as."""
+    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_datetime64_any_dtype(s):
+        return False
+    v = s.dropna()
+    if pd.api.types.is_integer_dtype(s) or (pd.api.types.is_float_dtype(s) and len(v)
+                                            and (v % 1 == 0).all()):   # ints with gaps
+        return True
+    return pd.api.types.is_string_dtype(s) and (not len(v) or isinstance(v.iloc[0], str))
+
+
+def key_name_score(col: str, table: str) -> int:
+    n, t = norm(col), _singular(table)
+    if n in (f"{t}id", f"{norm(table)}id", f"{t}key", f"{t}code"):
+        return 4
+    if n == "id":
+        return 3
+    if n.endswith(("id", "key", "code", "no", "number", "num")):
+        return 2
+    return 1
+
+
+def primary_key(name: str, df: pd.DataFrame, owned=None) -> tuple[str | None, str]:
+    """A table's single-column key and why (or None); ``name`` its bare name
+    (:func:`bare_names`), ``owned(column)``: whether another table's name claims the
+    column (``order_id`` is the key of orders, a foreign key in their payments)."""
+    best = None
+    for i, col in enumerate(df.columns):
+        s = df[col]
+        if not keyish(s) or s.isna().any() or not s.is_unique:
+            continue
+        score = key_name_score(col, name) + (0.5 if i == 0 else 0)
+        if score < 4 and owned is not None and owned(col):
+            continue
+        if score >= 1.5 and (best is None or score > best[0]):
+            best = (score, col)
+    if best is None:
+        return None, ""
+    return best[1], f"unique and filled in, all {len(df)} rows"
+
+
+def _share(values: pd.Series, keys: pd.Series) -> float:
+    v, k = comparable(values.dropna().drop_duplicates(), keys)
+    return float(np.isin(v.astype(str), k.astype(str)).mean()) if len(v) else 0.0
+
+
+def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
+                  frames: dict[str, pd.DataFrame], bare: dict) -> tuple[dict, list[str]]:
+    """A table's single-column foreign keys (column -> table, why) and notes on columns
+    whose table is anyone's guess (``bare``: the tables' names as :func:`bare_names`)."""
+    out, notes = {}, []
+    for col in df.columns:
+        if col == pkeys.get(name) or not keyish(df[col]) or df[col].notna().sum() == 0:
+            continue
+        by_name = [t for t, k in pkeys.items() if t != name and (
+            norm(col) == norm(k) or norm(col) in (f"{_singular(bare[t])}id",
+                                                     f"{norm(bare[t])}id"))]
+        if by_name:
+            t = by_name[0]
+            share = _share(df[col], frames[t][pkeys[t]])
+            if share >= 0.5:
+                out[col] = (t, f"named as the key of {t}; {share:.0%} of its values are "
+                               "keys of it" + _rest(share, t))
+            continue
+        text = not pd.api.types.is_numeric_dtype(df[col])
+        if not (text or norm(col).endswith(("id", "key"))):
+            continue
+        shares = {t: _share(df[col], frames[t][k]) for t, k in pkeys.items()
+                  if (t != name or not text) and keyish(frames[t][k])}
+        holds = [t for t, share in shares.items() if share >= 0.9]
+        if len(holds) == 1:
+            out[col] = (holds[0], f"{shares[holds[0]]:.0%} of its values are keys of "
+                                  f"{holds[0]}" + _rest(shares[holds[0]], holds[0]))
+        elif len(holds) > 1:
+            notes.append((col, f"{col}: its values are all keys of each of {holds}: a foreign "
+                               "key? say which (fkeys: {" + col + ": <table>})"))
+        elif norm(col).endswith(("id", "key")) and df[col].nunique() < df[col].notna().sum():
+            repeated = int(df[col].notna().sum() - df[col].nunique())
+            if any(c != col and not df[[c, col]].duplicated().any() for c in out):
+                continue   # a line number within the row a foreign key names (order_item_id)
+            if repeated <= 0.01 * len(df):
+                notes.append((col, f"{col}: unique but for {repeated} repeated value(s), so "
+                                   "no key: an id a feature would learn by heart (stypes: "
+                                   f"{{{col}: drop}})"))
+                continue
+            table = re.sub(r"[\s_]*(id|key)$", "", str(col), flags=re.I) + "s"
+            notes.append((col, f"{col}: keys of no table here, repeated; if they are entities "
+                               f"(a household, a session), a table of them: {table}: {{pkey: "
+                               f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))
+    return out, notes
+
+
+def _rest(share: float, table: str) -> str:
+    """What becomes of the values of a foreign key that are no key of its table."""
+    return "" if share == 1 else (f" (the rest become missing; implied: true on {table} "
+                                  "makes them rows of it)")
+
+
+def composites(frames: dict[str, pd.DataFrame], pkeys: dict) -> dict:
+    """Composite keys found by name: table -> [c1, c2], for a table without a key and a
+    pair of its columns, unique and filled in as a pair, that another table holds by the
+    same names, at least half of its pairs among the first's (a reference)."""
+    found = {}
+    for b, df in frames.items():
+        if pkeys.get(b) is not None:
+            continue
+        for a, other in frames.items():
+            shared = [c for c in df.columns if a != b and c in other.columns
+                      and (keyish(df[c]) or pd.api.types.is_datetime64_any_dtype(df[c]))]
+            for pair in ([c1, c2] for i, c1 in enumerate(shared) for c2 in shared[i + 1:]):
+                cols = df[pair]
+                if not cols.isna().any().any() and not cols.duplicated().any() \
+                        and pair_share(other[pair], cols) >= 0.5:
+                    found[b] = pair
+                    break
+            if b in found:
+                break
+    return found
+
+
+def pair_share(values: pd.DataFrame, keys: pd.DataFrame) -> float:
+    v = ids(values, list(values.columns)).dropna().drop_duplicates()
+    return float(v.isin(set(ids(keys, list(keys.columns)))).mean()) if len(v) else 0.0
