@@ -70,8 +70,15 @@ def _stem(file: str) -> str:
     return re.sub(r"\.(csv|tsv|txt|parquet|pq|jsonl|ndjson|json)$", "", name, flags=re.I)
 
 
-def _read(folder: Path, name: str, file: str) -> pd.DataFrame:
-    return load_folder(folder, {"tables": {name: {"file": file}}})[name].df
+def _read(folder: Path, name: str, file: str, epochs: dict) -> pd.DataFrame:
+    """A table as the loader reads it; numbers that are times since 1970 by their names
+    and sizes read as times, their forms kept in ``epochs`` (table -> column -> form)."""
+    spec = {"file": file}
+    try:
+        return load_folder(folder, {"tables": {name: spec}})[name].df
+    except leaks.EpochNumbers as e:
+        spec["formats"] = epochs[name] = {c: f"epoch_{u}" for c, u in e.units.items()}
+        return load_folder(folder, {"tables": {name: spec}})[name].df
 
 
 def draft(folder) -> str:
@@ -85,10 +92,10 @@ def draft(folder) -> str:
     tables = tables_of(folder)
     if not tables:
         raise DataError(f"{folder}: no CSV, parquet or JSON file in it")
-    frames, failed = {}, {}
+    frames, failed, epochs = {}, {}, {}
     for name, file in tables.items():
         try:
-            frames[name] = _read(folder, name, file)
+            frames[name] = _read(folder, name, file, epochs)
         except DataError as e:
             failed[name] = str(e)
     bare = bare_names(frames)
@@ -144,6 +151,9 @@ def draft(folder) -> str:
             lines.append(f"    pkey: [{', '.join(map(_yaml, composite[name]))}]   # unique and "
                          f"filled in as a pair, all {len(df)} rows (a composite key)")
         time, why, stypes = times[name]
+        if name in epochs:
+            lines.append(f"    formats: {{{', '.join(f'{_yaml(c)}: {f}' for c, f in epochs[name].items())}}}"
+                         "   # whole numbers named as times, sized as times since 1970 in that unit")
         if name in rejected:
             lines.append(f"    # time: {_yaml(time)}   # not declared: {rejected[name]}")
         elif time is not None:

@@ -1,0 +1,90 @@
+"""Times written as numbers since 1970, as event exports write them (GA4's BigQuery export:
+``event_timestamp`` in microseconds; Mixpanel's ``time`` in seconds; an app's
+``created_at`` in milliseconds): stopped on until declared, drafted as declared
+(rdl.data.leaks.epoch_numbers)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from rdl.data.draft import draft
+from rdl.data.folder import load_folder
+from rdl.data.leaks import epoch_unit
+from tests.data.test_folder import fails
+
+START = pd.Timestamp("2024-01-01")
+
+
+def ga4(folder, users: int = 200, events: int = 3000, seed: int = 0):
+    """Users and their events as GA4's export to BigQuery writes them (times in
+    microseconds since 1970), as parquet and JSON Lines; returns the events' true times."""
+    rng = np.random.default_rng(seed)
+    first = START + pd.to_timedelta(rng.integers(0, 60 * 86400, users), unit="s")
+    u = rng.integers(0, users, events)
+    at = first[u] + pd.to_timedelta(rng.integers(0, 30 * 86400, events), unit="s")
+    us = lambda t: (t - pd.Timestamp("1970-01-01")) // pd.Timedelta(1, "us")  # noqa: E731
+    pd.DataFrame({"user_pseudo_id": [f"u{i}" for i in range(users)],
+                  "user_first_touch_timestamp": us(first),
+                  "geo_country": rng.choice(["US", "DE", "IN"], users)}
+                 ).to_parquet(folder / "users.parquet", index=False)
+    pd.DataFrame({"event_id": np.arange(events), "user_pseudo_id": [f"u{i}" for i in u],
+                  "event_name": rng.choice(["page_view", "purchase"], events),
+                  "event_timestamp": us(at), "value_usd": rng.random(events).round(2)}
+                 ).to_json(folder / "events.jsonl", orient="records", lines=True)
+    return pd.Series(at)
+
+
+SCHEMA = {"tables": {
+    "users": {"file": "users.parquet", "pkey": "user_pseudo_id"},
+    "events": {"file": "events.jsonl", "pkey": "event_id",
+               "fkeys": {"user_pseudo_id": "users"}}}}
+
+
+def test_numbers_that_are_times_since_1970_stop_until_declared(tmp_path):
+    truth = ga4(tmp_path)
+    fails(tmp_path, "users.parquet (table 'users', column 'user_first_touch_timestamp'): holds "
+          "numbers named as times and sized as us since 1970 (2024-01-01 to 2024-02-29",
+          schema=SCHEMA)
+    declared = yaml.safe_load(yaml.safe_dump(SCHEMA))
+    declared["tables"]["users"].update(time="user_first_touch_timestamp",
+                                       formats={"user_first_touch_timestamp": "epoch_us"})
+    fails(tmp_path, "events.jsonl (table 'events', column 'event_timestamp'): holds numbers "
+          "named as times and sized as us since 1970", "formats: {event_timestamp: epoch_us}",
+          "time: event_timestamp", "stypes: {event_timestamp: numerical}", schema=declared)
+    declared["tables"]["events"].update(time="event_timestamp",
+                                        formats={"event_timestamp": "epoch_us"})
+    db = load_folder(tmp_path, declared)
+    times = db["events"].df.set_index(db.keys["events"])["event_timestamp"].sort_index()
+    assert (times.to_numpy() == truth.to_numpy()).all()
+    # declared numbers stay numbers
+    as_numbers = yaml.safe_load(yaml.safe_dump(SCHEMA))
+    for t, col in (("events", "event_timestamp"), ("users", "user_first_touch_timestamp")):
+        as_numbers["tables"][t]["stypes"] = {col: "numerical"}
+    assert pd.api.types.is_integer_dtype(load_folder(tmp_path, as_numbers)["events"].df[
+        "event_timestamp"])
+
+
+@pytest.mark.parametrize("name, values, unit", [
+    ("created_at", [1_700_000_000_000, 1_710_000_000_000], "ms"),
+    ("time", [1_700_000_000, 1_700_000_000.5], "s"),                # Mixpanel's, fractions
+    ("eventTimestamp", [1_700_000_000_000_000_000], "ns"),
+    ("dep_time", [517, 2359], None),                                # a clock: HHMM
+    ("amount", [1_700_000_000, 1_710_000_000], None),               # not named as a time
+    ("date_key", [20240131, 20240201], None),                       # a date key, not epoch
+    ("updated", [1_700_000_000, 99], None),                          # not all of one size
+])
+def test_which_numbers_are_times_since_1970(name, values, unit):
+    assert epoch_unit(name, pd.Series(values)) == unit
+
+
+def test_the_draft_declares_them_and_its_schema_loads(tmp_path):
+    ga4(tmp_path)
+    schema = yaml.safe_load(draft(tmp_path))["tables"]
+    assert schema["events"]["formats"] == {"event_timestamp": "epoch_us"}
+    assert schema["events"]["time"] == "event_timestamp"
+    assert schema["users"]["time"] == "user_first_touch_timestamp"
+    db = load_folder(tmp_path, {"tables": schema})
+    assert db["events"].time_col == "event_timestamp"
+    assert db["events"].df["event_timestamp"].between(START, START + pd.Timedelta(days=91)).all()
