@@ -1,6 +1,7 @@
 """A database in one file: SQLite (``.sqlite``, ``.db``: what apps, Kaggle datasets and
-sample databases such as Chinook or Sakila ship as) or DuckDB (``.duckdb``), read as the
-folder loader reads exported files, with the keys the file declares.
+sample databases such as Chinook or Sakila ship as), DuckDB (``.duckdb``) or an Excel
+workbook of a table per sheet (:mod:`rdl.data.sheets`), read as the folder loader reads
+exported files, with the keys the file declares (a workbook declares none).
 
 ``data=folder data.db.path=shop.sqlite`` (or ``.duckdb``): each table is exported once into
 rdl's cache (:func:`exported`: SQLite's as CSV files, its values as SQLite stores them,
@@ -30,6 +31,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rdl.data import sheets
 from rdl.data.database import DataError
 
 log = logging.getLogger(__name__)
@@ -40,11 +42,14 @@ SUFFIXES = (".sqlite", ".sqlite3", ".db", ".db3", ".duckdb", ".ddb")
 
 
 def kind(path) -> str | None:
-    """``"sqlite"`` or ``"duckdb"`` when ``path`` is such a database file (by its first
-    bytes, whatever its suffix), else None."""
+    """``"sqlite"``, ``"duckdb"`` or ``"xlsx"`` when ``path`` is such a database file (by
+    its first bytes, whatever its suffix; a workbook by its suffix and contents), else
+    None."""
     path = Path(path)
     if not path.is_file():
         return None
+    if sheets.is_workbook(path):
+        return "xlsx"
     with open(path, "rb") as f:
         head = f.read(16)
     if head == b"SQLite format 3\x00":
@@ -154,6 +159,8 @@ def declared(path) -> Declared:
     columns are its key (SQL references only unique columns); a reference to other
     columns than the key is noted, not used (rdl's foreign keys reference keys)."""
     path = Path(path)
+    if kind(path) == "xlsx":
+        return Declared()
     if kind(path) == "sqlite":
         with _sqlite(path) as con:
             pkeys, refs = _sqlite_keys(con, _sqlite_tables(con))
@@ -198,6 +205,8 @@ def export(path, folder) -> Path:
     as is, NULL empty), ``<table>.parquet`` for DuckDB."""
     path, folder = Path(path), Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    if kind(path) == "xlsx":
+        return sheets.export(path, folder)
     if kind(path) == "duckdb":
         with _duckdb(path) as con:
             for schema, t in con.execute(
@@ -237,16 +246,17 @@ def _sqlite_table(con, table: str, target: Path, where: Path) -> None:
 _temporary: list[str] = []
 
 
-def exported(path) -> Path:
-    """The folder of database file ``path``'s exported tables: exported once into rdl's
-    cache (``<cache>/dbfiles/<stem>-<digest>``, written beside and renamed), again when the
-    file changes; into a temporary folder (removed at exit) where the cache is not
-    writable."""
+def exported(path, write=None, tag: str = "") -> Path:
+    """The folder of database file ``path``'s exported tables (``write(path, folder)``
+    writes them; default :func:`export`): exported once into rdl's cache
+    (``<cache>/dbfiles/<stem>-<digest>``, written beside and renamed), again when the file
+    changes; into a temporary folder (removed at exit) where the cache is not writable."""
     from rdl import caching, paths
 
+    write = write or export
     path = Path(path).expanduser().resolve()
     st = path.stat()
-    digest = hashlib.sha1(f"{path}|{st.st_size}|{st.st_mtime_ns}|{EXPORT_VERSION}".encode()
+    digest = hashlib.sha1(f"{path}|{st.st_size}|{st.st_mtime_ns}|{EXPORT_VERSION}|{tag}".encode()
                           ).hexdigest()[:12]
     root = paths.cache_dir() / "dbfiles"
     folder = root / f"{path.stem}-{digest}"
@@ -255,10 +265,22 @@ def exported(path) -> Path:
     if not caching.writable(root):
         tmp = tempfile.mkdtemp(prefix=f"rdl-{path.stem}-")
         _temporary.append(tmp)
-        return export(path, tmp)
+        write(path, tmp)
+        return Path(tmp)
     with caching.atomic_dir(folder, keep_first=True) as tmp:
-        export(path, tmp)
+        write(path, tmp)
+    log.info("%s: its tables exported to %s (once; read from there)", path, folder)
     return folder
+
+
+def sheet_as_csv(path, where: str) -> Path:
+    """A workbook that is one table of a folder, as a CSV file (its one sheet, exported
+    once as :func:`exported` does)."""
+    sheet = sheets.one_sheet(Path(path), where)
+    name = Path(path).stem
+    folder = exported(path, lambda p, out: sheets.write_sheet(p, sheet, Path(out) / f"{name}.csv",
+                                                              where), tag="sheet")
+    return folder / f"{name}.csv"
 
 
 @atexit.register

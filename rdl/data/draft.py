@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import dbfile, files, leaks
+from rdl.data import dbfile, files, leaks, sheets
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
                                  pair_share, primary_key)
 from rdl.data.database import Database, DataError, Table
@@ -57,8 +57,8 @@ def tables_of(folder: Path) -> dict[str, str]:
     for p in sorted(folder.iterdir()):
         if p.name.startswith((".", "_")) or p.name == "schema.yaml":
             continue
-        if (p.is_file() and (files.is_csv(p) or files.is_parquet(p))) or (
-                p.is_dir() and files.parts(p)):
+        data = p.is_file() and (files.is_csv(p) or files.is_parquet(p) or sheets.is_workbook(p))
+        if data or (p.is_dir() and files.parts(p)):
             out.setdefault(_stem(p.name) if p.is_file() else p.name, p.name)
     return out
 
@@ -67,7 +67,8 @@ def _stem(file: str) -> str:
     """A file's table name: its name without its compression and data suffixes
     (``dim.tags.csv.gz``: ``dim.tags``)."""
     name = re.sub(r"\.(gz|bz2|zst|lz4|zip)$", "", file, flags=re.I)
-    return re.sub(r"\.(csv|tsv|txt|parquet|pq|jsonl|ndjson|json)$", "", name, flags=re.I)
+    return re.sub(r"\.(csv|tsv|txt|parquet|pq|jsonl|ndjson|json|xlsx|xlsm)$", "", name,
+                  flags=re.I)
 
 
 def _read(folder: Path, name: str, file: str, epochs: dict) -> pd.DataFrame:
@@ -152,8 +153,9 @@ def draft(folder) -> str:
                          f"filled in as a pair, all {len(df)} rows (a composite key)")
         time, why, stypes = times[name]
         if name in epochs:
-            lines.append(f"    formats: {{{', '.join(f'{_yaml(c)}: {f}' for c, f in epochs[name].items())}}}"
-                         "   # whole numbers named as times, sized as times since 1970 in that unit")
+            forms = ", ".join(f"{_yaml(c)}: {f}" for c, f in epochs[name].items())
+            lines.append(f"    formats: {{{forms}}}   # whole numbers named as times, sized as "
+                         "times since 1970 in that unit")
         if name in rejected:
             lines.append(f"    # time: {_yaml(time)}   # not declared: {rejected[name]}")
         elif time is not None:

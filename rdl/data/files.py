@@ -86,7 +86,8 @@ def parts(path: Path) -> list[Path]:
             s.startswith((".", "_")) for s in p.relative_to(path).parts))
     else:
         return [path] if path.is_file() else []
-    return [p for p in found if p.is_file() and (is_csv(p) or is_parquet(p))]
+    return [p for p in found if p.is_file() and (is_csv(p) or is_parquet(p)
+                                                  or p.suffix.lower() in (".xlsx", ".xlsm"))]
 
 
 def csv_parts(found: list[Path], where: str) -> bool:
@@ -101,8 +102,8 @@ def csv_parts(found: list[Path], where: str) -> bool:
         sheet = other[0].suffix.lower() in (".xlsx", ".xls", ".xlsm", ".ods")
         raise DataError(f"{where}: {other[0].name} is neither a CSV, a parquet nor a JSON file "
                         "(by its name: .csv, .tsv, .txt, maybe compressed, .parquet, or .jsonl, "
-                        ".json); " + ("a spreadsheet: save each sheet as CSV" if sheet else
-                                      "export the table as one of those"))
+                        ".json); " + ("a spreadsheet: save it as .xlsx, or each sheet as CSV"
+                                      if sheet else "export the table as one of those"))
     kinds = {}
     for c, p in zip(csv, found):
         kinds.setdefault("CSV" if c else "JSON" if is_json(p) else "parquet", p.name)

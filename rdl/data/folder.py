@@ -52,7 +52,7 @@ import torch_frame
 import yaml
 
 from rdl.data import (composite as composite_key, dbfile, events, files, implied, inherit,
-                      leaks, parquet, periods)
+                      leaks, parquet, periods, sheets)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
@@ -69,7 +69,7 @@ TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "
               "events"}
 SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
-EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json")   # a table's file when the schema names none
+EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx")   # a table's file when the schema names none
 STYPES = {s.value for s in torch_frame.stype} | {"drop"}
 
 
@@ -241,8 +241,9 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         raise DataError(f"dangling {policy!r}: expected one of {list(DANGLING)}")
     # Cheap checks first: every file there, every named column in it.
     files_of = {name: t for name, t in tables.items() if not t.key_only}
-    for t in files_of.values():
-        t.parts = files.parts(t.file)
+    for t in files_of.values():   # (a workbook: its one sheet, as CSV)
+        t.parts = [dbfile.sheet_as_csv(p, t.where()) if p.suffix.lower() in sheets.SUFFIXES
+                   else p for p in files.parts(t.file)]
         if not t.parts:
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""
             what = ("no CSV, parquet or JSON file in it" if t.file.is_dir()

@@ -401,8 +401,11 @@ def test_file_names_as_exports_write_them(tmp_path):
     assert len(load_folder(tmp_path)["users"]) == 3
     (tmp_path / "user.xlsx").write_bytes(b"PK")
     (tmp_path / "schema.yaml").write_text(SCHEMA.replace("users: {", "users: {file: user.xlsx, "))
-    fails(tmp_path, "user.xlsx (table 'users'): user.xlsx is neither a CSV, a parquet nor a JSON "
-          "file", "a spreadsheet: save each sheet as CSV")
+    fails(tmp_path, "user.xlsx: not a readable Excel workbook")
+    (tmp_path / "user.ods").write_bytes(b"PK")
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("users: {", "users: {file: user.ods, "))
+    fails(tmp_path, "user.ods (table 'users'): user.ods is neither a CSV, a parquet nor a JSON "
+          "file", "a spreadsheet: save it as .xlsx, or each sheet as CSV")
 
 
 def test_table_names_sql_cannot_tell_apart(tmp_path, tiny_cfg):
