@@ -176,9 +176,10 @@ def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:
                     values[text].iloc[0])
 
 
-#: words that mean missing where a column's other values are numbers or times (R's NA),
-#: and are text elsewhere (NA: Namibia)
-MISSING_WORDS = ("NA",)
+#: words that mean missing where a column's other values are numbers or times (R's NA;
+#: a spreadsheet's failed formulas, as its CSV export writes them), and are text elsewhere
+#: (NA: Namibia)
+MISSING_WORDS = ("NA", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#ERROR!")
 
 
 def missing_words(df: pd.DataFrame, where, declared=()) -> pd.DataFrame:

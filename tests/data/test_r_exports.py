@@ -106,3 +106,17 @@ def test_a_declared_numerical_column_of_words_names_the_ways_out(tmp_path):
     fails(tmp_path, "patients.csv (table 'patients', column 'country'): 4 of 4 values are not "
           "numbers, e.g. 'NA' (row 0)", "name the word in the schema's missing: list",
           "stypes: {country: categorical}")
+
+
+def test_a_spreadsheet_s_failed_formulas_are_missing_among_numbers(tmp_path, caplog):
+    """A spreadsheet's CSV export writes a failed formula's error (#DIV/0!, #VALUE!): among
+    numbers, missing (logged); among text, text."""
+    write(tmp_path, PATIENTS.replace("70.5,", "#DIV/0!,").replace('"DE"', '"#VALUE!"')
+          .replace(",-3", ",#REF!"))
+    with caplog.at_level(logging.INFO):
+        p = load_folder(tmp_path)["patients"].df
+    assert p["weight"].dtype == "float64" and p["weight"].isna().tolist() == [
+        True, True, False, False]
+    assert p["offset"].isna().tolist() == [False, True, False, False]
+    assert p["country"].tolist() == ["NA", "#VALUE!", "NA", "US"]
+    assert "#DIV/0!" in caplog.text
