@@ -360,7 +360,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
             continue
         if st is None and col != t.time and col not in t.events:
             # dropped: the model never sees it; the task's SQL may, as times where they are
-            if col in text and looks_like_times(s):
+            if (col in text or pd.api.types.is_string_dtype(s)) and looks_like_times(s):
                 try:
                     df[col] = parse_times(s, t.where(col), required=False, dayfirst=t.dayfirst)
                 except DataError:

@@ -59,8 +59,15 @@ def test_a_column_of_later_times_stops_until_the_schema_says_what_it_is(tmp_path
     stypes = {"last_update": "drop", "return_date": "drop"}
     db = load_folder(folder, schema(rental={"stypes": stypes}))
     assert db.stypes["rental"]["return_date"] is None    # dropped: no feature
-    # but times still, for a task's SQL to compare with its seeds' (a label on returns)
+    # but times still, for a task's SQL to compare with its seeds' (a label on returns),
+    # from a parquet file's text too
     assert pd.api.types.is_datetime64_any_dtype(db["rental"].df["return_date"])
+    pd.read_csv(folder / "rental.csv", dtype=str).to_parquet(folder / "rental.parquet")
+    (folder / "rental.csv").rename(folder / "rental.csv.bak")
+    db = load_folder(folder, schema(rental={"stypes": stypes}))
+    assert pd.api.types.is_datetime64_any_dtype(db["rental"].df["return_date"])
+    (folder / "rental.parquet").unlink()
+    (folder / "rental.csv.bak").rename(folder / "rental.csv")
     stypes["return_date"] = "timestamp"                  # known ahead: kept, as a time
     db = load_folder(folder, schema(rental={"stypes": stypes}))
     assert pd.api.types.is_datetime64_any_dtype(db["rental"].df["return_date"])
