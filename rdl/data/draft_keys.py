@@ -20,6 +20,11 @@ AFFIXES = {"dim", "fact", "fct", "tbl", "table", "stg", "raw", "src", "dw", "dat
            "export", "extract"}
 
 
+#: how text keys' names end beyond id and key (an invoice's InvoiceNo, a StockCode); whole
+#: numbers so named are often counts (Instacart's order_number: a user's n-th order)
+TEXT_KEYS = ("code", "no", "number", "sku")
+
+
 def _singular(name: str) -> str:
     n = norm(name)
     return n[:-3] + "y" if n.endswith("ies") else n[:-1] if n.endswith("s") else n
@@ -117,7 +122,8 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         elif len(holds) > 1:
             notes.append((col, f"{col}: its values are all keys of each of {holds}: a foreign "
                                "key? say which (fkeys: {" + col + ": <table>})"))
-        elif norm(col).endswith(("id", "key")) and df[col].nunique() < df[col].notna().sum():
+        elif (norm(col).endswith(("id", "key")) or text and norm(col).endswith(TEXT_KEYS)) \
+                and df[col].nunique() < df[col].notna().sum():
             repeated = int(df[col].notna().sum() - df[col].nunique())
             if any(c != col and not df[[c, col]].duplicated().any() for c in out):
                 continue   # a line number within the row a foreign key names (order_item_id)
@@ -126,7 +132,7 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                    "no key: an id a feature would learn by heart (stypes: "
                                    f"{{{col}: drop}})"))
                 continue
-            table = re.sub(r"[\s_]*(id|key)$", "", str(col), flags=re.I) + "s"
+            table = re.sub(r"[\s_]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I) + "s"
             notes.append((col, f"{col}: keys of no table here, repeated; if they are entities "
                                f"(a household, a session), a table of them: {table}: {{pkey: "
                                f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))

@@ -73,6 +73,24 @@ def test_ambiguous_ids_and_unreadable_files_are_left_to_a_person(tmp_path):
     assert schema["tables"]["teams"]["pkey"] == "id"
 
 
+def test_one_flat_table_s_entities_are_told_as_implied_tables(tmp_path):
+    """A flat export as UCI's Online Retail is (a row per invoice line): its invoices,
+    products and customers are keys of no table; each is told as a table implied: true
+    would make, text named as codes and numbers too, but not a count named so."""
+    pd.DataFrame({"InvoiceNo": ["536365", "536365", "C536366", "536367"],
+                  "StockCode": ["85123A", "71053", "85123A", "POST"],
+                  "CustomerID": [17850.0, 17850.0, None, 13047.0],
+                  "order_number": [1, 2, 1, 3],    # a customer's n-th order (Instacart's)
+                  "InvoiceDate": ["12/1/2010 8:26", "12/1/2010 8:26", "12/1/2010 8:28",
+                                  "12/13/2010 9:02"]}).to_csv(tmp_path / "retail.csv",
+                                                              index=False)
+    text = draft(tmp_path)
+    for col, table in (("InvoiceNo", "Invoices"), ("StockCode", "Stocks"),
+                       ("CustomerID", "Customers")):
+        assert f"{table}: {{pkey: {col}, implied: true}}" in text, col
+    assert "order_number" not in text
+
+
 def test_the_command_prints_or_writes_and_never_overwrites(tmp_path, capsys):
     pd.DataFrame({"user_id": [1, 2], "joined": ["2024-01-01", "2024-01-02"]}).to_csv(
         tmp_path / "users.csv", index=False)
