@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import dbfile, files, leaks, sheets
+from rdl.data import dbfile, files, leaks, sheets, sources
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
                                  pair_share, primary_key)
 from rdl.data.database import Database, DataError, Table
@@ -57,8 +57,9 @@ def tables_of(folder: Path) -> dict[str, str]:
     for p in sorted(folder.iterdir()):
         if p.name.startswith((".", "_")) or p.name == "schema.yaml":
             continue
-        data = p.is_file() and (files.is_csv(p) or files.is_parquet(p) or sheets.is_workbook(p))
-        if data or (p.is_dir() and files.parts(p)):
+        data = p.is_file() and not sources.unnamed(p) and (  # (a README: no table)
+            sources.is_csv(p) or sources.is_parquet(p) or sheets.is_workbook(p))
+        if data or (p.is_dir() and sources.parts(p)):
             out.setdefault(_stem(p.name) if p.is_file() else p.name, p.name)
     return out
 
@@ -71,15 +72,23 @@ def _stem(file: str) -> str:
                   flags=re.I)
 
 
-def _read(folder: Path, name: str, file: str, epochs: dict) -> pd.DataFrame:
-    """A table as the loader reads it; numbers that are times since 1970 by their names
-    and sizes read as times, their forms kept in ``epochs`` (table -> column -> form)."""
+def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
+    """A table as the loader reads it, with what it needs declared kept in ``given[name]``:
+    a CSV file's fields named ``column_1``, ... where its first row is data (no header),
+    and the forms of numbers that are times since 1970 by their names and sizes."""
     spec = {"file": file}
+    found = sources.parts(folder / file)
+    if found and all(map(sources.is_csv, found)):
+        written = files.header(found[0], f"{found[0]} (table {name!r})").written
+        if files.no_header(written):
+            spec["columns"] = [f"column_{i}" for i in range(1, len(written) + 1)]
     try:
-        return load_folder(folder, {"tables": {name: spec}})[name].df
+        df = load_folder(folder, {"tables": {name: spec}})[name].df
     except leaks.EpochNumbers as e:
-        spec["formats"] = epochs[name] = {c: f"epoch_{u}" for c, u in e.units.items()}
-        return load_folder(folder, {"tables": {name: spec}})[name].df
+        spec["formats"] = {c: f"epoch_{u}" for c, u in e.units.items()}
+        df = load_folder(folder, {"tables": {name: spec}})[name].df
+    given[name] = {k: v for k, v in spec.items() if k != "file"}
+    return df
 
 
 def draft(folder) -> str:
@@ -93,10 +102,10 @@ def draft(folder) -> str:
     tables = tables_of(folder)
     if not tables:
         raise DataError(f"{folder}: no CSV, parquet or JSON file in it")
-    frames, failed, epochs = {}, {}, {}
+    frames, failed, read_as = {}, {}, {}
     for name, file in tables.items():
         try:
-            frames[name] = _read(folder, name, file, epochs)
+            frames[name] = _read(folder, name, file, read_as)
         except DataError as e:
             failed[name] = str(e)
     bare = bare_names(frames)
@@ -141,6 +150,9 @@ def draft(folder) -> str:
         lines.append(f"  {_yaml(name)}:")
         if source == folder:   # (a database file's tables are found by their names)
             lines.append(f"    file: {_yaml(file)}")
+        if read_as.get(name, {}).get("columns"):
+            lines.append(f"    columns: [{', '.join(read_as[name]['columns'])}]   # the file "
+                         "has no header row (its first is data): name its fields, in order")
         if name in failed:
             lines.append("    # not read: " + failed[name].replace("\n", " "))
             continue
@@ -152,8 +164,8 @@ def draft(folder) -> str:
             lines.append(f"    pkey: [{', '.join(map(_yaml, composite[name]))}]   # unique and "
                          f"filled in as a pair, all {len(df)} rows (a composite key)")
         time, why, stypes = times[name]
-        if name in epochs:
-            forms = ", ".join(f"{_yaml(c)}: {f}" for c, f in epochs[name].items())
+        if read_as.get(name, {}).get("formats"):
+            forms = ", ".join(f"{_yaml(c)}: {f}" for c, f in read_as[name]["formats"].items())
             lines.append(f"    formats: {{{forms}}}   # whole numbers named as times, sized as "
                          "times since 1970 in that unit")
         if name in rejected:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import codecs
 import logging
+import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,76 +51,28 @@ log = logging.getLogger(__name__)
 NULLS = ["", "NULL", "null", "Null", "\\N", "NaN", "nan", "<NA>", "#N/A", "0000-00-00",
          "0000-00-00 00:00:00"]
 #: a delimiter other than a comma is taken when the header has no comma but one of these
-DELIMITERS = (";", "\t", "|")
-COMPRESSED = (".gz", ".bz2", ".zst", ".lz4", ".zip")
-TEXT = (".csv", ".tsv", ".txt")
+DELIMITERS = (";", "\t", "|", "\x01")   # \x01: Hive's text tables
 _BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF8, "utf8"),  # pyarrow skips a UTF-8 byte-order mark itself
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")]
 
 
-def is_csv(path: Path) -> bool:
-    """``x.csv`` (``.tsv``, ``.txt``, any case), or compressed: ``x.csv.gz`` (pyarrow reads
-    it by its name)."""
-    s = [x.lower() for x in path.suffixes]
-    return bool(s) and (s[-1] in TEXT or s[-1] == ".zip"
-                        or (len(s) > 1 and s[-2] in TEXT and s[-1] in COMPRESSED))
-
-
-
-def is_parquet(path: Path) -> bool:
-    """A parquet file, or a JSON one (:mod:`rdl.data.jsonl`): files of typed columns, which
-    :mod:`rdl.data.parquet` reads."""
-    return path.suffix.lower() in (".parquet", ".pq") or is_json(path)
-
-
-def parts(path: Path) -> list[Path]:
-    """The data files of a table: ``path`` itself, or, for a folder (Spark, Snowflake,
-    BigQuery and Redshift export a table as parts: ``part-00000.parquet``, ...,
-    ``date=2024-01-01/`` sub-folders too) or a name with a wildcard (``orders_*.csv.gz``),
-    its CSV, parquet and JSON files in name order, hidden files and markers (``_SUCCESS``,
-    ``.part-00000.crc``) left out. Empty if there is none."""
-    if any(c in path.name for c in "*?["):
-        found = sorted(path.parent.glob(path.name))
-    elif path.is_dir():
-        found = sorted(p for p in path.rglob("*") if not any(
-            s.startswith((".", "_")) for s in p.relative_to(path).parts))
-    else:
-        return [path] if path.is_file() else []
-    return [p for p in found if p.is_file() and (is_csv(p) or is_parquet(p)
-                                                  or p.suffix.lower() in (".xlsx", ".xlsm"))]
-
-
-def csv_parts(found: list[Path], where: str) -> bool:
-    """Whether a table's parts are CSV files (else parquet ones).
+def headers(found: list[Path], table: str, columns: list[str] | None = None) -> list[Header]:
+    """The header of each CSV part of ``table`` (:func:`header`); ``columns``: the schema's
+    names of a file without a header row (its first row is data).
 
     Raises:
-        DataError: some are CSV and some parquet.
-    """
-    csv = [is_csv(p) for p in found]
-    other = [p for p in found if not (is_csv(p) or is_parquet(p))]
-    if other:
-        sheet = other[0].suffix.lower() in (".xlsx", ".xls", ".xlsm", ".ods")
-        raise DataError(f"{where}: {other[0].name} is neither a CSV, a parquet nor a JSON file "
-                        "(by its name: .csv, .tsv, .txt, maybe compressed, .parquet, or .jsonl, "
-                        ".json); " + ("a spreadsheet: save it as .xlsx, or each sheet as CSV"
-                                      if sheet else "export the table as one of those"))
-    kinds = {}
-    for c, p in zip(csv, found):
-        kinds.setdefault("CSV" if c else "JSON" if is_json(p) else "parquet", p.name)
-    if len(kinds) > 1:
-        raise DataError(f"{where}: holds {' and '.join(sorted(kinds))} files "
-                        f"({', '.join(kinds[k] for k in sorted(kinds))}); keep one kind per table")
-    return all(csv)
-
-
-def headers(found: list[Path], table: str) -> list[Header]:
-    """The header of each CSV part of ``table`` (:func:`header`).
-
-    Raises:
-        DataError: a part's columns are not the first part's.
+        DataError: a part's columns are not the first part's, or not as many as
+            ``columns``.
     """
     out = [header(p, f"{p} (table {table!r})") for p in found]
+    if columns is not None:
+        for p, h in zip(found, out):
+            if len(h.written) != len(columns):
+                raise DataError(f"{p} (table {table!r}): its first row has {len(h.written)} "
+                                f"fields, and the schema's columns: names {len(columns)} "
+                                f"({columns[:8]}): name each field, in order")
+            h.names, h.written, h.renamed, h.skip = list(columns), list(columns), {}, 0
     for p, h in zip(found[1:], out[1:]):
         if h.names != out[0].names:
             raise DataError(f"{p} (table {table!r}): columns {h.names} differ from those of "
@@ -137,6 +90,7 @@ class Header:
     encoding: str = "utf8"
     delimiter: str = ","
     escape: str | bool = False   # MySQL's exports write \" for a quote in a value
+    skip: int = 1                # rows before the data: the header (none: columns: named)
 
 
 def header(path: Path, where: str) -> Header:
@@ -277,7 +231,7 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
 
     def read(threads: bool, cols: list[str]) -> pa.Table:
         bad.__init__(h.delimiter)
-        opts = pacsv.ReadOptions(encoding=h.encoding, column_names=cols, skip_rows=1,
+        opts = pacsv.ReadOptions(encoding=h.encoding, column_names=cols, skip_rows=h.skip,
                                  use_threads=threads)
         with _undecodable(bad):
             return pacsv.read_csv(_source(path), read_options=opts,
@@ -367,6 +321,19 @@ def _undecodable(bad: _BadRows):
         yield
     finally:
         sys.unraisablehook = old
+
+
+def columns_of(spec: dict, at: str) -> list[str] | None:
+    """A schema's ``columns:``: the names of a CSV file's fields, in order, where it has no
+    header row (PostgreSQL's ``COPY TO``, MySQL's ``INTO OUTFILE``, Redshift's ``UNLOAD``
+    and SQL Server's ``bcp`` write none unless asked)."""
+    cols = spec.get("columns")
+    if cols is None:
+        return None
+    if not isinstance(cols, list) or not cols or len({str(c) for c in cols}) != len(cols):
+        raise DataError(f"{at}: columns {cols!r}: the file's fields' names, in order, each once "
+                        "(a list: [order_id, customer_id, ordered])")
+    return [str(c) for c in cols]
 
 
 def no_header(written: list[str]) -> bool:

@@ -52,7 +52,7 @@ import torch_frame
 import yaml
 
 from rdl.data import (composite as composite_key, dbfile, events, files, implied, inherit,
-                      leaks, parquet, periods, sheets)
+                      leaks, parquet, periods, sheets, sources)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
@@ -66,7 +66,7 @@ from rdl.progress import bar, stage
 log = logging.getLogger(__name__)
 
 TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "formats",
-              "events"}
+              "events", "columns"}
 SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
 EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx")   # a table's file when the schema names none
@@ -141,11 +141,11 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         t.missing, t.period, t.dayfirst = [*everywhere, *_words(spec, at)], period, dayfirst
         t.implied = _implied(spec, at)
         t.formats = read_formats(spec, stypes, {t.pkey, *t.fkeys} - set(composite), at)
-        t.events = events.parse(spec, t, at)
+        t.events, t.columns = events.parse(spec, t, at), files.columns_of(spec, at)
         if period and period.column in t.formats:
             raise DataError(f"{at}: {period.column!r} has a period (time: {{...}}) and a form "
                             "(formats:): keep one")
-        t.key_only = t.implied and not spec.get("file") and not files.parts(file)
+        t.key_only = t.implied and not spec.get("file") and not sources.parts(file)
         if t.key_only and {"fkeys", "time", "stypes", "missing"} & set(spec):
             raise DataError(f"{at}: implied, with no file ({file.name} or .csv): its rows are "
                             f"the keys its foreign keys hold, so its "
@@ -243,14 +243,14 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     files_of = {name: t for name, t in tables.items() if not t.key_only}
     for t in files_of.values():   # (a workbook: its one sheet, as CSV)
         t.parts = [dbfile.sheet_as_csv(p, t.where()) if p.suffix.lower() in sheets.SUFFIXES
-                   else p for p in files.parts(t.file)]
+                   else p for p in sources.parts(t.file)]
         if not t.parts:
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""
             what = ("no CSV, parquet or JSON file in it" if t.file.is_dir()
                     else "missing" + _near(t.file))
             raise DataError(f"{t.file}{also}: {what} (the data file of table {t.name!r})")
-    headers = {name: files.headers(t.parts, name) if files.csv_parts(t.parts, t.where())
-               else None for name, t in files_of.items()}
+    headers = {name: files.headers(t.parts, name, t.columns) if sources.csv_parts(
+        t.parts, t.where()) else None for name, t in files_of.items()}
     for name, t in files_of.items():
         _check_columns(t, headers[name])
     calendars = {name: periods.read_calendar(t.period, folder, tables)
@@ -293,7 +293,7 @@ def _near(file: Path) -> str:
     if not file.parent.is_dir():
         return ""
     stems = {p.name.split(".")[0]: p.name for p in file.parent.iterdir()
-             if p != file and (files.is_csv(p) or files.is_parquet(p) or p.is_dir())}
+             if p != file and (sources.is_csv(p) or sources.is_parquet(p) or p.is_dir())}
     near = difflib.get_close_matches(file.name.split(".")[0], stems, n=1, cutoff=0.75)
     return f" (did you mean {stems[near[0]]!r}?)" if near else ""
 
@@ -308,6 +308,9 @@ def _role(t: TableSchema, col: str) -> str:
 
 def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
     """Every column the schema names is in the file's header (or parquet schema), once."""
+    if parts is None and t.columns:
+        raise DataError(f"{t.where()}: columns: names a CSV file's fields where it has no header "
+                        "row; a parquet or JSON file names its own")
     header = parts[0] if parts else parquet.header(t.parts, t.where(), t.base)
     columns = header.names
     for col in t.required():
@@ -320,7 +323,8 @@ def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
                 c for c in columns if c.casefold() == col.casefold()]
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             if files.no_header(header.written):
-                hint += " (the file's first row looks like data: add a header row of names)"
+                hint += (" (the file's first row looks like data: add a header row of names, or"
+                         " name its fields in the schema, in order: columns: [a, b, ...])")
             raise DataError(f"{t.where()}: {_role(t, col)} {col!r} missing{hint}; the file has "
                             f"{columns}")
 

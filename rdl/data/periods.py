@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import files, parquet
+from rdl.data import files, parquet, sources
 from rdl.data.messages import rows, show
 from rdl.data.times import EPOCHS, TIME_MAX, TIME_MIN, epoch_times, parse_times
 from rdl.data.database import DataError
@@ -174,11 +174,11 @@ def read_calendar(p: PeriodTime, folder: Path, tables: dict) -> tuple[pd.DataFra
         where = tables[p.calendar["table"]].where()
     else:
         path = folder / p.calendar["file"]
-        found, where = files.parts(path), f"{path} (calendar of period times)"
+        found, where = sources.parts(path), f"{path} (calendar of period times)"
         if not found:
             raise DataError(f"{where}: missing (time {{..., calendar: {p.calendar['file']}}} "
                             "names it: a CSV or parquet file with a row per period)")
-    if files.csv_parts(found, where):
+    if sources.csv_parts(found, where):
         df = pd.concat([files.read_csv(f, where) for f in found], ignore_index=True)
     else:
         df = parquet.read(found, where)

@@ -13,7 +13,7 @@ class TableSchema:
                  time: str | None, stypes: dict[str, str | None]):
         self.name, self.file, self.pkey, self.fkeys = name, file, pkey, fkeys
         self.time, self.stypes = time, stypes
-        self.parts: list[Path] = []   # its data files (files.parts)
+        self.parts: list[Path] = []   # its data files (sources.parts)
         self.missing: list[str] = []  # words the schema says mean missing
         self.period = None            # time written as period numbers (periods.PeriodTime)
         self.implied = False          # a row for every key its foreign keys hold (implied)
@@ -24,6 +24,7 @@ class TableSchema:
         self.seen_in: list[str] | None = None   # the tables whose first reference times it
         self.formats: dict[str, str] = {}   # column: the strftime form its times are in
         self.events: dict[str, str] = {}    # column of later events' times: its table (events)
+        self.columns: list[str] | None = None   # a CSV file's names where it has no header
 
     @property
     def base(self) -> Path | None:

@@ -1,8 +1,11 @@
-"""What pyarrow reads for a table's file: its name (pyarrow decompresses ``.gz``, ``.bz2``,
-``.zst`` and ``.lz4`` by the suffix), or, for a zip archive (``.zip``, as R and spreadsheets
-export a table), the bytes of its one file."""
+"""A table's files: which they are (:func:`parts`: a file, a folder of parts, a wildcard's;
+CSV or parquet by their names, or by what they hold where a name says nothing), and what
+pyarrow reads for each: its name (pyarrow decompresses ``.gz``, ``.bz2``, ``.zst`` and
+``.lz4`` by the suffix), or, for a zip archive (``.zip``, as R and spreadsheets export a
+table), the bytes of its one file."""
 from __future__ import annotations
 
+import re
 import zipfile
 from functools import lru_cache
 from pathlib import Path
@@ -10,6 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from rdl.data.database import DataError
+from rdl.data.jsonl import is_json
+
+COMPRESSED = (".gz", ".bz2", ".zst", ".lz4", ".zip")
+TEXT = (".csv", ".tsv", ".txt")
 
 
 def member(path: Path, where: str) -> str:
@@ -50,3 +57,87 @@ def input_stream(path: Path):
     src = source(path)
     return pa.input_stream(src, compression="detect" if isinstance(src, str) else None)
 
+
+def is_csv(path: Path) -> bool:
+    """``x.csv`` (``.tsv``, ``.txt``, any case), or compressed: ``x.csv.gz`` (pyarrow reads
+    it by its name); a file without a data suffix that holds text (:func:`sniff`)."""
+    s = [x.lower() for x in path.suffixes]
+    if unnamed(path):
+        return sniff(path) == "csv"
+    return bool(s) and (s[-1] in TEXT or s[-1] == ".zip"
+                        or (len(s) > 1 and s[-2] in TEXT and s[-1] in COMPRESSED))
+
+
+def unnamed(path: Path) -> bool:
+    """A part named without a data suffix (Redshift's ``orders_0000_part_00``, maybe
+    ``.gz``; Hive's ``000000_0``): what it holds says what it is."""
+    s = [x.lower() for x in path.suffixes]
+    return all(x in COMPRESSED and x != ".zip" or not re.fullmatch(r"\.[a-z]\w*", x)
+               for x in s)
+
+
+def sniff(path: Path) -> str | None:
+    """What a file without a data suffix holds: ``"parquet"`` (its magic bytes), ``"csv"``
+    (text with a line break, not JSON), else None."""
+    if not path.is_file():
+        return None
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) == b"PAR1":
+                return "parquet"
+        with input_stream(path) as f:
+            head = f.read(1 << 16)
+    except (OSError, pa.ArrowInvalid):
+        return None
+    if b"\0" in head or b"\n" not in head or head.lstrip()[:1] in (b"{", b"["):
+        return None
+    return "csv"
+
+
+
+def is_parquet(path: Path) -> bool:
+    """A parquet file, or a JSON one (:mod:`rdl.data.jsonl`): files of typed columns, which
+    :mod:`rdl.data.parquet` reads."""
+    if unnamed(path):
+        return sniff(path) == "parquet"
+    return path.suffix.lower() in (".parquet", ".pq") or is_json(path)
+
+
+def parts(path: Path) -> list[Path]:
+    """The data files of a table: ``path`` itself, or, for a folder (Spark, Snowflake,
+    BigQuery and Redshift export a table as parts: ``part-00000.parquet``, ...,
+    ``date=2024-01-01/`` sub-folders too) or a name with a wildcard (``orders_*.csv.gz``),
+    its CSV, parquet and JSON files in name order, hidden files and markers (``_SUCCESS``,
+    ``.part-00000.crc``) left out. Empty if there is none."""
+    if any(c in path.name for c in "*?["):
+        found = sorted(path.parent.glob(path.name))
+    elif path.is_dir():
+        found = sorted(p for p in path.rglob("*") if not any(
+            s.startswith((".", "_")) for s in p.relative_to(path).parts))
+    else:
+        return [path] if path.is_file() else []
+    return [p for p in found if p.is_file() and (is_csv(p) or is_parquet(p)
+                                                  or p.suffix.lower() in (".xlsx", ".xlsm"))]
+
+
+def csv_parts(found: list[Path], where: str) -> bool:
+    """Whether a table's parts are CSV files (else parquet ones).
+
+    Raises:
+        DataError: some are CSV and some parquet.
+    """
+    csv = [is_csv(p) for p in found]
+    other = [p for p in found if not (is_csv(p) or is_parquet(p))]
+    if other:
+        sheet = other[0].suffix.lower() in (".xlsx", ".xls", ".xlsm", ".ods")
+        raise DataError(f"{where}: {other[0].name} is neither a CSV, a parquet nor a JSON file "
+                        "(by its name: .csv, .tsv, .txt, maybe compressed, .parquet, or .jsonl, "
+                        ".json); " + ("a spreadsheet: save it as .xlsx, or each sheet as CSV"
+                                      if sheet else "export the table as one of those"))
+    kinds = {}
+    for c, p in zip(csv, found):
+        kinds.setdefault("CSV" if c else "JSON" if is_json(p) else "parquet", p.name)
+    if len(kinds) > 1:
+        raise DataError(f"{where}: holds {' and '.join(sorted(kinds))} files "
+                        f"({', '.join(kinds[k] for k in sorted(kinds))}); keep one kind per table")
+    return all(csv)
