@@ -21,6 +21,7 @@ foreign keys (``{column: referenced_table}``; a table may reference itself), its
       voters: {pkey: voter_id, implied: true}   # no file: the keys votes.voter_id holds
       flags: {time: {via: post_id}, fkeys: {post_id: posts}}   # each at its post's time
       rentals: {pkey: rental_id, time: rented, events: [returned]}   # a table of returns
+      tips: {file: tips.tsv, time: at, columns: [post_id, at, amount]}   # no header row
     dangling: null        # foreign keys matching no row: null (RelBench), drop, fail or add
     missing: ['?']        # words that mean missing, beyond rdl's (also per table)
 
