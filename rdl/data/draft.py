@@ -68,8 +68,8 @@ def _stem(file: str) -> str:
     """A file's table name: its name without its compression and data suffixes
     (``dim.tags.csv.gz``: ``dim.tags``)."""
     name = re.sub(r"\.(gz|bz2|zst|lz4|zip)$", "", file, flags=re.I)
-    return re.sub(r"\.(csv|tsv|txt|parquet|pq|jsonl|ndjson|json|xlsx|xlsm)$", "", name,
-                  flags=re.I)
+    return re.sub(r"\.(csv|tsv|txt|parquet|pq|jsonl|ndjson|json|xlsx|xlsm|orc|arrow|feather|ipc|"
+                  r"avro|sas7bdat|xpt|dta)$", "", name, flags=re.I)
 
 
 def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:

@@ -53,7 +53,7 @@ import torch_frame
 import yaml
 
 from rdl.data import (composite as composite_key, dbfile, events, files, implied, inherit,
-                      leaks, parquet, periods, sheets, sources)
+                      leaks, parquet, periods, sheets, sources, typed)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
@@ -70,7 +70,7 @@ TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "
               "events", "columns"}
 SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
-EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx")   # a table's file when the schema names none
+EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx", *typed.SUFFIXES)   # a table's file when the schema names none
 STYPES = {s.value for s in torch_frame.stype} | {"drop"}
 
 

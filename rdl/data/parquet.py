@@ -1,5 +1,6 @@
-"""One table's parquet files (or JSON ones, :mod:`rdl.data.jsonl`) as a pandas frame, with
-the types warehouses write in them.
+"""One table's parquet files (or JSON ones, :mod:`rdl.data.jsonl`; ORC, Arrow, Avro, SAS
+or Stata ones, :mod:`rdl.data.typed`) as a pandas frame, with the types warehouses write in
+them.
 
 Spark, BigQuery and Snowflake export nested and typed columns that a table of features
 cannot hold as they are; each becomes what it means, here and in the header the schema is
@@ -25,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from rdl.data import jsonl
+from rdl.data import jsonl, typed
 from rdl.data.database import DataError
 from rdl.data.jsonl import is_json
 from rdl.data.files import Header, unique_names, warn_renamed
@@ -42,7 +43,8 @@ def header(found: list[Path], where: str, base: Path | None = None) -> Header:
         DataError: a file is not readable as parquet, or names a column twice.
     """
     try:
-        schema = jsonl.schema(found, where) if is_json(found[0]) else pq.read_schema(found[0])
+        schema = (jsonl.schema(found, where) if is_json(found[0]) else typed.schema(found, where)
+                  if typed.is_typed(found[0]) else pq.read_schema(found[0]))
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     written = [n for f in schema for n in _flat_names(f.name, f.type)]
@@ -82,6 +84,8 @@ def read(found: list[Path], where: str, base: Path | None = None,
     try:
         if is_json(found[0]):
             table = jsonl.table(found, where, base)
+        elif typed.is_typed(found[0]):
+            table = typed.table(found, where)
         elif base is None:
             table = pa.concat_tables([pq.read_table(p) for p in found], promote_options="default")
         else:   # a folder: its key=value sub-folders are columns too

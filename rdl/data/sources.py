@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from rdl.data.database import DataError
 from rdl.data.jsonl import is_json
+from rdl.data.typed import is_typed
 
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4", ".zip")
 TEXT = (".csv", ".tsv", ".txt")
@@ -100,7 +101,7 @@ def is_parquet(path: Path) -> bool:
     :mod:`rdl.data.parquet` reads."""
     if unnamed(path):
         return sniff(path) == "parquet"
-    return path.suffix.lower() in (".parquet", ".pq") or is_json(path)
+    return path.suffix.lower() in (".parquet", ".pq") or is_json(path) or is_typed(path)
 
 
 def parts(path: Path) -> list[Path]:
