@@ -28,6 +28,7 @@ import re
 import shutil
 import sqlite3
 import tempfile
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,19 +96,27 @@ class Declared:
 
 
 # -- what the file declares ----------------------------------------------------------------
-def _sqlite(path: Path) -> sqlite3.Connection:
+def _sqlite(path: Path):
+    """A read-only connection, closed when the ``with`` block ends."""
     try:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return con
+        return closing(con)
     except sqlite3.DatabaseError as e:
         raise DataError(f"{path}: not a readable SQLite database: {e}") from None
 
 
 def _sqlite_tables(con) -> list[str]:
-    return [r[0] for r in con.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
-        "ORDER BY name")]
+    """The tables of rows: not SQLite's own, nor a full-text index's (virtual, and the
+    shadow tables it keeps its index in; PRAGMA table_list says which, SQLite 3.37 on)."""
+    names = [r[0] for r in con.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' "
+        "ESCAPE '\\' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name")]
+    try:
+        kinds = {r[1]: r[2] for r in con.execute("PRAGMA table_list") if r[0] == "main"}
+    except sqlite3.DatabaseError:   # older SQLite: virtual tables' shadows stay
+        return names
+    return [n for n in names if kinds.get(n, "table") == "table"]
 
 
 def _quote(name: str) -> str:

@@ -166,3 +166,22 @@ def test_a_task_trains_on_a_sqlite_database_with_its_drafted_schema(tmp_path, ru
     results = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert results["task"] == "forum-user-active" and "LightGBM" in results
     assert 0 <= results["model"]["test"]["auroc"] <= 1
+
+
+def test_only_tables_of_rows_are_exported(tmp_path):
+    """SQLite's own tables (AUTOINCREMENT's sqlite_sequence) and a full-text index (a
+    virtual table and the shadow tables it keeps) are no tables of the database."""
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as con:
+        con.executescript("""
+            CREATE TABLE notes (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT, at TEXT);
+            CREATE TABLE SqliteVersions (id INTEGER PRIMARY KEY, note_id INTEGER
+                REFERENCES notes (id));
+            CREATE VIRTUAL TABLE notes_fts USING fts5(body);""")
+        con.executemany("INSERT INTO notes (body, at) VALUES (?, ?)",
+                        [(f"note {i}", f"2024-01-{i + 1:02d}") for i in range(5)])
+        con.execute("INSERT INTO notes_fts SELECT body FROM notes")
+    con.close()
+    assert sorted(p.name for p in dbfile.exported(path).iterdir()) == [
+        "SqliteVersions.csv", "notes.csv"]
+    assert dbfile.declared(path).fkeys == {"SqliteVersions": {"note_id": "notes"}}
