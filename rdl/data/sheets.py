@@ -10,7 +10,8 @@ behave alike. As spreadsheets are written:
 
 * a title above the header (``Sales report Q1``, a blank row) is left out: the header is
   the first row holding more than half as many values as the widest of the first rows;
-* empty rows and columns after the data (formatting extends a sheet's range) are left out;
+* empty rows and columns after the data (formatting extends a sheet's range) are left out,
+  as are rows of totals below it (a first value ``Total``, ``Grand total``, ``Sum``);
 * a date cell is its time (``2024-01-31 00:00:00``); a whole number its digits;
 * Excel's error values (``#DIV/0!``, ``#VALUE!``, ``#REF!``: a formula that failed) are
   missing, said in the log.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import logging
+import re
 import zipfile
 from pathlib import Path
 
@@ -33,6 +35,8 @@ ERRORS = {"#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#N/A", "#
           "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!", "#UNKNOWN!", "#ERROR!"}
 #: the rows read to find the header
 _HEAD = 20
+#: the first value of a row of totals below a sheet's data
+_TOTAL = re.compile(r"(?i)(grand |sub-?)?totals?:?|sum|gesamt(summe)?|summe|total général")
 
 
 def is_workbook(path) -> bool:
@@ -104,6 +108,11 @@ def write_sheet(path, sheet: str, target, where: str | None = None) -> Path:
     cols = [j for j in range(len(header)) if header[j].strip() or any(
         j < len(r) and r[j].strip() for r in rows[start + 1:])]
     body = [r for r in rows[start + 1:] if width(r)]
+    totals = 0
+    while body and _TOTAL.fullmatch(next(v for v in body[-1] if v.strip()).strip()):
+        body, totals = body[:-1], totals + 1
+    if totals:
+        log.info("%s: %d row(s) of totals after the data left out", where, totals)
     errors = {}
     with open(target, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)

@@ -44,6 +44,8 @@ def shop(path, orders: int = 120):
         sheet.append([i, f"C{i % 20 + 1:04d}", f"00{i % 10 + 1:03d}",
                       dt.datetime(2023, 2, 1) + dt.timedelta(hours=7 * i), i % 3 + 1,
                       "#DIV/0!" if i % 40 == 0 else round(0.1 * (i % 7), 2)])
+    sheet.append([])
+    sheet.append(["Total", None, None, None, f"=SUM(E4:E{orders + 3})", None])
     sheet.cell(row=orders + 10, column=9).value = ""   # formatting far below and right
     wb.save(path)
     return path
