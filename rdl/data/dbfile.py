@@ -258,8 +258,9 @@ _temporary: list[str] = []
 def exported(path, write=None, tag: str = "") -> Path:
     """The folder of database file ``path``'s exported tables (``write(path, folder)``
     writes them; default :func:`export`): exported once into rdl's cache
-    (``<cache>/dbfiles/<stem>-<digest>``, written beside and renamed), again when the file
-    changes; into a temporary folder (removed at exit) where the cache is not writable."""
+    (``<cache>/dbfiles/<digest>/<file's name>``, so that messages name a table's file as
+    ``shop.sqlite/orders.csv``; written beside and renamed), again when the file changes;
+    into a temporary folder (removed at exit) where the cache is not writable."""
     from rdl import caching, paths
 
     write = write or export
@@ -268,14 +269,15 @@ def exported(path, write=None, tag: str = "") -> Path:
     digest = hashlib.sha1(f"{path}|{st.st_size}|{st.st_mtime_ns}|{EXPORT_VERSION}|{tag}".encode()
                           ).hexdigest()[:12]
     root = paths.cache_dir() / "dbfiles"
-    folder = root / f"{path.stem}-{digest}"
+    folder = root / digest / path.name
     if folder.is_dir():
         return folder
-    if not caching.writable(root):
-        tmp = tempfile.mkdtemp(prefix=f"rdl-{path.stem}-")
-        _temporary.append(tmp)
+    if not caching.writable(folder.parent):
+        tmp = Path(tempfile.mkdtemp(prefix=f"rdl-{path.stem}-")) / path.name
+        _temporary.append(tmp.parent)
+        tmp.mkdir()
         write(path, tmp)
-        return Path(tmp)
+        return tmp
     with caching.atomic_dir(folder, keep_first=True) as tmp:
         write(path, tmp)
     log.info("%s: its tables exported to %s (once; read from there)", path, folder)
