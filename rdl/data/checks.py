@@ -221,3 +221,17 @@ def all_bool(s: pd.Series) -> bool:
     v = s.dropna()
     return len(v) > 0 and isinstance(v.iloc[0], (bool, np.bool_)) and v.map(type).isin(
         (bool, np.bool_)).all()
+
+
+def mask_missing(df: pd.DataFrame, words) -> pd.DataFrame:
+    """``df`` (typed columns: a parquet or JSON file's) with the schema's missing ``words``
+    missing: values equal to one, and in columns of times, times equal to one read as a
+    time (``missing: ['9999-12-31']``, a placeholder for 'never')."""
+    out = df.mask(df.isin(list(words)))
+    times = [t for t in pd.to_datetime(pd.Series(list(words), dtype=object), errors="coerce",
+                                       format="ISO8601") if not pd.isna(t)]
+    for col in out.columns:
+        if times and pd.api.types.is_datetime64_any_dtype(out[col]) \
+                and getattr(out[col].dt, "tz", None) is None:
+            out[col] = out[col].mask(out[col].isin(times))
+    return out

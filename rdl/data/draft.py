@@ -44,6 +44,7 @@ from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_
                                  pair_share, primary_key)
 from rdl.data.database import Database, DataError, Table
 from rdl.data.folder import load_folder
+from rdl.data.times import Placeholder
 from rdl.data.keys import comparable
 from rdl.data.draft_times import (calendars_of, later, older_than_parents, seen_ins,
                                   times_of, vias, years)
@@ -82,10 +83,17 @@ def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
         written = files.header(found[0], f"{found[0]} (table {name!r})").written
         if files.no_header(written):
             spec["columns"] = [f"column_{i}" for i in range(1, len(written) + 1)]
-    try:
-        df = load_folder(folder, {"tables": {name: spec}})[name].df
-    except leaks.EpochNumbers as e:
-        spec["formats"] = {c: f"epoch_{u}" for c, u in e.units.items()}
+    for _ in range(8):   # a column's numbers of times, or its placeholder time, at a time
+        try:
+            df = load_folder(folder, {"tables": {name: spec}})[name].df
+            break
+        except leaks.EpochNumbers as e:
+            spec["formats"] = {c: f"epoch_{u}" for c, u in e.units.items()}
+        except Placeholder as e:
+            if e.value in spec.setdefault("missing", []):
+                raise
+            spec["missing"].append(e.value)
+    else:
         df = load_folder(folder, {"tables": {name: spec}})[name].df
     given[name] = {k: v for k, v in spec.items() if k != "file"}
     return df
@@ -164,6 +172,10 @@ def draft(folder) -> str:
             lines.append(f"    pkey: [{', '.join(map(_yaml, composite[name]))}]   # unique and "
                          f"filled in as a pair, all {len(df)} rows (a composite key)")
         time, why, stypes = times[name]
+        if read_as.get(name, {}).get("missing"):
+            lines.append(f"    missing: [{', '.join(map(_yaml, read_as[name]['missing']))}]   # "
+                         "placeholder times for 'never' or 'unknown' (beyond the years rdl's "
+                         "times hold)")
         if read_as.get(name, {}).get("formats"):
             forms = ", ".join(f"{_yaml(c)}: {f}" for c, f in read_as[name]["formats"].items())
             lines.append(f"    formats: {{{forms}}}   # whole numbers named as times, sized as "

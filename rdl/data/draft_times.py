@@ -38,6 +38,8 @@ NOT_ROW_TIMES = (*BIRTH, "death", "died", "expir", "end", "due", "until",
 SUMMARY_TIMES = ("last", "latest", "final", "recent")
 #: words that start the names of times a row changed at (``last_update``, ``ModifiedDate``)
 CHANGE_TIMES = ("updat", "modif", "chang", "edit", "load", "etl", "ingest", "refresh", "sync")
+#: words that make a name a row's beginning whatever else it says (a version's valid_from)
+BEGIN_WORDS = ("from", "start", "begin", "since")
 #: words that start the names of times known before they come (a due date, an estimate)
 AHEAD = ("due", "expir", "until", "valid", "plan", "schedul", "estimat", "expect", "requir",
          "deadline", "target", "promis", "limit")
@@ -56,8 +58,9 @@ def times_of(df: pd.DataFrame) -> tuple[str | None, str, dict[str, tuple[str, st
     stypes = {c: ("drop", "when the row last changed, not when it began: as a feature it "
                           "tells of the future") for c in times
               if any(w.startswith(CHANGE_TIMES) for w in words[c])}
-    begins = [c for c in times if c not in stypes and "validto" not in norm(c)
-              and not any(w.startswith(NOT_ROW_TIMES + AHEAD) for w in words[c])]
+    begins = [c for c in times if c not in stypes and "validto" not in norm(c) and (
+        any(w in BEGIN_WORDS for w in words[c])
+        or not any(w.startswith(NOT_ROW_TIMES + AHEAD) for w in words[c]))]
     if not begins:
         return None, "", {**stypes, **_static(times, stypes)}
     rank = lambda c: (min((i for i, w in enumerate(TIME_WORDS) if w in norm(c)),  # noqa: E731
@@ -80,16 +83,22 @@ def later(df: pd.DataFrame, time: pd.Series, columns: list[str]) -> dict:
         if share < LATER_SHARE:
             continue
         words = name_words(c)
+        # a version's end that is the next version's start (a dimension's valid_to, as
+        # warehouses keep history): set when the next began, whatever its name says
+        ends = df[c].dropna()
+        versions = len(ends) > 0 and ends.isin(set(time.dropna())).mean() >= 0.5
         out[c] = ("timestamp", f"after the row's time in {share:.0%} of rows, known when the "
-                               "row began, by its name") if any(
+                               "row began, by its name") if not versions and any(
             w.startswith(AHEAD) for w in words) else (
             "drop", f"after the row's time in {share:.0%} of rows: a last or final time, "
                     "known to be last only when the data was exported (a seed would learn "
                     "that nothing follows)") if any(
             w.startswith(SUMMARY_TIMES) for w in words) else (
-            "event", f"after the row's time in {share:.0%} of rows: a later event, a table "
-                     "of its own that seeds see once it happened (known when the row "
-                     "began, a due date: stypes timestamp)")
+            "event", f"after the row's time in {share:.0%} of rows: " + (
+                "the start of another row, its next version (history kept as versions): "
+                "set when that began" if versions else "a later event") + ", a table of its "
+                "own that seeds see once it happened (known when the row began, a due date: "
+                "stypes timestamp)")
     return out
 
 

@@ -59,8 +59,8 @@ from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
-from rdl.data.checks import (all_bool, check_finite, check_key, missing_words, numbers,
-                             parse_numbers)
+from rdl.data.checks import (all_bool, check_finite, check_key, mask_missing, missing_words,
+                             numbers, parse_numbers)
 from rdl.data.times import looks_like_times, parse_times, read_formats
 from rdl.progress import bar, stage
 
@@ -353,7 +353,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         df[text] = numbers(df[text], t.where, keep={t.time, *as_text, *times, *t.events},
                            keys=keys | t.key_columns())
     elif t.missing:
-        df = df.mask(df.isin(t.missing))
+        df = mask_missing(df, t.missing)
     if len(df) == 0:
         raise DataError(f"{t.where()}: the table is empty (0 rows)")
     for col in df.columns:

@@ -62,6 +62,15 @@ _ZERO_DATE = re.compile(r"0000-00-00(?:[ T]00:00:00(?:\.0+)?)?")
 _INFINITE = ("infinity", "-infinity", "+infinity")
 
 
+class Placeholder(DataError):
+    """A column's times outside the years rdl holds are all one value as written
+    (``value``: ``9999-12-31``, a placeholder for 'never'), which ``missing:`` declares."""
+
+    def __init__(self, message: str, value: str):
+        super().__init__(message)
+        self.value = value
+
+
 def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
     """Whether a text column holds times: 90 % of its first ``n`` present values read as
     times (as PyTorch Frame's stype inference would take it, which then fails on the rest
@@ -109,12 +118,17 @@ def parse_times(raw: pd.Series, where: str, required: bool = True,
         s = s.dt.tz_convert("UTC").dt.tz_localize(None)
     outside = ((s < TIME_MIN) | (s > TIME_MAX)).to_numpy(dtype=bool)
     if outside.any():
-        raise DataError(f"{where}: {int(outside.sum())} of {len(s)} times are outside the "
-                        f"years {TIME_MIN.year + 1} to {TIME_MAX.year - 1} that rdl's times hold, "
-                        f"e.g. {s[outside].iloc[0]} ({rows(outside)}); a placeholder such as "
-                        "9999-12-31 for 'never' or 0001-01-01 for 'unknown'? Write those empty "
-                        + ("and drop the rows that have no time" if required
-                           else "(missing)"))
+        written = raw[outside].astype(str).str.strip().unique()
+        one = len(written) == 1 and not required
+        message = (
+            f"{where}: {int(outside.sum())} of {len(s)} times are outside the years "
+            f"{TIME_MIN.year + 1} to {TIME_MAX.year - 1} that rdl's times hold, e.g. "
+            f"{s[outside].iloc[0]} ({rows(outside)}); a placeholder such as 9999-12-31 for "
+            "'never' or 0001-01-01 for 'unknown'? " + (
+                f"Declare it missing (the table's missing: ['{written[0]}']) or write those "
+                "empty" if one else "Write those empty " + (
+                    "and drop the rows that have no time" if required else "(missing)")))
+        raise Placeholder(message, written[0]) if one else DataError(message)
     missing = s.isna().to_numpy()
     if required and missing.any():
         raise DataError(f"{where}: time missing in {int(missing.sum())} of {_rows(len(s))} "

@@ -84,10 +84,17 @@ def test_out_of_range_times(tmp_path):
     table = pq.read_table(tmp_path / "posts.parquet").append_column("valid_to", valid_to)
     pq.write_table(table, tmp_path / "posts.parquet")
     fails(tmp_path, "posts.parquet (table 'posts', column 'valid_to')", "1 of 3 times",
-          "(row 1)", "Write those empty (missing)")
+          "(row 1)", "Declare it missing (the table's missing: ['9999-12-31']) or write "
+          "those empty")
     (tmp_path / "schema.yaml").write_text(SCHEMA.replace(
         "tag_id: tags}", "tag_id: tags}\n    stypes: {valid_to: null}"))
     assert "valid_to" in load_folder(tmp_path)["posts"].df.columns
+    # declared missing, as the message says: the placeholder, and only it, is missing
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace(
+        "tag_id: tags}", "tag_id: tags}\n    missing: ['9999-12-31']\n"
+        "    stypes: {valid_to: timestamp}"))
+    valid = load_folder(tmp_path)["posts"].df["valid_to"]
+    assert valid.isna().sum() == 2 and valid.max() == pd.Timestamp("2025-01-01")
 
 
 def test_text_in_a_timestamp_column(tmp_path):
