@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import dbfile, files, leaks, sheets, sources
+from rdl.data import dbfile, epochs, files, leaks, sheets, sources
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
                                  pair_share, primary_key)
 from rdl.data.database import Database, DataError, Table
@@ -87,7 +87,7 @@ def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
         try:
             df = load_folder(folder, {"tables": {name: spec}})[name].df
             break
-        except leaks.EpochNumbers as e:
+        except epochs.EpochNumbers as e:
             spec["formats"] = {c: f"epoch_{u}" for c, u in e.units.items()}
         except Placeholder as e:
             if e.value in spec.setdefault("missing", []):

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import codecs
 import logging
-import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,7 +37,6 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from rdl.data.database import DataError
-from rdl.data.jsonl import is_json
 from rdl.data.sources import input_stream as _input
 from rdl.data.sources import member as _member
 from rdl.data.sources import source as _source

@@ -52,8 +52,8 @@ import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import (composite as composite_key, dbfile, events, files, implied, inherit,
-                      leaks, parquet, periods, sheets, sources, typed)
+from rdl.data import (composite as composite_key, dbfile, epochs, events, files, implied,
+                      inherit, leaks, parquet, periods, sheets, sources, typed)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
@@ -388,7 +388,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     composite_key.add_ids(df, t.composite, t.where)
     if t.pkey is not None:
         check_key(df[t.pkey], t.where(t.pkey), composite=t.pkey in t.composite)
-    leaks.epoch_numbers(t, df)
+    epochs.epoch_numbers(t, df)
     leaks.undeclared_time(t, df)
     leaks.later_times(t, df)
     return df

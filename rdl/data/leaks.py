@@ -1,10 +1,9 @@
 """The loader's checks that a table's times let no seed see its future (a seed at time t
 never sees a row, or a value, from after t), each a rule of what a file's times mean:
 
-* :func:`epoch_numbers`: whole numbers named as times and sized as times since 1970
-  (GA4's ``event_timestamp`` in microseconds, Mixpanel's ``time`` in seconds, an app's
-  ``created_at`` in milliseconds), read as numbers, would escape every check below: it
-  stops until the schema says times or numbers;
+* :func:`rdl.data.epochs.epoch_numbers`: whole numbers named as times and sized as times
+  since 1970, read as numbers, would escape every check below: it stops until the schema
+  says times or numbers;
 * :func:`undeclared_time`: a table of facts with times but no declared time would be
   static, every row seen by every seed: it stops;
 * :func:`static_times`: a static table's column of times in the data's span (a signup, a
@@ -40,59 +39,6 @@ log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one pla
 LATER_SHARE = 0.01
 #: words that start the names of times before a row's events: a birth
 BIRTH = ("birth", "dob", "born")
-
-
-#: the numbers of each unit that times since 1970 are, 1990 to 2040 (no two overlap)
-EPOCH_RANGES = {u: (631_152_000 * f, 2_208_988_800 * f)
-                for u, f in (("s", 1), ("ms", 10**3), ("us", 10**6), ("ns", 10**9))}
-#: words of a column's name that say it holds times
-TIME_NAMES = {"at", "ts", "dt", "time", "timestamp", "date", "datetime", "epoch", "when",
-              "created", "updated", "modified"}
-
-
-class EpochNumbers(DataError):
-    """Columns of numbers that are times since 1970 by their names and sizes; ``units``:
-    column -> its unit (``ms``), as ``formats:`` would declare them (``epoch_ms``)."""
-
-    def __init__(self, message: str, units: dict[str, str]):
-        super().__init__(message)
-        self.units = units
-
-
-def epoch_unit(name: str, values: pd.Series) -> str | None:
-    """The unit (``s``, ``ms``, ``us``, ``ns``) of a column of numbers named as times
-    (``created_at``, ``event_timestamp``, ``time``) whose every value is a time of 1990
-    to 2040 in it; else None."""
-    if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
-        return None
-    words = name_words(str(name)) or [str(name).casefold()]
-    if not any(w in TIME_NAMES or w.startswith(("timestamp", "datetime")) for w in words):
-        return None
-    v = values.dropna()
-    if not len(v):
-        return None
-    lo, hi = v.min(), v.max()
-    return next((u for u, (a, b) in EPOCH_RANGES.items() if a <= lo and hi <= b), None)
-
-
-def epoch_numbers(t: TableSchema, df: pd.DataFrame) -> None:
-    """Columns of whole numbers named as times and sized as times since 1970, with no
-    stype or form declared, stop the load: read as numbers they would escape the checks
-    of times (a fact table's time, a later event), and as a feature a seed would learn
-    from a date as a number."""
-    units = {c: u for c in df.columns if c not in t.stypes and c not in t.formats
-             and c not in (t.pkey, t.time, *t.fkeys, *t.key_columns())
-             and (u := epoch_unit(c, df[c]))}
-    if not units:
-        return
-    col, unit = next(iter(units.items()))
-    first, last = (pd.to_datetime(df[col].agg(f), unit=unit) for f in ("min", "max"))
-    also = f"; also {sorted(set(units) - {col})[:5]}" if len(units) > 1 else ""
-    raise EpochNumbers(
-        f"{t.where(col)}: holds numbers named as times and sized as {unit} since 1970 "
-        f"({first:%Y-%m-%d} to {last:%Y-%m-%d} read so{also}): declare "
-        f"them times (formats: {{{', '.join(f'{c}: epoch_{u}' for c, u in units.items())}}}; "
-        f"the table's time too: time: {col}) or numbers (stypes: {{{col}: numerical}})", units)
 
 
 def undeclared_time(t: TableSchema, df: pd.DataFrame) -> None:

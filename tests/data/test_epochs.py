@@ -1,7 +1,7 @@
 """Times written as numbers since 1970, as event exports write them (GA4's BigQuery export:
 ``event_timestamp`` in microseconds; Mixpanel's ``time`` in seconds; an app's
 ``created_at`` in milliseconds): stopped on until declared, drafted as declared
-(rdl.data.leaks.epoch_numbers)."""
+(rdl.data.epochs)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,7 @@ import yaml
 
 from rdl.data.draft import draft
 from rdl.data.folder import load_folder
-from rdl.data.leaks import epoch_unit
+from rdl.data.epochs import epoch_unit
 from tests.data.test_folder import fails
 
 START = pd.Timestamp("2024-01-01")
