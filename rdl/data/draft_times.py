@@ -24,7 +24,7 @@ import pandas as pd
 
 from rdl.data.keys import comparable
 from rdl.data.calendars import day_column
-from rdl.data.leaks import BIRTH, LATER_SHARE
+from rdl.data.leaks import BIRTH, LATER_SHARE, later_flags
 from rdl.data.periods import looks_like, name_words
 
 #: names of time columns, most likely the row's own time first
@@ -69,6 +69,10 @@ def times_of(df: pd.DataFrame) -> tuple[str | None, str, dict[str, tuple[str, st
     why = "its only column of times" if len(times) == 1 else \
         f"of its columns of times {times}, by its name"
     stypes.update(later(df, df[col], [c for c in times if c != col and c not in stypes]))
+    ends = [c for c, (st, _) in stypes.items() if st in ("event", "drop")]
+    stypes.update({f: ("drop", f"says whether {c} is known in {s:.0%} of rows: what comes "
+                               "after the row's time") for f, (c, s) in
+                   later_flags(df, df[col], ends, skip={col, *stypes}).items()})
     return col, why + ("; missing in some rows: the loader stops" if df[col].isna().any()
                        else ""), stypes
 

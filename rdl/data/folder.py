@@ -391,4 +391,5 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     epochs.epoch_numbers(t, df)
     leaks.undeclared_time(t, df)
     leaks.later_times(t, df)
+    leaks.flags_of_later(t, df)
     return df

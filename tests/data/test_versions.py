@@ -28,6 +28,7 @@ def versions(folder, customers: int = 80, sales: int = 1500, seed: int = 0):
             t = end
     dim = pd.DataFrame(rows, columns=["customer_sk", "customer_id", "segment", "valid_from",
                                       "valid_to"])
+    dim["is_current"] = (dim["valid_to"] == OPEN).astype(int)   # known at the export only
     dim.to_csv(folder / "dim_customer.csv", index=False)
     ends = pd.to_datetime(dim["valid_to"].replace(OPEN, "2024-06-30"))
     pick = rng.integers(0, len(dim), sales)
@@ -46,9 +47,34 @@ def test_the_draft_times_versions_from_their_start_and_their_end_as_it_comes(tmp
     assert d["missing"] == [OPEN]            # 'still valid', not a time
     assert d["time"] == "valid_from"         # a version exists from its start
     assert d["events"] == ["valid_to"]       # its end, known when the next version began
+    assert d["stypes"] == {"is_current": "drop"}   # whether it ended: the same future
     assert schema["fact_sales"]["fkeys"] == {"customer_sk": "dim_customer"}
     db = load_folder(tmp_path, {"tables": schema})
     t = db["dim_customer"]
     assert len(t) == len(dim) and t.time_col == "valid_from"
     ends = db["dim_customer_valid_to"].df
     assert len(ends) == int((dim["valid_to"] != OPEN).sum())   # a row per version ended
+
+
+def test_a_flag_that_says_a_later_time_is_known_stops_as_the_time_does(tmp_path):
+    """A rental's returned (Y/N) beside its return_date, a version's is_current beside its
+    valid_to: as features they tell a seed what happens later."""
+    from tests.data.sakila_like import write_sakila
+    from tests.data.test_folder import fails
+    from tests.data.test_leaks import schema
+
+    folder = write_sakila(tmp_path / "sakila")
+    rental = pd.read_csv(folder / "rental.csv")
+    rental["returned"] = np.where(rental["return_date"].notna(), "Y", "N")
+    rental.to_csv(folder / "rental.csv", index=False)
+    dropped = schema(rental={"stypes": {"last_update": "drop", "return_date": "drop"}})
+    fails(folder, "rental.csv (table 'rental', column 'returned'): says whether "
+          "'return_date' is known in 100.0% of its rows", "stypes: {returned: drop}",
+          schema=dropped)
+    for st in ("drop", "categorical"):   # dropped, or declared known when the row began
+        dropped["tables"]["rental"]["stypes"]["returned"] = st
+        assert len(load_folder(folder, dropped)["rental"]) == len(rental)
+    as_events = schema(rental={"stypes": {"last_update": "drop"}, "events": ["return_date"]})
+    fails(folder, "column 'returned'): says whether 'return_date' is known", schema=as_events)
+    schema_text = yaml.safe_load(draft(folder))["tables"]["rental"]
+    assert schema_text["stypes"]["returned"] == "drop"
