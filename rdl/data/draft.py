@@ -1,5 +1,7 @@
 """A first ``schema.yaml`` for a folder of exported tables, drafted from their files:
-``python -m rdl.data.draft FOLDER [--write]``.
+``python -m rdl.data.draft FOLDER [--write]`` (or a SQLite, DuckDB or Excel file, whose
+declared keys it takes: :mod:`rdl.data.dbfile`; the key guesses are
+:mod:`rdl.data.draft_keys`, the times' :mod:`rdl.data.draft_times`).
 
 Writing a schema for an export of twenty tables is most of the work of a first run; this
 drafts one from the files' names and values, each guess with the evidence for it in a
