@@ -32,7 +32,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rdl.data import sheets
+from rdl.data import sheets, sqlscript
 from rdl.data.database import DataError
 
 log = logging.getLogger(__name__)
@@ -43,14 +43,16 @@ SUFFIXES = (".sqlite", ".sqlite3", ".db", ".db3", ".duckdb", ".ddb")
 
 
 def kind(path) -> str | None:
-    """``"sqlite"``, ``"duckdb"`` or ``"xlsx"`` when ``path`` is such a database file (by
-    its first bytes, whatever its suffix; a workbook by its suffix and contents), else
-    None."""
+    """``"sqlite"``, ``"duckdb"``, ``"xlsx"`` or ``"sql"`` (a script) when ``path`` is such
+    a database file (by its first bytes, whatever its suffix; a workbook by its suffix and
+    contents, a script by its suffix), else None."""
     path = Path(path)
     if not path.is_file():
         return None
     if sheets.is_workbook(path):
         return "xlsx"
+    if sqlscript.is_script(path):
+        return "sql"
     with open(path, "rb") as f:
         head = f.read(16)
     if head == b"SQLite format 3\x00":
@@ -170,6 +172,8 @@ def declared(path) -> Declared:
     path = Path(path)
     if kind(path) == "xlsx":
         return Declared()
+    if kind(path) == "sql":
+        path = _script_db(path)
     if kind(path) == "sqlite":
         with _sqlite(path) as con:
             pkeys, refs = _sqlite_keys(con, _sqlite_tables(con))
@@ -216,6 +220,8 @@ def export(path, folder) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     if kind(path) == "xlsx":
         return sheets.export(path, folder)
+    if kind(path) == "sql":
+        path = _script_db(path)
     if kind(path) == "duckdb":
         with _duckdb(path) as con:
             for schema, t in con.execute(
@@ -282,6 +288,12 @@ def exported(path, write=None, tag: str = "") -> Path:
         write(path, tmp)
     log.info("%s: its tables exported to %s (once; read from there)", path, folder)
     return folder
+
+
+def _script_db(path: Path) -> Path:
+    """SQL script ``path`` run into a SQLite file once (:mod:`rdl.data.sqlscript`)."""
+    return exported(path, lambda p, out: sqlscript.run(p, Path(out) / "script.sqlite"),
+                    tag="sqlite") / "script.sqlite"
 
 
 def sheet_as_csv(path, where: str) -> Path:

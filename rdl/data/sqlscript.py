@@ -1,0 +1,304 @@
+"""A database as a SQL script (``.sql``): how sample databases are handed out (Chinook's,
+Northwind's, Sakila's and MySQL's ``employees`` scripts; ``pg_dump``'s plain output), run
+into a SQLite file that :mod:`rdl.data.dbfile` then reads with the keys it declares.
+
+Only what makes tables and rows is run: ``CREATE TABLE``, ``INSERT``, PostgreSQL's ``COPY
+... FROM stdin`` with its rows, and the keys ``ALTER TABLE ... ADD ... PRIMARY KEY`` or
+``FOREIGN KEY`` adds (folded into the table's ``CREATE``: SQLite adds no constraint
+later). Everything else (``SET``, ``LOCK``, indexes, views, functions, triggers,
+sequences, grants) is left out. The dialects' differences SQLite would stop on are
+smoothed, each a rule below: MySQL's table options, ``AUTO_INCREMENT``, ``UNSIGNED``,
+``KEY`` lines, ``ENUM``, backslash escapes in strings; PostgreSQL's ``public.`` and casts;
+SQL Server's ``[dbo].``, ``N'...'`` and ``GO``. A statement SQLite still refuses stops the
+run, naming its line.
+
+Written by hand: neither DuckDB (whose PostgreSQL and MySQL readers need a running server
+or a download) nor SQLite runs another dialect's script.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from rdl.data.database import DataError
+from rdl.data.sources import input_stream
+
+SUFFIXES = (".sql",)
+
+
+def is_script(path) -> bool:
+    """Whether ``path`` is a SQL script (``.sql``, maybe compressed: ``.sql.gz``)."""
+    s = [x.lower() for x in Path(path).suffixes]
+    return bool(s) and (s[-1] == ".sql" or (len(s) > 1 and s[-2] == ".sql"
+                                            and s[-1] in (".gz", ".bz2", ".zst")))
+
+
+def statements(text: str):
+    """``(line, statement)`` of a script, split at ``;`` (or ``DELIMITER``'s, or SQL
+    Server's ``GO``) outside strings, quoted names, comments and ``$$`` bodies; a
+    ``COPY ... FROM stdin`` statement comes with its rows (``(line, statement, rows)``)."""
+    i, n, line, start, delim = 0, len(text), 1, 0, ";"
+    start_line, mysql = 1, "`" in text[:200_000] or "ENGINE=" in text[:200_000].upper()
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            stripped = text[start:i].strip()
+            if re.fullmatch(r"(?i)delimiter\s+\S+", stripped):
+                delim, start, start_line = stripped.split()[1], i + 1, line
+            elif re.fullmatch(r"(?i)go", stripped.splitlines()[-1].strip() if stripped else ""):
+                yield _first_line(text, start, start_line), stripped[:-2], None
+                start, start_line = i + 1, line
+        elif c in "'\"`[":
+            close = {"[": "]"}.get(c, c)
+            j = i + 1
+            while j < n and text[j] != close:   # ('' ends one string and starts the next)
+                j += 2 if text[j] == "\\" and mysql and c == "'" else 1
+            line += text.count("\n", i, j)
+            i = j
+        elif text.startswith("--", i) or (c == "#" and mysql):
+            j = text.find("\n", i)
+            i = n - 1 if j < 0 else j - 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            line += text.count("\n", i, j)
+            i = j - 1
+        elif c == "$" and (m := re.match(r"\$\w*\$", text[i:i + 64])):
+            j = text.find(m.group(0), i + len(m.group(0)))
+            j = n if j < 0 else j + len(m.group(0))
+            line += text.count("\n", i, j)
+            i = j - 1
+        elif text.startswith(delim, i):
+            stmt = text[start:i].strip()
+            rows = None
+            if re.match(r"(?is)^copy\s.+\sfrom\s+stdin", _strip_comments(stmt)):
+                end = text.find("\n\\.", i)
+                end = n if end < 0 else end
+                rows = text[text.find("\n", i) + 1:end + 1]
+                line += text.count("\n", i, end + 1)
+                i = end + 2   # the \\. ending them
+            if stmt:
+                yield _first_line(text, start, start_line), stmt, rows
+            start, start_line = i + len(delim), line
+            i += len(delim) - 1
+        i += 1
+    tail = text[start:].strip()
+    if tail and _strip_comments(tail):
+        yield start_line, tail, None
+
+
+def _first_line(text: str, start: int, line: int) -> int:
+    """The line of the first word after ``start`` (line ``line``), comments aside."""
+    rest = text[start:start + 100_000]
+    body = re.match(r"(\s|--[^\n]*|/\*.*?\*/)*", rest, flags=re.S).end()
+    return line + rest.count("\n", 0, body)
+
+
+def _strip_comments(stmt: str) -> str:
+    return re.sub(r"(?m)^\s*(--|#)[^\n]*$|/\*.*?\*/", "", stmt, flags=re.S).strip()
+
+
+# -- each statement as SQLite runs it ---------------------------------------------------------
+_NAME = r'(?:"[^"]+"|`[^`]+`|\[[^\]]+\]|[\w$]+)'
+_QUALIFIED = re.compile(rf"(?:{_NAME}\s*\.\s*)+(?={_NAME})")
+
+
+def _pieces(s: str, mysql: bool):
+    """``(is a string literal, text)`` pieces of a statement."""
+    out, i, start, n = [], 0, 0, len(s)
+    while i < n:
+        if s[i] == "'":
+            out.append((False, s[start:i]))
+            j = i + 1
+            while j < n:
+                if s[j] == "\\" and mysql:
+                    j += 2
+                    continue
+                if s[j] == "'":
+                    if j + 1 < n and s[j + 1] == "'":
+                        j += 2
+                        continue
+                    break
+                j += 1
+            out.append((True, s[i:j + 1]))
+            i = start = j + 1
+            continue
+        i += 1
+    out.append((False, s[start:]))
+    return out
+
+
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "0": "\0", "Z": "\x1a", "b": "\b"}
+
+
+def _literal(lit: str, mysql: bool) -> str:
+    """A string literal as SQLite writes it ('' for a quote), MySQL's escapes read."""
+    if not mysql or "\\" not in lit:
+        return lit
+    body, out, i = lit[1:-1], [], 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            out.append(_ESCAPES.get(body[i + 1], body[i + 1]))
+            i += 2
+        else:
+            out.append(body[i])
+            i += 1
+    return "'" + "".join(out).replace("'", "''") + "'"
+
+
+def sqlite_text(stmt: str, mysql: bool) -> str:
+    """A statement as SQLite reads it: names without their schema (``public.actor``,
+    ``[dbo].[Album]``), no casts (``'G'::mpaa_rating``), SQL Server's ``N'...'`` plain,
+    MySQL's escapes read."""
+    out = []
+    for is_literal, text in _pieces(stmt, mysql):
+        if is_literal:
+            out.append(_literal(text, mysql))
+            continue
+        text = _QUALIFIED.sub("", text)
+        text = re.sub(r"::\s*[\w ]+?(\[\])?(?=[\s,)]|$)", "", text)
+        text = re.sub(r"(?i)\bN$", "", text)   # N'...': the N ends this piece
+        out.append(text)
+    return "".join(out)
+
+
+_DROP_ITEM = re.compile(r"(?is)^\s*((UNIQUE|FULLTEXT|SPATIAL)\s+)?(KEY|INDEX)\b|^\s*(CONSTRAINT\s+"
+                        rf"{_NAME}\s+)?(CHECK|EXCLUDE|UNIQUE)\b")
+_DROP_WORDS = [r"AUTO_INCREMENT", r"UNSIGNED", r"ZEROFILL", r"CHARACTER\s+SET\s+\w+",
+               r"COLLATE\s+\S+", r"COMMENT\s+'(?:[^']|'')*'", r"NOT\s+FOR\s+REPLICATION",
+               r"ON\s+UPDATE\s+CURRENT_TIMESTAMP(\(\d*\))?", r"(NON)?CLUSTERED",
+               r"DEFAULT\s+[\w.]+\s*\((?:[^()]|\([^()]*\))*\)",   # a function's value: now()
+               r"GENERATED\s+(ALWAYS|BY\s+DEFAULT)\s+AS\s+IDENTITY(\s*\([^)]*\))?",
+               r"IDENTITY\s*\(\s*\d+\s*,\s*\d+\s*\)", r"CHECK\s*\((?:[^()]|\([^()]*\))*\)"]
+
+
+def _split(body: str) -> list[str]:
+    """A list's items at its top-level commas (not inside parentheses or strings)."""
+    items, depth, start, quote = [], 0, 0, None
+    for i, c in enumerate(body):
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "'\"`":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(body[start:i])
+            start = i + 1
+    return [*items, body[start:]]
+
+
+def create_table(stmt: str, added: list[str]) -> tuple[str, str]:
+    """The table's name and its ``CREATE TABLE`` as SQLite runs it: its columns and keys
+    (and ``added``, the keys an ``ALTER TABLE`` adds), without indexes, checks, table
+    options and the column options SQLite does not know; ``ENUM`` and ``SET`` as text."""
+    m = re.match(rf"(?is)CREATE\s+(?:TEMPORARY\s+|UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+                 rf"({_NAME})\s*\(", stmt)
+    if not m:
+        raise ValueError("no table name and column list")
+    name = m.group(1).strip('"`[]')
+    depth, end = 0, None
+    for i in range(m.end() - 1, len(stmt)):
+        depth += {"(": 1, ")": -1}.get(stmt[i], 0)
+        if depth == 0:
+            end = i
+            break
+    items = []
+    for item in _split(stmt[m.end():end]):
+        if not item.strip() or _DROP_ITEM.match(item):
+            continue
+        item = re.sub(r"(?i)\b(enum|set)\s*\((?:[^()']|'(?:[^']|'')*')*\)", "TEXT", item)
+        item = re.sub(r"\[\]", "", item) if not re.match(r"\s*\[", item) else item
+        for word in _DROP_WORDS:
+            item = re.sub(rf"(?i)\b{word}", "", item)
+        items.append(item.strip())
+    items += added
+    return name, f'CREATE TABLE "{name}" ({", ".join(items)})'
+
+
+def added_keys(stmt: str) -> tuple[str, list[str]] | None:
+    """``ALTER TABLE t ADD [CONSTRAINT c] PRIMARY KEY (...)`` (or FOREIGN KEY ... REFERENCES
+    ...; several ADDs too): the table and its key clauses; None for another statement."""
+    m = re.match(rf"(?is)ALTER\s+TABLE\s+(?:ONLY\s+)?(?:IF\s+EXISTS\s+)?({_NAME})\s+(ADD\b.*)", stmt)
+    if not m:
+        return None
+    clauses = []
+    for part in re.split(r"(?i),\s*(?=ADD\b)", m.group(2)):
+        k = re.match(rf"(?is)ADD\s+(?:CONSTRAINT\s+{_NAME}\s+)?((PRIMARY|FOREIGN)\s+KEY\b.*)",
+                     part.strip())
+        if k:
+            clauses.append(re.sub(r"(?is)\s+(NOT\s+)?DEFERRABLE.*$|\s+NOT\s+VALID\s*$", "",
+                                  k.group(1).strip()))
+    return (m.group(1).strip('"`[]'), clauses) if clauses else None
+
+
+def _copy_rows(rows: str) -> list[list]:
+    """PostgreSQL's COPY text rows: tab-separated, ``\\N`` missing, backslash escapes."""
+    out = []
+    for line in rows.split("\n"):
+        if not line:
+            continue
+        out.append([None if v == "\\N" else re.sub(r"\\(.)", lambda m: _ESCAPES.get(
+            m.group(1), m.group(1)), v) for v in line.split("\t")])
+    return out
+
+
+def run(path, target) -> Path:
+    """SQL script ``path`` run into a new SQLite file ``target`` (see the module).
+
+    Raises:
+        DataError: the script makes no table, or SQLite refuses a statement (its line).
+    """
+    path, target = Path(path), Path(target)
+    with input_stream(path) as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("cp1252", errors="replace")
+    mysql = "`" in text[:200_000] or re.search(r"(?i)ENGINE\s*=", text[:200_000]) is not None
+    creates, work, keys = {}, [], {}
+    for line, stmt, rows in statements(text):
+        s = _strip_comments(stmt)
+        head = s[:60].upper()
+        if re.match(r"CREATE\s+(TEMPORARY\s+|UNLOGGED\s+)?TABLE", head):
+            creates[line] = s
+        elif head.startswith("INSERT"):
+            work.append((line, sqlite_text(s, mysql), None))
+        elif rows is not None:
+            work.append((line, s, rows))
+        elif head.startswith("ALTER TABLE") and (found := added_keys(sqlite_text(s, mysql))):
+            keys.setdefault(found[0], []).extend(found[1])
+    if not creates:
+        raise DataError(f"{path}: no CREATE TABLE in it: not a script that makes a database")
+    with closing(sqlite3.connect(target)) as con:
+        for line, s in creates.items():
+            try:
+                name, _ = create_table(sqlite_text(s, mysql), [])
+                con.execute(create_table(sqlite_text(s, mysql), keys.get(name, []))[1])
+            except (sqlite3.Error, ValueError) as e:
+                raise DataError(f"{path}, line {line}: a CREATE TABLE SQLite cannot run ({e}): "
+                                f"{s[:120]!r}...") from None
+        for line, s, rows in work:
+            try:
+                if rows is None:
+                    con.execute(s)
+                    continue
+                m = re.match(rf"(?is)COPY\s+({_NAME}(?:\s*\.\s*{_NAME})*)\s*(\((.*?)\))?\s+FROM",
+                             s)
+                table = re.split(r"\s*\.\s*", m.group(1))[-1].strip('"')
+                cols = f"({m.group(3)})" if m.group(3) else ""
+                data = _copy_rows(rows)
+                if data:
+                    con.executemany(f'INSERT INTO "{table}" {cols} VALUES '
+                                    f"({', '.join('?' * len(data[0]))})", data)
+            except sqlite3.Error as e:
+                raise DataError(f"{path}, line {line}: SQLite cannot run it ({e}): "
+                                f"{s[:120]!r}...") from None
+        con.commit()
+    return target
