@@ -218,10 +218,11 @@ def draft(folder) -> str:
             lines.append("    fkeys:")
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in keys_of.items()]
         later_events = {c: why for c, (st, why) in stypes.items() if st == "event"}
+        keyed = pkey is not None or name in composite   # (an event's row references its row)
         stypes = {c: (st, why) if st != "event" else ("drop", why + "; dropped: the table has "
-                                                      "no key of one column for its events")
-                  for c, (st, why) in stypes.items() if st != "event" or pkey is None}
-        if later_events and pkey is not None:
+                                                      "no key for its events")
+                  for c, (st, why) in stypes.items() if st != "event" or not keyed}
+        if later_events and keyed:
             lines.append(f"    events: [{', '.join(map(_yaml, later_events))}]   # "
                          + "; ".join(f"{c}: {why}" for c, why in later_events.items()))
         if stypes:

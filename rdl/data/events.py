@@ -36,7 +36,7 @@ def parse(spec: dict, t: TableSchema, at: str) -> dict[str, str]:
     features (``t.stypes``); checked before any file is read.
 
     Raises:
-        DataError: not a list or mapping, a table without a key of one column, a column
+        DataError: not a list or mapping, a table without a primary key, a column
             that is a key or the table's time, or one declared a feature.
     """
     events = spec.get("events")
@@ -50,9 +50,9 @@ def parse(spec: dict, t: TableSchema, at: str) -> dict[str, str]:
         raise DataError(f"{at}: events {events!r}: a list of columns of later events' times "
                         "(events: [return_date]), or a mapping to their tables' names "
                         "(events: {return_date: returns})")
-    if t.pkey is None or t.pkey in t.composite:
-        raise DataError(f"{at}: events need the table's primary key of one column (pkey:): "
-                        "each event's row references the row it happened to")
+    if t.pkey is None:
+        raise DataError(f"{at}: events need the table's primary key (pkey:): each event's row "
+                        "references the row it happened to")
     out = {}
     for col, table in events.items():
         col, table, here = str(col), str(table), f"{at}: events: {col!r}"
@@ -81,7 +81,8 @@ def check_names(tables: dict[str, TableSchema], where: str) -> None:
 
 def split(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame]) -> None:
     """Adds each event's table (schema and rows) to ``tables`` and ``frames``: a row for
-    each row of its table with the event's time, holding that row's key and the time."""
+    each row of its table with the event's time, holding that row's key and the time (a
+    composite key as the one column of ids :mod:`rdl.data.composite` made of it)."""
     for t in list(tables.values()):
         for col, name in t.events.items():
             df = frames[t.name]

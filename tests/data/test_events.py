@@ -94,3 +94,23 @@ def test_a_seed_sees_a_return_once_it_happened_and_not_before(tmp_path):
         seen += int(events.num_sampled_nodes[2])
         assert (returned[ids] > at).any()   # returns still to come: left out
     assert seen == expected > 0
+
+
+def test_a_table_keyed_by_two_columns_has_its_events(tmp_path):
+    """A stint of an employee in a department, keyed [emp_no, dept_no] (MySQL's employees
+    sample), ended by to_date: the ends are a table referencing their stints."""
+    pd.DataFrame({"emp_no": [1, 2, 3]}).to_csv(tmp_path / "employees.csv", index=False)
+    stints = pd.DataFrame({"emp_no": [1, 2, 2, 3], "dept_no": ["d1", "d1", "d2", "d2"],
+                           "from_date": ["2020-01-01", "2020-02-01", "2021-03-01", "2020-05-01"],
+                           "to_date": [None, "2021-03-01", None, "2022-01-01"]})
+    stints.to_csv(tmp_path / "dept_emp.csv", index=False)
+    db = load_folder(tmp_path, {"tables": {
+        "employees": {"pkey": "emp_no"},
+        "dept_emp": {"pkey": ["emp_no", "dept_no"], "time": "from_date",
+                     "fkeys": {"emp_no": "employees"}, "events": ["to_date"]}}})
+    ends = db["dept_emp_to_date"]
+    assert ends.fkeys == {"emp_no, dept_no": "dept_emp"} and len(ends) == 2
+    stint = db["dept_emp"].df.iloc[ends.df["emp_no, dept_no"].to_numpy()]
+    assert sorted(zip(stint["from_date"].dt.strftime("%Y-%m-%d"),
+                      ends.df["to_date"].dt.strftime("%Y-%m-%d"))) == [
+        ("2020-02-01", "2021-03-01"), ("2020-05-01", "2022-01-01")]
