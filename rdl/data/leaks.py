@@ -176,10 +176,15 @@ _YES, _NO = {"1", "1.0", "true", "t", "yes", "y"}, {"0", "0.0", "false", "f", "n
 def _yes_no(s: pd.Series) -> np.ndarray | None:
     """A filled-in column of yes/no values (booleans, 0/1, ``true``/``false``, ``Y``/``N``)
     as booleans; else None."""
-    if s.isna().any() or not len(s):
-        return None
+    if not len(s) or s.iloc[:1000].nunique(dropna=False) > 2 or s.isna().any():
+        return None   # (the first values rule out nearly every column cheaply)
     if pd.api.types.is_bool_dtype(s):
         return s.to_numpy(dtype=bool)
+    if pd.api.types.is_numeric_dtype(s):
+        yes = (s == 1).to_numpy()
+        return yes if (yes | (s == 0).to_numpy()).all() and 0 < yes.mean() < 1 else None
+    if s.nunique() > 2:
+        return None
     words = s.astype(str).str.strip().str.lower()
     yes = words.isin(_YES).to_numpy()
     return yes if (yes | words.isin(_NO).to_numpy()).all() and 0 < yes.mean() < 1 else None
@@ -190,17 +195,18 @@ def later_flags(df: pd.DataFrame, time: pd.Series, later: list[str], skip=()) ->
     ``later`` columns of times is known (a rental's ``returned`` and ``return_date``, a
     version's ``is_current`` and ``valid_to``): flag -> (that column, the share). Only a
     column after the rows' ``time`` in 1 % of them or more counts (a later event)."""
-    out = {}
+    out, flags = {}, None
     for col in later:
         known = df[col].notna().to_numpy()
         if (df[col] > time).mean() < LATER_SHARE or known.all() or not known.any():
             continue
-        for flag in df.columns:
-            v = None if flag in skip or flag in out or flag == col else _yes_no(df[flag])
-            if v is not None:
-                same = float(max((v == known).mean(), (v != known).mean()))
-                if same >= 0.99:
-                    out[flag] = (col, same)
+        if flags is None:   # each column read once, whatever the later columns
+            flags = {c: v for c in df.columns if c not in skip and c not in later
+                     and (v := _yes_no(df[c])) is not None}
+        for flag, v in flags.items():
+            same = float(max((v == known).mean(), (v != known).mean()))
+            if same >= 0.99 and flag not in out:
+                out[flag] = (col, same)
     return out
 
 
