@@ -224,10 +224,12 @@ def export(path, folder) -> Path:
         path = _script_db(path)
     if kind(path) == "duckdb":
         with _duckdb(path) as con:
-            for schema, t in con.execute(
-                    "SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT internal "
-                    "ORDER BY table_name").fetchall():
-                target = folder / f"{_file_name(t, path)}.parquet"
+            found = con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT "
+                                "internal ORDER BY table_name, schema_name").fetchall()
+            names = [t for _, t in found]
+            for schema, t in found:   # a name in two schemas: <schema>.<table> (sales.orders)
+                name = t if names.count(t) == 1 else f"{schema}.{t}"
+                target = folder / f"{_file_name(name, path)}.parquet"
                 con.execute(f"COPY (SELECT * FROM {_quote(schema)}.{_quote(t)}) TO "
                             f"'{str(target).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)")
         return folder

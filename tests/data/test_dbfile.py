@@ -185,3 +185,18 @@ def test_only_tables_of_rows_are_exported(tmp_path):
     assert sorted(p.name for p in dbfile.exported(path).iterdir()) == [
         "SqliteVersions.csv", "notes.csv"]
     assert dbfile.declared(path).fkeys == {"SqliteVersions": {"note_id": "notes"}}
+
+
+def test_a_duckdb_table_name_in_two_schemas_is_two_tables(tmp_path):
+    import duckdb
+
+    path = tmp_path / "warehouse.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE SCHEMA archive")
+    for table in ("orders", "archive.orders"):
+        con.execute(f"CREATE TABLE {table} (id INTEGER, amount DOUBLE)")
+        con.execute(f"INSERT INTO {table} VALUES (1, 2.5)")
+    con.execute("CREATE TABLE customers (id INTEGER)")
+    con.close()
+    assert sorted(p.name for p in dbfile.exported(path).iterdir()) == [
+        "archive.orders.parquet", "customers.parquet", "main.orders.parquet"]
