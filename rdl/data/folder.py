@@ -243,7 +243,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     # Cheap checks first: every file there, every named column in it.
     files_of = {name: t for name, t in tables.items() if not t.key_only}
     for t in files_of.values():   # (a workbook: its one sheet, as CSV)
-        t.parts = [dbfile.sheet_as_csv(p, t.where()) if p.suffix.lower() in sheets.SUFFIXES
+        t.parts = [dbfile.sheet_as_csv(p, t.where()) if sheets.read_as_workbook(p)
                    else p for p in sources.parts(t.file)]
         if not t.parts:
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""

@@ -1,4 +1,5 @@
-"""Excel workbooks (``.xlsx``, ``.xlsm``) as CSV files the folder loader reads.
+"""Excel workbooks (``.xlsx``, ``.xlsm``; Excel 97-2003's ``.xls`` by xlrd) as CSV files
+the folder loader reads.
 
 A workbook of several sheets (customers, orders, products: how small businesses keep a
 database) is read as a database file, a table per sheet (:mod:`rdl.data.dbfile`:
@@ -25,11 +26,13 @@ import re
 import zipfile
 from pathlib import Path
 
+from rdl.data import sources
 from rdl.data.database import DataError
 
 log = logging.getLogger(__name__)
 
-SUFFIXES = (".xlsx", ".xlsm")
+SUFFIXES = (".xlsx", ".xlsm", ".xls")
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"   # Excel 97-2003's compound file
 #: the values of cells whose formula failed
 ERRORS = {"#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#N/A", "#GETTING_DATA",
           "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!", "#UNKNOWN!", "#ERROR!"}
@@ -40,15 +43,58 @@ _TOTAL = re.compile(r"(?i)(grand |sub-?)?totals?:?|sum|gesamt(summe)?|summe|tota
 
 
 def is_workbook(path) -> bool:
-    """Whether ``path`` is an Excel workbook (a zip holding ``xl/workbook.xml``)."""
+    """Whether ``path`` is an Excel workbook: a zip holding ``xl/workbook.xml``, or Excel
+    97-2003's ``.xls`` (a compound file, by its first bytes)."""
     path = Path(path)
     if path.suffix.lower() not in SUFFIXES or not path.is_file():
         return False
+    if path.suffix.lower() == ".xls":
+        with open(path, "rb") as f:
+            return f.read(8) == _OLE
     try:
         with zipfile.ZipFile(path) as z:
             return "xl/workbook.xml" in z.namelist()
     except zipfile.BadZipFile:
         return False
+
+
+def read_as_workbook(path) -> bool:
+    """Whether a table's file is read as a workbook: ``.xlsx``, ``.xlsm`` (a damaged one
+    too: the error says so), or an ``.xls`` that is not text (ERP systems' "Excel" exports
+    are often tab-separated text named ``.xls``: read as CSV)."""
+    suffix = Path(path).suffix.lower()
+    return suffix in (".xlsx", ".xlsm") or (suffix == ".xls"
+                                            and not sources.is_csv(Path(path)))
+
+
+def _rows(path: Path, sheet: str) -> list[list]:
+    """A sheet's rows of values (dates as datetimes, error cells as their text)."""
+    if path.suffix.lower() != ".xls":
+        wb = _open(path)
+        try:
+            return [list(r) for r in wb[sheet].iter_rows(values_only=True)]
+        finally:
+            wb.close()
+    import xlrd
+    book = _open(path)
+    try:
+        sh, out = book.sheet_by_name(sheet), []
+        for r in range(sh.nrows):
+            row = []
+            for c in sh.row(r):
+                if c.ctype == xlrd.XL_CELL_DATE:
+                    row.append(xlrd.xldate_as_datetime(c.value, book.datemode))
+                elif c.ctype == xlrd.XL_CELL_ERROR:
+                    row.append(xlrd.error_text_from_code.get(c.value, "#N/A"))
+                elif c.ctype == xlrd.XL_CELL_BOOLEAN:
+                    row.append(bool(c.value))
+                else:
+                    row.append(c.value if c.ctype not in (xlrd.XL_CELL_EMPTY,
+                                                          xlrd.XL_CELL_BLANK) else None)
+            out.append(row)
+        return out
+    finally:
+        book.release_resources()
 
 
 def _open(path: Path):
@@ -58,20 +104,28 @@ def _open(path: Path):
         raise DataError(f"{path}: reading Excel workbooks needs openpyxl: pip install openpyxl"
                         ) from None
     try:
+        if path.suffix.lower() == ".xls":
+            import xlrd
+            return xlrd.open_workbook(path, on_demand=True)
         return openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except Exception as e:   # openpyxl raises many kinds on damaged files
+    except Exception as e:   # openpyxl and xlrd raise many kinds on damaged files
         raise DataError(f"{path}: not a readable Excel workbook: {e}") from None
 
 
 def sheet_names(path) -> list[str]:
     """The workbook's worksheets (chart sheets aside)."""
+    path = Path(path)
     if not is_workbook(path):
-        raise DataError(f"{path}: not a readable Excel workbook (no xl/workbook.xml in it)")
-    wb = _open(Path(path))
+        with open(path, "rb") as f:
+            html = f.read(512).lstrip().lower().startswith((b"<", b"\xef\xbb\xbf<"))
+        raise DataError(f"{path}: not a readable Excel workbook" + (
+            ": an HTML table named as one (what ERP systems export as Excel): open it in a "
+            "spreadsheet and save it as .xlsx or CSV" if html else " (no workbook in it)"))
+    wb = _open(path)
     try:
-        return list(wb.sheetnames)
+        return list(wb.sheet_names() if path.suffix.lower() == ".xls" else wb.sheetnames)
     finally:
-        wb.close()
+        wb.release_resources() if path.suffix.lower() == ".xls" else wb.close()
 
 
 def _text(v) -> str:
@@ -92,11 +146,7 @@ def write_sheet(path, sheet: str, target, where: str | None = None) -> Path:
     """Sheet ``sheet`` of workbook ``path`` as the CSV file ``target`` (see the module)."""
     path, target = Path(path), Path(target)
     where = where or f"{path} (sheet {sheet!r})"
-    wb = _open(path)
-    try:
-        rows = [[_text(v) for v in row] for row in wb[sheet].iter_rows(values_only=True)]
-    finally:
-        wb.close()
+    rows = [[_text(v) for v in row] for row in _rows(path, sheet)]
     width = lambda r: sum(1 for v in r if v.strip())   # noqa: E731
     widest = max((width(r) for r in rows[:_HEAD]), default=0)
     if widest == 0:

@@ -63,7 +63,7 @@ def is_csv(path: Path) -> bool:
     """``x.csv`` (``.tsv``, ``.txt``, any case), or compressed: ``x.csv.gz`` (pyarrow reads
     it by its name); a file without a data suffix that holds text (:func:`sniff`)."""
     s = [x.lower() for x in path.suffixes]
-    if unnamed(path):
+    if unnamed(path) or (s and s[-1] == ".xls"):   # (text named .xls: an ERP's "Excel")
         return sniff(path) == "csv"
     return bool(s) and (s[-1] in TEXT or s[-1] == ".zip"
                         or (len(s) > 1 and s[-2] in TEXT and s[-1] in COMPRESSED))
@@ -90,7 +90,7 @@ def sniff(path: Path) -> str | None:
             head = f.read(1 << 16)
     except (OSError, pa.ArrowInvalid):
         return None
-    if b"\0" in head or b"\n" not in head or head.lstrip()[:1] in (b"{", b"["):
+    if b"\0" in head or b"\n" not in head or head.lstrip()[:1] in (b"{", b"[", b"<"):
         return None
     return "csv"
 
@@ -118,7 +118,7 @@ def parts(path: Path) -> list[Path]:
     else:
         return [path] if path.is_file() else []
     return [p for p in found if p.is_file() and (is_csv(p) or is_parquet(p)
-                                                  or p.suffix.lower() in (".xlsx", ".xlsm"))]
+                                                  or p.suffix.lower() in (".xlsx", ".xlsm", ".xls"))]
 
 
 def csv_parts(found: list[Path], where: str) -> bool:

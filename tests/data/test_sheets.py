@@ -90,3 +90,33 @@ def test_a_workbook_in_a_folder_is_the_table_of_its_name(tmp_path):
     shop(tmp_path / "orders.xlsx")
     fails(tmp_path, "a workbook of 3 sheets (['customers', 'products', 'orders'])",
           "data.db.path=", schema={"tables": schema})
+
+
+def test_excel_97_workbooks_and_erp_exports_named_xls(tmp_path):
+    """An .xls as Excel 97-2003 writes it (dates as serial numbers with a date format); a
+    tab-separated text export named .xls, and an HTML one (what ERP systems call Excel)."""
+    import xlwt
+
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("orders")
+    day = xlwt.easyxf(num_format_str="YYYY-MM-DD HH:MM")
+    for j, name in enumerate(["order_id", "customer_id", "ordered", "amount"]):
+        sheet.write(0, j, name)
+    for i in range(1, 31):
+        sheet.write(i, 0, i)
+        sheet.write(i, 1, f"C{i % 5:04d}")
+        sheet.write(i, 2, dt.datetime(2024, 1, 1, 8) + dt.timedelta(days=i), day)
+        sheet.write(i, 3, 2.5 * i)
+    book.save(str(tmp_path / "orders.xls"))
+    (tmp_path / "customers.xls").write_text(
+        "customer_id\tname\n" + "".join(f"C{i:04d}\tname {i}\n" for i in range(5)))
+    schema = yaml.safe_load(draft(tmp_path))["tables"]
+    assert schema["orders"]["time"] == "ordered"
+    assert schema["orders"]["fkeys"] == {"customer_id": "customers"}
+    db = load_folder(tmp_path, {"tables": schema})
+    assert db["orders"].df["ordered"].min() == pd.Timestamp("2024-01-02 08:00")
+    assert len(db["customers"]) == 5
+    (tmp_path / "customers.xls").write_text("<html><table><tr><td>customer_id</td></tr>"
+                                            "</table></html>\n")
+    fails(tmp_path, "customers.xls: not a readable Excel workbook: an HTML table named as one",
+          "save it as .xlsx or CSV", schema={"tables": schema})
