@@ -39,18 +39,21 @@ def statements(text: str):
     """``(line, statement)`` of a script, split at ``;`` (or ``DELIMITER``'s, or SQL
     Server's ``GO``) outside strings, quoted names, comments and ``$$`` bodies; a
     ``COPY ... FROM stdin`` statement comes with its rows (``(line, statement, rows)``)."""
-    i, n, line, start, delim = 0, len(text), 1, 0, ";"
+    i, n, line, start, delim, line_start = 0, len(text), 1, 0, ";", 0
     start_line, mysql = 1, "`" in text[:200_000] or "ENGINE=" in text[:200_000].upper()
     while i < n:
         c = text[i]
-        if c == "\n":
+        if c == "\n":   # (only this line is looked at: a statement may run 100,000 lines)
             line += 1
-            stripped = text[start:i].strip()
-            if re.fullmatch(r"(?i)delimiter\s+\S+", stripped):
-                delim, start, start_line = stripped.split()[1], i + 1, line
-            elif re.fullmatch(r"(?i)go", stripped.splitlines()[-1].strip() if stripped else ""):
-                yield _first_line(text, start, start_line), stripped[:-2], None
+            this = text[line_start:i].strip() if i - line_start < 64 else ""
+            if re.fullmatch(r"(?i)delimiter\s+\S+", this):
+                delim, start, start_line = this.split()[1], i + 1, line
+            elif this.lower() == "go":
+                stmt = text[start:line_start].strip()
+                if stmt:
+                    yield _first_line(text, start, start_line), stmt, None
                 start, start_line = i + 1, line
+            line_start = i + 1
         elif c in "'\"`[":
             close = {"[": "]"}.get(c, c)
             j = i + 1
