@@ -41,13 +41,20 @@ def statements(text: str):
     ``COPY ... FROM stdin`` statement comes with its rows (``(line, statement, rows)``)."""
     i, n, line, start, delim, line_start = 0, len(text), 1, 0, ";", 0
     start_line, mysql = 1, "`" in text[:200_000] or "ENGINE=" in text[:200_000].upper()
+    special = re.compile(r"[\n'\"`\[\-/$" + ("#" if mysql else "") + "]|" + re.escape(delim))
     while i < n:
+        m = special.search(text, i)   # (plain text between, skipped at C's speed)
+        if m is None:
+            break
+        i = m.start()
         c = text[i]
         if c == "\n":   # (only this line is looked at: a statement may run 100,000 lines)
             line += 1
             this = text[line_start:i].strip() if i - line_start < 64 else ""
             if re.fullmatch(r"(?i)delimiter\s+\S+", this):
                 delim, start, start_line = this.split()[1], i + 1, line
+                special = re.compile(r"[\n'\"`\[\-/$" + ("#" if mysql else "") + "]|"
+                                     + re.escape(delim))
             elif this.lower() == "go":
                 stmt = text[start:line_start].strip()
                 if stmt:
@@ -55,10 +62,11 @@ def statements(text: str):
                 start, start_line = i + 1, line
             line_start = i + 1
         elif c in "'\"`[":
-            close = {"[": "]"}.get(c, c)
-            j = i + 1
-            while j < n and text[j] != close:   # ('' ends one string and starts the next)
-                j += 2 if text[j] == "\\" and mysql and c == "'" else 1
+            if c == "'":   # ('' ends one string and starts the next: the same split)
+                j = _LITERAL[mysql].match(text, i).end() - 1
+            else:
+                j = text.find({"[": "]"}.get(c, c), i + 1)
+                j = n if j < 0 else j
             line += text.count("\n", i, j)
             i = j
         elif text.startswith("--", i) or (c == "#" and mysql):
@@ -105,33 +113,13 @@ def _strip_comments(stmt: str) -> str:
 
 
 # -- each statement as SQLite runs it ---------------------------------------------------------
-_NAME = r'(?:"[^"]+"|`[^`]+`|\[[^\]]+\]|[\w$]+)'
+_NAME = r'(?:"[^"]+"|`[^`]+`|\[[^\]]+\]|[^\W\d][\w$]*)'   # (2.5 is no schema and name)
 _QUALIFIED = re.compile(rf"(?:{_NAME}\s*\.\s*)+(?={_NAME})")
 
 
-def _pieces(s: str, mysql: bool):
-    """``(is a string literal, text)`` pieces of a statement."""
-    out, i, start, n = [], 0, 0, len(s)
-    while i < n:
-        if s[i] == "'":
-            out.append((False, s[start:i]))
-            j = i + 1
-            while j < n:
-                if s[j] == "\\" and mysql:
-                    j += 2
-                    continue
-                if s[j] == "'":
-                    if j + 1 < n and s[j + 1] == "'":
-                        j += 2
-                        continue
-                    break
-                j += 1
-            out.append((True, s[i:j + 1]))
-            i = start = j + 1
-            continue
-        i += 1
-    out.append((False, s[start:]))
-    return out
+#: a string literal: '' is a quote inside it, and in MySQL's dialect \\ escapes a character
+_LITERAL = {False: re.compile(r"'[^']*(?:''[^']*)*'?"),
+            True: re.compile(r"'[^'\\]*(?:(?:\\.|'')[^'\\]*)*'?", re.S)}
 
 
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "0": "\0", "Z": "\x1a", "b": "\b"}
@@ -156,16 +144,17 @@ def sqlite_text(stmt: str, mysql: bool) -> str:
     """A statement as SQLite reads it: names without their schema (``public.actor``,
     ``[dbo].[Album]``), no casts (``'G'::mpaa_rating``), SQL Server's ``N'...'`` plain,
     MySQL's escapes read."""
-    out = []
-    for is_literal, text in _pieces(stmt, mysql):
-        if is_literal:
-            out.append(_literal(text, mysql))
-            continue
-        text = _QUALIFIED.sub("", text)
-        text = re.sub(r"::\s*[\w ]+?(\[\])?(?=[\s,)]|$)", "", text)
-        text = re.sub(r"(?i)\bN$", "", text)   # N'...': the N ends this piece
-        out.append(text)
-    return "".join(out)
+    literals = []   # each literal a mark (\x00), so that the rules run once on the rest
+
+    def mark(m):
+        literals.append(_literal(m.group(0), mysql))
+        return "\x00"
+    text = _LITERAL[mysql].sub(mark, stmt.replace("\x00", ""))
+    text = _QUALIFIED.sub("", text)
+    text = re.sub(r"::\s*[\w ]+?(\[\])?(?=[\s,)\x00]|$)", "", text)
+    text = re.sub(r"(?i)\bN(?=\x00)", "", text)   # N'...'
+    it = iter(literals)
+    return re.sub("\x00", lambda _: next(it), text)
 
 
 _DROP_ITEM = re.compile(r"(?is)^\s*((UNIQUE|FULLTEXT|SPATIAL)\s+)?(KEY|INDEX)\b|^\s*(CONSTRAINT\s+"

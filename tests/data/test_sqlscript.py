@@ -39,6 +39,7 @@ def test_a_mysql_dump_runs_with_its_keys_and_escapes(tmp_path):
     assert got["departments"] == [("d001", "Marketing"), ("d002", "Finance; 'and' Co"),
                                   ("d003", "R\\D")]
     assert len(got["employees"]) == 2 and got["employees"][0][3] == "M"
+    assert [r[1] for r in got["salaries"]] == [60117.5, -500.0]   # numbers kept whole
     given = dbfile.declared(SCRIPTS / "mysql_employees.sql")
     assert given.pkeys["dept_emp"] == ["emp_no", "dept_no"]
     assert given.fkeys["dept_emp"] == {"emp_no": "employees", "dept_no": "departments"}

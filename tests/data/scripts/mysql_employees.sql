@@ -28,6 +28,14 @@ CREATE TABLE `dept_emp` (
   CONSTRAINT `dept_emp_ibfk_1` FOREIGN KEY (`emp_no`) REFERENCES `employees` (`emp_no`) ON DELETE CASCADE,
   CONSTRAINT `dept_emp_ibfk_2` FOREIGN KEY (`dept_no`) REFERENCES `departments` (`dept_no`) ON DELETE CASCADE
 ) ENGINE=InnoDB;
+CREATE TABLE `salaries` (
+  `emp_no` int unsigned NOT NULL,
+  `salary` decimal(10,2) NOT NULL,
+  `from_date` date NOT NULL,
+  PRIMARY KEY (`emp_no`,`from_date`),
+  CONSTRAINT `salaries_ibfk_1` FOREIGN KEY (`emp_no`) REFERENCES `employees` (`emp_no`)
+) ENGINE=InnoDB;
+INSERT INTO `salaries` VALUES (1,60117.50,'1986-06-26'),(2,-0.5e3,'1987-06-26');
 LOCK TABLES `departments` WRITE;
 INSERT INTO `departments` VALUES ('d001','Marketing'),('d002','Finance; \'and\' Co'),('d003','R\\D');
 UNLOCK TABLES;
