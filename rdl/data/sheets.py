@@ -68,7 +68,9 @@ def read_as_workbook(path) -> bool:
 
 
 def _rows(path: Path, sheet: str) -> list[list]:
-    """A sheet's rows of values (dates as datetimes, error cells as their text)."""
+    """A sheet's rows of values (dates as datetimes, error cells as their text). Not
+    ``pandas.read_excel``: it reads an error cell as missing without a word, which the
+    warning of :func:`write_sheet` counts."""
     if path.suffix.lower() != ".xls":
         wb = _open(path)
         try:

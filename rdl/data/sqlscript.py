@@ -185,10 +185,10 @@ def _split(body: str) -> list[str]:
     return [*items, body[start:]]
 
 
-def create_table(stmt: str, added: list[str]) -> tuple[str, str]:
-    """The table's name and its ``CREATE TABLE`` as SQLite runs it: its columns and keys
-    (and ``added``, the keys an ``ALTER TABLE`` adds), without indexes, checks, table
-    options and the column options SQLite does not know; ``ENUM`` and ``SET`` as text."""
+def create_table(stmt: str, added: dict[str, list[str]]) -> str:
+    """A ``CREATE TABLE`` as SQLite runs it: its columns and keys (and ``added[table]``,
+    the keys an ``ALTER TABLE`` adds), without indexes, checks, table options and the
+    column options SQLite does not know; ``ENUM`` and ``SET`` as text."""
     m = re.match(rf"(?is)CREATE\s+(?:TEMPORARY\s+|UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
                  rf"({_NAME})\s*\(", stmt)
     if not m:
@@ -209,8 +209,8 @@ def create_table(stmt: str, added: list[str]) -> tuple[str, str]:
         for word in _DROP_WORDS:
             item = re.sub(rf"(?i)\b{word}", "", item)
         items.append(item.strip())
-    items += added
-    return name, f'CREATE TABLE "{name}" ({", ".join(items)})'
+    items += added.get(name, [])
+    return f'CREATE TABLE "{name}" ({", ".join(items)})'
 
 
 def added_keys(stmt: str) -> tuple[str, list[str]] | None:
@@ -271,8 +271,7 @@ def run(path, target) -> Path:
     with closing(sqlite3.connect(target)) as con:
         for line, s in creates.items():
             try:
-                name, _ = create_table(sqlite_text(s, mysql), [])
-                con.execute(create_table(sqlite_text(s, mysql), keys.get(name, []))[1])
+                con.execute(create_table(sqlite_text(s, mysql), keys))
             except (sqlite3.Error, ValueError) as e:
                 raise DataError(f"{path}, line {line}: a CREATE TABLE SQLite cannot run ({e}): "
                                 f"{s[:120]!r}...") from None

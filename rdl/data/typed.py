@@ -10,8 +10,8 @@
   statisticians' and health insurers' warehouses export them: date-formatted numbers as
   times, Stata's value labels as their text.
 
-A table's file is read once per process and kept while the next one is read: the loader
-asks for its columns, then its rows.
+A table's file is read once: the loader asks for its columns, then its rows, and the file
+is let go after them.
 """
 from __future__ import annotations
 
@@ -32,8 +32,10 @@ def is_typed(path: Path) -> bool:
 
 
 def table(found: list[Path], where: str) -> pa.Table:
-    """The rows of a table's files, one Arrow table."""
+    """The rows of a table's files, one Arrow table; the files are let go (the loader asks
+    for their columns first, :func:`schema`, then for this, last)."""
     tables = [_read(p, p.stat().st_size, p.stat().st_mtime_ns, where) for p in found]
+    _read.cache_clear()   # not kept for the run: its rows are the loader's now
     try:
         return pa.concat_tables(tables, promote_options="default")
     except pa.ArrowInvalid as e:
