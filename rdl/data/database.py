@@ -98,6 +98,8 @@ class Database:
     tables: dict[str, Table]
     keys: dict[str, pd.Index] = field(default_factory=dict)
     stypes: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: per table, its columns read as times of day (seconds since midnight: rdl.data.clocks)
+    clocks: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
     #: ``(digest, shape)`` of the rows as rdl's cache keeps them, where this database was
     #: saved there or loaded from there (:meth:`digest`)
     stored_digest: tuple | None = field(default=None, init=False, compare=False, repr=False)

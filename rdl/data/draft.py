@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import dbfile, epochs, files, leaks, sheets, sources
+from rdl.data import clocks, dbfile, epochs, files, leaks, sheets, sources
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
                                  pair_share, primary_key)
 from rdl.data.database import Database, DataError, Table
@@ -87,8 +87,11 @@ def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
             spec["columns"] = [f"column_{i}" for i in range(1, len(written) + 1)]
     for _ in range(8):   # a column's numbers of times, or its placeholder time, at a time
         try:
-            df = load_folder(folder, {"tables": {name: spec}})[name].df
-            break
+            db = load_folder(folder, {"tables": {name: spec}})
+            df, joined = db[name].df, clocks.dates_of(db[name].df, db.clocks.get(name, []))
+            if not joined:
+                break
+            spec["clocks"] = {**spec.get("clocks", {}), **joined}   # read again, joined
         except epochs.EpochNumbers as e:
             spec["formats"] = {c: f"epoch_{u}" for c, u in e.units.items()}
         except Placeholder as e:
@@ -182,6 +185,10 @@ def draft(folder) -> str:
             forms = ", ".join(f"{_yaml(c)}: {f}" for c, f in read_as[name]["formats"].items())
             lines.append(f"    formats: {{{forms}}}   # whole numbers named as times, sized as "
                          "times since 1970 in that unit")
+        if read_as.get(name, {}).get("clocks"):
+            pairs = ", ".join(f"{_yaml(d)}: {_yaml(c)}" for d, c in read_as[name]["clocks"].items())
+            lines.append(f"    clocks: {{{pairs}}}   # days, and their times of day by name: "
+                         "each date at its time")
         if name in rejected:
             lines.append(f"    # time: {_yaml(time)}   # not declared: {rejected[name]}")
         elif time is not None:

@@ -132,7 +132,8 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                    "no key: an id a feature would learn by heart (stypes: "
                                    f"{{{col}: drop}})"))
                 continue
-            table = re.sub(r"[\s_]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I) + "s"
+            table = (re.sub(r"[\s_]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I)
+                     or str(col)) + "s"   # (a column "id": a table "ids", to be named)
             notes.append((col, f"{col}: keys of no table here, repeated; if they are entities "
                                f"(a household, a session), a table of them: {table}: {{pkey: "
                                f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))

@@ -52,7 +52,7 @@ import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import (composite as composite_key, dbfile, epochs, events, files, implied,
+from rdl.data import (clocks, composite as composite_key, dbfile, epochs, events, files, implied,
                       inherit, leaks, parquet, periods, sheets, sources, typed)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
@@ -61,13 +61,14 @@ from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
 from rdl.data.checks import (all_bool, check_finite, check_key, mask_missing, missing_words,
                              numbers, parse_numbers)
+from rdl.data.clocks import looks_like_clock
 from rdl.data.times import looks_like_times, parse_times, read_formats
 from rdl.progress import bar, stage
 
 log = logging.getLogger(__name__)
 
 TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "formats",
-              "events", "columns"}
+              "events", "columns", "clocks"}
 SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
 EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx", *typed.SUFFIXES)   # a table's file when the schema names none
@@ -143,6 +144,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         t.implied = _implied(spec, at)
         t.formats = read_formats(spec, stypes, {t.pkey, *t.fkeys} - set(composite), at)
         t.events, t.columns = events.parse(spec, t, at), files.columns_of(spec, at)
+        t.clocks = clocks.parse(spec, at)
         if period and period.column in t.formats:
             raise DataError(f"{at}: {period.column!r} has a period (time: {{...}}) and a form "
                             "(formats:): keep one")
@@ -285,6 +287,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
                  {name: t.stypes for name, t in tables.items()})
     keys.end()
     db.stypes = {name: dict(t.stypes) for name, t in tables.items() if t.stypes}
+    db.clocks = {name: t.read_clocks for name, t in tables.items() if t.read_clocks}
     log.info("%s: %s", folder, ", ".join(f"{n} {len(t)} rows" for n, t in db))
     return db
 
@@ -377,6 +380,9 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
                 pd.api.types.is_datetime64_any_dtype(s) or (st == "" and looks_like_times(s))):
             df[col] = parse_times(s, t.where(col), required=col == t.time,
                                   dayfirst=t.dayfirst, form=t.formats.get(col))
+        elif col in t.clocks.values() or (st in ("", "numerical") and looks_like_clock(s)):
+            df[col] = clocks.seconds(s, t.where(col))   # times of day: seconds since 00:00
+            t.read_clocks.append(col)
         elif s.dtype == object and all_bool(s):
             # booleans with missing values (parquet's nullable bool): as 0/1 and NaN, which
             # PyTorch Frame reads (its inference takes the Python objects for embeddings)
@@ -385,6 +391,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
             df[col] = parse_numbers(s, t.where(col), schema=True)
         if st in ("", "numerical"):
             check_finite(df[col], t.where(col))
+    clocks.join(t, df)
     composite_key.add_ids(df, t.composite, t.where)
     if t.pkey is not None:
         check_key(df[t.pkey], t.where(t.pkey), composite=t.pkey in t.composite)

@@ -25,6 +25,8 @@ class TableSchema:
         self.formats: dict[str, str] = {}   # column: the strftime form its times are in
         self.events: dict[str, str] = {}    # column of later events' times: its table (events)
         self.columns: list[str] | None = None   # a CSV file's names where it has no header
+        self.clocks: dict[str, str] = {}    # column of dates: its column of times of day
+        self.read_clocks: list[str] = []    # columns read as times of day (clocks)
 
     @property
     def base(self) -> Path | None:
@@ -39,7 +41,7 @@ class TableSchema:
         """The columns the schema names (keys, time, declared stypes) its file must have."""
         taken = self.via is not None or self.seen_in is not None   # (inherit)
         cols = [self.pkey, *self.fkeys, None if taken else self.time, *self.stypes,
-                *self.formats]
+                *self.formats, *self.clocks, *self.clocks.values()]
         cols = [p for c in cols if c is not None for p in self.composite.get(c, [c])]
         return list(dict.fromkeys(cols))
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import DataError
+from rdl.data.clocks import CLOCK
 from rdl.data.messages import _column, _rows, _stypes, rows, show
 from rdl.data.numbers import written_numbers
 
@@ -87,6 +88,8 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
                        # the year -5, and "4752,32" as a day of the year 4752
     if head.str.match(_LOOKS_LIKE_TIME).mean() >= 0.9:
         return True
+    if head.str.fullmatch(CLOCK).mean() >= 0.9:
+        return False   # times of day, no date (pandas would date them today: rdl.data.clocks)
     if head.str.contains(_TWO_NUMBERS).mean() < 0.9:
         return False   # a time writes a day and more (a month, a year, a clock): "Track 7"
     return _read_times(head)[0].notna().mean() >= 0.9
@@ -332,6 +335,11 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
     if len(text) and pd.to_numeric(text, errors="coerce").notna().all() and not \
             text.str.fullmatch(r"\d{4}").all():   # numbers, not years: no ISO 8601 time
         return _date_keys(pd.to_numeric(raw, errors="coerce"), where)
+    if len(text) and text.str.fullmatch(CLOCK).all():
+        raise DataError(f"{where}: times of day without their date (e.g. {text.iloc[0]!r}); "
+                        "join them to the column of their dates (clocks: {DATE_COLUMN: "
+                        f"{_column(where)}}}), which is then the time; or read them as "
+                        "seconds since midnight: declare no stype, or numerical")
     if text.str.endswith(("UTC", "GMT")).any():
         text = text.str.replace(_UTC, "+00:00", regex=True)
     best, fits = _read_times(text)

@@ -1,0 +1,130 @@
+"""Times of day exported without their date (a till's ``order_date`` and ``order_time``,
+SAP's ``ERDAT`` and ``ERZET``, a parquet ``TIME`` column): never dated on the day of the
+run, read as seconds since midnight, and joined to their dates where the schema says so,
+as the draft writes it (rdl.data.clocks)."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from rdl.data.clocks import pair, seconds
+from rdl.data.draft import draft
+from rdl.data.folder import load_folder
+from tests.data.test_folder import fails
+
+START = pd.Timestamp("2024-03-01")
+
+
+def till(folder, orders: int = 400, seed: int = 0) -> pd.Series:
+    """A shop's till export: each order's day and time of day in two columns; returns the
+    orders' true times."""
+    rng = np.random.default_rng(seed)
+    at = START + pd.to_timedelta(np.sort(rng.integers(0, 20 * 86400, orders)), unit="s")
+    pd.DataFrame({"store_id": [1, 2, 3], "city": ["Leeds", "York", "Hull"]}
+                 ).to_csv(folder / "stores.csv", index=False)
+    pd.DataFrame({"order_id": np.arange(orders), "store_id": rng.integers(1, 4, orders),
+                  "order_date": at.strftime("%Y-%m-%d"), "order_time": at.strftime("%H:%M:%S"),
+                  "total": rng.random(orders).round(2)}).to_csv(folder / "orders.csv", index=False)
+    return pd.Series(at)
+
+
+SCHEMA = {"tables": {"stores": {"pkey": "store_id"},
+                     "orders": {"pkey": "order_id", "fkeys": {"store_id": "stores"},
+                                "time": "order_date"}}}
+
+
+def test_a_time_of_day_is_seconds_since_midnight_never_today(tmp_path, caplog):
+    truth = till(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="rdl.data.folder"):
+        db = load_folder(tmp_path, SCHEMA)
+    df = db["orders"].df.set_index(db.keys["orders"]).sort_index()
+    # before: pandas read 11:38:36 as that time on the day of the run
+    assert pd.api.types.is_float_dtype(df["order_time"])
+    want = (truth - truth.dt.normalize()).dt.total_seconds().to_numpy()
+    assert (df["order_time"].to_numpy() == want).all()
+    assert (df["order_date"].to_numpy() == truth.dt.normalize().to_numpy()).all()
+    assert "clocks: {order_date: order_time}" in caplog.text   # a day's rows seen all at once
+
+
+def test_clocks_join_each_date_to_its_time_of_day(tmp_path):
+    truth = till(tmp_path)
+    schema = yaml.safe_load(yaml.safe_dump(SCHEMA))
+    schema["tables"]["orders"]["clocks"] = {"order_date": "order_time"}
+    db = load_folder(tmp_path, schema)
+    df = db["orders"].df.set_index(db.keys["orders"]).sort_index()
+    assert "order_time" not in df
+    assert (df["order_date"].to_numpy() == truth.to_numpy()).all()
+    noon = START + pd.Timedelta("5D12h")   # a seed during a day sees its morning only
+    seen = db["orders"].upto(noon).df
+    assert len(seen) == int((truth <= noon).sum()) < int((truth.dt.normalize() <= noon).sum())
+
+
+def test_the_draft_declares_the_pair_and_its_schema_loads(tmp_path):
+    truth = till(tmp_path)
+    text = draft(tmp_path)
+    spec = yaml.safe_load(text)["tables"]["orders"]
+    assert spec["clocks"] == {"order_date": "order_time"} and spec["time"] == "order_date"
+    (tmp_path / "schema.yaml").write_text(text)
+    times = load_folder(tmp_path)["orders"].df["order_date"]
+    assert sorted(times) == sorted(truth)
+
+
+def test_a_time_of_day_as_the_tables_time_stops_naming_the_join(tmp_path):
+    till(tmp_path)
+    schema = yaml.safe_load(yaml.safe_dump(SCHEMA))
+    schema["tables"]["orders"]["time"] = "order_time"
+    fails(tmp_path, "orders.csv (table 'orders', column 'order_time'): times of day without "
+          "their date (e.g. '", "clocks: {DATE_COLUMN: order_time}", schema=schema)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda df: df.assign(order_time=df["order_time"].where(df.index != 7, "25:61:00")),
+     "column 'order_time'): 1 of 400 values are no time of day"),
+    (lambda df: df.assign(order_time=df["order_time"].where(df.index != 7, None)),
+     "the time of day of the table's time 'order_date' is missing in 1 rows (row 7)"),
+    (lambda df: df.assign(order_date=df["order_date"] + " 10:00"),
+     "column 'order_date'): clocks: joins 'order_time' to it, but 400 of its values have a "
+     "time of day already"),
+    (lambda df: df.assign(order_time="30:00:00"), "400 of 400 values are 24 hours or more"),
+])
+def test_what_a_join_cannot_read_stops_naming_the_rows(tmp_path, change, message):
+    till(tmp_path)
+    change(pd.read_csv(tmp_path / "orders.csv", dtype=str)).to_csv(tmp_path / "orders.csv",
+                                                                   index=False)
+    schema = yaml.safe_load(yaml.safe_dump(SCHEMA))
+    schema["tables"]["orders"]["clocks"] = {"order_date": "order_time"}
+    fails(tmp_path, message, schema=schema)
+
+
+def test_parquet_time_columns_join_their_dates(tmp_path):
+    truth = till(tmp_path)
+    df = pd.read_csv(tmp_path / "orders.csv")
+    (tmp_path / "orders.csv").unlink()
+    days = pd.to_datetime(df["order_date"]).dt.date
+    clock = [t.time() for t in truth]   # pyarrow writes Python times as TIME (time64)
+    pq.write_table(pa.table({"order_id": df["order_id"], "store_id": df["store_id"],
+                             "ERDAT": pa.array(days, pa.date32()),
+                             "ERZET": pa.array(clock, pa.time64("us"))}),
+                   tmp_path / "orders.parquet")
+    spec = yaml.safe_load(draft(tmp_path))["tables"]["orders"]
+    assert spec["clocks"] == {"ERDAT": "ERZET"} and spec["time"] == "ERDAT"
+    spec.pop("file")
+    db = load_folder(tmp_path, {"tables": {"stores": {"pkey": "store_id"}, "orders": spec}})
+    got = db["orders"].df.set_index(db.keys["orders"]).sort_index()["ERDAT"]
+    assert (got.to_numpy() == truth.to_numpy()).all()
+
+
+def test_clock_forms_and_pairs():
+    s = pd.Series(["9:05 PM", "12:00 AM", "12:30 p.m.", "07:15", "23:59:59.5", None])
+    got = seconds(s, "x").tolist()
+    assert got[:5] == [21 * 3600 + 300, 0, 12.5 * 3600, 7.25 * 3600, 86399.5]
+    assert np.isnan(got[5])
+    assert pair("order_date", "order_time") and pair("date", "time")
+    assert pair("ERDAT", "ERZET") and pair("CPUDT", "CPUTM") and pair("OrderDate", "OrderTime")
+    assert not pair("date", "air_time") and not pair("ship_date", "order_time")
