@@ -2,7 +2,12 @@
 ``event_timestamp`` in microseconds, Mixpanel's ``time`` in seconds, an app's
 ``created_at`` in milliseconds): read as numbers, they would escape every check of times
 (:mod:`rdl.data.leaks`), so the loader stops on them until the schema says times
-(``formats: {col: epoch_us}``) or numbers; the draft declares them."""
+(``formats: {col: epoch_us}``) or numbers; the draft declares them.
+
+Whole numbers named as dates whose every value is a date written ``yyyymmdd``
+(``19970101``: a data archive's ``date``, SAP's ``BUDAT``) are read as those dates: no
+number of another kind is a valid date in every row (a date dimension's ``date_key`` is
+a key, and stays one)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -10,6 +15,7 @@ import pandas as pd
 from rdl.data.database import DataError
 from rdl.data.periods import name_words
 from rdl.data.schema import TableSchema
+from rdl.data.times import parse_times
 
 #: the numbers of each unit that times since 1970 are, 1990 to 2040 (no two overlap)
 EPOCH_RANGES = {u: (631_152_000 * f, 2_208_988_800 * f)
@@ -42,6 +48,24 @@ def epoch_unit(name: str, values: pd.Series) -> str | None:
         return None
     lo, hi = v.min(), v.max()
     return next((u for u, (a, b) in EPOCH_RANGES.items() if a <= lo and hi <= b), None)
+
+
+def date_numbers(t: TableSchema, df: pd.DataFrame) -> None:
+    """Columns of whole numbers named as dates (not keys) whose every value is a date of
+    1900-2100 written ``yyyymmdd``, with no stype or form declared, as those dates."""
+    for c in df.columns:
+        words = set(name_words(str(c))) or {str(c).casefold()}
+        v = df[c].dropna()
+        if c in t.stypes or c in t.formats or c in (t.pkey, t.time, *t.fkeys) or \
+                not pd.api.types.is_numeric_dtype(v) or pd.api.types.is_bool_dtype(v) or \
+                not len(v) or not (v % 1 == 0).all() or \
+                not words & (TIME_NAMES | {"day", "datum", "fecha"}) or \
+                words & {"id", "key", "sk", "no", "nr", "num", "number", "code"} or \
+                not v.between(1900_01_01, 2100_12_31).all():
+            continue
+        parsed = pd.to_datetime(v.astype(str), format="%Y%m%d", errors="coerce")
+        if parsed.notna().all():
+            df[c] = parse_times(df[c], t.where(c), required=False)   # (logs the reading)
 
 
 def epoch_numbers(t: TableSchema, df: pd.DataFrame) -> None:

@@ -36,6 +36,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from rdl.data import aligned
 from rdl.data.database import DataError
 from rdl.data.sources import input_stream as _input
 from rdl.data.sources import member as _member
@@ -71,6 +72,8 @@ def headers(found: list[Path], table: str, columns: list[str] | None = None) -> 
                                 f"fields, and the schema's columns: names {len(columns)} "
                                 f"({columns[:8]}): name each field, in order")
             h.names, h.written, h.renamed, h.skip = list(columns), list(columns), {}, 0
+            if h.layout is not None:   # (its first line was taken for a header)
+                h.layout.names, h.layout.skip = list(columns), 0
     for p, h in zip(found[1:], out[1:]):
         if h.names != out[0].names:
             raise DataError(f"{p} (table {table!r}): columns {h.names} differ from those of "
@@ -89,6 +92,7 @@ class Header:
     delimiter: str = ","
     escape: str | bool = False   # MySQL's exports write \" for a quote in a value
     skip: int = 1                # rows before the data: the header (none: columns: named)
+    layout: aligned.Layout | None = None   # fields separated by blanks, not a delimiter
 
 
 def header(path: Path, where: str) -> Header:
@@ -119,6 +123,10 @@ def _header(path: Path, where: str, encoding: str) -> Header:
                 delimiter = max(found, key=written[0].count)
                 written = pacsv.open_csv(src(), read_options=opts,
                                          parse_options=_parse(delimiter, skip)).schema.names
+            elif (lay := aligned.layout(_head(path, encoding))) is not None:
+                log.info("%s: fields separated by %s", where, "blanks" if lay.spans is None
+                         else "their positions (fixed widths)")
+                return Header(*unique_names(lay.names), encoding, " ", layout=lay)
     except pa.ArrowInvalid as e:
         if "Empty CSV file" in str(e):
             raise DataError(f"{where}: the file is empty (0 bytes, not even a header row); "
@@ -128,6 +136,8 @@ def _header(path: Path, where: str, encoding: str) -> Header:
         raise DataError(f"{where}: not a readable CSV file: {e}") from None
     except (OSError, UnicodeError) as e:
         raise DataError(f"{where}: not a readable CSV file: {e}") from None
+    except DataError as e:   # (aligned.layout)
+        raise DataError(f"{where}: {e}") from None
     if delimiter != ",":
         log.info("%s: fields delimited by %r", where, delimiter)
     if encoding not in ("utf8", "cp1252", "latin-1"):   # those two have their warning
@@ -150,6 +160,12 @@ def _first_row(path: Path, limit: int = 1 << 20) -> bytes | None:
     if end >= 0:
         return data[:end + 1]
     return data if len(data) < limit else None
+
+
+def _head(path: Path, encoding: str, limit: int = 1 << 16) -> str:
+    """The file's first ``limit`` bytes as text (a text table's layout is judged on them)."""
+    with _input(path) as f:
+        return f.read(limit).decode(encoding, errors="replace")
 
 
 def unique_names(written: list[str], strip: bool = True) -> tuple[list[str], list[str], dict]:
@@ -225,6 +241,31 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
     """
     h = h or header(path, where)
     names = list(h.names)
+    if h.layout is not None:
+        df = aligned.read(path, where, h.layout, h.encoding, NULLS).set_axis(names, axis=1)
+    else:
+        df = _delimited(path, where, h, names)
+    # the header again, in the rows: parts of an export joined with their headers (cat)
+    again = np.ones(len(df), dtype=bool)
+    for n, w in zip(names, h.written):   # the first column rules out nearly every row
+        again &= df[n].eq(w.strip()).to_numpy(dtype=bool, na_value=False)
+        if not again.any():
+            break
+    if again.any():
+        at = np.flatnonzero(again)
+        log.warning("%s: %s the header (rows %s, counted from the header, row 1: files "
+                    "joined with their headers?): left out", where,
+                    f"{len(at)} rows repeat" if len(at) > 1 else "1 row repeats",
+                    ", ".join(str(i + 2) for i in at[:3]))
+        df = df[~again].reset_index(drop=True)
+    # an unnamed column holding nothing: a delimiter at the end of every line
+    empty = [n for n, w in zip(names, h.written) if not w.strip() and df[n].isna().all()]
+    warn_renamed(where, h.renamed, empty)
+    return df.drop(columns=empty)
+
+
+def _delimited(path: Path, where: str, h: Header, names: list[str]) -> pd.DataFrame:
+    """A delimited file's rows, by pyarrow (see :func:`read_csv`)."""
     bad = _BadRows(h.delimiter)
 
     def read(threads: bool, cols: list[str]) -> pa.Table:
@@ -266,24 +307,7 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
                         f"{shown} (rows counted from the header, row 1). Quote values that "
                         "hold the delimiter or a line break (\"a, b\"), or remove the extra "
                         "fields")
-    df = table.to_pandas()
-    # the header again, in the rows: parts of an export joined with their headers (cat)
-    again = np.ones(len(df), dtype=bool)
-    for n, w in zip(names, h.written):   # the first column rules out nearly every row
-        again &= df[n].eq(w.strip()).to_numpy(dtype=bool, na_value=False)
-        if not again.any():
-            break
-    if again.any():
-        at = np.flatnonzero(again)
-        log.warning("%s: %s the header (rows %s, counted from the header, row 1: files "
-                    "joined with their headers?): left out", where,
-                    f"{len(at)} rows repeat" if len(at) > 1 else "1 row repeats",
-                    ", ".join(str(i + 2) for i in at[:3]))
-        df = df[~again].reset_index(drop=True)
-    # an unnamed column holding nothing: a delimiter at the end of every line
-    empty = [n for n, w in zip(names, h.written) if not w.strip() and df[n].isna().all()]
-    warn_renamed(where, h.renamed, empty)
-    return df.drop(columns=empty)
+    return table.to_pandas()
 
 
 class _BadRows:

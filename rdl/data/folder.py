@@ -395,6 +395,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     composite_key.add_ids(df, t.composite, t.where)
     if t.pkey is not None:
         check_key(df[t.pkey], t.where(t.pkey), composite=t.pkey in t.composite)
+    epochs.date_numbers(t, df)
     epochs.epoch_numbers(t, df)
     leaks.undeclared_time(t, df)
     leaks.later_times(t, df)
