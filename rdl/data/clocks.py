@@ -76,6 +76,13 @@ def seconds(raw: pd.Series, where: str) -> pd.Series:
     return pd.Series(np.where(present, out, np.nan), index=raw.index, dtype="float64")
 
 
+def read(t, col: str, raw: pd.Series) -> pd.Series:
+    """Table ``t``'s column ``col`` of times of day as :func:`seconds`, noted in
+    ``t.read_clocks`` (the draft's and :func:`undeclared`'s)."""
+    t.read_clocks.append(col)
+    return seconds(raw, t.where(col))
+
+
 def parse(spec: dict, at: str) -> dict[str, str]:
     """A table's ``clocks:`` (date column: its column of times of day)."""
     value = spec.get("clocks") or {}

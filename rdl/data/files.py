@@ -74,11 +74,28 @@ def headers(found: list[Path], table: str, columns: list[str] | None = None) -> 
             h.names, h.written, h.renamed, h.skip = list(columns), list(columns), {}, 0
             if h.layout is not None:   # (its first line was taken for a header)
                 h.layout.names, h.layout.skip = list(columns), 0
-    for p, h in zip(found[1:], out[1:]):
-        if h.names != out[0].names:
-            raise DataError(f"{p} (table {table!r}): columns {h.names} differ from those of "
-                            f"{found[0].name}, {out[0].names}; export the parts with one header")
+    warn_drift(f"{found[0].parent} (table {table!r})", found, [h.names for h in out])
     return out
+
+
+def union(parts: list[Header]) -> Header:
+    """One header of a table's parts: every column any of them has, in the order first seen."""
+    names = list(dict.fromkeys(n for h in parts for n in h.names))
+    written = list(dict.fromkeys(w for h in parts for w in h.written))
+    return Header(names, written, {k: v for h in parts for k, v in h.renamed.items()})
+
+
+def warn_drift(where: str, found: list[Path], names: list[list[str]]) -> None:
+    """Warns where a table's parts do not all have the same columns (a column added to a
+    daily export): each is read where it is, missing in the rows of the parts without it."""
+    every = list(dict.fromkeys(n for part in names for n in part))
+    lacking = {n: [p.name for p, part in zip(found, names) if n not in part] for n in every}
+    lacking = {n: ps for n, ps in lacking.items() if ps}
+    if lacking:
+        log.warning("%s: its %d parts do not all have the same columns: %s; read as missing "
+                    "in those parts' rows", where, len(found), "; ".join(
+                        f"{n!r} missing in {len(ps)} ({', '.join(ps[:2])}{', ...' * (len(ps) > 2)})"
+                        for n, ps in list(lacking.items())[:5]))
 
 
 @dataclass

@@ -27,11 +27,10 @@ foreign keys (``{column: referenced_table}``; a table may reference itself), its
 
 A key of several columns is a list (``pkey: [origin, hour]``), a foreign key to it its
 columns joined by commas (``fkeys: {"origin, hour": weather}``; :mod:`rdl.data.composite`).
-Keys without their table (``implied:``, ``dangling: add``) become rows as
-:mod:`rdl.data.implied` says; times taken from the rows referenced as
-:mod:`rdl.data.inherit` says; later events' times become tables as :mod:`rdl.data.events`
-says; times written as period numbers are converted as
-:mod:`rdl.data.periods` says, before any check.
+Keys without their table (``implied:``, ``dangling: add``) become rows
+(:mod:`rdl.data.implied`); times come from the rows referenced (:mod:`rdl.data.inherit`),
+period numbers (:mod:`rdl.data.periods`) or dates and their times of day
+(:mod:`rdl.data.clocks`), before any check; later events become tables (:mod:`rdl.data.events`).
 
 Files are read by :mod:`rdl.data.files` (encodings, delimiters, header names, missing
 values, numbers) and their values checked by :mod:`rdl.data.checks` (keys, times, finite
@@ -315,7 +314,7 @@ def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
     if parts is None and t.columns:
         raise DataError(f"{t.where()}: columns: names a CSV file's fields where it has no header "
                         "row; a parquet or JSON file names its own")
-    header = parts[0] if parts else parquet.header(t.parts, t.where(), t.base)
+    header = files.union(parts) if parts else parquet.header(t.parts, t.where(), t.base)
     columns = header.names
     for col in t.required():
         same = [w for w in header.written if w.strip().casefold() == col.casefold()]
@@ -381,8 +380,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
             df[col] = parse_times(s, t.where(col), required=col == t.time,
                                   dayfirst=t.dayfirst, form=t.formats.get(col))
         elif col in t.clocks.values() or (st in ("", "numerical") and looks_like_clock(s)):
-            df[col] = clocks.seconds(s, t.where(col))   # times of day: seconds since 00:00
-            t.read_clocks.append(col)
+            df[col] = clocks.read(t, col, s)   # times of day: seconds since 00:00
         elif s.dtype == object and all_bool(s):
             # booleans with missing values (parquet's nullable bool): as 0/1 and NaN, which
             # PyTorch Frame reads (its inference takes the Python objects for embeddings)

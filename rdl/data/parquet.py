@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from rdl.data import jsonl, typed
 from rdl.data.database import DataError
 from rdl.data.jsonl import is_json
-from rdl.data.files import Header, unique_names, warn_renamed
+from rdl.data.files import Header, unique_names, warn_drift, warn_renamed
 
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
@@ -44,7 +44,7 @@ def header(found: list[Path], where: str, base: Path | None = None) -> Header:
     """
     try:
         schema = (jsonl.schema(found, where) if is_json(found[0]) else typed.schema(found, where)
-                  if typed.is_typed(found[0]) else pq.read_schema(found[0]))
+                  if typed.is_typed(found[0]) else _unified(found, where))
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     written = [n for f in schema for n in _flat_names(f.name, f.type)]
@@ -54,6 +54,27 @@ def header(found: list[Path], where: str, base: Path | None = None) -> Header:
                         f"{sorted({n for n in written if written.count(n) > 1})}; write the "
                         "file with one name per column")
     return Header(*unique_names(written, strip=False))
+
+
+def _unified(found: list[Path], where: str, warn: bool = True) -> pa.Schema:
+    """The columns of all of a table's parquet parts (a column added to a daily export
+    from some day on: missing in the earlier parts' rows; ``warn``: a warning names them).
+
+    Raises:
+        DataError: a column's types differ between parts beyond what promotes (a number in
+            one, text in another).
+    """
+    schemas = [pq.read_schema(p) for p in found]
+    twice = [s for s in schemas if len(set(s.names)) < len(s.names)]   # (header says so)
+    if len(schemas) == 1 or twice:
+        return (twice or schemas)[0]
+    if warn:
+        warn_drift(where, found, [s.names for s in schemas])
+    try:
+        return pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise DataError(f"{where}: its parts' columns are of types that do not merge ({e}); "
+                        "export every part with the same types") from None
 
 
 def _flat_names(name: str, type_: pa.DataType) -> list[str]:
@@ -87,10 +108,16 @@ def read(found: list[Path], where: str, base: Path | None = None,
         elif typed.is_typed(found[0]):
             table = typed.table(found, where)
         elif base is None:
-            table = pa.concat_tables([pq.read_table(p) for p in found], promote_options="default")
+            table = pa.concat_tables([pq.read_table(p) for p in found],
+                                     promote_options="permissive")
         else:   # a folder: its key=value sub-folders are columns too
-            table = ds.dataset([str(p) for p in found], format="parquet", partitioning="hive",
-                               partition_base_dir=str(base)).to_table()
+            parts = [str(p) for p in found]
+            hive = ds.dataset(parts, format="parquet", partitioning="hive",
+                              partition_base_dir=str(base)).schema   # (its first part's)
+            table = ds.dataset(parts, format="parquet", partitioning="hive",
+                               partition_base_dir=str(base),
+                               schema=pa.unify_schemas([_unified(found, where, False), hive],
+                                                       promote_options="permissive")).to_table()
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     cols, out = [], []

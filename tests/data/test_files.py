@@ -336,7 +336,7 @@ def test_gzip_utf16_csv(tmp_path):
     assert load_folder(tmp_path)["tags"].df["name"].tolist() == ["Zoë", "rust"]
 
 
-def test_a_table_written_as_parts(tmp_path):
+def test_a_table_written_as_parts(tmp_path, caplog):
     """Spark, Snowflake, BigQuery and Redshift export a table as a folder of part files
     (with markers beside them), or as numbered files a wildcard names."""
     write(tmp_path)
@@ -360,17 +360,46 @@ def test_a_table_written_as_parts(tmp_path):
     db = load_folder(tmp_path)
     assert list(db.keys["users"]) == [10, 11, 12]
     assert sorted(db["votes"].df["day"]) == [6, 7, 7, 8] and len(db["votes"]) == 4
-    # the parts must agree on their columns
+    # a part of other columns, in another order (the export changed): each where it is
     (tmp_path / "users" / "part-00009.csv.gz").write_bytes(gzip.compress(
-        b"user_id,signup\n13,2024-01-04\n"))
-    fails(tmp_path, "part-00009.csv.gz (table 'users'): columns ['user_id', 'signup'] differ "
-          "from those of part-00000.csv.gz")
+        b"signup,user_id,plan\n2024-01-04,13,pro\n"))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        db = load_folder(tmp_path)
+    users = db["users"].df.set_index(db.keys["users"])
+    assert users.loc[13, "plan"] == "pro" and users["plan"].isna().sum() == 3
+    assert users.loc[13, "signup"] == pd.Timestamp("2024-01-04") and pd.isna(users.loc[13, "age"])
+    assert "its 4 parts do not all have the same columns: 'age' missing in 1 (part-00009.csv.gz)" \
+        in caplog.text and "'plan' missing in 3 (part-00000.csv.gz, part-00001.csv.gz, ...)" \
+        in caplog.text
     (tmp_path / "users" / "part-00009.csv.gz").unlink()
     (tmp_path / "users" / "part-00009.parquet").write_bytes(b"")
     fails(tmp_path, "users (table 'users'): holds CSV and parquet files")
     for p in (tmp_path / "users").iterdir():
         p.unlink()
     fails(tmp_path, "users: no CSV, parquet or JSON file in it (the data file of table 'users')")
+
+
+def test_parquet_parts_whose_columns_changed_over_time(tmp_path, caplog):
+    """A daily export gains a column from some day on, and a number's type widens: every
+    part's columns are read (before: the first part's only, the new column lost)."""
+    for day, extra in ((1, {}), (2, {"channel": ["web", "app"]})):
+        (tmp_path / "orders" / f"day={day}").mkdir(parents=True)
+        pd.DataFrame({"order_id": [2 * day, 2 * day + 1], **extra,
+                      "amount": [1, 2] if day == 1 else [2.5, 3.5],
+                      "created": pd.to_datetime([f"2024-01-0{day}"] * 2)}).to_parquet(
+            tmp_path / "orders" / f"day={day}" / "part-0.parquet", index=False)
+    schema = {"tables": {"orders": {"pkey": "order_id", "time": "created",
+                                    "stypes": {"channel": "categorical"}}}}
+    with caplog.at_level(logging.WARNING, logger="rdl.data.files"):
+        db = load_folder(tmp_path, schema)
+    df = db["orders"].df.set_index(db.keys["orders"]).sort_index()
+    assert df["channel"].tolist()[2:] == ["web", "app"] and df["channel"].isna().sum() == 2
+    assert df["amount"].tolist() == [1, 2, 2.5, 3.5] and df["day"].tolist() == [1, 1, 2, 2]
+    assert "'channel' missing in 1 (part-0.parquet)" in caplog.text
+    pd.DataFrame({"order_id": [6], "amount": ["n/a"], "created": pd.to_datetime(["2024-01-03"])}
+                 ).to_parquet(tmp_path / "orders" / "day=2" / "part-1.parquet", index=False)
+    fails(tmp_path, "(table 'orders'): its parts' columns are of types that do not merge",
+          schema=schema)
 
 
 def test_padded_keys_and_a_header_repeated_in_the_rows(tmp_path, caplog):
