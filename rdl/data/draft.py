@@ -93,7 +93,7 @@ def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
                 break
             spec["clocks"] = {**spec.get("clocks", {}), **joined}   # read again, joined
         except epochs.EpochNumbers as e:
-            spec["formats"] = {c: f"epoch_{u}" for c, u in e.units.items()}
+            spec["formats"] = {c: epochs.form_of(u) for c, u in e.units.items()}
         except Placeholder as e:
             if e.value in spec.setdefault("missing", []):
                 raise
@@ -183,8 +183,8 @@ def draft(folder) -> str:
                          "times hold)")
         if read_as.get(name, {}).get("formats"):
             forms = ", ".join(f"{_yaml(c)}: {f}" for c, f in read_as[name]["formats"].items())
-            lines.append(f"    formats: {{{forms}}}   # whole numbers named as times, sized as "
-                         "times since 1970 in that unit")
+            lines.append(f"    formats: {{{forms}}}   # numbers named as times, sized as times "
+                         "since 1970 in that unit (excel: a spreadsheet's serial days)")
         if read_as.get(name, {}).get("clocks"):
             pairs = ", ".join(f"{_yaml(d)}: {_yaml(c)}" for d, c in read_as[name]["clocks"].items())
             lines.append(f"    clocks: {{{pairs}}}   # days, and their times of day by name: "

@@ -23,6 +23,11 @@ EPOCH_RANGES = {u: (631_152_000 * f, 2_208_988_800 * f)
 #: words of a column's name that say it holds times
 TIME_NAMES = {"at", "ts", "dt", "time", "timestamp", "date", "datetime", "epoch", "when",
               "created", "updated", "modified"}
+#: words of a column's name that say it holds days, and words that say it is a key
+DATE_NAMES = {"date", "day", "dt", "datum", "fecha"}
+KEY_NAMES = {"id", "key", "sk", "no", "nr", "num", "number", "code"}
+#: a spreadsheet's serial days of 1990 to 2040 (1990-01-01 is day 32874; a fraction, the time)
+EXCEL_RANGE = (32_874, 51_502)
 
 
 class EpochNumbers(DataError):
@@ -34,10 +39,17 @@ class EpochNumbers(DataError):
         self.units = units
 
 
+def form_of(unit: str) -> str:
+    """How ``formats:`` declares numbers of ``unit`` (``epoch_ms``, ``excel``)."""
+    return unit if unit == "excel" else f"epoch_{unit}"
+
+
 def epoch_unit(name: str, values: pd.Series) -> str | None:
     """The unit (``s``, ``ms``, ``us``, ``ns``) of a column of numbers named as times
     (``created_at``, ``event_timestamp``, ``time``) whose every value is a time of 1990
-    to 2040 in it; else None."""
+    to 2040 in it; ``excel`` for one named as days (``order_date``, not a key) whose every
+    value is a spreadsheet's serial day of those years (a date cell exported as its
+    number); else None."""
     if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         return None
     words = name_words(str(name)) or [str(name).casefold()]
@@ -47,6 +59,9 @@ def epoch_unit(name: str, values: pd.Series) -> str | None:
     if not len(v):
         return None
     lo, hi = v.min(), v.max()
+    if set(words) & DATE_NAMES and not set(words) & KEY_NAMES and \
+            EXCEL_RANGE[0] <= lo and hi < EXCEL_RANGE[1]:
+        return "excel"
     return next((u for u, (a, b) in EPOCH_RANGES.items() if a <= lo and hi <= b), None)
 
 
@@ -59,8 +74,7 @@ def date_numbers(t: TableSchema, df: pd.DataFrame) -> None:
         if c in t.stypes or c in t.formats or c in (t.pkey, t.time, *t.fkeys) or \
                 not pd.api.types.is_numeric_dtype(v) or pd.api.types.is_bool_dtype(v) or \
                 not len(v) or not (v % 1 == 0).all() or \
-                not words & (TIME_NAMES | {"day", "datum", "fecha"}) or \
-                words & {"id", "key", "sk", "no", "nr", "num", "number", "code"} or \
+                not words & (TIME_NAMES | DATE_NAMES) or words & KEY_NAMES or \
                 not v.between(1900_01_01, 2100_12_31).all():
             continue
         parsed = pd.to_datetime(v.astype(str), format="%Y%m%d", errors="coerce")
@@ -79,10 +93,14 @@ def epoch_numbers(t: TableSchema, df: pd.DataFrame) -> None:
     if not units:
         return
     col, unit = next(iter(units.items()))
-    first, last = (pd.to_datetime(df[col].agg(f), unit=unit) for f in ("min", "max"))
+    first, last = (pd.to_datetime(df[col].agg(f), unit="D", origin="1899-12-30") if
+                   unit == "excel" else pd.to_datetime(df[col].agg(f), unit=unit)
+                   for f in ("min", "max"))
     also = f"; also {sorted(set(units) - {col})[:5]}" if len(units) > 1 else ""
     raise EpochNumbers(
-        f"{t.where(col)}: holds numbers named as times and sized as {unit} since 1970 "
-        f"({first:%Y-%m-%d} to {last:%Y-%m-%d} read so{also}): declare "
-        f"them times (formats: {{{', '.join(f'{c}: epoch_{u}' for c, u in units.items())}}}; "
+        f"{t.where(col)}: holds numbers named as times and sized as " + (
+            "a spreadsheet's serial days (a date cell exported as its number)" if unit ==
+            "excel" else f"{unit} since 1970") +
+        f" ({first:%Y-%m-%d} to {last:%Y-%m-%d} read so{also}): declare "
+        f"them times (formats: {{{', '.join(f'{c}: {form_of(u)}' for c, u in units.items())}}}; "
         f"the table's time too: time: {col}) or numbers (stypes: {{{col}: numerical}})", units)

@@ -88,3 +88,27 @@ def test_the_draft_declares_them_and_its_schema_loads(tmp_path):
     db = load_folder(tmp_path, {"tables": schema})
     assert db["events"].time_col == "event_timestamp"
     assert db["events"].df["event_timestamp"].between(START, START + pd.Timedelta(days=91)).all()
+
+
+def test_a_spreadsheet_s_serial_days_stop_until_declared_and_are_drafted(tmp_path):
+    """A date cell saved as its number (45292: 2024-01-01, Excel's day count), as a sheet
+    formatted 'General' exports it: read as a number, the orders loaded static."""
+    days = pd.to_datetime(["2024-01-01", "2024-01-03", "2024-02-10", "2024-03-31"])
+    serial = (days - pd.Timestamp("1899-12-30")).days
+    pd.DataFrame({"customer_id": [1, 2]}).to_csv(tmp_path / "customers.csv", index=False)
+    pd.DataFrame({"order_no": [40001, 40002, 40003, 40004], "customer_id": [1, 2, 1, 2],
+                  "order_date": serial, "quantity": [40000, 45000, 33000, 50000]}
+                 ).to_csv(tmp_path / "orders.csv", index=False)
+    schema = {"tables": {"customers": {"pkey": "customer_id"},
+                         "orders": {"pkey": "order_no", "fkeys": {"customer_id": "customers"}}}}
+    fails(tmp_path, "orders.csv (table 'orders', column 'order_date'): holds numbers named as "
+          "times and sized as a spreadsheet's serial days", "(2024-01-01 to 2024-03-31 read so)",
+          "formats: {order_date: excel}", schema=schema)
+    text = draft(tmp_path)
+    spec = yaml.safe_load(text)["tables"]["orders"]
+    assert spec["formats"] == {"order_date": "excel"} and spec["time"] == "order_date"
+    (tmp_path / "schema.yaml").write_text(text)
+    db = load_folder(tmp_path)
+    got = db["orders"].df.set_index(db.keys["orders"]).sort_index()
+    assert (got["order_date"].to_numpy() == days.to_numpy()).all()
+    assert got["quantity"].tolist() == [40000, 45000, 33000, 50000]   # no date by its name
