@@ -52,7 +52,7 @@ import torch_frame
 import yaml
 
 from rdl.data import (clocks, composite as composite_key, dbfile, epochs, events, files, implied,
-                      inherit, leaks, parquet, periods, sheets, sources, typed)
+                      inherit, leaks, nested, parquet, periods, sheets, sources, typed)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
@@ -67,7 +67,7 @@ from rdl.progress import bar, stage
 log = logging.getLogger(__name__)
 
 TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "formats",
-              "events", "columns", "clocks"}
+              "events", "columns", "clocks", "unnest"}
 SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
 EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx", *typed.SUFFIXES)   # a table's file when the schema names none
@@ -140,10 +140,10 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             period.column if period else None if time is None else str(time), stypes)
         t.composite, t.via, t.seen_in = composite, via, seen_in
         t.missing, t.period, t.dayfirst = [*everywhere, *_words(spec, at)], period, dayfirst
-        t.implied = _implied(spec, at)
+        t.implied = implied.parse(spec, at)
         t.formats = read_formats(spec, stypes, {t.pkey, *t.fkeys} - set(composite), at)
         t.events, t.columns = events.parse(spec, t, at), files.columns_of(spec, at)
-        t.clocks = clocks.parse(spec, at)
+        t.clocks, t.unnest = clocks.parse(spec, at), nested.parse(spec, at)
         if period and period.column in t.formats:
             raise DataError(f"{at}: {period.column!r} has a period (time: {{...}}) and a form "
                             "(formats:): keep one")
@@ -157,6 +157,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         if t.pkey is not None and t.pkey in t.fkeys:
             raise DataError(f"{where}: table {t.name!r}: column {t.pkey!r} is both its primary "
                             "key and a foreign key; give the table a key of its own")
+    nested.resolve(tables, where)
     check_references(tables, lambda t, col: f"{where}: table {t.name!r}: foreign key {col!r}")
     events.check_names(tables, where)
     inherit.resolve(tables, where)
@@ -166,17 +167,6 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
                             f"references it: declare the columns that hold its keys (e.g. "
                             f"transactions: {{fkeys: {{{t.pkey}: {t.name}}}}})")
     return tables, dangling
-
-
-def _implied(spec: dict, at: str) -> bool:
-    """A table's ``implied:`` (true: a row for every key its foreign keys hold)."""
-    value = spec.get("implied", False)
-    if not isinstance(value, bool):
-        raise DataError(f"{at}: implied {value!r}: true (a row for every key the foreign keys "
-                        "referencing it hold) or false")
-    if value and spec.get("pkey") is None:
-        raise DataError(f"{at}: implied: true needs its pkey: the column its keys go in")
-    return value
 
 
 def _words(spec: dict, where: str) -> list[str]:
@@ -241,6 +231,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     policy = str(dangling) if dangling is not None else policy
     if policy not in DANGLING:
         raise DataError(f"dangling {policy!r}: expected one of {list(DANGLING)}")
+    nested.export(tables)   # lists of rows as tables' files, written once into the cache
     # Cheap checks first: every file there, every named column in it.
     files_of = {name: t for name, t in tables.items() if not t.key_only}
     for t in files_of.values():   # (a workbook: its one sheet, as CSV)
@@ -345,7 +336,8 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
                           dropped={c for c, st in t.stypes.items()
                                    if st is None and c not in t.events})
     # text as a file wrote it: a CSV's every column, a JSON file's columns of text
-    text = (list(df.columns) if headers is not None else [] if not is_json(t.parts[0]) else
+    text = (list(df.columns) if headers is not None else [] if not (
+        is_json(t.parts[0]) or t.unnest) else   # (JSON's lists: Shopify's "price": "9.50")
             [c for c in df.columns if pd.api.types.is_string_dtype(df[c])])
     if text:
         df[text] = missing_words(df[text], t.where, t.missing)   # R's NA: numbers or times

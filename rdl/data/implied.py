@@ -35,6 +35,17 @@ log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one pla
 FIRST_SEEN = "first_seen"
 
 
+def parse(spec: dict, at: str) -> bool:
+    """A table's ``implied:`` (true: a row for every key its foreign keys hold)."""
+    value = spec.get("implied", False)
+    if not isinstance(value, bool):
+        raise DataError(f"{at}: implied {value!r}: true (a row for every key the foreign keys "
+                        "referencing it hold) or false")
+    if value and spec.get("pkey") is None:
+        raise DataError(f"{at}: implied: true needs its pkey: the column its keys go in")
+    return value
+
+
 def complete(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
              everywhere: bool) -> dict[str, pd.DataFrame]:
     """``frames`` with the rows the foreign keys imply added to each implied table (every

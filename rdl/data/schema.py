@@ -27,6 +27,8 @@ class TableSchema:
         self.columns: list[str] | None = None   # a CSV file's names where it has no header
         self.clocks: dict[str, str] = {}    # column of dates: its column of times of day
         self.read_clocks: list[str] = []    # columns read as times of day (clocks)
+        self.unnest: tuple[str, str] | None = None   # (table, column): its rows' lists (nested)
+        self.unnest_key: str | None = None   # its column of their rows' keys (nested)
 
     @property
     def base(self) -> Path | None:
