@@ -151,7 +151,7 @@ def _flat(name: str, col: pa.ChunkedArray, where: str,
         (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_nested(t.value_type))
     if nested:
         raise DataError(f"{where}, column {name!r}: of type {t}, which no feature holds (a "
-                        f"map, or a list of structs or lists); drop it (stypes: {{{name}: null}}"
-                        " in the schema), or write its parts as columns, or as a table of their "
-                        "own with a foreign key")
+                        f"map, or a list of structs or lists); a list's elements are a table "
+                        f"of their own (a table with unnest: {{<this table>: {name}}}), or "
+                        f"drop it (stypes: {{{name}: null}})")
     return [(name, col)]

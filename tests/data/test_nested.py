@@ -118,3 +118,10 @@ def test_a_table_of_text_holds_no_lists(tmp_path):
     fails(tmp_path, "orders.csv holds no lists (a JSON or parquet file does)",
           schema={"tables": {"orders": {"pkey": "id"},
                              "items": {"unnest": {"orders": "line_items"}}}})
+
+
+def test_without_unnest_a_list_of_objects_stops_saying_what_to_write(tmp_path):
+    write(tmp_path)
+    fails(tmp_path, "orders.jsonl (table 'orders'), column 'line_items'", "a list's elements are "
+          "a table of their own (a table with unnest: {<this table>: line_items})",
+          schema={"tables": {"orders": SCHEMA["tables"]["orders"]}})
