@@ -124,4 +124,4 @@ def test_without_unnest_a_list_of_objects_stops_saying_what_to_write(tmp_path):
     write(tmp_path)
     fails(tmp_path, "orders.jsonl (table 'orders'), column 'line_items'", "a list's elements are "
           "a table of their own (a table with unnest: {<this table>: line_items})",
-          schema={"tables": {"orders": SCHEMA["tables"]["orders"]}})
+          schema={"tables": {"orders": {"file": "orders.jsonl", "pkey": "id"}}})
