@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import clocks, dbfile, epochs, files, leaks, sheets, sources
+from rdl.data import clocks, dbfile, epochs, files, leaks, nested, sheets, sources
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
                                  pair_share, primary_key)
 from rdl.data.database import Database, DataError, Table
@@ -81,6 +81,9 @@ def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
     and the forms of numbers that are times since 1970 by their names and sizes."""
     spec = {"file": file}
     found = sources.parts(folder / file)
+    lists = nested.lists_in(found)   # lists of objects: tables of their own (unnest:)
+    if lists:
+        spec["stypes"] = {c: None for c in lists}
     if found and all(map(sources.is_csv, found)):
         written = files.header(found[0], f"{found[0]} (table {name!r})").written
         if files.no_header(written):
@@ -100,8 +103,28 @@ def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
             spec["missing"].append(e.value)
     else:
         df = load_folder(folder, {"tables": {name: spec}})[name].df
-    given[name] = {k: v for k, v in spec.items() if k != "file"}
+    given[name] = {**{k: v for k, v in spec.items() if k != "file"}, "lists": lists}
     return df
+
+
+def _unnested(folder: Path, tables: dict, read_as: dict, pkeys: dict):
+    """(table, its column of lists, the table of their elements, its rows) for each table
+    with lists of objects and a key of one column: the elements as the loader reads them
+    (without the key to their table, which ``unnest:`` gives)."""
+    for name, spec in list(read_as.items()):
+        for col in spec.get("lists") or []:
+            child = f"{name}_{col}"
+            if name not in pkeys or child in tables:
+                continue
+            parent = {**{k: v for k, v in spec.items() if k != "lists"},
+                      "file": tables[name], "pkey": pkeys[name]}
+            try:
+                db = load_folder(folder, {"tables": {name: parent,
+                                                     child: {"unnest": {name: col}}}})
+            except DataError:
+                continue   # (the draft says what it could not read where it can)
+            df = db[child].df
+            yield name, col, child, df.drop(columns=[k for k in db[child].fkeys])
 
 
 def draft(folder) -> str:
@@ -129,6 +152,12 @@ def draft(folder) -> str:
     keys = {n: single.get(n) or ((None, "") if n in composite else primary_key(
         bare[n], df, owned(n))) for n, df in frames.items()}
     pkeys = {n: k for n, (k, _) in keys.items() if k is not None}
+    for n, col, child, df in _unnested(folder, tables, read_as, pkeys):   # their keys too
+        tables[child], frames[child], read_as[child] = None, df, {"unnest": (n, col)}
+        bare = bare_names(frames)
+        keys[child] = primary_key(bare[child], df, owned(child))
+        if keys[child][0] is not None:
+            pkeys[child] = keys[child][0]
     composite = {**composites(frames, pkeys), **composite}
     times = {n: times_of(df) for n, df in frames.items()}
     fkeys = {n: foreign_keys(n, df, pkeys, frames, bare) for n, df in frames.items()}
@@ -161,7 +190,11 @@ def draft(folder) -> str:
              "tables:"]
     for name, file in tables.items():
         lines.append(f"  {_yaml(name)}:")
-        if source == folder:   # (a database file's tables are found by their names)
+        if read_as.get(name, {}).get("unnest"):
+            parent, col = read_as[name]["unnest"]
+            lines.append(f"    unnest: {{{_yaml(parent)}: {_yaml(col)}}}   # a row per element "
+                         f"of each {parent} row's {col}, keyed and timed by that row")
+        elif source == folder:   # (a database file's tables are found by their names)
             lines.append(f"    file: {_yaml(file)}")
         if read_as.get(name, {}).get("columns"):
             lines.append(f"    columns: [{', '.join(read_as[name]['columns'])}]   # the file "

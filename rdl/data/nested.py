@@ -87,7 +87,7 @@ def export(tables: dict[str, TableSchema]) -> None:
         p = tables[t.unnest[0]]
         found = sources.parts(p.file)
         stamp = "|".join(f"{f}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in found)
-        tag = hashlib.sha1(f"{stamp}|{t.unnest}|{t.unnest_key}".encode()).hexdigest()[:12]
+        tag = hashlib.sha1(f"{stamp}|{t.name}|{t.unnest}|{t.unnest_key}".encode()).hexdigest()[:12]
         folder = exported(p.file, lambda _, out, p=p, t=t, found=found: _write(
             p, t, found, Path(out)), tag=f"unnest{tag}")
         t.file = folder / f"{t.name}.parquet"
@@ -104,6 +104,20 @@ def _write(p: TableSchema, t: TableSchema, found: list[Path], out: Path) -> None
     with duck.connect(threads=None) as con:   # rows in the lists' order
         con.sql(f"COPY ({query}) TO {jsonl._quote(str(out / f'{t.name}.parquet'))} "
                 "(FORMAT parquet)")
+
+
+def lists_in(found: list[Path]) -> list[str]:
+    """The columns of a table's JSON or parquet files that hold lists of objects (the
+    draft's ``unnest:`` tables); none for other files."""
+    if not found or not (jsonl.is_json(found[0]) or sources.is_parquet(found[0])):
+        return []
+    try:
+        schema = jsonl.schema(found, str(found[0])) if jsonl.is_json(found[0]) else \
+            pq.read_schema(found[0])
+    except (DataError, pa.ArrowInvalid, OSError):
+        return []   # (the loader says why)
+    return [f.name for f in schema if (pa.types.is_list(f.type) or pa.types.is_large_list(
+        f.type)) and pa.types.is_struct(f.type.value_type)]
 
 
 def _element(p: TableSchema, column: str, at: str) -> pa.DataType:

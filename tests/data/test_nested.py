@@ -10,7 +10,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
+from rdl.data.draft import draft
 from rdl.data.folder import load_folder
 from tests.data.test_folder import fails
 
@@ -125,3 +127,16 @@ def test_without_unnest_a_list_of_objects_stops_saying_what_to_write(tmp_path):
     fails(tmp_path, "orders.jsonl (table 'orders'), column 'line_items'", "a list's elements are "
           "a table of their own (a table with unnest: {<this table>: line_items})",
           schema={"tables": {"orders": {"file": "orders.jsonl", "pkey": "id"}}})
+
+
+def test_the_draft_makes_a_list_of_objects_a_table_and_guesses_its_keys(tmp_path):
+    write(tmp_path)
+    pd.DataFrame({"product_id": [5, 6, 7], "title": ["a", "b", "c"]}).to_csv(
+        tmp_path / "products.csv", index=False)
+    text = draft(tmp_path)
+    spec = yaml.safe_load(text)["tables"]["orders_line_items"]
+    assert spec["unnest"] == {"orders": "line_items"} and spec["pkey"] == "id"
+    assert spec["fkeys"] == {"product_id": "products"} and "file" not in spec
+    (tmp_path / "schema.yaml").write_text(text)
+    db = load_folder(tmp_path)
+    assert len(db["orders_line_items"]) == 3 and db["orders_line_items"].time_col == "created_at"
