@@ -20,6 +20,9 @@ encodings, numbers, times). Then, per table:
   for a person to say; the pair of a composite key, by its names; a column named as a
   key that no table holds, repeated (``household_key``), said to be the key of a table
   ``implied: true`` would make (:mod:`rdl.data.implied`);
+* **lists of objects** in a JSON or parquet column (an order's ``line_items``): a table of
+  their own (``orders_line_items: {unnest: {orders: line_items}}``, :mod:`rdl.data.nested`),
+  whose keys are guessed as any table's;
 * **time**: its column of times (of several, by name: ``created``, ``timestamp``, ``date``
   ...; never a birth, a deadline or a change time), or the time of the rows it references
   (``time: {via: order_id}``); none: a static table; its other columns of times declared
