@@ -254,7 +254,7 @@ def test_parquet_structs_durations_and_nested_columns(tmp_path):
     assert "meta" not in df.columns
     posts_with(tmp_path, extra=pa.array([[{"k": 1}], [], None]))
     fails(tmp_path, "posts.parquet (table 'posts'), column 'extra'", "of type list<element: struct",
-          "(stypes: {extra: null} in the schema)")
+          "unnest: {<this table>: extra}), or drop it (stypes: {extra: null})")
     schema = (tmp_path / "schema.yaml").read_text()
     (tmp_path / "schema.yaml").write_text(schema.replace(
         "stypes: {meta_source_app: categorical}", "stypes: {extra: null, meta: null}"))
