@@ -36,7 +36,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from rdl.data import aligned
+from rdl.data import aligned, reports
 from rdl.data.database import DataError
 from rdl.data.sources import input_stream as _input
 from rdl.data.sources import member as _member
@@ -74,6 +74,10 @@ def headers(found: list[Path], table: str, columns: list[str] | None = None) -> 
             h.names, h.written, h.renamed, h.skip = list(columns), list(columns), {}, 0
             if h.layout is not None:   # (its first line was taken for a header)
                 h.layout.names, h.layout.skip = list(columns), 0
+    for p, h in zip(found[1:], out[1:]):
+        if not set(h.names) & set(out[0].names):
+            raise DataError(f"{p} (table {table!r}): columns {h.names} share none with those "
+                            f"of {found[0].name}, {out[0].names}; export the parts with one header")
     warn_drift(f"{found[0].parent} (table {table!r})", found, [h.names for h in out])
     return out
 
@@ -124,8 +128,10 @@ def header(path: Path, where: str) -> Header:
 
 
 def _header(path: Path, where: str, encoding: str) -> Header:
-    opts = pacsv.ReadOptions(encoding=encoding)
-    first = _first_row(path) if encoding in ("utf8", "cp1252", "latin-1") else None
+    above = reports.preamble(_head(path, encoding))   # a report's title, notes (lines)
+    opts = pacsv.ReadOptions(encoding=encoding, skip_rows=above)
+    first = _first_row(path) if encoding in ("utf8", "cp1252", "latin-1") and not above \
+        else None
     src = (lambda: pa.BufferReader(first)) if first is not None else (lambda: _source(path))
     # with data rows (UTF-16 or -32, whose rows reach the handler as UTF-8, or a header
     # past 1 MB), rows with other numbers of fields are skipped: read_csv reports them
@@ -157,9 +163,11 @@ def _header(path: Path, where: str, encoding: str) -> Header:
         raise DataError(f"{where}: {e}") from None
     if delimiter != ",":
         log.info("%s: fields delimited by %r", where, delimiter)
+    if above:
+        log.info("%s: %d line(s) above the header left out (a report's title?)", where, above)
     if encoding not in ("utf8", "cp1252", "latin-1"):   # those two have their warning
         log.info("%s: read as %s (its byte-order mark says so)", where, encoding)
-    return Header(*unique_names(written), encoding, delimiter)
+    return Header(*unique_names(written), encoding, delimiter, skip=above + 1)
 
 
 def _first_row(path: Path, limit: int = 1 << 20) -> bytes | None:
@@ -262,6 +270,7 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
         df = aligned.read(path, where, h.layout, h.encoding, NULLS).set_axis(names, axis=1)
     else:
         df = _delimited(path, where, h, names)
+    df = reports.without_totals(df, where)
     # the header again, in the rows: parts of an export joined with their headers (cat)
     again = np.ones(len(df), dtype=bool)
     for n, w in zip(names, h.written):   # the first column rules out nearly every row

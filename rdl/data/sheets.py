@@ -39,7 +39,7 @@ ERRORS = {"#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#N/A", "#
 #: the rows read to find the header
 _HEAD = 20
 #: the first value of a row of totals below a sheet's data
-_TOTAL = re.compile(r"(?i)(grand |sub-?)?totals?:?|sum|gesamt(summe)?|summe|total général")
+TOTAL = re.compile(r"(?i)(grand |sub-?)?totals?:?|sum|gesamt(summe)?|summe|total général")
 
 
 def is_workbook(path) -> bool:
@@ -161,7 +161,7 @@ def write_sheet(path, sheet: str, target, where: str | None = None) -> Path:
         j < len(r) and r[j].strip() for r in rows[start + 1:])]
     body = [r for r in rows[start + 1:] if width(r)]
     totals = 0
-    while body and _TOTAL.fullmatch(next(v for v in body[-1] if v.strip()).strip()):
+    while body and TOTAL.fullmatch(next(v for v in body[-1] if v.strip()).strip()):
         body, totals = body[:-1], totals + 1
     if totals:
         log.info("%s: %d row(s) of totals after the data left out", where, totals)

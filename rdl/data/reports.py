@@ -1,0 +1,69 @@
+"""CSV files written as reports (an accounting package's "Sales by Customer Detail", a
+bank's statement, an analytics export): lines above the header (the report's title, its
+period, the account, ``#`` notes) and rows of totals below the data. Left out, as the
+sheets of a workbook are read (:mod:`rdl.data.sheets`, whose rules these are):
+
+* lines above the header are left out where each has fewer fields than most rows (a
+  title, a blank line) or starts with ``#``: the header is the first row of as many fields
+  as most, more than half of them filled (a line of as many fields, ``Account:,12345,,``,
+  is taken for the header: the schema's columns are then missing, and the load says so);
+* trailing rows whose first value is ``Total``, ``Grand total``, ``Sum`` (and a field
+  empty) are totals, not rows.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from collections import Counter
+
+import pandas as pd
+
+from rdl.data.sheets import TOTAL
+
+log = logging.getLogger("rdl.data.files")
+
+_HEAD = 20   # the rows the header is looked for in
+
+
+def preamble(text: str, delimiters=(",", ";", "\t", "|")) -> int:
+    """The number of lines above the header of the CSV text ``text`` (its first lines):
+    lines of fewer fields than most rows (a title, a blank line) or starting with ``#``,
+    above the first row of as many fields as most, more than half of them filled."""
+    best, rows = 0, []
+    for d in delimiters:
+        reader = csv.reader(io.StringIO(text), delimiter=d)
+        read = []
+        try:
+            for row in reader:
+                read.append((len(row), sum(1 for v in row if v.strip()), reader.line_num,
+                             bool(row) and row[0].lstrip().startswith("#")))
+                if len(read) == _HEAD:
+                    break
+        except csv.Error:
+            continue
+        if read and max(r[1] for r in read) > best:
+            best, rows = max(r[1] for r in read), read
+    if best < 2:
+        return 0
+    mode = Counter(r[0] for r in rows if r[0] > 1).most_common(1)[0][0]
+    best = max(filled for n, filled, _, _ in rows if n == mode)
+    start = next((i for i, (n, filled, _, _) in enumerate(rows)
+                  if n == mode and filled > best / 2), 0)
+    if start == 0 or not all(n < mode or note for n, _, _, note in rows[:start]):
+        return 0
+    return rows[start - 1][2]   # the lines the rows above the header span
+
+
+def without_totals(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """``df`` (text) without its trailing rows of totals."""
+    n = len(df)
+    while n > 0:
+        row = df.iloc[n - 1]
+        values = [v for v in row if isinstance(v, str) and v.strip()]
+        if not values or not TOTAL.fullmatch(values[0].strip()) or row.notna().all():
+            break
+        n -= 1
+    if n < len(df):
+        log.info("%s: %d row(s) of totals after the data left out", where, len(df) - n)
+    return df.iloc[:n]

@@ -1,0 +1,66 @@
+"""CSV files written as reports: an accounting package's title and period above the
+header and its totals below the rows, an analytics export's ``#`` notes; left out as a
+workbook's are, while files whose first line is their header read as before
+(rdl.data.reports)."""
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+
+from rdl.data.folder import load_folder
+from tests.data.test_folder import fails
+
+REPORT = ("Sales by Customer Detail\r\n"
+          "Acme Trading Ltd\r\n"
+          "January 2024\r\n"
+          "\r\n"
+          "Customer,Date,Num,Amount,Memo\r\n"
+          "Acme,2024-01-03,1001,250.00,\r\n"
+          "Beta,2024-01-05,1002,\"1,200.50\",rush\r\n"
+          "Total,,,\"1,450.50\",\r\n")
+SCHEMA = {"tables": {"sales": {"pkey": "Num", "time": "Date"}}}
+
+
+def test_a_report_s_title_and_totals_are_left_out(tmp_path, caplog):
+    (tmp_path / "sales.csv").write_text(REPORT)
+    with caplog.at_level(logging.INFO, logger="rdl.data.files"):
+        db = load_folder(tmp_path, SCHEMA)
+    df = db["sales"].df
+    assert list(db.keys["sales"]) == [1001, 1002]
+    assert df["Amount"].tolist() == [250.0, 1200.5] and df["Customer"].tolist() == ["Acme", "Beta"]
+    assert "4 line(s) above the header left out" in caplog.text
+    assert "1 row(s) of totals after the data left out" in caplog.text
+
+
+def test_notes_above_the_header_and_other_delimiters(tmp_path):
+    (tmp_path / "sales.csv").write_text("# Analytics export\n# 20240101-20240131\n\n"
+                                        "Date;Num;Users\n2024-01-01;1;12\n2024-01-02;2;15\n")
+    df = load_folder(tmp_path, SCHEMA)["sales"].df
+    assert df["Users"].tolist() == [12, 15]
+
+
+def test_files_whose_first_line_is_the_header_read_as_before(tmp_path):
+    # an index written without a name (pandas' to_csv): its header's first field is empty
+    (tmp_path / "sales.csv").write_text(",Num,Date\n0,1,2024-01-01\n1,2,2024-01-02\n")
+    assert load_folder(tmp_path, SCHEMA)["sales"].df["unnamed_1"].tolist() == [0, 1]
+    # a row named Total with every field filled is a row
+    (tmp_path / "sales.csv").write_text("Num,Date,Kind\n1,2024-01-01,a\n2,2024-01-02,Total\n")
+    assert load_folder(tmp_path, SCHEMA)["sales"].df["Kind"].tolist() == ["a", "Total"]
+    # rows of more fields than the header are no header: the load says which they are
+    (tmp_path / "sales.csv").write_text("Num,Date\n1,2024-01-01,x,y\n2,2024-01-02\n3,2024-01-03\n")
+    fails(tmp_path, "sales.csv (table 'sales'): 1 row does not have the header's 2 fields",
+          schema=SCHEMA)
+
+
+def test_a_report_in_parts_and_a_report_without_its_table(tmp_path):
+    (tmp_path / "sales").mkdir()
+    for i, (num, day) in enumerate([(1001, "2024-01-03"), (1002, "2024-01-05")]):
+        (tmp_path / "sales" / f"part-{i}.csv").write_text(
+            f"Sales report\n\nNum,Date,Amount\n{num},{day},10\nTotal,,10\n")
+    db = load_folder(tmp_path, SCHEMA)
+    assert sorted(db.keys["sales"]) == [1001, 1002]
+    assert pd.api.types.is_datetime64_any_dtype(db["sales"].df["Date"])
+    (tmp_path / "sales" / "part-1.csv").write_text("Sales report\n\n")
+    fails(tmp_path, "part-1.csv (table 'sales'): columns ['Sales report'] share none with "
+          "those of part-0.csv", schema=SCHEMA)
