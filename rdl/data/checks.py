@@ -179,7 +179,8 @@ def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:
 #: words that mean missing where a column's other values are numbers or times (R's NA;
 #: a spreadsheet's failed formulas, as its CSV export writes them), and are text elsewhere
 #: (NA: Namibia)
-MISSING_WORDS = ("NA", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#ERROR!")
+MISSING_WORDS = ("NA", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#ERROR!",
+                 "N/A", "n/a", "None", "none", "(null)", "#N/A N/A")   # reports, str(None)
 
 
 def missing_words(df: pd.DataFrame, where, declared=()) -> pd.DataFrame:

@@ -270,7 +270,7 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
         df = aligned.read(path, where, h.layout, h.encoding, NULLS).set_axis(names, axis=1)
     else:
         df = _delimited(path, where, h, names)
-    df = reports.without_totals(df, where)
+    df = reports.excel_text(reports.without_totals(df, where), where)
     # the header again, in the rows: parts of an export joined with their headers (cat)
     again = np.ones(len(df), dtype=bool)
     for n, w in zip(names, h.written):   # the first column rules out nearly every row

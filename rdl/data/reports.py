@@ -8,7 +8,9 @@ sheets of a workbook are read (:mod:`rdl.data.sheets`, whose rules these are):
   as most, more than half of them filled (a line of as many fields, ``Account:,12345,,``,
   is taken for the header: the schema's columns are then missing, and the load says so);
 * trailing rows whose first value is ``Total``, ``Grand total``, ``Sum`` (and a field
-  empty) are totals, not rows.
+  empty) are totals, not rows;
+* a value written ``="00123"`` (a formula, so that Excel keeps a code's leading zeros) is
+  its text, ``00123``.
 """
 from __future__ import annotations
 
@@ -67,3 +69,17 @@ def without_totals(df: pd.DataFrame, where: str) -> pd.DataFrame:
     if n < len(df):
         log.info("%s: %d row(s) of totals after the data left out", where, len(df) - n)
     return df.iloc[:n]
+
+
+def excel_text(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """``df`` (text) with values written ``="00123"`` as their text: how exports meant for
+    Excel keep a code's leading zeros (Excel would read ``00123`` as the number 123)."""
+    for col in df.columns:
+        s = df[col]
+        first = s.dropna()
+        if len(first) and isinstance(first.iloc[0], str) and first.iloc[0].startswith('="'):
+            inner = s.str.extract(r'^="(.*)"$', expand=False)
+            df[col] = inner.where(inner.notna(), s)
+            log.info("%s, column %r: values written =\"...\" (text for Excel) read as the "
+                     "text inside", where, col)
+    return df

@@ -64,3 +64,14 @@ def test_a_report_in_parts_and_a_report_without_its_table(tmp_path):
     (tmp_path / "sales" / "part-1.csv").write_text("Sales report\n\n")
     fails(tmp_path, "part-1.csv (table 'sales'): columns ['Sales report'] share none with "
           "those of part-0.csv", schema=SCHEMA)
+
+
+def test_codes_written_as_text_for_excel_and_words_for_missing(tmp_path):
+    """="00123" keeps a code's zeros in Excel; N/A, None and (null) in a column of numbers
+    are missing (before: the column was read as text, its numbers categories)."""
+    (tmp_path / "sales.csv").write_text(
+        'Num,Date,Account,Amount\n1,2024-01-01,="00123",N/A\n2,2024-01-02,="00456",5.5\n'
+        '3,2024-01-03,="00123",None\n4,2024-01-04,="00789",(null)\n')
+    df = load_folder(tmp_path, SCHEMA)["sales"].df
+    assert df["Account"].tolist() == ["00123", "00456", "00123", "00789"]
+    assert pd.api.types.is_float_dtype(df["Amount"]) and df["Amount"].notna().sum() == 1
