@@ -6,9 +6,10 @@
 * **Avro** (``.avro``: BigQuery's and Kafka's exports), by fastavro: its logical types
   (``timestamp-micros``, ``date``, ``decimal``) as times, dates and decimals, its records
   as structs (a column per field), its unions with null as missing values;
-* **SAS** (``.sas7bdat``, transport ``.xpt``) and **Stata** (``.dta``), by pandas, as
-  statisticians' and health insurers' warehouses export them: date-formatted numbers as
-  times, Stata's value labels as their text.
+* **SAS** (``.sas7bdat``, transport ``.xpt``) and **Stata** (``.dta``), by pandas, and
+  **SPSS** (``.sav``, ``.zsav``, portable ``.por``; by pyreadstat, where installed), as
+  statisticians', survey firms' and health insurers' warehouses export them:
+  date-formatted numbers as times, value labels as their text.
 
 A table's file is read once: the loader asks for its columns, then its rows, and the file
 is let go after them.
@@ -23,7 +24,8 @@ import pyarrow as pa
 
 from rdl.data.database import DataError
 
-SUFFIXES = (".orc", ".arrow", ".feather", ".ipc", ".avro", ".sas7bdat", ".xpt", ".dta")
+SUFFIXES = (".orc", ".arrow", ".feather", ".ipc", ".avro", ".sas7bdat", ".xpt", ".dta", ".sav",
+            ".zsav", ".por")
 
 
 def is_typed(path: Path) -> bool:
@@ -62,6 +64,8 @@ def _read(path: Path, size: int, mtime: int, where: str) -> pa.Table:
             return _avro(path)
         if kind == ".dta":
             df = pd.read_stata(path, convert_categoricals=True)
+        elif kind in (".sav", ".zsav", ".por"):
+            df = _spss(path, where)
         else:
             df = pd.read_sas(path, format="xport" if kind == ".xpt" else "sas7bdat",
                              encoding="infer")
@@ -70,6 +74,17 @@ def _read(path: Path, size: int, mtime: int, where: str) -> pa.Table:
         raise
     except Exception as e:   # each reader raises its own kinds on a damaged file
         raise DataError(f"{where}: not a readable {kind[1:].upper()} file: {e}") from None
+
+
+def _spss(path: Path, where: str) -> pd.DataFrame:
+    try:
+        import pyreadstat
+    except ImportError:
+        raise DataError(f"{where}: reading SPSS files needs pyreadstat: pip install "
+                        "pyreadstat (or save the file as CSV)") from None
+    read = pyreadstat.read_por if path.suffix.lower() == ".por" else pyreadstat.read_sav
+    df, _ = read(str(path), apply_value_formats=True, dates_as_pandas_datetime=True)
+    return df
 
 
 def _avro(path: Path) -> pa.Table:

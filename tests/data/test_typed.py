@@ -58,6 +58,13 @@ def write(folder, kind: str) -> None:
         labelled = orders.assign(channel=orders["channel"].astype("category"),
                                  ordered=orders["ordered"].astype("datetime64[ns]"))
         labelled.to_stata(path, write_index=False, convert_dates={"ordered": "tc"})
+    elif kind == "sav":   # SPSS: the channel as codes with value labels, a DATETIME
+        import pyreadstat
+        codes = {"web": 1.0, "shop": 2.0}
+        pyreadstat.write_sav(orders.assign(channel=orders["channel"].map(codes),
+                                           ordered=orders["ordered"].astype("datetime64[ns]")),
+                             str(path), variable_value_labels={
+                                 "channel": {v: k for k, v in codes.items()}})
     elif kind == "xpt":   # SAS transport, version 5 (the FDA's): names of 8 characters,
         import pyreadstat  # times as ISO 8601 text (as the FDA's SDTM writes its --DTC)
         sas = orders.assign(ordered=orders["ordered"].dt.strftime("%Y-%m-%dT%H:%M:%S"))
@@ -75,7 +82,7 @@ SCHEMA = {"tables": {"customers": {"pkey": "customer_id"},
                                 "fkeys": {"customer_id": "customers"}}}}
 
 
-@pytest.mark.parametrize("kind", ["orc", "feather", "avro", "dta", "xpt"])
+@pytest.mark.parametrize("kind", ["orc", "feather", "avro", "dta", "xpt", "sav"])
 def test_a_typed_file_loads_as_its_parquet_does(tmp_path, kind):
     (tmp_path / "pq").mkdir()
     write(tmp_path, kind)
