@@ -58,14 +58,27 @@ from rdl.data.periods import looks_like
 log = logging.getLogger(__name__)
 
 def tables_of(folder: Path) -> dict[str, str]:
-    """The folder's tables: name -> its file or folder of parts (relative)."""
+    """The folder's tables: name -> its file or folder of parts (relative); files whose
+    names differ only in their numbers (a month's export each: ``sales_2024_01.csv``, ...)
+    one table, by the wildcard naming them alone (``sales_*_*.csv``)."""
+    found = [p for p in sorted(folder.iterdir())
+             if not p.name.startswith((".", "_")) and p.name != "schema.yaml" and (
+                 (p.is_file() and not sources.unnamed(p) and (  # (a README: no table)
+                     sources.is_csv(p) or sources.is_parquet(p) or sheets.is_workbook(p)))
+                 or (p.is_dir() and sources.parts(p)))]
+    alike: dict[str, list[Path]] = {}
+    for p in found:
+        if p.is_file():
+            alike.setdefault(re.sub(r"\d+", "*", p.name), []).append(p)
+    single = {_stem(p.name) for p in found if p.is_file()}
     out = {}
-    for p in sorted(folder.iterdir()):
-        if p.name.startswith((".", "_")) or p.name == "schema.yaml":
-            continue
-        data = p.is_file() and not sources.unnamed(p) and (  # (a README: no table)
-            sources.is_csv(p) or sources.is_parquet(p) or sheets.is_workbook(p))
-        if data or (p.is_dir() and sources.parts(p)):
+    for p in found:
+        pattern = re.sub(r"\d+", "*", p.name)
+        name = re.sub(r"^[_\-. ]+|[_\-. ]+$", "", re.sub(r"[_\-. ]*\*", "", _stem(pattern)))
+        if p.is_file() and len(alike[pattern]) > 1 and name and name not in single and \
+                sorted(folder.glob(pattern)) == alike[pattern]:
+            out.setdefault(name, pattern)
+        else:
             out.setdefault(_stem(p.name) if p.is_file() else p.name, p.name)
     return out
 

@@ -129,3 +129,23 @@ def test_a_table_of_seasons_is_told_how_to_time_its_rows(tmp_path):
                                              "origin": "2019-01-01", "first": 2019}
     got = load_folder(tmp_path, schema)["standings"].df["season"]
     assert sorted(got.unique()) == [pd.Timestamp("2020-01-01"), pd.Timestamp("2021-01-01")]
+
+
+def test_a_month_s_export_each_is_one_table_by_its_wildcard(tmp_path):
+    """sales_2024_01.csv, sales_2024_02.csv, ...: one table's parts, as the loader reads
+    a wildcard's files; not where the wildcard would also take another file."""
+    for m in ("01", "02", "03"):
+        (tmp_path / f"sales_2024_{m}.csv").write_text(
+            f"order_id,customer_id,ordered\n{m}1,1,2024-{m}-03\n{m}2,2,2024-{m}-09\n")
+    (tmp_path / "customers.csv").write_text("customer_id,name\n1,a\n2,b\n")
+    text = draft(tmp_path)
+    tables = yaml.safe_load(text)["tables"]
+    assert set(tables) == {"customers", "sales"} and tables["sales"]["file"] == "sales_*_*.csv"
+    assert tables["sales"]["fkeys"] == {"customer_id": "customers"}
+    (tmp_path / "schema.yaml").write_text(text)
+    assert len(load_folder(tmp_path)["sales"]) == 6
+    for year in ("2023", "2024"):
+        (tmp_path / f"orders_{year}.csv").write_text("order_id\n1\n")
+    (tmp_path / "orders_archive.csv").write_text("order_id\n1\n")   # orders_*.csv takes it too
+    assert {"orders_2023", "orders_2024", "orders_archive"} <= set(
+        yaml.safe_load(draft(tmp_path))["tables"])
