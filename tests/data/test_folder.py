@@ -203,9 +203,9 @@ def test_a_bad_value_deep_in_a_csv_is_named_by_its_column(tmp_path):
     # pyarrow infers types from the first block and would fail later on "CSV column #2"
     n = 200_000
     users = pd.DataFrame({"user_id": np.arange(n), "signup": "2024-01-01", "age": "30"})
-    users.loc[n - 1, "age"] = "n/a"
+    users.loc[n - 1, "age"] = "30 years"
     write(tmp_path, users=lambda df: users)
-    fails(tmp_path, "column 'age'", "1 of 200000 values are not numbers, e.g. 'n/a'")
+    fails(tmp_path, "column 'age'", "1 of 200000 values are not numbers, e.g. '30 years'")
 
 
 def test_empty_table(tmp_path):

@@ -103,14 +103,14 @@ def test_values_of_mixed_types_are_read_as_a_csv_s_text(tmp_path, caplog):
     rows = events()
     for i, r in enumerate(rows):
         r["amount"] = str(r["amount"]) if i % 2 else r["amount"]   # "1.5" and 3.0
-        r["score"] = "n/a" if i == 3 else i
+        r["score"] = "pending" if i == 3 else i
         r["day"] = f"{1 + i % 9:02d}.01.2023"    # a dotted date, day first
     write(tmp_path, rows)
     db = load_folder(tmp_path)
     df = db["events"].df.assign(id=db.keys["events"]).sort_values("id")
     assert df["amount"].tolist() == [1.5 * i for i in range(12)]
-    assert df["score"].tolist()[:4] == ["0", "1", "2", "n/a"]
-    assert "column 'score'): 1 of 12 values are not numbers (e.g. 'n/a')" in caplog.text
+    assert df["score"].tolist()[:4] == ["0", "1", "2", "pending"]
+    assert "column 'score'): 1 of 12 values are not numbers (e.g. 'pending')" in caplog.text
     assert df["day"].dt.day.tolist()[:3] == [1, 2, 3]
 
 
