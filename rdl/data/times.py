@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import DataError
+from rdl.data import period_text
 from rdl.data.clocks import CLOCK
 from rdl.data.messages import _column, _rows, _stypes, rows, show
 from rdl.data.numbers import written_numbers
@@ -335,6 +336,11 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
     if len(text) and pd.to_numeric(text, errors="coerce").notna().all() and not \
             text.str.fullmatch(r"\d{4}").all():   # numbers, not years: no ISO 8601 time
         return _date_keys(pd.to_numeric(raw, errors="coerce"), where)
+    if (period := period_text.read(text)) is not None:   # 2024-01: known once January ends
+        log.info("%s: read as %ss (e.g. %r), each at its end: a row about a %s is known once "
+                 "it is over (write a first day, 2024-01-01, for a start)", where, period[1],
+                 text.iloc[0], period[1])
+        return period[0].reindex(raw.index)
     if len(text) and text.str.fullmatch(CLOCK).all():
         raise DataError(f"{where}: times of day without their date (e.g. {text.iloc[0]!r}); "
                         "join them to the column of their dates (clocks: {DATE_COLUMN: "

@@ -1,0 +1,44 @@
+"""Times written as the period they name (a monthly report's ``2024-01``, a quarter's
+``2024-Q1``): each row at its period's end, not its first instant, which would show a
+seed inside the period what the whole period holds (rdl.data.period_text)."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from rdl.data.draft import draft
+from rdl.data.folder import load_folder
+from rdl.data.period_text import read
+
+
+def test_a_month_s_row_is_seen_once_the_month_is_over(tmp_path):
+    (tmp_path / "stores.csv").write_text("store_id,name\n1,a\n2,b\n")
+    (tmp_path / "monthly.csv").write_text("store_id,month,revenue\n1,2024-01,100\n"
+                                          "2,2024-01,120\n1,2024-02,90\n2,2024-02,130\n")
+    (tmp_path / "schema.yaml").write_text(draft(tmp_path))   # time: month
+    db = load_folder(tmp_path)
+    months = db["monthly"].df["month"]
+    assert sorted(months.unique()) == list(pd.to_datetime(["2024-02-01", "2024-03-01"]))
+    # before: 2024-01 was 2024-01-01, and a seed on January 15th saw January's revenue
+    assert len(db["monthly"].upto(pd.Timestamp("2024-01-15")).df) == 0
+    assert len(db["monthly"].upto(pd.Timestamp("2024-02-01")).df) == 2
+
+
+@pytest.mark.parametrize("written, ends, unit", [
+    (["2024-01", "2023-12"], ["2024-02-01", "2024-01-01"], "month"),
+    (["01/2024", "12/2023"], ["2024-02-01", "2024-01-01"], "month"),
+    (["Jan 2024", "December 2023", "Feb. 2024"], ["2024-02-01", "2024-01-01", "2024-03-01"],
+     "month"),
+    (["2024-Q1", "2023Q4", "Q2 2024"], None, None),   # two forms in one column: no period
+    (["2024-Q1", "2023Q4"], ["2024-04-01", "2024-01-01"], "quarter"),
+    (["Q1 2024", "q4-2023"], ["2024-04-01", "2024-01-01"], "quarter"),
+    (["2024", "2023"], ["2025-01-01", "2024-01-01"], "year"),
+    (["2024-13"], None, None),
+    (["2024-01-05"], None, None),
+])
+def test_period_forms(written, ends, unit):
+    got = read(pd.Series(written))
+    if ends is None:
+        assert got is None
+    else:
+        assert got[1] == unit and got[0].tolist() == list(pd.to_datetime(ends))
