@@ -56,6 +56,20 @@ def check_key(keys: pd.Series, where: str, composite: bool = False) -> None:
                         + ", or declare no pkey (a table of facts)")
 
 
+def without_repeats(df: pd.DataFrame, key: str, where: str) -> pd.DataFrame:
+    """``df`` without the rows that repeat another in every column where its key
+    ``key`` repeats (exports of overlapping days, parts written twice): the same row, not
+    two rows with one key, which :func:`check_key` stops on. A warning counts them."""
+    if not df[key].duplicated().any():
+        return df
+    again = df.duplicated(keep="first").to_numpy()
+    if again.any():
+        log.warning("%s: %d rows repeat another row in every column (overlapping exports?): "
+                    "read once (%s)", where, int(again.sum()), rows(again))
+        df = df[~again].reset_index(drop=True)
+    return df
+
+
 def check_finite(values: pd.Series, where: str) -> None:
     """Numbers a model can take: no infinity (``inf``, or a value too large for float64
     that a file wrote, ``1e400``) and none beyond float32, which PyTorch Frame's tensors

@@ -59,7 +59,7 @@ from rdl.data.keys import check_references, map_foreign_keys
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
 from rdl.data.checks import (all_bool, check_finite, check_key, mask_missing, missing_words,
-                             numbers, parse_numbers)
+                             numbers, parse_numbers, without_repeats)
 from rdl.data.clocks import looks_like_clock
 from rdl.data.times import looks_like_times, parse_times, read_formats
 from rdl.progress import bar, stage
@@ -384,6 +384,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     clocks.join(t, df)
     composite_key.add_ids(df, t.composite, t.where)
     if t.pkey is not None:
+        df = without_repeats(df, t.pkey, t.where())
         check_key(df[t.pkey], t.where(t.pkey), composite=t.pkey in t.composite)
     epochs.date_numbers(t, df)
     epochs.epoch_numbers(t, df)

@@ -104,7 +104,8 @@ tables:
 
 
 def test_composite_key_errors_name_the_table_the_columns_and_the_rows(tmp_path):
-    write(tmp_path, weather=lambda d: pd.concat([d, d.iloc[[0]]], ignore_index=True))
+    write(tmp_path, weather=lambda d: pd.concat([d, d.iloc[[0]].assign(temp=9.0)],
+                                                 ignore_index=True))   # (an exact repeat: once)
     fails(tmp_path, "weather.csv (table 'weather', column 'origin, time_hour')",
           "primary key duplicated: 2 rows share 1 values", "'JFK|2013-01-01 05:00:00' (rows 0, 4)",
           "agree in every column of the key: add the column that tells them apart")

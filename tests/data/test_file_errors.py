@@ -63,7 +63,8 @@ def test_infinities_in_parquet(tmp_path):
 
 
 def test_a_duplicated_key_says_how_to_declare_a_composite_one(tmp_path):
-    write(tmp_path, posts=lambda df: pd.concat([df, df.iloc[[0, 1]]], ignore_index=True))
+    write(tmp_path, posts=lambda df: pd.concat([df, df.iloc[[0, 1]].assign(length=[7, 8])],
+                                               ignore_index=True))
     fails(tmp_path, "posts.parquet (table 'posts', column 'post_id')",
           "primary key duplicated: 4 rows share 2 values, e.g. 100 (rows 0, 3), 101 (rows 1, 4)",
           "declare them all (pkey: [order_id, line])")
@@ -174,3 +175,14 @@ def test_an_undeclared_time_column_stops_the_leak(tmp_path, caplog):
         db = load_folder(tmp_path)   # the opt-in: a static table with a time feature
     assert db["votes"].time_col is None
     assert "hold times" not in caplog.text
+
+
+def test_rows_repeated_in_every_column_are_read_once(tmp_path, caplog):
+    """Exports of overlapping days repeat rows: the same row twice is one row (counted
+    twice, every total over it would be wrong), not two rows sharing a key."""
+    write(tmp_path, posts=lambda df: pd.concat([df, df.iloc[[0, 1]]], ignore_index=True))
+    with caplog.at_level(logging.WARNING, logger="rdl.data.checks"):
+        db = load_folder(tmp_path)
+    assert sorted(db.keys["posts"]) == [100, 101, 102]
+    assert "posts.parquet (table 'posts'): 2 rows repeat another row in every column" \
+        in caplog.text
