@@ -123,7 +123,9 @@ def lists_in(found: list[Path]) -> list[str]:
 def _element(p: TableSchema, column: str, at: str) -> pa.DataType:
     """The type of the elements of ``p``'s list column ``column``."""
     found = sources.parts(p.file)
-    if not found or not (jsonl.is_json(found[0]) or sources.is_parquet(found[0])):
+    if not found:
+        raise DataError(f"{at}: {p.file}: missing (the data file of table {p.name!r})")
+    if not (jsonl.is_json(found[0]) or sources.is_parquet(found[0])):
         raise DataError(f"{at}: {p.file.name} holds no lists (a JSON or parquet file does)")
     schema = jsonl.schema(found, p.where()) if jsonl.is_json(found[0]) else \
         pq.read_schema(found[0])

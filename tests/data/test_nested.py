@@ -140,3 +140,8 @@ def test_the_draft_makes_a_list_of_objects_a_table_and_guesses_its_keys(tmp_path
     (tmp_path / "schema.yaml").write_text(text)
     db = load_folder(tmp_path)
     assert len(db["orders_line_items"]) == 3 and db["orders_line_items"].time_col == "created_at"
+
+
+def test_the_missing_file_of_the_table_holding_the_lists_is_named(tmp_path):
+    fails(tmp_path, "table 'order_items': unnest", "orders.jsonl: missing (the data file of "
+          "table 'orders')", schema=SCHEMA)
