@@ -76,8 +76,8 @@ def excel_text(df: pd.DataFrame, where: str) -> pd.DataFrame:
     Excel keep a code's leading zeros (Excel would read ``00123`` as the number 123)."""
     for col in df.columns:
         s = df[col]
-        first = s.dropna()
-        if len(first) and isinstance(first.iloc[0], str) and first.iloc[0].startswith('="'):
+        at = s.first_valid_index()   # (not a pass over the column: most have no such value)
+        if at is not None and isinstance(s[at], str) and s[at].startswith('="'):
             inner = s.str.extract(r'^="(.*)"$', expand=False)
             df[col] = inner.where(inner.notna(), s)
             log.info("%s, column %r: values written =\"...\" (text for Excel) read as the "
