@@ -70,12 +70,12 @@ def date_numbers(t: TableSchema, df: pd.DataFrame) -> None:
     1900-2100 written ``yyyymmdd``, with no stype or form declared, as those dates."""
     for c in df.columns:
         words = set(name_words(str(c))) or {str(c).casefold()}
-        v = df[c].dropna()
         if c in t.stypes or c in t.formats or c in (t.pkey, t.time, *t.fkeys) or \
-                not pd.api.types.is_numeric_dtype(v) or pd.api.types.is_bool_dtype(v) or \
-                not len(v) or not (v % 1 == 0).all() or \
                 not words & (TIME_NAMES | DATE_NAMES) or words & KEY_NAMES or \
-                not v.between(1900_01_01, 2100_12_31).all():
+                not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
+            continue   # (by name and type first: no pass over a column not named so)
+        v = df[c].dropna()
+        if not len(v) or not (v % 1 == 0).all() or not v.between(1900_01_01, 2100_12_31).all():
             continue
         parsed = pd.to_datetime(v.astype(str), format="%Y%m%d", errors="coerce")
         if parsed.notna().all():

@@ -341,7 +341,8 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
                  "it is over (write a first day, 2024-01-01, for a start)", where, period[1],
                  text.iloc[0], period[1])
         return period[0].reindex(raw.index)
-    if len(text) and text.str.fullmatch(CLOCK).all():
+    if len(text) and text.iloc[:_HEAD].str.fullmatch(CLOCK).all() and \
+            text.str.fullmatch(CLOCK).all():
         raise DataError(f"{where}: times of day without their date (e.g. {text.iloc[0]!r}); "
                         "join them to the column of their dates (clocks: {DATE_COLUMN: "
                         f"{_column(where)}}}), which is then the time; or read them as "
