@@ -114,7 +114,8 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         if not (text or norm(col).endswith(("id", "key"))):
             continue
         shares = {t: _share(df[col], frames[t][k]) for t, k in pkeys.items()
-                  if (t != name or not text) and keyish(frames[t][k])}
+                  if (t != name or not text and _to_itself(col, bare[name]))
+                  and keyish(frames[t][k])}
         holds = [t for t, share in shares.items() if share >= 0.9]
         if len(holds) == 1:
             out[col] = (holds[0], f"{shares[holds[0]]:.0%} of its values are keys of "
@@ -138,6 +139,20 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                f"(a household, a session), a table of them: {table}: {{pkey: "
                                f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))
     return out, notes
+
+
+#: words that name a row of the same table (a post's parent, an employee's manager)
+SELF_WORDS = ("parent", "child", "reply", "replied", "answer", "manager", "boss", "report",
+              "prev", "previous", "next", "root", "original", "source", "referr", "related",
+              "duplicate", "merged", "successor", "predecessor", "superior", "mentor")
+
+
+def _to_itself(col: str, table: str) -> bool:
+    """Whether a column of whole numbers may name a row of its own table: its name says so
+    (``parent_id``, ``manager_id``, ``reply_to``) or names the table; not ``customer_id``
+    in orders, whose small numbers are all order ids too."""
+    n = norm(col)
+    return any(w in n for w in SELF_WORDS) or n.startswith(_singular(table))
 
 
 def _rest(share: float, table: str) -> str:

@@ -149,3 +149,17 @@ def test_a_month_s_export_each_is_one_table_by_its_wildcard(tmp_path):
     (tmp_path / "orders_archive.csv").write_text("order_id\n1\n")   # orders_*.csv takes it too
     assert {"orders_2023", "orders_2024", "orders_archive"} <= set(
         yaml.safe_load(draft(tmp_path))["tables"])
+
+
+def test_small_ids_of_another_entity_are_no_reference_to_the_table_itself(tmp_path):
+    """customer_id 0..99 in orders keyed 0..999: every customer id is an order id too, but
+    its name names customers; a reference to the table itself is named so (parent_id)."""
+    n = 1000
+    pd.DataFrame({"id": range(n), "customer_id": [i % 100 for i in range(n)],
+                  "parent_id": [None] + [i // 2 for i in range(1, n)],
+                  "created": pd.date_range("2024-01-01", periods=n, freq="h")}
+                 ).to_csv(tmp_path / "orders.csv", index=False)
+    text = draft(tmp_path)
+    spec = yaml.safe_load(text)["tables"]["orders"]
+    assert spec["fkeys"] == {"parent_id": "orders"}
+    assert "customers: {pkey: customer_id, implied: true}" in text
