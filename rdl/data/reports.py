@@ -31,7 +31,7 @@ _HEAD = 20   # the rows the header is looked for in
 def preamble(text: str, delimiters=(",", ";", "\t", "|")) -> int:
     """The number of lines above the header of the CSV text ``text`` (its first lines):
     lines of fewer fields than most rows (a title, a blank line) or starting with ``#``,
-    above the first row of as many fields as most, more than half of them filled."""
+    above the first row with more than half as many values as the widest of most rows."""
     best, rows = 0, []
     for d in delimiters:
         reader = csv.reader(io.StringIO(text), delimiter=d)
@@ -50,8 +50,7 @@ def preamble(text: str, delimiters=(",", ";", "\t", "|")) -> int:
         return 0
     mode = Counter(r[0] for r in rows if r[0] > 1).most_common(1)[0][0]
     best = max(filled for n, filled, _, _ in rows if n == mode)
-    start = next((i for i, (n, filled, _, _) in enumerate(rows)
-                  if n == mode and filled > best / 2), 0)
+    start = next((i for i, (n, filled, _, _) in enumerate(rows) if filled > best / 2), 0)
     if start == 0 or not all(n < mode or note for n, _, _, note in rows[:start]):
         return 0
     return rows[start - 1][2]   # the lines the rows above the header span

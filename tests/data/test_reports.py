@@ -47,6 +47,10 @@ def test_files_whose_first_line_is_the_header_read_as_before(tmp_path):
     # a row named Total with every field filled is a row
     (tmp_path / "sales.csv").write_text("Num,Date,Kind\n1,2024-01-01,a\n2,2024-01-02,Total\n")
     assert load_folder(tmp_path, SCHEMA)["sales"].df["Kind"].tolist() == ["a", "Total"]
+    # a delimiter ending every data row, not the header: the header is still the header
+    (tmp_path / "sales.csv").write_text("Num,Date\n1,2024-01-01,\n2,2024-01-02,\n"
+                                        "3,2024-01-03,\n")
+    assert sorted(load_folder(tmp_path, SCHEMA).keys["sales"]) == [1, 2, 3]
     # rows of more fields than the header are no header: the load says which they are
     (tmp_path / "sales.csv").write_text("Num,Date\n1,2024-01-01,x,y\n2,2024-01-02\n3,2024-01-03\n")
     fails(tmp_path, "sales.csv (table 'sales'): 1 row does not have the header's 2 fields",
