@@ -145,7 +145,7 @@ def dates_of(df: pd.DataFrame, read: list[str]) -> dict[str, str]:
     days = [c for c in df.columns if pd.api.types.is_datetime64_any_dtype(df[c])
             and (df[c].dropna() == df[c].dropna().dt.normalize()).all()]
     out = {}
-    for clock in read:
+    for clock in (c for c in read if c in df):   # (one joined already is gone)
         fits = [d for d in days if d not in out and pair(d, clock)]
         if fits and (df[clock] < 86400).all():
             out[min(fits, key=lambda d: len(_words(d)))] = clock

@@ -128,3 +128,13 @@ def test_clock_forms_and_pairs():
     assert pair("order_date", "order_time") and pair("date", "time")
     assert pair("ERDAT", "ERZET") and pair("CPUDT", "CPUTM") and pair("OrderDate", "OrderTime")
     assert not pair("date", "air_time") and not pair("ship_date", "order_time")
+
+
+def test_the_draft_joins_one_clock_once_beside_another_column_of_days(tmp_path):
+    till(tmp_path)
+    df = pd.read_csv(tmp_path / "orders.csv")
+    df.rename(columns={"order_date": "date", "order_time": "time"}).assign(
+        ship_date=pd.to_datetime(df["order_date"]) + pd.Timedelta(days=2)).to_csv(
+        tmp_path / "orders.csv", index=False)
+    spec = yaml.safe_load(draft(tmp_path))["tables"]["orders"]
+    assert spec["clocks"] == {"date": "time"} and spec["time"] == "date"
