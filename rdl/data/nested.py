@@ -88,8 +88,9 @@ def export(tables: dict[str, TableSchema]) -> None:
         found = sources.parts(p.file)
         stamp = "|".join(f"{f}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in found)
         tag = hashlib.sha1(f"{stamp}|{t.name}|{t.unnest}|{t.unnest_key}".encode()).hexdigest()[:12]
-        folder = exported(p.file, lambda _, out, p=p, t=t, found=found: _write(
-            p, t, found, Path(out)), tag=f"unnest{tag}")
+        folder = exported(p.file if p.file.exists() else found[0],   # (a wildcard's files)
+                          lambda _, out, p=p, t=t, found=found: _write(p, t, found, Path(out)),
+                          tag=f"unnest{tag}")
         t.file = folder / f"{t.name}.parquet"
 
 

@@ -145,3 +145,11 @@ def test_the_draft_makes_a_list_of_objects_a_table_and_guesses_its_keys(tmp_path
 def test_the_missing_file_of_the_table_holding_the_lists_is_named(tmp_path):
     fails(tmp_path, "table 'order_items': unnest", "orders.jsonl: missing (the data file of "
           "table 'orders')", schema=SCHEMA)
+
+
+def test_the_lists_of_a_table_named_by_a_wildcard(tmp_path):
+    for i, chunk in enumerate((ORDERS[:2], ORDERS[2:])):
+        (tmp_path / f"orders_{i}.jsonl").write_text("".join(json.dumps(o) + "\n" for o in chunk))
+    schema = {"tables": {**SCHEMA["tables"], "orders": {**SCHEMA["tables"]["orders"],
+                                                        "file": "orders_*.jsonl"}}}
+    assert items_of(load_folder(tmp_path, schema))["order"].tolist() == [1, 1, 3]
