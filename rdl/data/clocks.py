@@ -26,6 +26,7 @@ import pandas as pd
 
 from rdl.data.database import DataError
 from rdl.data.messages import rows, show
+from rdl.data.names import name_words
 
 log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one place
 
@@ -132,7 +133,7 @@ def join(t, df: pd.DataFrame) -> None:
 def pair(date: str, clock: str) -> bool:
     """Whether a column of times of day names the time of a column of dates: ``time``
     and ``date``, ``order_time`` and ``order_date``, ``ERZET`` and ``ERDAT``."""
-    a, b = _words(date), _words(clock)
+    a, b = set(name_words(date)), set(name_words(clock))
     if b & CLOCK_WORDS and b - CLOCK_WORDS <= a - DATE_WORDS and a & DATE_WORDS:
         return True
     d, c = re.sub(r"[^0-9a-z]", "", date.casefold()), re.sub(r"[^0-9a-z]", "", clock.casefold())
@@ -148,7 +149,7 @@ def dates_of(df: pd.DataFrame, read: list[str]) -> dict[str, str]:
     for clock in (c for c in read if c in df):   # (one joined already is gone)
         fits = [d for d in days if d not in out and pair(d, clock)]
         if fits and (df[clock] < 86400).all():
-            out[min(fits, key=lambda d: len(_words(d)))] = clock
+            out[min(fits, key=lambda d: len(name_words(d)))] = clock
     return out
 
 
@@ -166,9 +167,3 @@ def undeclared(t, df: pd.DataFrame, read: list[str]) -> None:
             log.warning("%s: the table's time %r holds days alone, and %r their times of day: "
                         "a seed during a day sees every row of that day; clocks: {%s: %s} "
                         "times each row at its moment", t.where(), t.time, clock, t.time, clock)
-
-
-def _words(name: str) -> set[str]:
-    """A name's words, lower case, as :func:`rdl.data.periods.name_words` splits them
-    (periods reads times, which reads this module: it cannot be imported here)."""
-    return {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", str(name))}

@@ -13,7 +13,7 @@ import pandas as pd
 from rdl.data.composite import ids
 from rdl.data.draft_times import norm
 from rdl.data.keys import comparable
-from rdl.data.periods import name_words
+from rdl.data.names import name_words
 
 #: words that start or end exports' table names beyond the table's own (``dim_``, ``_dataset``)
 AFFIXES = {"dim", "fact", "fct", "tbl", "table", "stg", "raw", "src", "dw", "dataset", "data",

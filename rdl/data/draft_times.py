@@ -25,7 +25,8 @@ import pandas as pd
 from rdl.data.keys import comparable
 from rdl.data.calendars import day_column
 from rdl.data.leaks import BIRTH, LATER_SHARE, later_flags
-from rdl.data.periods import looks_like, name_words
+from rdl.data.names import name_words
+from rdl.data.periods import looks_like
 
 #: names of time columns, most likely the row's own time first
 TIME_WORDS = ("creat", "timestamp", "time", "date", "ts", "at", "day", "start", "signup",

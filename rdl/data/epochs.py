@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rdl.data.database import DataError
-from rdl.data.periods import name_words
+from rdl.data.names import name_words
 from rdl.data.schema import TableSchema
 from rdl.data.times import parse_times
 
@@ -75,11 +75,12 @@ def date_numbers(t: TableSchema, df: pd.DataFrame) -> None:
                 not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
             continue   # (by name and type first: no pass over a column not named so)
         v = df[c].dropna()
-        if not len(v) or not (v % 1 == 0).all() or not v.between(1900_01_01, 2100_12_31).all():
+        if not len(v) or not v.between(1900_01_01, 2100_12_31).all():
             continue
-        parsed = pd.to_datetime(v.astype(str), format="%Y%m%d", errors="coerce")
-        if parsed.notna().all():
+        try:   # whole numbers, each a date yyyymmdd (times' date keys), or not dates at all
             df[c] = parse_times(df[c], t.where(c), required=False)   # (logs the reading)
+        except DataError:
+            continue
 
 
 def epoch_numbers(t: TableSchema, df: pd.DataFrame) -> None:

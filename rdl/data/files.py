@@ -128,7 +128,8 @@ def header(path: Path, where: str) -> Header:
 
 
 def _header(path: Path, where: str, encoding: str) -> Header:
-    above = reports.preamble(_head(path, encoding))   # a report's title, notes (lines)
+    head = _head(path, encoding)   # the first 64 KB: a report's title, a text table's layout
+    above = reports.preamble(head)
     opts = pacsv.ReadOptions(encoding=encoding, skip_rows=above)
     first = _first_row(path) if encoding in ("utf8", "cp1252", "latin-1") and not above \
         else None
@@ -146,7 +147,7 @@ def _header(path: Path, where: str, encoding: str) -> Header:
                 delimiter = max(found, key=written[0].count)
                 written = pacsv.open_csv(src(), read_options=opts,
                                          parse_options=_parse(delimiter, skip)).schema.names
-            elif (lay := aligned.layout(_head(path, encoding))) is not None:
+            elif (lay := aligned.layout(head)) is not None:
                 log.info("%s: fields separated by %s", where, "blanks" if lay.spans is None
                          else "their positions (fixed widths)")
                 return Header(*unique_names(lay.names), encoding, " ", layout=lay)

@@ -31,7 +31,7 @@ import pandas as pd
 
 from rdl.data.database import DataError
 from rdl.data.messages import rows
-from rdl.data.periods import name_words
+from rdl.data.names import name_words
 from rdl.data.schema import TableSchema
 
 log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one place

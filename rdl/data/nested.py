@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from rdl import duck
 from rdl.data import jsonl, sources
 from rdl.data.database import DataError
+from rdl.data.dbfile import exported
 from rdl.data.schema import TableSchema
 
 
@@ -65,7 +66,8 @@ def resolve(tables: dict[str, TableSchema], where: str) -> None:
                                          p is None else f"{parent!r} needs a primary key of one "
                                          "column: each row references the row holding it"))
         item = _element(p, column, at)
-        t.unnest_key = f"{parent}_{p.pkey}" if pa.types.is_struct(item) and \
+        t.unnest_objects = pa.types.is_struct(item)   # (export's: a column per field)
+        t.unnest_key = f"{parent}_{p.pkey}" if t.unnest_objects and \
             p.pkey in [f.name for f in item] else p.pkey
         if t.unnest_key in t.fkeys:
             raise DataError(f"{at}: {t.unnest_key!r} is the key to {parent!r} it is given; "
@@ -80,7 +82,6 @@ def resolve(tables: dict[str, TableSchema], where: str) -> None:
 def export(tables: dict[str, TableSchema]) -> None:
     """Each ``unnest:`` table's rows, the elements of its lists, written once into rdl's
     cache (a parquet file, its ``file`` then)."""
-    from rdl.data.dbfile import exported
     for t in tables.values():
         if t.unnest is None:
             continue
@@ -98,8 +99,7 @@ def _write(p: TableSchema, t: TableSchema, found: list[Path], out: Path) -> None
     column, files = t.unnest[1], ", ".join(jsonl._quote(str(f)) for f in found)
     src = (jsonl._query(found, None) if jsonl.is_json(found[0]) else
            f"SELECT * FROM read_parquet([{files}], union_by_name=true)")
-    item = _element(p, column, p.where(column))
-    fields = "item.*" if pa.types.is_struct(item) else f"item AS {_q(column)}"
+    fields = "item.*" if t.unnest_objects else f"item AS {_q(column)}"
     query = (f"SELECT k AS {_q(t.unnest_key)}, {fields} FROM (SELECT {_q(p.pkey)} AS k, "
              f"unnest({_q(column)}) AS item FROM ({src}))")
     with duck.connect(threads=None) as con:   # rows in the lists' order
@@ -110,14 +110,11 @@ def _write(p: TableSchema, t: TableSchema, found: list[Path], out: Path) -> None
 def lists_in(found: list[Path]) -> list[str]:
     """The columns of a table's JSON or parquet files that hold lists of objects (the
     draft's ``unnest:`` tables); none for other files."""
-    if not found or not (jsonl.is_json(found[0]) or sources.is_parquet(found[0])):
-        return []
     try:
-        schema = jsonl.schema(found, str(found[0])) if jsonl.is_json(found[0]) else \
-            pq.read_schema(found[0])
+        schema = _schema(found, str(found[0]) if found else "")
     except (DataError, pa.ArrowInvalid, OSError):
-        return []   # (the loader says why)
-    return [f.name for f in schema if (pa.types.is_list(f.type) or pa.types.is_large_list(
+        return []   # (no such file; the loader says why)
+    return [f.name for f in schema or [] if (pa.types.is_list(f.type) or pa.types.is_large_list(
         f.type)) and pa.types.is_struct(f.type.value_type)]
 
 
@@ -126,16 +123,22 @@ def _element(p: TableSchema, column: str, at: str) -> pa.DataType:
     found = sources.parts(p.file)
     if not found:
         raise DataError(f"{at}: {p.file}: missing (the data file of table {p.name!r})")
-    if not (jsonl.is_json(found[0]) or sources.is_parquet(found[0])):
+    schema = _schema(found, p.where())
+    if schema is None:
         raise DataError(f"{at}: {p.file.name} holds no lists (a JSON or parquet file does)")
-    schema = jsonl.schema(found, p.where()) if jsonl.is_json(found[0]) else \
-        pq.read_schema(found[0])
     if column not in schema.names:
         raise DataError(f"{at}: {p.file.name} has no column {column!r}; it has {schema.names}")
     kind = schema.field(column).type
     if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
         raise DataError(f"{at}: {column!r} is of type {kind}, not a list")
     return kind.value_type
+
+
+def _schema(found: list[Path], where: str) -> pa.Schema | None:
+    """The columns of a table's JSON or parquet files; None for other files."""
+    if found and jsonl.is_json(found[0]):
+        return jsonl.schema(found, where)
+    return pq.read_schema(found[0]) if found and sources.is_parquet(found[0]) else None
 
 
 def _q(name: str) -> str:

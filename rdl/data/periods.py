@@ -31,7 +31,6 @@ week's Wednesday see that week's Thursday.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +39,7 @@ import pandas as pd
 
 from rdl.data import files, parquet, sources
 from rdl.data.messages import rows, show
+from rdl.data.names import name_words
 from rdl.data.times import EPOCHS, TIME_MAX, TIME_MIN, epoch_times, parse_times
 from rdl.data.database import DataError
 from rdl.data.keys import comparable
@@ -286,12 +286,6 @@ PERIOD_WORDS = {"day": "day", "week": "week", "wk": "week", "weekno": "week", "m
                 "mth": "month", "yearweek": "yyyyww", "yearmonth": "yyyymm",
                 "yyyymm": "yyyymm", "yyyyww": "yyyyww", "quarter": "quarter", "qtr": "quarter",
                 "period": "period", "fiscal": "period"}
-
-
-def name_words(name: str) -> list[str]:
-    """A column name's words, lower case: ``WEEK_NO`` -> week, no; ``yearWeek`` -> year,
-    week (also the draft's, :mod:`rdl.data.draft`)."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", str(name))]
 
 
 def looks_like(name: str, values: pd.Series) -> str | None:

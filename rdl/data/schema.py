@@ -29,6 +29,7 @@ class TableSchema:
         self.read_clocks: list[str] = []    # columns read as times of day (clocks)
         self.unnest: tuple[str, str] | None = None   # (table, column): its rows' lists (nested)
         self.unnest_key: str | None = None   # its column of their rows' keys (nested)
+        self.unnest_objects = False          # its lists' elements are objects (nested)
 
     @property
     def base(self) -> Path | None:
