@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import clocks, dbfile, epochs, files, leaks, nested, sheets, sources
+from rdl.data import assembled, clocks, dbfile, epochs, files, leaks, nested, sheets, sources
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
                                  pair_share, primary_key)
 from rdl.data.database import Database, DataError, Table
@@ -108,8 +108,12 @@ def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
         try:
             db = load_folder(folder, {"tables": {name: spec}})
             df, joined = db[name].df, clocks.dates_of(db[name].df, db.clocks.get(name, []))
-            if not joined:
+            parts = {} if "assemble" in spec or any(map(pd.api.types.is_datetime64_any_dtype,
+                                                        df.dtypes)) else assembled.find(df)
+            if not joined and not parts:
                 break
+            if parts:   # a date in parts, a column each, and no other time: read again, made
+                spec["assemble"] = parts
             spec["clocks"] = {**spec.get("clocks", {}), **joined}   # read again, joined
         except epochs.EpochNumbers as e:
             spec["formats"] = {c: epochs.form_of(u) for c, u in e.units.items()}
@@ -238,6 +242,11 @@ def draft(folder) -> str:
             pairs = ", ".join(f"{_yaml(d)}: {_yaml(c)}" for d, c in read_as[name]["clocks"].items())
             lines.append(f"    clocks: {{{pairs}}}   # days, and their times of day by name: "
                          "each date at its time")
+        if read_as.get(name, {}).get("assemble"):
+            made = ", ".join(f"{_yaml(n)}: [{', '.join(map(_yaml, c))}]"
+                             for n, c in read_as[name]["assemble"].items())
+            lines.append(f"    assemble: {{{made}}}   # a date's parts by their names, a column "
+                         "each: one column of times")
         if name in rejected:
             lines.append(f"    # time: {_yaml(time)}   # not declared: {rejected[name]}")
         elif time is not None:

@@ -51,8 +51,9 @@ import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import (clocks, composite as composite_key, dbfile, epochs, events, files, implied,
-                      inherit, leaks, nested, parquet, periods, sheets, sources, typed)
+from rdl.data import (assembled, clocks, composite as composite_key, dbfile, epochs, events,
+                      files, implied, inherit, leaks, nested, parquet, periods, sheets, sources,
+                      typed)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
@@ -67,7 +68,7 @@ from rdl.progress import bar, stage
 log = logging.getLogger(__name__)
 
 TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "formats",
-              "events", "columns", "clocks", "unnest"}
+              "events", "columns", "clocks", "unnest", "assemble"}
 SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
 EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx", *typed.SUFFIXES)   # a table's file when the schema names none
@@ -144,6 +145,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         t.formats = read_formats(spec, stypes, {t.pkey, *t.fkeys} - set(composite), at)
         t.events, t.columns = events.parse(spec, t, at), files.columns_of(spec, at)
         t.clocks, t.unnest = clocks.parse(spec, at), nested.parse(spec, at)
+        t.assemble = assembled.parse(spec, at)
         if period and period.column in t.formats:
             raise DataError(f"{at}: {period.column!r} has a period (time: {{...}}) and a form "
                             "(formats:): keep one")
@@ -307,6 +309,7 @@ def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
                         "row; a parquet or JSON file names its own")
     header = files.union(parts) if parts else parquet.header(t.parts, t.where(), t.base)
     columns = header.names
+    assembled.check(t, columns)
     for col in t.required():
         same = [w for w in header.written if w.strip().casefold() == col.casefold()]
         if len(same) > 1:
@@ -381,6 +384,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
             df[col] = parse_numbers(s, t.where(col), schema=True)
         if st in ("", "numerical"):
             check_finite(df[col], t.where(col))
+    assembled.build(t, df)
     clocks.join(t, df)
     composite_key.add_ids(df, t.composite, t.where)
     if t.pkey is not None:

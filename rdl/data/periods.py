@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import files, parquet, sources
+from rdl.data import assembled, files, parquet, sources
 from rdl.data.messages import rows, show
 from rdl.data.names import name_words
 from rdl.data.times import EPOCHS, TIME_MAX, TIME_MIN, epoch_times, parse_times
@@ -322,8 +322,17 @@ def warn_undeclared(t, df: pd.DataFrame) -> None:
     too. A column with a declared stype is a plain feature, said so."""
     if t.time is not None:
         return
+    parts = assembled.find(df.drop(columns=[*t.stypes, t.pkey, *t.fkeys], errors="ignore"))
+    for name, cols in parts.items():
+        log.warning("%s: the table has no time, so every seed will see all of its %d rows, "
+                    "those of later days too (a leak of the future), but its columns %s look "
+                    "like the parts of a date. If they are the rows' time, declare it: %s and "
+                    "time: %s (docs/data.md); if they are plain features, declare their stypes "
+                    "(stypes: {%s})", t.where(), len(df), cols, assembled.declared({name: cols}),
+                    name, ", ".join(f"{c}: numerical" for c in cols))
     for col in df.columns:
-        if col in t.stypes or col == t.pkey or col in t.fkeys:
+        if col in t.stypes or col == t.pkey or col in t.fkeys or any(
+                col in cols for cols in parts.values()):
             continue
         declare = looks_like(str(col), df[col])
         if declare:

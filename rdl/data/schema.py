@@ -27,6 +27,7 @@ class TableSchema:
         self.columns: list[str] | None = None   # a CSV file's names where it has no header
         self.clocks: dict[str, str] = {}    # column of dates: its column of times of day
         self.read_clocks: list[str] = []    # columns read as times of day (clocks)
+        self.assemble: dict[str, list[str]] = {}   # column made of its parts' (assembled)
         self.unnest: tuple[str, str] | None = None   # (table, column): its rows' lists (nested)
         self.unnest_key: str | None = None   # its column of their rows' keys (nested)
         self.unnest_objects = False          # its lists' elements are objects (nested)
@@ -44,8 +45,10 @@ class TableSchema:
         """The columns the schema names (keys, time, declared stypes) its file must have."""
         taken = self.via is not None or self.seen_in is not None   # (inherit)
         cols = [self.pkey, *self.fkeys, None if taken else self.time, *self.stypes,
-                *self.formats, *self.clocks, *self.clocks.values()]
-        cols = [p for c in cols if c is not None for p in self.composite.get(c, [c])]
+                *self.formats, *self.clocks, *self.clocks.values(),
+                *(p for parts in self.assemble.values() for p in parts)]
+        cols = [p for c in cols if c is not None and c not in self.assemble
+                for p in self.composite.get(c, [c])]
         return list(dict.fromkeys(cols))
 
     def key_columns(self) -> set[str]:
