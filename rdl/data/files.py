@@ -271,7 +271,8 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
         df = aligned.read(path, where, h.layout, h.encoding, NULLS).set_axis(names, axis=1)
     else:
         df = _delimited(path, where, h, names)
-    df = reports.excel_text(reports.without_totals(df, where), where)
+    df = reports.excel_text(reports.without_totals(reports.without_rule(df, where), where),
+                            where)
     # the header again, in the rows: parts of an export joined with their headers (cat)
     again = np.ones(len(df), dtype=bool)
     for n, w in zip(names, h.written):   # the first column rules out nearly every row
@@ -334,6 +335,8 @@ def _delimited(path: Path, where: str, h: Header, names: list[str]) -> pd.DataFr
                         f"{shown} (rows counted from the header, row 1). Quote values that "
                         "hold the delimiter or a line break (\"a, b\"), or remove the extra "
                         "fields")
+    if bad.footers:
+        log.info("%s: a console's count of the rows after them left out", where)
     return table.to_pandas()
 
 
@@ -344,8 +347,12 @@ class _BadRows:
     def __init__(self, delimiter: str):
         self.delimiter, self.count, self.first, self.trailing = delimiter, 0, [], True
         self.undecodable = False   # a row pyarrow could not give it: not UTF-8 (_undecodable)
+        self.footers = 0
 
     def __call__(self, row) -> str:
+        if reports.FOOTER.fullmatch(row.text.strip()):
+            self.footers += 1   # a console's count of the rows: no row (reports)
+            return "skip"
         self.count += 1
         if len(self.first) < 3:
             self.first.append(row)

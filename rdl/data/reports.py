@@ -10,13 +10,18 @@ sheets of a workbook are read (:mod:`rdl.data.sheets`, whose rules these are):
 * trailing rows whose first value is ``Total``, ``Grand total``, ``Sum`` (and a field
   empty) are totals, not rows;
 * a value written ``="00123"`` (a formula, so that Excel keeps a code's leading zeros) is
-  its text, ``00123``.
+  its text, ``00123``;
+* what a database's console prints around a query's rows, as ``sqlcmd -s,``, ``psql -A``,
+  SQL*Plus and ``mysql`` write them to a file: a rule of dashes under the header
+  (``--------,-----``) and a count of rows after them (``(200 rows affected)``,
+  ``(200 rows)``, ``200 rows selected.``, ``200 rows in set (0.01 sec)``).
 """
 from __future__ import annotations
 
 import csv
 import io
 import logging
+import re
 from collections import Counter
 
 import pandas as pd
@@ -26,6 +31,10 @@ from rdl.data.sheets import TOTAL
 log = logging.getLogger("rdl.data.files")
 
 _HEAD = 20   # the rows the header is looked for in
+#: a console's count of the rows above it: sqlcmd, psql, SQL*Plus, mysql
+FOOTER = re.compile(r"(?i)\(\d[\d,]* rows?( affected)?\)|\(\d[\d,]* row\(s\) affected\)|"
+                    r"(\d[\d,]*|no) rows? selected\.?|\d[\d,]* rows? in set( \(.*\))?|"
+                    r"completion time: .*")
 
 
 def preamble(text: str, delimiters=(",", ";", "\t", "|")) -> int:
@@ -68,6 +77,15 @@ def without_totals(df: pd.DataFrame, where: str) -> pd.DataFrame:
     if n < len(df):
         log.info("%s: %d row(s) of totals after the data left out", where, len(df) - n)
     return df.iloc[:n]
+
+
+def without_rule(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """``df`` (text) without a first row of dashes in every column (``--------,-----``): the
+    rule a console (``sqlcmd``) draws under the header."""
+    if len(df) and df.shape[1] and df.iloc[0].fillna("").str.fullmatch(r"\s*-{2,}\s*").all():
+        log.info("%s: the rule of dashes under the header left out", where)
+        return df.iloc[1:].reset_index(drop=True)
+    return df
 
 
 def excel_text(df: pd.DataFrame, where: str) -> pd.DataFrame:

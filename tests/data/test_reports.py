@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 import pandas as pd
+import pytest
 
 from rdl.data.folder import load_folder
 from tests.data.test_folder import fails
@@ -79,3 +80,22 @@ def test_codes_written_as_text_for_excel_and_words_for_missing(tmp_path):
     df = load_folder(tmp_path, SCHEMA)["sales"].df
     assert df["Account"].tolist() == ["00123", "00456", "00123", "00789"]
     assert pd.api.types.is_float_dtype(df["Amount"]) and df["Amount"].notna().sum() == 1
+
+
+@pytest.mark.parametrize("console,head,foot", [
+    ("sqlcmd", "Num,Date,Amount\n---,----------,------\n", "\n(3 rows affected)\n\n"
+     "Completion time: 2024-02-01T10:00:00.123+01:00\n"),
+    ("psql -A", "Num,Date,Amount\n", "(3 rows)\n"),
+    ("SQL*Plus", "Num,Date,Amount\n", "\n3 rows selected.\n"),
+    ("mysql", "Num,Date,Amount\n", "3 rows in set (0.00 sec)\n")])
+def test_a_consoles_rule_and_count_of_rows_are_left_out(tmp_path, console, head, foot):
+    """A query's rows as a database's console writes them to a file: a rule of dashes
+    under the header, the count of rows after them."""
+    rows = "1,2024-01-01,12.5\n2,2024-01-02,NULL\n3,2024-01-03,7\n"
+    (tmp_path / "sales.csv").write_text(head + rows + foot)
+    db = load_folder(tmp_path, SCHEMA)
+    assert sorted(db.keys["sales"]) == [1, 2, 3]
+    assert db["sales"].df["Amount"].dtype == "float64"   # (no dashes among its numbers)
+    # a rule in the middle, or a count of something else, is data: the load says so
+    (tmp_path / "sales.csv").write_text(head + rows + "(3 apples)\n")
+    fails(tmp_path, "1 row does not have the header's 3 fields", "(3 apples)", schema=SCHEMA)
