@@ -10,7 +10,12 @@ write them (:mod:`rdl.data.files` reads the rest):
   spools): the columns are the spans where some line has a character, found from the
   file's first lines.
 
-Neither has a delimiter pyarrow could be given, so pandas' C reader reads them
+* **a database console's table**: ``psql``'s (`` a | b `` over ``---+---``, ``(2 rows)``
+  after), ``mysql``'s boxed one (``+---+---+`` rules around ``| a | b |`` rows) and a
+  Markdown table (``|---|---|``): the fields between the bars, stripped; its rules and
+  count of rows no rows.
+
+None has a delimiter pyarrow could be given (a console's bars pad every value), so pandas' C reader reads them
 (``sep=r"\\s+"``, ``read_fwf``), every field as text, as :func:`rdl.data.files.read_csv`
 reads a CSV file's. A header of one field that holds runs of blanks, read as neither, stops
 the load: it would be a table of one column of whole lines.
@@ -42,6 +47,8 @@ class Layout:
     row_names: bool = False   # R's write.table: a row's number before it, none in the header
                               # (named rows, "Mazda RX4", are a column: row_names)
     skip: int = 1             # lines before the data: the header (and a rule under it)
+    console: bool = False     # a console's table: fields between bars, rules around them
+    boxed: bool = False       # its rows begin and end with a bar (mysql's, Markdown's)
 
 
 def layout(head: str) -> Layout | None:
@@ -85,6 +92,8 @@ def read(path: Path, where: str, lay: Layout, encoding: str, nulls: list[str]) -
                 na_values=nulls, encoding=encoding)
     try:
         with input_stream(path) as f:
+            if lay.console:
+                return _read_console(f.read().decode(encoding), where, lay, nulls)
             if lay.spans is not None:
                 return pd.read_fwf(f, colspecs=lay.spans, names=lay.names, **opts)
             df = pd.read_csv(f, sep=r"\s+", names=["__row__", *lay.names] if lay.row_names
@@ -131,3 +140,50 @@ def _spans(lines: list[str], header: str) -> list[tuple[int, int]]:
 def _unquote(field: str) -> str:
     return field[1:-1].replace('""', '"') if len(field) > 1 and field[0] == field[-1] == '"' \
         else field
+
+
+#: a console's rule: runs of dashes joined by + or | (psql's ---+---, mysql's +---+---+,
+#: a Markdown table's |---|:---:|)
+_BARS = re.compile(r"^\s*[|+]?(?:\s*:?-+:?\s*[|+])+\s*:?-+:?\s*[|+]?\s*$|^\s*\+-+\+\s*$")
+
+
+def console(head: str) -> Layout | None:
+    """The layout of a console's table (see the module's docstring) from its first lines:
+    a rule among the first three and, above it (psql, Markdown) or below it (mysql's box),
+    a row of as many names between bars; else None."""
+    lines = head.splitlines()[:3]
+    at = next((i for i, ln in enumerate(lines) if _BARS.match(ln)), None)
+    if at is None:
+        return None
+    row = at + 1 if at == 0 else at - 1   # (mysql's box: a rule above its header too)
+    if row >= len(lines) or "|" not in lines[row]:
+        return None
+    boxed = lines[row].strip().startswith("|") and lines[row].strip().endswith("|")
+    names = _bars(lines[row], boxed)
+    if len(names) != len(re.findall(r"-+", lines[at])) or not all(names):
+        return None
+    return Layout(names, skip=row + 1, console=True, boxed=boxed)
+
+
+def _bars(line: str, boxed: bool) -> list[str]:
+    inner = line.strip()
+    return [f.strip() for f in (inner[1:-1] if boxed else inner).split("|")]
+
+
+def _read_console(text: str, where: str, lay: Layout, nulls: list[str]) -> pd.DataFrame:
+    """The rows of a console's table: every line below the header but its rules, blank
+    lines and count of rows (:data:`rdl.data.reports.FOOTER`), split at its bars."""
+    from rdl.data.reports import FOOTER   # (reports reads no layout: no circle)
+    rows, lines = [], text.splitlines()
+    for n, ln in enumerate(lines[lay.skip:], start=lay.skip + 1):
+        if not ln.strip() or _BARS.match(ln) or FOOTER.fullmatch(ln.strip()):
+            continue
+        fields = _bars(ln, lay.boxed)
+        if len(fields) != len(lay.names):
+            raise DataError(f"{where}: a console's table of {len(lay.names)} columns between "
+                            f"bars, but line {n} has {len(fields)} fields: {ln[:80]!r} (a value "
+                            "holding a bar, or a value on several lines); export it with a "
+                            "delimiter (psql --csv, mysql --batch)")
+        rows.append(fields)
+    df = pd.DataFrame(rows, columns=lay.names, dtype=object)
+    return df.mask(df.isin(["", *nulls]), None)

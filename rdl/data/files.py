@@ -129,6 +129,9 @@ def header(path: Path, where: str) -> Header:
 
 def _header(path: Path, where: str, encoding: str) -> Header:
     head = _head(path, encoding)   # the first 64 KB: a report's title, a text table's layout
+    if (board := aligned.console(head)) is not None:   # (its bars would read as delimiters)
+        log.info("%s: a database console's table, fields between bars", where)
+        return Header(*unique_names(board.names), encoding, "|", layout=board)
     above = reports.preamble(head)
     opts = pacsv.ReadOptions(encoding=encoding, skip_rows=above)
     first = _first_row(path) if encoding in ("utf8", "cp1252", "latin-1") and not above \

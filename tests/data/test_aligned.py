@@ -103,3 +103,50 @@ def test_a_line_with_an_extra_field_stops_naming_it(tmp_path):
                                         + "\n 00005 19970101  1   11.77  9\n").encode())
     fails(tmp_path, "log.txt (table 'purchases'): a text table whose fields are separated by "
           "blanks, but", "Expected 4 fields in line 309, saw 5", schema=SCHEMA)
+
+
+#: one query's rows as three consoles print them: psql (its null empty), mysql's box (its
+#: NULL) and a Markdown table, each around the same four rows
+BOARDS = {
+    "psql": (" customer_id |    date    | number_of_cds | dollar_value\n"
+             "-------------+------------+---------------+--------------\n"
+             " 00001       | 1997-01-01 |             1 |        11.77\n"
+             " 00002       | 1997-01-12 |               |        12.00\n"
+             " 00002       | 1997-01-12 |             5 |     1,077.00\n"
+             " 00003       | 1997-01-02 |             2 |        20.76\n"
+             "(4 rows)\n\n"),
+    "mysql": ("+-------------+------------+---------------+--------------+\n"
+              "| customer_id | date       | number_of_cds | dollar_value |\n"
+              "+-------------+------------+---------------+--------------+\n"
+              "| 00001       | 1997-01-01 |             1 |        11.77 |\n"
+              "| 00002       | 1997-01-12 |          NULL |        12.00 |\n"
+              "| 00002       | 1997-01-12 |             5 |     1,077.00 |\n"
+              "| 00003       | 1997-01-02 |             2 |        20.76 |\n"
+              "+-------------+------------+---------------+--------------+\n"
+              "4 rows in set (0.00 sec)\n"),
+    "markdown": ("| customer_id | date | number_of_cds | dollar_value |\n"
+                 "|:---|:---:|---:|--:|\n"
+                 "| 00001 | 1997-01-01 | 1 | 11.77 |\n"
+                 "| 00002 | 1997-01-12 |  | 12.00 |\n"
+                 "| 00002 | 1997-01-12 | 5 | 1,077.00 |\n"
+                 "| 00003 | 1997-01-02 | 2 | 20.76 |\n")}
+
+
+@pytest.mark.parametrize("console", BOARDS)
+def test_a_consoles_table_loads_its_fields_between_bars(tmp_path, console):
+    (tmp_path / "log.txt").write_text(BOARDS[console])
+    db = load_folder(tmp_path, SCHEMA)
+    df = db["purchases"].df.sort_values("dollar_value")
+    assert list(df.columns) == ["customer_id", "date", "number_of_cds", "dollar_value"]
+    assert sorted(db.keys["customers"]) == ["00001", "00002", "00003"]   # as written
+    assert df["dollar_value"].tolist() == [11.77, 12.0, 20.76, 1077.0]
+    assert df["number_of_cds"].isna().tolist() == [False, True, False, False]
+    assert df["date"].min() == pd.Timestamp("1997-01-01")
+
+
+def test_a_value_holding_a_bar_stops_naming_its_line(tmp_path):
+    lines = BOARDS["psql"].splitlines(keepends=True)
+    lines[3] = " 00002       | 1997-01-12 | 1 | 2 |        12.00\n"
+    (tmp_path / "log.txt").write_text("".join(lines))
+    fails(tmp_path, "log.txt (table 'purchases'): a console's table of 4 columns between bars",
+          "line 4 has 5 fields", "psql --csv", schema=SCHEMA)
