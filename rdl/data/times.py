@@ -57,6 +57,16 @@ _TWO_NUMBERS = re.compile(r"\d\D+\d|\d{6}|(?i:\b(?:jan|feb|mar|apr|may|jun|jul|a
                           r"nov|dec)[a-z]*\b)")
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 _UTC = re.compile(r"\s*(?:UTC|GMT)$")           # BigQuery: 2023-01-05 13:45:00 UTC
+#: forms written around a time that pandas reads once rewritten (:func:`_rewritten`): a
+#: pattern, what it becomes, and what a value must hold to be tried
+_REWRITES = (
+    # JavaScript's Date.toString(): Wed Jan 31 2024 10:00:00 GMT+0100 (Central European ...)
+    (re.compile(r"^[A-Z][a-z]{2} (.+?) GMT([+-]\d{4})(?: \(.*\))?$"), r"\1 \2", "GMT"),
+    # Go's time.String(): 2024-01-31 10:00:00 +0000 UTC (m=+0.0001, a clock's reading)
+    (re.compile(r"( [+-]\d{4}) [A-Z]{2,5}(?: m=[+-][\d.]+)?$"), r"\1", " "),
+    (_UTC, "+00:00", "U"),   # (GMT too: the only letters before the end, checked first)
+    # 10:00AM, 10:00 a.m.: an hour of twelve without a blank, or dotted
+    (re.compile(r"(?<=\d)\s*([AaPp])\.?\s?[Mm]\.?$"), r" \1M", None))
 _ZONE_NAME = re.compile(r"\s[A-Z]{3,5}$")        # 2023-01-05 13:45:00 EST
 #: MySQL's "zero" date, its dummy for a date not known (as its drivers read it: missing)
 _ZERO_DATE = re.compile(r"0000-00-00(?:[ T]00:00:00(?:\.0+)?)?")
@@ -79,7 +89,7 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
     only when the graph is built). Text of digits only is no time (ids, amounts)."""
     if not (pd.api.types.is_string_dtype(values) or values.dtype == object):
         return False
-    head = values.dropna().iloc[:n].astype(str).str.strip()
+    head = _rewritten(values.dropna().iloc[:n].astype(str).str.strip())
     if not len(head) or not (head.str.contains(r"\D").mean() >= 0.9
                              and head.str.contains(r"\d").mean() >= 0.9):
         return False   # words, or digits only
@@ -94,6 +104,18 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
     if head.str.contains(_TWO_NUMBERS).mean() < 0.9:
         return False   # a time writes a day and more (a month, a year, a clock): "Track 7"
     return _read_times(head)[0].notna().mean() >= 0.9
+
+
+def _rewritten(text: pd.Series) -> pd.Series:
+    """``text`` (stripped) with :data:`_REWRITES` made where its first values hold them:
+    each a pass over the column only where some of them do."""
+    head = text.iloc[:_HEAD]
+    for pattern, becomes, hint in _REWRITES:
+        near = head[head.str.contains(hint, regex=False)] if hint else head
+        if any(pattern.search(v) for v in near):
+            text = text.str.replace(pattern, becomes, regex=True)
+            head = text.iloc[:_HEAD]
+    return text
 
 
 def parse_times(raw: pd.Series, where: str, required: bool = True,
@@ -347,8 +369,7 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
                         "join them to the column of their dates (clocks: {DATE_COLUMN: "
                         f"{_column(where)}}}), which is then the time; or read them as "
                         "seconds since midnight: declare no stype, or numerical")
-    if text.str.endswith(("UTC", "GMT")).any():
-        text = text.str.replace(_UTC, "+00:00", regex=True)
+    text = _rewritten(text)
     best, fits = _read_times(text)
     orders = {_day_first(f) for f in fits} - {None}
     if len(orders) == 2 and dayfirst is None:

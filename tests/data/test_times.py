@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rdl.data.database import DataError
-from rdl.data.times import TIME_FORMATS, parse_times
+from rdl.data.times import TIME_FORMATS, looks_like_times, parse_times
 
 
 def read(*values, **kw) -> list[str]:
@@ -49,9 +49,21 @@ def read(*values, **kw) -> list[str]:
     # dotted clocks, as Finnish, Danish or Italian exports write them
     (["05/01/2023 13.45", "17/01/2023 00.00"], ["2023-01-05 13:45:00", "2023-01-17 00:00:00"]),
     (["2023-01-05 13.45.00"], ["2023-01-05 13:45:00"]),
+    # a 12-hour clock without its blank, or dotted (US exports, a CRM's)
+    (["1/5/2023 1:45PM", "1/17/2023 12:00am"], ["2023-01-05 13:45:00", "2023-01-17 00:00:00"]),
+    (["1/5/2023 1:45 p.m.", "1/17/2023 9:00 a.m."],
+     ["2023-01-05 13:45:00", "2023-01-17 09:00:00"]),
+    # Go's time.String() (its zone's name after the offset; m=, a clock's reading, after)
+    (["2023-01-05 13:45:00 +0100 CET", "2023-01-17 00:00:00.5 +0000 UTC m=+0.000123"],
+     ["2023-01-05 12:45:00", "2023-01-17 00:00:00.500000"]),
+    # JavaScript's Date.toString()
+    (["Thu Jan 05 2023 13:45:00 GMT+0100 (Central European Standard Time)",
+      "Tue Jan 17 2023 00:00:00 GMT-0500 (Eastern Standard Time)"],
+     ["2023-01-05 12:45:00", "2023-01-17 05:00:00"]),
 ])
 def test_a_form_reads_as_it_means(written, expected):
     assert read(*written) == expected
+    assert looks_like_times(pd.Series(written * 3, dtype=object))   # (undeclared, too)
 
 
 def test_numbers_of_a_date_and_its_clock_are_times():
