@@ -62,7 +62,8 @@ from rdl.data.database import Database, DataError, Table
 from rdl.data.checks import (all_bool, check_finite, check_key, mask_missing, missing_words,
                              numbers, parse_numbers, without_repeats)
 from rdl.data.clocks import looks_like_clock
-from rdl.data.times import looks_like_times, parse_times, read_formats
+from rdl.data.forms import read_formats
+from rdl.data.times import looks_like_times, parse_times
 from rdl.progress import bar, stage
 
 log = logging.getLogger(__name__)

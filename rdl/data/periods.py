@@ -18,7 +18,7 @@ with a row per period: ``period`` and ``start`` (and ``end``; without it a perio
 where the next one starts), or other names: ``calendar: {file: f.csv, period: p, start:
 s, end: e}``. ``epoch`` (s, ms, us or ns) reads numbers of that unit since 1970-01-01 UTC
 as the instants they are (an event log's times; no period, no end); ``excel``, a
-spreadsheet's serial days (:func:`rdl.data.times.epoch_times`).
+spreadsheet's serial days (:func:`rdl.data.forms.epoch_times`).
 
 **Which instant.** A row about a period (a week's promotions, a month's sales) is complete,
 and known, only once the period is over. Its time is therefore the period's **end** (its
@@ -40,7 +40,8 @@ import pandas as pd
 from rdl.data import assembled, files, parquet, sources
 from rdl.data.messages import rows, show
 from rdl.data.names import name_words
-from rdl.data.times import EPOCHS, TIME_MAX, TIME_MIN, epoch_times, parse_times
+from rdl.data.forms import EPOCHS, epoch_times
+from rdl.data.times import parse_times
 from rdl.data.database import DataError
 from rdl.data.keys import comparable
 

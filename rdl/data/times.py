@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import re
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -19,13 +18,12 @@ import pandas as pd
 from rdl.data.database import DataError
 from rdl.data import period_text
 from rdl.data.clocks import CLOCK
+from rdl.data.forms import INFERRED, TIME_MAX, TIME_MIN, declared, parse
 from rdl.data.messages import _column, _rows, _stypes, rows, show
 from rdl.data.numbers import written_numbers
 
 log = logging.getLogger("rdl.data.checks")   # the checks' messages, in one place
 
-#: the times pandas holds at nanosecond resolution, which rdl's times use
-TIME_MIN, TIME_MAX = pd.Timestamp.min.ceil("D"), pd.Timestamp.max.floor("D")
 #: dates with numbers for months, each with each of the clock times after it
 _DATES = ("%Y/%m/%d", "%m/%d/%Y", "%d/%m/%Y", "%m/%d/%y", "%d/%m/%y", "%m-%d-%Y", "%d-%m-%Y",
           "%d.%m.%Y", "%d.%m.%y")
@@ -41,9 +39,6 @@ TIME_FORMATS = ("ISO8601", *(d + c for d in _DATES for c in _CLOCKS),
                 "%Y-%m-%d-%H.%M.%S.%f",     # Db2's TIMESTAMP as its exports write it
                 "%d%b%Y:%H:%M:%S",          # SAS's DATETIME20. (05JAN2023:13:45:00)
                 "%Y-%m-%d %H.%M.%S")
-#: beyond the formats: what pandas infers (``Jan 5, 2023``, RFC 2822's ``Thu, 05 Jan 2023
-#: 13:45:00 +0000``), where no value starts with a day and a month as numbers
-INFERRED = "inferred"
 _DAY_MONTH = re.compile(r"\d{1,2}[/.\-]\d{1,2}[/.\-]\d")
 #: numbers that are times: a warehouse's date keys, with the clock after them or not
 _DIGITS = (("%Y%m%d", 1000_01_01, 9999_12_31),
@@ -134,7 +129,7 @@ def parse_times(raw: pd.Series, where: str, required: bool = True,
     """
     s = raw
     if form is not None:
-        s = _declared(raw, where, form)
+        s = declared(raw, where, form)
     elif pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s)
                                          and not pd.api.types.is_datetime64_any_dtype(s)):
         s = _date_keys(s, where)
@@ -180,105 +175,6 @@ def _date_keys(s: pd.Series, where: str) -> pd.Series:
     return pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns]")
 
 
-#: units of numbers as times (``epoch:``, and ``epoch_<unit>`` in ``formats:``): seconds,
-#: ... since 1970-01-01 UTC, or Excel's serial days (since 1899-12-30, as Excel for
-#: Windows and LibreOffice count them; a fraction is the time of day)
-EPOCHS = ("s", "ms", "us", "ns", "excel")
-#: the same as ``formats:`` names them
-EPOCH_FORMS = ("epoch_s", "epoch_ms", "epoch_us", "epoch_ns", "excel")
-
-
-def epoch_times(raw: pd.Series, where: str, unit: str) -> pd.Series:
-    """Numbers of ``unit`` (:data:`EPOCHS`) as times (missing ones stay missing)."""
-    num = pd.to_numeric(raw, errors="coerce")
-    bad = (num.isna() & raw.notna()).to_numpy()
-    since = "since 1970" if unit != "excel" else "(Excel's serial days)"
-    if bad.any():
-        raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} values are not numbers of "
-                        f"{unit} {since} (epoch: {unit}), e.g. {show(raw[bad].iloc[0])} "
-                        f"({rows(bad)})")
-    excel = unit == "excel"
-    origin = pd.Timestamp("1899-12-30") if excel else pd.Timestamp("1970-01-01")
-    per_second = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9, "excel": 1 / 86400}[unit]
-    lo, hi = ((t.value - origin.value) / 1e9 * per_second for t in (TIME_MIN, TIME_MAX))
-    far = ((num < lo) | (num > hi)).to_numpy()
-    if far.any():
-        raise DataError(f"{where}: {int(far.sum())} of {len(raw)} values, as {unit} {since} "
-                        f"(epoch: {unit}), lie beyond the years 1678 to 2261 that rdl's times "
-                        f"hold, e.g. {show(num[far].iloc[0])} ({rows(far)}): another unit?")
-    out = (pd.to_datetime(num, unit="D", origin=origin) if excel
-           else pd.to_datetime(num, unit=unit))
-    if excel:
-        out = out.dt.round("ms")   # a day's fraction in binary: 0.5 s off at most
-    elif out.max() < pd.Timestamp("1971-01-01"):   # seconds declared as ms, ms as us, ...
-        log.warning("%s: every time, as %s since 1970 (epoch: %s), is in 1970 (the latest %s):"
-                    " another unit?", where, unit, unit, out.max())
-    return out
-
-
-def _declared(raw: pd.Series, where: str, form: str) -> pd.Series:
-    """Values in the form a schema declares for the column (``formats: {col: form}``)."""
-    if form in EPOCH_FORMS:
-        return epoch_times(raw, where, form.removeprefix("epoch_"))
-    if pd.api.types.is_datetime64_any_dtype(raw):
-        raise DataError(f"{where}: the schema declares the form {form!r}, but the file holds "
-                        "times, not text: drop the column from formats:")
-    present = raw.dropna()
-    if pd.api.types.is_float_dtype(present) and (present % 1 == 0).all():
-        present = present.astype("int64")    # 20230105, read as a number where one is missing
-    text = present.astype(str).str.strip()
-    parsed = _parse(text, form)
-    bad = parsed.isna()
-    if bad.any():
-        mask = np.zeros(len(raw), dtype=bool)
-        mask[raw.index.get_indexer(text.index[bad])] = True
-        raise DataError(f"{where}: {int(bad.sum())} of {len(raw)} values are not in the form "
-                        f"the schema declares ({form!r}), e.g. {text[bad].iloc[0]!r} "
-                        f"({rows(mask)}); correct them, write them empty, or declare the "
-                        "form they are in (Python's strftime codes)")
-    return parsed.reindex(raw.index)
-
-
-def read_formats(spec: dict, stypes: dict, keys: set, at: str) -> dict[str, str]:
-    """A table's ``formats:`` (column: the form its times are written in, in Python's
-    strftime codes: ``'%d%b%Y:%H:%M:%S'``), checked before any file is read.
-
-    Raises:
-        DataError: not a mapping, a form without a code or one that cannot read a time it
-            writes, a column that is a key or declared other than a timestamp.
-    """
-    formats = spec.get("formats") or {}
-    if not isinstance(formats, dict):
-        raise DataError(f"{at}: formats must be a mapping (column: '%d/%m/%Y %H:%M'), got "
-                        f"{formats!r}")
-    out = {}
-    for col, form in formats.items():
-        col, here = str(col), f"{at}: formats: {col!r}"
-        if form in EPOCH_FORMS:
-            pass   # numbers: since 1970 in that unit, or a spreadsheet's serial days
-        elif not isinstance(form, str) or "%" not in form:
-            raise DataError(f"{here}: {form!r} is no form of times: write it in Python's "
-                            "strftime codes, e.g. '%d/%m/%Y %H:%M' or '%Y%m%d'; numbers: "
-                            "epoch_s, epoch_ms, epoch_us, epoch_ns (since 1970) or excel")
-        else:
-            sample = pd.Timestamp("2023-01-05 13:45:06.123456", tz="UTC")
-            try:
-                back = _parse(pd.Series([sample.strftime(form)]), form).iloc[0]
-            except ValueError:
-                back = pd.NaT
-            if pd.isna(back):
-                raise DataError(f"{here}: {form!r} does not read back the times it writes (as "
-                                f"{sample.strftime(form)!r}): check its codes")
-        if col in keys:
-            raise DataError(f"{here}: the column is a key, matched as written: a form is for "
-                            "columns of times")
-        if stypes.get(col, "timestamp") != "timestamp":
-            raise DataError(f"{here}: the column is declared {stypes[col] or 'dropped'} in "
-                            "stypes: a form says it holds times (stype timestamp)")
-        out[col] = form
-    return out
-
-
 def _not_numbers(values: pd.Series, numbers, where: str) -> None:
     """Raises if any of ``numbers`` (a mask of ``values``) is set: times written as numbers."""
     if numbers.any():
@@ -290,13 +186,6 @@ def _not_numbers(values: pd.Series, numbers, where: str) -> None:
                         f"{_column(where)}, epoch: s}}, or ms, us, ns, excel), for another "
                         f"column (formats: {{{_column(where)}: epoch_s}}, or excel, ...); "
                         f"if the column is no time, declare its stype ({_stypes(where)})")
-
-
-def _parse(text: pd.Series, form: str) -> pd.Series:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # "could not infer format": the NaT say it
-        return pd.to_datetime(text, format=None if form == INFERRED else form,
-                              errors="coerce", utc=True)
 
 
 def _read_times(text: pd.Series) -> tuple[pd.Series, list[str]]:
@@ -312,7 +201,7 @@ def _read_times(text: pd.Series) -> tuple[pd.Series, list[str]]:
     for form in (*TIME_FORMATS, INFERRED):
         if form == INFERRED and (numeric or len(head) in read.values()):
             break   # a form read them all: nothing is left to guess
-        read[form] = int(_parse(head, form).notna().sum())
+        read[form] = int(parse(head, form).notna().sum())
         if form == "ISO8601" and read[form] == len(head):
             break
     best, fits = None, []
@@ -320,7 +209,7 @@ def _read_times(text: pd.Series) -> tuple[pd.Series, list[str]]:
     if most == 0:   # no form reads any of the first values: no column of times
         return pd.Series(pd.NaT, index=text.index, dtype="datetime64[ns, UTC]"), fits
     for form in (f for f in read if read[f] == most):
-        parsed = _parse(text, form)
+        parsed = parse(text, form)
         if parsed.notna().all():
             if not fits:
                 best = parsed
@@ -378,7 +267,7 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
                         "which at the top of the schema (dayfirst: true for 31/01/2024, "
                         "false for 01/31/2024)")
     if len(orders) == 2:
-        best = _parse(text, next(f for f in fits if _day_first(f) == dayfirst))
+        best = parse(text, next(f for f in fits if _day_first(f) == dayfirst))
     bad = best.isna()
     if bad.any():
         mask = np.zeros(len(raw), dtype=bool)

@@ -148,6 +148,36 @@ def test_mysql_s_zero_date_is_missing_and_postgresql_s_infinity_is_named(caplog)
             read("2023-01-05", word, required=False)
 
 
+@pytest.mark.parametrize("form,written,ends", [
+    ("%Y-%m", ["2023-01", "2023-02"], ["2023-02-01", "2023-03-01"]),
+    ("%b %Y", ["Jan 2023", "Dec 2023"], ["2023-02-01", "2024-01-01"]),
+    ("%Y年%m月", ["2023年1月", "2023年2月"], ["2023-02-01", "2023-03-01"]),
+    ("FY%Y", ["FY2022", "FY2023"], ["2023-01-01", "2024-01-01"])])
+def test_a_declared_form_without_a_day_is_read_at_its_periods_end(tmp_path, form, written,
+                                                                   ends):
+    """A month's (or a year's) rows are known once it is over: a seed in January never
+    sees the row about January (pandas reads '2023-01' as its first instant)."""
+    from rdl.data.folder import load_folder
+    pd.DataFrame({"id": [1, 2], "month": written, "sales": [5, 7]}).to_csv(
+        tmp_path / "sales.csv", index=False)
+    schema = {"tables": {"sales": {"pkey": "id", "time": "month",
+                                   "formats": {"month": form}}}}
+    db = load_folder(tmp_path, schema)
+    assert db["sales"].df["month"].dt.strftime("%F").tolist() == ends
+    assert len(db["sales"].upto(pd.Timestamp(ends[0]) - pd.Timedelta("1s")).df) == 0
+
+
+def test_a_declared_week_without_its_weekday_stops(tmp_path):
+    from rdl.data.folder import load_folder
+    pd.DataFrame({"id": [1, 2], "week": ["2023-W05", "2023-W06"]}).to_csv(
+        tmp_path / "sales.csv", index=False)
+    schema = {"tables": {"sales": {"pkey": "id", "time": "week",
+                                   "formats": {"week": "%Y-W%W"}}}}
+    with pytest.raises(DataError, match="writes a week without its weekday, which no day "
+                                        "can be read from"):
+        load_folder(tmp_path, schema)
+
+
 def test_a_schema_s_formats_read_times_in_the_form_they_declare(tmp_path):
     """``formats: {column: strftime form}`` reads what no guess does (a Japanese date; a
     date key in another order), the table's own time included; values not in the form,
@@ -212,8 +242,8 @@ def test_text_no_form_reads_is_tried_on_its_first_values_only(monkeypatch):
     from rdl.data import times
 
     calls = []
-    real = times._parse
-    monkeypatch.setattr(times, "_parse", lambda text, form: calls.append(len(text)) or real(
+    real = times.parse
+    monkeypatch.setattr(times, "parse", lambda text, form: calls.append(len(text)) or real(
         text, form))
     assert not times.looks_like_times(pd.Series([f"Track {i}" for i in range(5000)]))
     assert calls == []
