@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import DataError
-from rdl.data import period_text
+from rdl.data import month_names, period_text
 from rdl.data.clocks import CLOCK
 from rdl.data.forms import INFERRED, TIME_MAX, TIME_MIN, declared, parse
 from rdl.data.messages import _column, _rows, _stypes, rows, show
@@ -53,7 +53,7 @@ _TWO_NUMBERS = re.compile(r"\d\D+\d|\d{6}|(?i:\b(?:jan|feb|mar|apr|may|jun|jul|a
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 _UTC = re.compile(r"\s*(?:UTC|GMT)$")           # BigQuery: 2023-01-05 13:45:00 UTC
 #: forms written around a time that pandas reads once rewritten (:func:`_rewritten`): a
-#: pattern, what it becomes, and what a value must hold to be tried
+#: pattern, what it becomes, and what a value must hold to be tried (text, or a pattern)
 _REWRITES = (
     # JavaScript's Date.toString(): Wed Jan 31 2024 10:00:00 GMT+0100 (Central European ...)
     (re.compile(r"^[A-Z][a-z]{2} (.+?) GMT([+-]\d{4})(?: \(.*\))?$"), r"\1 \2", "GMT"),
@@ -61,7 +61,9 @@ _REWRITES = (
     (re.compile(r"( [+-]\d{4}) [A-Z]{2,5}(?: m=[+-][\d.]+)?$"), r"\1", " "),
     (_UTC, "+00:00", "U"),   # (GMT too: the only letters before the end, checked first)
     # 10:00AM, 10:00 a.m.: an hour of twelve without a blank, or dotted
-    (re.compile(r"(?<=\d)\s*([AaPp])\.?\s?[Mm]\.?$"), r" \1M", None))
+    (re.compile(r"(?<=\d)\s*([AaPp])\.?\s?[Mm]\.?$"), r" \1M", None),
+    # months named in another language (31 janv. 2024): as English names them
+    (month_names.WRITTEN, month_names.english, month_names.FOREIGN))
 _ZONE_NAME = re.compile(r"\s[A-Z]{3,5}$")        # 2023-01-05 13:45:00 EST
 #: MySQL's "zero" date, its dummy for a date not known (as its drivers read it: missing)
 _ZERO_DATE = re.compile(r"0000-00-00(?:[ T]00:00:00(?:\.0+)?)?")
@@ -105,9 +107,10 @@ def _rewritten(text: pd.Series) -> pd.Series:
     """``text`` (stripped) with :data:`_REWRITES` made where its first values hold them:
     each a pass over the column only where some of them do."""
     head = text.iloc[:_HEAD]
-    for pattern, becomes, hint in _REWRITES:
-        near = head[head.str.contains(hint, regex=False)] if hint else head
-        if any(pattern.search(v) for v in near):
+    for pattern, becomes, hint in _REWRITES:   # (hint: text in a value, or what it holds)
+        near = head if not isinstance(hint, str) else head[head.str.contains(hint,
+                                                                              regex=False)]
+        if any((hint if isinstance(hint, re.Pattern) else pattern).search(v) for v in near):
             text = text.str.replace(pattern, becomes, regex=True)
             head = text.iloc[:_HEAD]
     return text

@@ -60,6 +60,12 @@ def read(*values, **kw) -> list[str]:
     (["Thu Jan 05 2023 13:45:00 GMT+0100 (Central European Standard Time)",
       "Tue Jan 17 2023 00:00:00 GMT-0500 (Eastern Standard Time)"],
      ["2023-01-05 12:45:00", "2023-01-17 05:00:00"]),
+    # months named in French, German, Spanish, Italian, Portuguese, Dutch (reports)
+    (["31 janv. 2023", "1er février 2023"], ["2023-01-31 00:00:00", "2023-02-01 00:00:00"]),
+    (["31.Dez.2023 23:59", "01.Jan.2024 00:00"], ["2023-12-31 23:59:00", "2024-01-01 00:00:00"]),
+    (["31 de enero de 2023", "5-dic-2023"], ["2023-01-31 00:00:00", "2023-12-05 00:00:00"]),
+    (["2 ott 2023", "9 de setembro de 2023", "6 mei 2023"],
+     ["2023-10-02 00:00:00", "2023-09-09 00:00:00", "2023-05-06 00:00:00"]),
 ])
 def test_a_form_reads_as_it_means(written, expected):
     assert read(*written) == expected
