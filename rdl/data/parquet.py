@@ -64,7 +64,7 @@ def _unified(found: list[Path], where: str, warn: bool = True) -> pa.Schema:
         DataError: a column's types differ between parts beyond what promotes (a number in
             one, text in another).
     """
-    schemas = [pq.read_schema(p) for p in found]
+    schemas = [_plain(pq.read_schema(p)) for p in found]
     twice = [s for s in schemas if len(set(s.names)) < len(s.names)]   # (header says so)
     if len(schemas) == 1 or twice:
         return (twice or schemas)[0]
@@ -75,6 +75,24 @@ def _unified(found: list[Path], where: str, warn: bool = True) -> pa.Schema:
     except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise DataError(f"{where}: its parts' columns are of types that do not merge ({e}); "
                         "export every part with the same types") from None
+
+
+def _plain(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with its text and bytes of one type, whatever the writer chose for
+    them (``string``, ``large_string``, ``string_view``: one part of a Delta table written
+    by delta-rs holds one and the next another), so that parts merge."""
+    def plain(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return pa.large_string()
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+            return pa.large_binary()
+        if pa.types.is_struct(t):
+            return pa.struct([f.with_type(plain(f.type)) for f in t])
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            kind = pa.list_ if pa.types.is_list(t) else pa.large_list
+            return kind(t.value_field.with_type(plain(t.value_type)))
+        return t
+    return pa.schema([f.with_type(plain(f.type)) for f in schema], metadata=schema.metadata)
 
 
 def _flat_names(name: str, type_: pa.DataType) -> list[str]:
@@ -108,17 +126,18 @@ def read(found: list[Path], where: str, base: Path | None = None,
         elif typed.is_typed(found[0]):
             table = typed.table(found, where)
         elif base is None:
-            table = pa.concat_tables([pq.read_table(p) for p in found],
+            tables = [pq.read_table(p) for p in found]
+            table = pa.concat_tables([t.cast(_plain(t.schema)) for t in tables],
                                      promote_options="permissive")
         else:   # a folder: its key=value sub-folders are columns too
             parts = [str(p) for p in found]
-            hive = ds.dataset(parts, format="parquet", partitioning="hive",
-                              partition_base_dir=str(base)).schema   # (its first part's)
+            hive = _plain(ds.dataset(parts, format="parquet", partitioning="hive",
+                                     partition_base_dir=str(base)).schema)   # (its first's)
             table = ds.dataset(parts, format="parquet", partitioning="hive",
                                partition_base_dir=str(base),
                                schema=pa.unify_schemas([_unified(found, where, False), hive],
                                                        promote_options="permissive")).to_table()
-    except (pa.ArrowInvalid, OSError) as e:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     cols, out = [], []
     for name, col in zip(table.column_names, table.columns):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from rdl.data import lakes
 from rdl.data.database import DataError
 from rdl.data.jsonl import is_json
 from rdl.data.typed import is_typed
@@ -109,9 +110,12 @@ def parts(path: Path) -> list[Path]:
     BigQuery and Redshift export a table as parts: ``part-00000.parquet``, ...,
     ``date=2024-01-01/`` sub-folders too) or a name with a wildcard (``orders_*.csv.gz``),
     its CSV, parquet and JSON files in name order, hidden files and markers (``_SUCCESS``,
-    ``.part-00000.crc``) left out. Empty if there is none."""
+    ``.part-00000.crc``) left out; a Delta Lake table's, those its log holds now
+    (:mod:`rdl.data.lakes`). Empty if there is none."""
     if any(c in path.name for c in "*?["):
         found = sorted(path.parent.glob(path.name))
+    elif path.is_dir() and lakes.kind(path):   # (its log says which files hold it now)
+        return lakes.files(path)
     elif path.is_dir():
         found = sorted(p for p in path.rglob("*") if not any(
             s.startswith((".", "_")) for s in p.relative_to(path).parts))
