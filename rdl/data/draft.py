@@ -44,7 +44,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rdl.data import assembled, clocks, dbfile, epochs, files, leaks, nested, sheets, sources
+from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, leaks, nested, sheets,
+                      sources)
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
                                  pair_share, primary_key)
 from rdl.data.database import Database, DataError, Table
@@ -65,7 +66,7 @@ def tables_of(folder: Path) -> dict[str, str]:
              if not p.name.startswith((".", "_")) and p.name != "schema.yaml" and (
                  (p.is_file() and not sources.unnamed(p) and (  # (a README: no table)
                      sources.is_csv(p) or sources.is_parquet(p) or sheets.is_workbook(p)))
-                 or (p.is_dir() and sources.parts(p)))]
+                 or (p.is_dir() and (lakes.kind(p) or sources.parts(p))))]
     alike: dict[str, list[Path]] = {}
     for p in found:
         if p.is_file():

@@ -144,3 +144,15 @@ def test_parts_whose_writers_typed_text_differently_merge(tmp_path):
         _part(tmp_path, f"towns_{i}.parquet", df.assign(id=df["id"] + 10 * i), text)
     db = load_folder(tmp_path, {"tables": {"towns": {"file": "towns_*.parquet", "pkey": "id"}}})
     assert sorted(db["towns"].df["city"]) == ["Ely", "Ely", "Ely", "Rye", "Rye", "Rye"]
+
+
+def test_the_draft_says_why_it_could_not_read_an_iceberg_table(tmp_path):
+    lake(tmp_path)
+    t = tmp_path / "orders"
+    (t / "metadata").mkdir()
+    (t / "metadata" / "v1.metadata.json").write_text("{}")
+    for p in (t / "_delta_log").iterdir():
+        p.unlink()
+    (t / "_delta_log").rmdir()
+    text = draft(tmp_path)
+    assert "customers:" in text and "# not read: " in text and "an Apache Iceberg table" in text
