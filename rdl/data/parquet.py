@@ -95,9 +95,19 @@ def _plain(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f.with_type(plain(f.type)) for f in schema], metadata=schema.metadata)
 
 
+def _wrapped(type_: pa.DataType) -> bool:
+    """Whether a struct wraps one value in MongoDB's Extended JSON, as ``mongoexport``
+    writes it (``{"$oid": "65b..."}``, ``{"$date": "2024-..."}``, ``{"$numberLong": "4"}``):
+    the column is its value, named as the struct."""
+    return pa.types.is_struct(type_) and type_.num_fields == 1 and \
+        type_.field(0).name.startswith("$")
+
+
 def _flat_names(name: str, type_: pa.DataType) -> list[str]:
     """A column's name and, for a struct, its fields' columns (the struct's own name stays
     in the header: a schema may drop the whole struct)."""
+    if _wrapped(type_):
+        return [name]
     if pa.types.is_struct(type_):
         return [name, *(n for f in type_ for n in _flat_names(f"{name}_{f.name}", f.type))]
     return [name]
@@ -155,6 +165,8 @@ def _flat(name: str, col: pa.ChunkedArray, where: str,
     t = col.type
     if name in dropped:
         return [(name, col)]
+    if _wrapped(t):
+        return _flat(name, col.flatten()[0], where, dropped)
     if pa.types.is_struct(t):
         return [out for f, c in zip(t, col.flatten())
                 for out in _flat(f"{name}_{f.name}", c, where, dropped)]

@@ -132,3 +132,26 @@ def test_the_rows_are_read_in_the_types_their_columns_were_checked_in(tmp_path):
     jsonl.schema(found, "events")
     write(tmp_path, [{**r, "late": 1} for r in rows])   # changed after its check
     assert jsonl.table(found, "events").column("late").to_pylist() == [1] * len(rows)
+
+
+def test_mongoexport_s_extended_json_is_the_values_it_wraps(tmp_path):
+    """``mongoexport`` wraps ids, dates and numbers (``{"$oid": ...}``, ``{"$date": ...}``,
+    ``{"$numberDecimal": "12.50"}``): each column is its value, named as the field, and
+    the draft finds the keys and the time by those names (before: ``user_id_$oid``)."""
+    from rdl.data.draft import draft
+    oid = lambda p, i: {"$oid": f"{p}{i:021x}"}  # noqa: E731
+    users = [{"_id": oid("65b", i), "name": f"u{i}"} for i in range(4)]
+    orders = [{"_id": oid("66c", i), "user_id": oid("65b", i % 4),
+               "created": {"$date": f"2024-02-{i + 1:02d}T10:00:00.000Z"},
+               "total": {"$numberDecimal": f"{i}.50"}, "qty": {"$numberLong": str(i)}}
+              for i in range(8)]
+    for name, rows in (("users", users), ("orders", orders)):
+        (tmp_path / f"{name}.json").write_text("\n".join(map(json.dumps, rows)) + "\n")
+    spec = __import__("yaml").safe_load(draft(tmp_path))["tables"]
+    assert spec["orders"]["pkey"] == "_id" and spec["orders"]["time"] == "created"
+    assert spec["orders"]["fkeys"] == {"user_id": "users"}
+    db = load_folder(tmp_path, {"tables": spec})
+    df = db["orders"].df.set_index(db.keys["orders"]).sort_index()
+    assert df["total"].tolist() == [i + 0.5 for i in range(8)] and df["qty"].dtype == "int64"
+    assert df["created"].iloc[0] == pd.Timestamp("2024-02-01 10:00")
+    assert db.keys["users"][df["user_id"].iloc[1]] == f"65b{1:021x}"
