@@ -1,18 +1,20 @@
 """Tables in a lake's format, a folder of parquet files and a log of which hold the table
-now: **Delta Lake** (Databricks, delta-rs: ``_delta_log/``), **Apache Iceberg**
-(``metadata/*.metadata.json``) and **Apache Hudi** (``.hoodie/``).
+now: **Delta Lake** (Databricks, delta-rs: ``_delta_log/``), **Apache Iceberg** (Snowflake,
+Athena, Trino, pyiceberg: ``metadata/*.metadata.json``) and **Apache Hudi** (``.hoodie/``).
 
 Such a folder keeps the files a later write replaced (an update, a delete, an overwrite
 rewrites whole files and logs the old ones removed) until it is vacuumed: read as a folder
 of parts, its rows would be read with their older versions, and its deleted rows too. A
 Delta table's files are therefore the ones its log holds now (:func:`delta_files`): its
 JSON commits replayed (``add`` and ``remove``), from its newest classic checkpoint where
-the earlier commits are gone. The log is plain JSON and the checkpoint parquet, so rdl
-reads them itself (``deltalake``, which reads them too, is a 50 MB wheel, for a list of
-file names). What it cannot apply stops the load naming it: rows deleted by deletion
-vectors, columns renamed by column mapping, files outside the folder. Iceberg's manifests
-and Hudi's timeline are not read: such a folder stops the load, asking for a snapshot
-exported as parquet.
+the earlier commits are gone. An Iceberg table's are those its current snapshot lists
+(:func:`iceberg_files`): its newest metadata, its manifest list, its manifests' entries
+not deleted. The logs are JSON, parquet and Avro, so rdl reads them itself (``deltalake``
+and ``pyiceberg``, which read them too, are large packages, for a list of file names).
+What it cannot apply stops the load naming it: rows deleted by deletion vectors or
+delete files, columns renamed by column mapping, files outside the folder. Hudi's
+timeline is not read: such a folder stops the load, asking for a snapshot exported as
+parquet.
 """
 from __future__ import annotations
 
@@ -44,17 +46,17 @@ def files(folder: Path) -> list[Path]:
     """The parquet files that hold a lake table's rows now, in name order.
 
     Raises:
-        DataError: an Iceberg or Hudi table, or a Delta log rdl cannot apply.
+        DataError: a Hudi table, or a Delta or Iceberg log rdl cannot apply.
     """
     found = kind(folder)
     if found == "delta":
         return delta_files(folder)
-    log, says = ("metadata/", "manifests") if found == "iceberg" else (".hoodie/", "timeline")
-    raise DataError(f"{folder}: an Apache {found.capitalize()} table ({log}): which of its "
-                    f"files hold its rows now its {says} say, and rdl reads them not (its "
-                    "folder also holds the files later writes replaced); export a snapshot of "
-                    "it as parquet (Spark: spark.table(...).write.parquet(...); Trino or "
-                    "DuckDB: COPY ... TO 't.parquet')")
+    if found == "iceberg":
+        return iceberg_files(folder)
+    raise DataError(f"{folder}: an Apache Hudi table (.hoodie/): which of its files hold its "
+                    "rows now its timeline says, and rdl reads it not (its folder also holds "
+                    "the files later writes replaced); export a snapshot of it as parquet "
+                    "(Spark: spark.table(...).write.parquet(...))")
 
 
 def delta_files(folder: Path) -> list[Path]:
@@ -78,6 +80,74 @@ def delta_files(folder: Path) -> list[Path]:
             elif "metaData" in action:
                 config = action["metaData"].get("configuration") or {}
     return _checked(folder, where, live, config)
+
+
+def iceberg_files(folder: Path) -> list[Path]:
+    """An Iceberg table's live data files: its newest metadata's current snapshot, its
+    manifest list, and the entries of its manifests not deleted (Avro, read by fastavro;
+    paths written under the table's location read below ``folder``, wherever it was
+    copied to)."""
+    where, meta_dir = f"{folder} (an Apache Iceberg table)", folder / "metadata"
+    hint = meta_dir / "version-hint.text"   # (a Hadoop catalog's pointer to its newest)
+    named = meta_dir / f"v{hint.read_text().strip()}.metadata.json" if hint.is_file() else None
+    found = sorted((int(m.group(1)), p.name) for p in meta_dir.glob("*.metadata.json")
+                   if (m := re.match(r"v?(\d+)", p.name)))
+    if named is None or not named.is_file():
+        if not found:
+            raise DataError(f"{where}: no metadata/NNNNN-....metadata.json names its files")
+        named = meta_dir / found[-1][1]
+    meta = json.loads(named.read_text())
+    snapshot = next((s for s in meta.get("snapshots") or []
+                     if s.get("snapshot-id") == meta.get("current-snapshot-id")), None)
+    if snapshot is None:
+        raise DataError(f"{where}: {named.name} has no current snapshot: the table holds no "
+                        "rows")
+    local = _relocated(folder, meta.get("location", ""), where)
+    live = []
+    for manifest in _avro(local(snapshot["manifest-list"])):
+        for entry in _avro(local(manifest["manifest_path"])):
+            file = entry["data_file"]
+            if entry["status"] == 2:   # (deleted by this snapshot)
+                continue
+            if manifest.get("content") or file.get("content"):
+                raise DataError(f"{where}: its snapshot deletes rows with delete files "
+                                f"({local(file['file_path']).name}: merge-on-read), which rdl "
+                                "does not apply: rewrite its data files (Spark: CALL "
+                                "system.rewrite_data_files), or export it as parquet")
+            if str(file.get("file_format", "PARQUET")).upper() != "PARQUET":
+                raise DataError(f"{where}: its data files are {file['file_format']}, not "
+                                "parquet: export it as parquet")
+            live.append(local(file["file_path"]))
+    return _present(folder, where, live)
+
+
+def _relocated(folder: Path, location: str, where: str):
+    """A function from a path the metadata writes (under the table's ``location``, as
+    ``s3://bucket/db/orders/data/x.parquet``) to that file below ``folder``."""
+    root = location.rstrip("/") + "/"
+
+    def local(path: str) -> Path:
+        if not path.startswith(root):
+            raise DataError(f"{where}: its metadata names a file outside its location "
+                            f"{location} ({path}): export it as parquet")
+        return folder / unquote(path[len(root):])
+    return local
+
+
+def _avro(path: Path) -> list[dict]:
+    import fastavro   # (only an Iceberg table's manifests need it)
+    with open(path, "rb") as f:
+        return list(fastavro.reader(f))
+
+
+def _present(folder: Path, where: str, files: list[Path]) -> list[Path]:
+    """``files``, sorted, or an error where any is missing."""
+    missing = [p for p in files if not p.is_file()]
+    if missing:
+        raise DataError(f"{where}: {len(missing)} of the {len(files)} files its log holds are "
+                        f"missing (e.g. {missing[0].relative_to(folder)}): copy the table's "
+                        "whole folder")
+    return sorted(files)
 
 
 def _checkpoint(log_dir: Path, commits: dict, latest: int, where: str, live: dict) -> int:
@@ -118,9 +188,4 @@ def _checked(folder: Path, where: str, live: dict, config: dict) -> list[Path]:
             raise DataError(f"{where}: its log names a file outside its folder ({path}): a "
                             "shallow clone? export the table as parquet")
         out.append(folder / unquote(path))
-    missing = [p for p in out if not p.is_file()]
-    if missing:
-        raise DataError(f"{where}: {len(missing)} of the {len(out)} files its log holds are "
-                        f"missing (e.g. {missing[0].relative_to(folder)}): copy the table's "
-                        "whole folder")
-    return sorted(out)
+    return _present(folder, where, out)

@@ -123,17 +123,84 @@ def test_what_rdl_cannot_apply_stops_naming_it(tmp_path, change, said):
     fails(tmp_path, "orders (a Delta Lake table)", said, schema=SCHEMA)
 
 
-@pytest.mark.parametrize("lake_dir,name", [("metadata", "Iceberg"), (".hoodie", "Hudi")])
-def test_iceberg_and_hudi_folders_stop_asking_for_a_snapshot(tmp_path, lake_dir, name):
+def _avro(path, name: str, fields: list, records: list[dict]) -> None:
+    import fastavro
+    with open(path, "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": name, "fields": fields}, records)
+
+
+_DATA_FILE = {"type": "record", "name": "r2", "fields": [
+    {"name": "content", "type": "int"}, {"name": "file_path", "type": "string"},
+    {"name": "file_format", "type": "string"}, {"name": "record_count", "type": "long"}]}
+
+
+def iceberg(folder, location: str = "s3://lake/db/orders") -> pd.DataFrame:
+    """The shop's orders as an Iceberg table written at ``location`` and copied here, as
+    pyiceberg writes one (metadata JSON, a manifest list, manifests in Avro: the fields
+    rdl reads): two appends, then a delete that rewrote the first file; returns its rows."""
+    now = lake(folder)   # (its parquet files; its Delta log goes)
+    t = folder / "orders"
+    for p in (t / "_delta_log").iterdir():
+        p.unlink()
+    (t / "_delta_log").rmdir()
+    (t / "metadata").mkdir()
+    entry = lambda status, name: {"status": status, "data_file": {  # noqa: E731
+        "content": 0, "file_path": f"{location}/{name}", "file_format": "PARQUET",
+        "record_count": 1}}
+    fields = [{"name": "status", "type": "int"}, {"name": "data_file", "type": _DATA_FILE}]
+    _avro(t / "metadata" / "m0.avro", "manifest_entry", fields,
+          [entry(2, "part-0-a.snappy.parquet"), entry(1, "part-0-c.zstd.parquet")])
+    _avro(t / "metadata" / "m1.avro", "manifest_entry", fields,
+          [entry(0, "part-0-d.zstd.parquet")])
+    _avro(t / "metadata" / "snap-2.avro", "manifest_file",
+          [{"name": "manifest_path", "type": "string"}, {"name": "content", "type": "int"}],
+          [{"manifest_path": f"{location}/metadata/m{i}.avro", "content": 0} for i in (0, 1)])
+    meta = {"format-version": 2, "location": location, "current-snapshot-id": 2,
+            "snapshots": [{"snapshot-id": 1, "manifest-list": f"{location}/metadata/old.avro"},
+                          {"snapshot-id": 2,
+                           "manifest-list": f"{location}/metadata/snap-2.avro"}]}
+    (t / "metadata" / "00001-abc.metadata.json").write_text(json.dumps({**meta,
+                                                                       "snapshots": []}))
+    (t / "metadata" / "00002-def.metadata.json").write_text(json.dumps(meta))
+    return now
+
+
+def test_an_iceberg_table_reads_the_files_its_snapshot_holds(tmp_path):
+    now = iceberg(tmp_path)
+    db = load_folder(tmp_path, SCHEMA)
+    assert sorted(db.keys["orders"]) == sorted(now["order_id"])
+
+
+@pytest.mark.parametrize("change,said", [
+    ("location", "names a file outside its location"),
+    ("deletes", "deletes rows with delete files (part-0-d.zstd.parquet: merge-on-read)"),
+    ("missing", "1 of the 2 files its log holds are missing (e.g. part-0-c.zstd.parquet)")])
+def test_what_rdl_cannot_apply_of_an_iceberg_table_stops(tmp_path, change, said):
+    iceberg(tmp_path)
+    t = tmp_path / "orders"
+    if change == "location":
+        meta = json.loads((t / "metadata" / "00002-def.metadata.json").read_text())
+        meta["location"] = "s3://lake/db/elsewhere"
+        (t / "metadata" / "00002-def.metadata.json").write_text(json.dumps(meta))
+    elif change == "deletes":
+        _avro(t / "metadata" / "m1.avro", "manifest_entry",
+              [{"name": "status", "type": "int"}, {"name": "data_file", "type": _DATA_FILE}],
+              [{"status": 1, "data_file": {"content": 1, "file_path": "s3://lake/db/orders/"
+                                           "part-0-d.zstd.parquet", "file_format": "PARQUET",
+                                           "record_count": 1}}])
+    else:
+        (t / "part-0-c.zstd.parquet").unlink()
+    fails(tmp_path, "orders (an Apache Iceberg table)", said, schema=SCHEMA)
+
+
+def test_a_hudi_folder_stops_asking_for_a_snapshot(tmp_path):
     lake(tmp_path)
     t = tmp_path / "orders"
     for p in (t / "_delta_log").iterdir():
         p.unlink()
     (t / "_delta_log").rmdir()
-    (t / lake_dir).mkdir()
-    (t / lake_dir / "v1.metadata.json").write_text("{}")
-    fails(tmp_path, f"an Apache {name} table", "export a snapshot of it as parquet",
-          schema=SCHEMA)
+    (t / ".hoodie").mkdir()
+    fails(tmp_path, "an Apache Hudi table", "export a snapshot of it as parquet", schema=SCHEMA)
 
 
 def test_parts_whose_writers_typed_text_differently_merge(tmp_path):
@@ -146,13 +213,8 @@ def test_parts_whose_writers_typed_text_differently_merge(tmp_path):
     assert sorted(db["towns"].df["city"]) == ["Ely", "Ely", "Ely", "Rye", "Rye", "Rye"]
 
 
-def test_the_draft_says_why_it_could_not_read_an_iceberg_table(tmp_path):
+def test_the_draft_says_why_it_could_not_read_a_lake_table(tmp_path):
     lake(tmp_path)
-    t = tmp_path / "orders"
-    (t / "metadata").mkdir()
-    (t / "metadata" / "v1.metadata.json").write_text("{}")
-    for p in (t / "_delta_log").iterdir():
-        p.unlink()
-    (t / "_delta_log").rmdir()
+    (tmp_path / "orders" / "_delta_log" / f"{0:020d}.json").unlink()   # (no checkpoint)
     text = draft(tmp_path)
-    assert "customers:" in text and "# not read: " in text and "an Apache Iceberg table" in text
+    assert "customers:" in text and "# not read: " in text and "its first commits are gone" in text
