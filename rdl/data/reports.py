@@ -4,9 +4,9 @@ period, the account, ``#`` notes) and rows of totals below the data. Left out, a
 sheets of a workbook are read (:mod:`rdl.data.sheets`, whose rules these are):
 
 * lines above the header are left out where each has fewer fields than most rows (a
-  title, a blank line) or starts with ``#``: the header is the first row of as many fields
-  as most, more than half of them filled (a line of as many fields, ``Account:,12345,,``,
-  is taken for the header: the schema's columns are then missing, and the load says so);
+  title, a blank line), none filled (``,,,``), starts with ``#``, or is a label and its
+  value (``Account:,12345,,``, a bank statement's): the header is the first row of as many
+  fields as most, more than half of them filled;
 * trailing rows whose first value is ``Total``, ``Grand total``, ``Sum`` (and a field
   empty) are totals, not rows;
 * a value written ``="00123"`` (a formula, so that Excel keeps a code's leading zeros) is
@@ -47,8 +47,10 @@ def preamble(text: str, delimiters=(",", ";", "\t", "|")) -> int:
         read = []
         try:
             for row in reader:
-                read.append((len(row), sum(1 for v in row if v.strip()), reader.line_num,
-                             bool(row) and row[0].lstrip().startswith("#")))
+                filled = sum(1 for v in row if v.strip())
+                read.append((len(row), filled, reader.line_num, bool(row) and (
+                    row[0].lstrip().startswith("#")   # a note, or a label and its value
+                    or (filled <= 2 and row[0].rstrip().endswith(":")))))
                 if len(read) == _HEAD:
                     break
         except csv.Error:
@@ -60,7 +62,8 @@ def preamble(text: str, delimiters=(",", ";", "\t", "|")) -> int:
     mode = Counter(r[0] for r in rows if r[0] > 1).most_common(1)[0][0]
     best = max(filled for n, filled, _, _ in rows if n == mode)
     start = next((i for i, (n, filled, _, _) in enumerate(rows) if filled > best / 2), 0)
-    if start == 0 or not all(n < mode or note for n, _, _, note in rows[:start]):
+    if start == 0 or not all(n < mode or note or not filled
+                             for n, filled, _, note in rows[:start]):
         return 0
     return rows[start - 1][2]   # the lines the rows above the header span
 

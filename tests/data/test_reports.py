@@ -99,3 +99,17 @@ def test_a_consoles_rule_and_count_of_rows_are_left_out(tmp_path, console, head,
     # a rule in the middle, or a count of something else, is data: the load says so
     (tmp_path / "sales.csv").write_text(head + rows + "(3 apples)\n")
     fails(tmp_path, "1 row does not have the header's 3 fields", "(3 apples)", schema=SCHEMA)
+
+
+def test_a_statement_s_labels_above_the_header_are_left_out(tmp_path):
+    """A bank's statement: each label and its value a line of as many fields as the rows
+    (``Account:,12345678,,``), and a line of delimiters only, above the header."""
+    (tmp_path / "sales.csv").write_text(
+        "Account:,12345678,,\r\nPeriod:,2024-01-01 to 2024-01-31,,\r\n,,,\r\n"
+        "Date,Num,Memo,Amount\r\n2024-01-02,1,Coffee,-3.50\r\n2024-01-03,2,Rent,-500.00\r\n")
+    df = load_folder(tmp_path, SCHEMA)["sales"].df
+    assert list(df.columns) == ["Date", "Num", "Memo", "Amount"]
+    assert df["Amount"].tolist() == [-3.5, -500.0]
+    # a header of fewer names than fields, over full rows, is still the header
+    (tmp_path / "sales.csv").write_text("Date,Num,,\r\n2024-01-02,1,a,b\r\n2024-01-03,2,c,d\r\n")
+    assert sorted(load_folder(tmp_path, SCHEMA).keys["sales"]) == [1, 2]
