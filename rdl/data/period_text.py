@@ -1,5 +1,5 @@
 """Times written as the period they name, in text: a month (``2024-01``, ``01/2024``,
-``Jan 2024``), a quarter (``2024-Q1``, ``Q1 2024``), a year (``"2024"``), as a monthly
+``Jan 2024``, Excel's ``Jan-24``), a quarter (``2024-Q1``, ``Q1 2024``), a year (``"2024"``), as a monthly
 report's ``month`` or a budget's ``quarter`` column holds them.
 
 pandas reads ``2024-01`` as 2024-01-01 00:00, the month's first instant: a row about
@@ -20,7 +20,10 @@ _FORMS = (
                         r"(\d{1,2})[-/.](\d{4})", r"\2-\1", regex=True)),
                     (r"[A-Za-z]{3,9}\.?[ -]\d{4}", lambda t: pd.to_datetime(
                         t.str.replace(r"\.?[ -]", " ", regex=True), format="mixed",
-                        errors="coerce").dt.strftime("%Y-%m")))),
+                        errors="coerce").dt.strftime("%Y-%m")),
+                    # Excel's mmm-yy (Jan-24: January 2024)
+                    (r"[A-Za-z]{3}-\d{2}", lambda t: pd.to_datetime(
+                        t.str.title(), format="%b-%y", errors="coerce").dt.strftime("%Y-%m")))),
     ("quarter", "Q", ((r"\d{4}[- ]?[Qq][1-4]", lambda t: t.str.replace(r"[- ]", "", regex=True)),
                       (r"[Qq][1-4][- ]?\d{4}", lambda t: t.str.replace(
                           r"[Qq]([1-4])[- ]?(\d{4})", r"\2Q\1", regex=True)))),

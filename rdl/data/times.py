@@ -100,7 +100,15 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
         return False   # times of day, no date (pandas would date them today: rdl.data.clocks)
     if head.str.contains(_TWO_NUMBERS).mean() < 0.9:
         return False   # a time writes a day and more (a month, a year, a clock): "Track 7"
-    return _read_times(head)[0].notna().mean() >= 0.9
+    read = _read_times(head)[0]
+    return read.notna().mean() >= 0.9 and not _yearless(read)
+
+
+def _yearless(read: pd.Series) -> bool:
+    """Whether times read from text have no year of their own (``31-Jan``, Excel's d-mmm;
+    ``Jan 5``): pandas dates them in the year 1."""
+    years = read.dropna().dt.year
+    return bool(len(years)) and bool((years <= 1).mean() >= 0.9)
 
 
 def _rewritten(text: pd.Series) -> pd.Series:
@@ -263,6 +271,11 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
                         "seconds since midnight: declare no stype, or numerical")
     text = _rewritten(text)
     best, fits = _read_times(text)
+    if _yearless(best):
+        raise DataError(f"{where}: dates without their year, e.g. {text.iloc[0]!r} (a "
+                        "spreadsheet's d-mmm): export them with their year (2024-01-31), or "
+                        f"if the column is no time, declare its stype "
+                        f"({_stypes(where, 'categorical')})")
     orders = {_day_first(f) for f in fits} - {None}
     if len(orders) == 2 and dayfirst is None:
         raise DataError(f"{where}: times such as {text.iloc[0]!r} read both as month/day/year "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from rdl.data.database import DataError
 from rdl.data.draft import draft
 from rdl.data.folder import load_folder
 from rdl.data.period_text import read
@@ -33,6 +34,7 @@ def test_a_month_s_row_is_seen_once_the_month_is_over(tmp_path):
     (["2024-Q1", "2023Q4"], ["2024-04-01", "2024-01-01"], "quarter"),
     (["Q1 2024", "q4-2023"], ["2024-04-01", "2024-01-01"], "quarter"),
     (["2024", "2023"], ["2025-01-01", "2024-01-01"], "year"),
+    (["Jan-24", "DEC-23"], ["2024-02-01", "2024-01-01"], "month"),   # Excel's mmm-yy
     (["2024-13"], None, None),
     (["2024-01-05"], None, None),
 ])
@@ -42,3 +44,15 @@ def test_period_forms(written, ends, unit):
         assert got is None
     else:
         assert got[1] == unit and got[0].tolist() == list(pd.to_datetime(ends))
+
+
+def test_days_without_their_year_are_no_times(tmp_path):
+    """Excel's d-mmm (``31-Jan``) and ``Jan 5``: pandas dates them in the year 1 (before,
+    the load stopped on a feature of them, as times outside the years rdl holds); a
+    feature of them is text, a table's time of them stops naming what they lack."""
+    (tmp_path / "sales.csv").write_text("id,day,due\n1,2024-01-02,31-Jan\n2,2024-01-03,1-Feb\n"
+                                        "3,2024-01-04,15-Mar\n")
+    df = load_folder(tmp_path, {"tables": {"sales": {"pkey": "id", "time": "day"}}})["sales"].df
+    assert df["due"].tolist() == ["31-Jan", "1-Feb", "15-Mar"]
+    with pytest.raises(DataError, match="dates without their year, e.g. '31-Jan'"):
+        load_folder(tmp_path, {"tables": {"sales": {"pkey": "id", "time": "due"}}})
