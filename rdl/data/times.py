@@ -50,6 +50,9 @@ _LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)
 #: what a time writes beyond one number: two numbers apart, a date key's digits, a month's name
 _TWO_NUMBERS = re.compile(r"\d\D+\d|\d{6}|(?i:\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|"
                           r"nov|dec)[a-z]*\b)")
+#: a span of times of day (opening hours, a shift: 09:00-17:00), which pandas would read as
+#: a time today at an offset
+_HOURS = re.compile(rf"{CLOCK.pattern}\s*[-–]\s*{CLOCK.pattern}")
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 _UTC = re.compile(r"\s*(?:UTC|GMT)$")           # BigQuery: 2023-01-05 13:45:00 UTC
 #: forms written around a time that pandas reads once rewritten (:func:`_rewritten`): a
@@ -96,7 +99,7 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
                        # the year -5, and "4752,32" as a day of the year 4752
     if head.str.match(_LOOKS_LIKE_TIME).mean() >= 0.9:
         return True
-    if head.str.fullmatch(CLOCK).mean() >= 0.9:
+    if head.str.fullmatch(CLOCK).mean() >= 0.9 or head.str.fullmatch(_HOURS).mean() >= 0.9:
         return False   # times of day, no date (pandas would date them today: rdl.data.clocks)
     if head.str.contains(_TWO_NUMBERS).mean() < 0.9:
         return False   # a time writes a day and more (a month, a year, a clock): "Track 7"
@@ -263,6 +266,10 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
                  "it is over (write a first day, 2024-01-01, for a start)", where, period[1],
                  text.iloc[0], period[1])
         return period[0].reindex(raw.index)
+    if len(text) and text.iloc[:_HEAD].str.fullmatch(_HOURS).all():
+        raise DataError(f"{where}: spans of times of day (e.g. {text.iloc[0]!r}), no times: "
+                        "pandas would read 09:00-17:00 as 09:00 today at offset -17:00; "
+                        f"declare its stype ({_stypes(where, 'categorical')})")
     if len(text) and text.iloc[:_HEAD].str.fullmatch(CLOCK).all() and \
             text.str.fullmatch(CLOCK).all():
         raise DataError(f"{where}: times of day without their date (e.g. {text.iloc[0]!r}); "

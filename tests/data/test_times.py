@@ -259,3 +259,17 @@ def test_text_no_form_reads_is_tried_on_its_first_values_only(monkeypatch):
     assert times._read_times(codes)[0].isna().all()
     assert max(calls) <= times._HEAD
     assert times.looks_like_times(pd.Series(["Jan 2023", "May 5, 2023", "2023Q1"] * 10))
+
+
+def test_spans_of_times_of_day_are_no_times(tmp_path):
+    """A shop's opening hours or a shift (``09:00-17:00``): before, read as 09:00 on the day
+    of the run at the offset -17:00, a table that moved with the calendar."""
+    from rdl.data.folder import load_folder
+    pd.DataFrame({"id": [1, 2, 3], "day": ["2024-01-02", "2024-01-03", "2024-01-04"],
+                  "hours": ["09:00-17:00", "10:00-18:30", "8:00 - 12:00"]}).to_csv(
+        tmp_path / "shifts.csv", index=False)
+    df = load_folder(tmp_path, {"tables": {"shifts": {"pkey": "id", "time": "day"}}})[
+        "shifts"].df
+    assert df["hours"].tolist() == ["09:00-17:00", "10:00-18:30", "8:00 - 12:00"]
+    with pytest.raises(DataError, match="spans of times of day \\(e.g. '09:00-17:00'\\)"):
+        load_folder(tmp_path, {"tables": {"shifts": {"pkey": "id", "time": "hours"}}})
