@@ -50,6 +50,10 @@ _LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)
 #: what a time writes beyond one number: two numbers apart, a date key's digits, a month's name
 _TWO_NUMBERS = re.compile(r"\d\D+\d|\d{6}|(?i:\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|"
                           r"nov|dec)[a-z]*\b)")
+#: what writes a date (a year, not an offset's +0100; a day, a month and a year; a date
+#: key's digits; a month's name): a time without one is a time of day, dated today by pandas
+_DATE_PART = re.compile(r"(?<![+\-\d:])\d{4}(?!\d)|\d{6}|\d{1,2}[/.\-]\d{1,2}[/.\-]\d{2}|"
+                        r"(?i:\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b)")
 #: a span of times of day (opening hours, a shift: 09:00-17:00), which pandas would read as
 #: a time today at an offset
 _HOURS = re.compile(rf"{CLOCK.pattern}\s*[-–]\s*{CLOCK.pattern}")
@@ -99,8 +103,9 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
                        # the year -5, and "4752,32" as a day of the year 4752
     if head.str.match(_LOOKS_LIKE_TIME).mean() >= 0.9:
         return True
-    if head.str.fullmatch(CLOCK).mean() >= 0.9 or head.str.fullmatch(_HOURS).mean() >= 0.9:
-        return False   # times of day, no date (pandas would date them today: rdl.data.clocks)
+    if head.str.contains(_DATE_PART).mean() < 0.9:
+        return False   # no date: times of day, zoned (10:30Z) or spans (09:00-17:00), which
+                       # pandas would date today (rdl.data.clocks)
     if head.str.contains(_TWO_NUMBERS).mean() < 0.9:
         return False   # a time writes a day and more (a month, a year, a clock): "Track 7"
     read = _read_times(head)[0]
@@ -270,8 +275,8 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
         raise DataError(f"{where}: spans of times of day (e.g. {text.iloc[0]!r}), no times: "
                         "pandas would read 09:00-17:00 as 09:00 today at offset -17:00; "
                         f"declare its stype ({_stypes(where, 'categorical')})")
-    if len(text) and text.iloc[:_HEAD].str.fullmatch(CLOCK).all() and \
-            text.str.fullmatch(CLOCK).all():
+    if len(text) and not text.iloc[:_HEAD].str.contains(_DATE_PART).any() and \
+            text.iloc[:_HEAD].str.contains(r"\d{1,2}:\d{2}").all():
         raise DataError(f"{where}: times of day without their date (e.g. {text.iloc[0]!r}); "
                         "join them to the column of their dates (clocks: {DATE_COLUMN: "
                         f"{_column(where)}}}), which is then the time; or read them as "

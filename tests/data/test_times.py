@@ -253,12 +253,24 @@ def test_text_no_form_reads_is_tried_on_its_first_values_only(monkeypatch):
         text, form))
     assert not times.looks_like_times(pd.Series([f"Track {i}" for i in range(5000)]))
     assert calls == []
-    codes = pd.Series([f"{i}x{i % 97}-b" for i in range(5000)])   # two numbers, no time
+    assert not times.looks_like_times(pd.Series([f"{i}x{i % 97}-b" for i in range(5000)]))
+    assert calls == []   # (no year, no day and month: no date, no form tried)
+    codes = pd.Series([f"{1000 + i}x{i % 97}-b" for i in range(5000)])   # no time either
     assert not times.looks_like_times(codes)
     assert calls and max(calls) <= times._HEAD
     assert times._read_times(codes)[0].isna().all()
     assert max(calls) <= times._HEAD
     assert times.looks_like_times(pd.Series(["Jan 2023", "May 5, 2023", "2023Q1"] * 10))
+
+
+@pytest.mark.parametrize("written", [["10:30Z", "11:45Z"], ["10:30+02:00", "11:45+02:00"],
+                                     ["10:30 UTC", "11:45 UTC"], ["10:30:00+00", "9:00:00+00"]])
+def test_times_of_day_with_their_zone_are_no_times(written):
+    """PostgreSQL's ``timetz`` and zoned clocks: before, read as that time on the day of the
+    run; undeclared they are no times, declared they stop naming the join."""
+    assert not looks_like_times(pd.Series(written * 5, dtype=object))
+    with pytest.raises(DataError, match="times of day without their date"):
+        read(*written)
 
 
 def test_spans_of_times_of_day_are_no_times(tmp_path):
