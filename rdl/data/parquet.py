@@ -18,6 +18,7 @@ Lists of values stay lists (multicategorical columns).
 """
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -103,6 +104,24 @@ def _wrapped(type_: pa.DataType) -> bool:
         type_.field(0).name.startswith("$")
 
 
+def _binary(t: pa.DataType) -> bool:
+    t = getattr(t, "storage_type", t)   # (pyarrow's arrow.uuid extension: 16 bytes)
+    return (pa.types.is_binary(t) or pa.types.is_large_binary(t)
+            or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t))
+
+
+def _as_text(col: pa.ChunkedArray) -> pa.Array:
+    """Bytes as text: 16 of them a UUID's (``00000000-0000-...``: DuckDB writes PostgreSQL's
+    UUIDs so, SQL Server's uniqueidentifier and MySQL's BINARY(16) ids are such), others in
+    hex (a hash); missing ones missing."""
+    t = getattr(col.type, "storage_type", col.type)
+    if getattr(col.type, "storage_type", None) is not None:
+        col = pa.chunked_array([c.storage for c in col.chunks], t)
+    sixteen = pa.types.is_fixed_size_binary(t) and t.byte_width == 16
+    return pa.array([None if b is None else str(uuid.UUID(bytes=b)) if sixteen else b.hex()
+                     for b in col.to_pylist()], pa.large_string())
+
+
 def _flat_names(name: str, type_: pa.DataType) -> list[str]:
     """A column's name and, for a struct, its fields' columns (the struct's own name stays
     in the header: a schema may drop the whole struct)."""
@@ -175,6 +194,10 @@ def _flat(name: str, col: pa.ChunkedArray, where: str,
                                 else pa.float64()))]
     if pa.types.is_date(t):
         return [(name, col.cast(pa.timestamp("s")))]
+    if _binary(t):   # ids as bytes (a UUID, a hash): as text, matched and shown as written
+        return [(name, _as_text(col))]
+    if pa.types.is_float16(t):   # (half floats: numpy's float16, which nothing downstream holds)
+        return [(name, col.cast(pa.float32()))]
     if pa.types.is_duration(t):
         return [(name, pc.multiply(col.cast(pa.int64()).cast(pa.float64()),
                                    _SECONDS[t.unit]))]

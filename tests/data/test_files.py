@@ -238,6 +238,31 @@ def posts_with(folder, **columns) -> None:
     pq.write_table(posts, folder / "posts.parquet")
 
 
+def test_parquet_ids_as_bytes_are_keys_and_half_floats_numbers(tmp_path):
+    """PostgreSQL's UUIDs as DuckDB writes them to parquet (16 bytes), other ids as bytes (a
+    hash), half floats: before, a UUID key stopped the load as duplicated (its bytes read
+    as text, cut at their NULs)."""
+    import uuid
+    ids = [uuid.UUID(int=i + 1) for i in range(4)]
+    pq.write_table(pa.table({"customer_id": pa.array([u.bytes for u in ids], pa.binary(16)),
+                             "digest": pa.array([b"\x00\xff", None, b"\x01", b"\x02"]),
+                             "score": pa.array([0.5, 1.5, 2.5, 3.5], pa.float16())}),
+                   tmp_path / "customers.parquet")
+    pq.write_table(pa.table({"order_id": [1, 2, 3],
+                             "customer_id": pa.array([ids[0].bytes, ids[3].bytes, None],
+                                                     pa.binary(16))}), tmp_path / "orders.parquet")
+    db = load_folder(tmp_path, {"tables": {"customers": {"pkey": "customer_id"},
+                                           "orders": {"pkey": "order_id",
+                                                      "fkeys": {"customer_id": "customers"}}}})
+    keys = db.keys["customers"]
+    assert list(keys) == [str(u) for u in ids]   # 00000000-0000-0000-0000-000000000001
+    linked = db["orders"].df.set_index(db.keys["orders"]).sort_index()["customer_id"]
+    assert [None if pd.isna(i) else keys[int(i)] for i in linked] == [str(ids[0]),
+                                                                      str(ids[3]), None]
+    df = db["customers"].df
+    assert df["digest"].tolist()[:1] == ["00ff"] and df["score"].dtype == "float32"
+
+
 def test_parquet_structs_durations_and_nested_columns(tmp_path):
     """A warehouse's parquet types: a struct is a column per field (the schema may name
     them), a duration is seconds; a map or a list of structs stops with one error naming
