@@ -196,6 +196,8 @@ def _flat(name: str, col: pa.ChunkedArray, where: str,
         return [(name, col.cast(pa.timestamp("s")))]
     if _binary(t):   # ids as bytes (a UUID, a hash): as text, matched and shown as written
         return [(name, _as_text(col))]
+    if pa.types.is_uint64(t) and (pc.max(col).as_py() or 0) >= 2 ** 63:
+        return [(name, col.cast(pa.string()))]   # ids past int64's (ClickHouse's UInt64 hashes)
     if pa.types.is_float16(t):   # (half floats: numpy's float16, which nothing downstream holds)
         return [(name, col.cast(pa.float32()))]
     if pa.types.is_duration(t):

@@ -263,6 +263,20 @@ def test_parquet_ids_as_bytes_are_keys_and_half_floats_numbers(tmp_path):
     assert df["digest"].tolist()[:1] == ["00ff"] and df["score"].dtype == "float32"
 
 
+def test_parquet_ids_past_int64_are_keys(tmp_path):
+    """ClickHouse's UInt64 ids (hashes) past int64's range: before, a bare TypeError."""
+    big = pa.array([2 ** 64 - 1, 2 ** 63 + 5, 7], pa.uint64())
+    pq.write_table(pa.table({"user_id": big}), tmp_path / "users.parquet")
+    pq.write_table(pa.table({"event_id": [1, 2], "user_id": big.take([0, 2])}),
+                   tmp_path / "events.parquet")
+    db = load_folder(tmp_path, {"tables": {"users": {"pkey": "user_id"},
+                                           "events": {"pkey": "event_id",
+                                                      "fkeys": {"user_id": "users"}}}})
+    assert list(db.keys["users"]) == [str(2 ** 64 - 1), str(2 ** 63 + 5), "7"]
+    events = db["events"].df.set_index(db.keys["events"]).sort_index()
+    assert [db.keys["users"][i] for i in events["user_id"]] == [str(2 ** 64 - 1), "7"]
+
+
 def test_parquet_structs_durations_and_nested_columns(tmp_path):
     """A warehouse's parquet types: a struct is a column per field (the schema may name
     them), a duration is seconds; a map or a list of structs stops with one error naming
