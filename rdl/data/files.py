@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import codecs
 import logging
-import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +35,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from rdl.data import aligned, reports
+from rdl.data.bad_rows import BadRows, undecodable
 from rdl.data.database import DataError
 from rdl.data.sources import input_stream as _input
 from rdl.data.sources import member as _member
@@ -124,7 +123,11 @@ def header(path: Path, where: str) -> Header:
     """
     if path.suffix.lower() == ".zip":
         _member(path, where)   # one file, or an error naming the table
-    return _header(path, where, _bom_encoding(path))
+    try:
+        return _header(path, where, _bom_encoding(path))
+    except OSError as e:   # (a .gz cut short, or no gzip at all)
+        raise DataError(f"{where}: not readable: {e} (a compressed file cut short? export "
+                        "it again)") from None
 
 
 def _header(path: Path, where: str, encoding: str) -> Header:
@@ -161,7 +164,11 @@ def _header(path: Path, where: str, encoding: str) -> Header:
         if "UTF8" in str(e) and encoding == "utf8":
             return _header(path, where, _fallback(path))
         raise DataError(f"{where}: not a readable CSV file: {e}") from None
-    except (OSError, UnicodeError) as e:
+    except UnicodeError:   # (a header that is not UTF-8: cp1252's é in a name)
+        if encoding == "utf8":
+            return _header(path, where, _fallback(path))
+        raise DataError(f"{where}: not a readable CSV file: its header is not {encoding}")
+    except OSError as e:
         raise DataError(f"{where}: not a readable CSV file: {e}") from None
     except DataError as e:   # (aligned.layout)
         raise DataError(f"{where}: {e}") from None
@@ -266,9 +273,16 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
 
     Raises:
         DataError: rows whose number of fields differs from the header's (how many, a few
-            of them and what to do), or a file pyarrow cannot parse.
+            of them and what to do), or a file pyarrow cannot parse or decompress.
     """
-    h = h or header(path, where)
+    try:
+        return _rows(path, where, h or header(path, where))
+    except OSError as e:   # (a .gz cut short)
+        raise DataError(f"{where}: not readable: {e} (a compressed file cut short? export "
+                        "it again)") from None
+
+
+def _rows(path: Path, where: str, h: Header) -> pd.DataFrame:
     names = list(h.names)
     if h.layout is not None:
         df = aligned.read(path, where, h.layout, h.encoding, NULLS).set_axis(names, axis=1)
@@ -297,13 +311,13 @@ def read_csv(path: Path, where: str, h: Header | None = None) -> pd.DataFrame:
 
 def _delimited(path: Path, where: str, h: Header, names: list[str]) -> pd.DataFrame:
     """A delimited file's rows, by pyarrow (see :func:`read_csv`)."""
-    bad = _BadRows(h.delimiter)
+    bad = BadRows(h.delimiter)
 
     def read(threads: bool, cols: list[str]) -> pa.Table:
         bad.__init__(h.delimiter)
         opts = pacsv.ReadOptions(encoding=h.encoding, column_names=cols, skip_rows=h.skip,
                                  use_threads=threads)
-        with _undecodable(bad):
+        with undecodable(bad):
             return pacsv.read_csv(_source(path), read_options=opts,
                                   parse_options=_parse(h.delimiter, bad, h.escape),
                                   convert_options=_as_text(cols))
@@ -341,45 +355,6 @@ def _delimited(path: Path, where: str, h: Header, names: list[str]) -> pd.DataFr
     if bad.footers:
         log.info("%s: a console's count of the rows after them left out", where)
     return table.to_pandas()
-
-
-class _BadRows:
-    """pyarrow's handler of rows with the wrong number of fields: skips them, counts them,
-    keeps the first few and whether each just ends with an extra delimiter."""
-
-    def __init__(self, delimiter: str):
-        self.delimiter, self.count, self.first, self.trailing = delimiter, 0, [], True
-        self.undecodable = False   # a row pyarrow could not give it: not UTF-8 (_undecodable)
-        self.footers = 0
-
-    def __call__(self, row) -> str:
-        if reports.FOOTER.fullmatch(row.text.strip()):
-            self.footers += 1   # a console's count of the rows: no row (reports)
-            return "skip"
-        self.count += 1
-        if len(self.first) < 3:
-            self.first.append(row)
-        self.trailing &= (row.actual_columns == row.expected_columns + 1
-                          and row.text.endswith(self.delimiter))
-        return "skip"
-
-
-@contextmanager
-def _undecodable(bad: _BadRows):
-    """Sets ``bad.undecodable`` where a row with the wrong number of fields holds bytes that
-    are not UTF-8: pyarrow decodes such a row as UTF-8 before its handler sees it, and the
-    error, raised inside pyarrow, would be printed as "Exception ignored" and the read fail
-    as a parse error, when the file is of another encoding (read_csv reads it again in it)."""
-    def hook(u, old=sys.unraisablehook):
-        if u.object is bad and isinstance(u.exc_value, UnicodeDecodeError):
-            bad.undecodable = True
-        else:
-            old(u)
-    old, sys.unraisablehook = sys.unraisablehook, hook
-    try:
-        yield
-    finally:
-        sys.unraisablehook = old
 
 
 def columns_of(spec: dict, at: str) -> list[str] | None:

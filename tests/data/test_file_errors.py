@@ -186,3 +186,27 @@ def test_rows_repeated_in_every_column_are_read_once(tmp_path, caplog):
     assert sorted(db.keys["posts"]) == [100, 101, 102]
     assert "posts.parquet (table 'posts'): 2 rows repeat another row in every column" \
         in caplog.text
+
+
+def test_a_compressed_file_cut_short_stops_naming_it(tmp_path):
+    """A ``.gz`` cut short in transfer: before, a bare OSError from pyarrow."""
+    import gzip
+    data = gzip.compress(("id,amount\n" + "".join(f"{i},{i}\n" for i in range(50000))).encode())
+    schema = {"tables": {"orders": {"file": "orders.csv.gz", "pkey": "id"}}}
+    for cut in (len(data) // 2, 12):   # (mid-file: the rows; at its start: the header)
+        (tmp_path / "orders.csv.gz").write_bytes(data[:cut])
+        fails(tmp_path, "orders.csv.gz (table 'orders'): not readable",
+              "a compressed file cut short?", schema=schema)
+
+
+def test_a_semicolon_file_with_decimal_commas_and_a_cp1252_header(tmp_path):
+    """A spreadsheet's export from a European locale: ``;`` between fields, a decimal comma
+    in each row (which splits it by ``,`` as many times as ``;`` does), and ``é`` in the
+    header in cp1252: before, its first row was taken for a title, and its header stopped
+    the load as not UTF-8."""
+    (tmp_path / "orders.csv").write_bytes("id;montant;catégorie\n1;1,5;a\n2;2,25;b\n"
+                                          .encode("cp1252"))
+    db = load_folder(tmp_path, {"tables": {"orders": {"pkey": "id"}}})
+    df = db["orders"].df
+    assert list(df.columns) == ["id", "montant", "catégorie"]
+    assert df["montant"].tolist() == [1.5, 2.25]
