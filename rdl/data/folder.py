@@ -72,7 +72,8 @@ TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "
               "events", "columns", "clocks", "unnest", "assemble"}
 SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
-EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx", *typed.SUFFIXES)   # a table's file when the schema names none
+EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx", ".tsv", ".txt", ".csv.gz",
+              *typed.SUFFIXES)   # a table's file when the schema names none
 STYPES = {s.value for s in torch_frame.stype} | {"drop"}
 
 

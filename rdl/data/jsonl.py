@@ -1,7 +1,8 @@
 """A table's JSON files as Arrow, read by DuckDB's JSON reader: JSON Lines (one object a
 line, as BigQuery, Snowflake, ``mongoexport`` and event logs export) or one JSON array of
 objects, compressed or not (``events.jsonl.gz``), a folder of parts with ``key=value``
-sub-folders too.
+sub-folders too; an API's response saved as a file, its rows in a list it names ``data``,
+``results``, ``items``, ``value`` (OData) or so.
 
 DuckDB infers each column's type from every row (``sample_size=-1``: a key first seen on
 the last line is a column, and a number written as text in one row makes its column text,
@@ -77,9 +78,28 @@ def _run(found: list[Path], where: str, base: Path | None, limit: str = "") -> p
 
 def schema(found: list[Path], where: str) -> pa.Schema:
     """The columns of a table's JSON files, partitions left out (as a parquet footer)."""
-    return _run(found, where, None, "LIMIT 0").schema
+    return _unwrapped(_run(found, where, None, "LIMIT 2"), found).schema
 
 
 def table(found: list[Path], where: str, base: Path | None = None) -> pa.Table:
     """A table's rows from its JSON files, the partitions of folder ``base`` as columns."""
-    return _run(found, where, base)
+    return _unwrapped(_run(found, where, base), found)
+
+
+#: the names an API gives the list of objects its response holds ({"data": [...], ...})
+WRAPPERS = {"data", "results", "result", "items", "records", "rows", "value", "values",
+            "entries", "objects", "elements", "docs", "documents", "hits", "list"}
+
+
+def _unwrapped(table: pa.Table, found: list[Path]) -> pa.Table:
+    """An API's response saved as a file (``{"data": [{...}, ...], "meta": {...}, "next":
+    ...}``, OData's ``{"value": [...]}``, ``orders.json`` holding ``{"orders": [...]}``):
+    the objects of its one list named as such a list is, or as the file, as the rows; else
+    ``table`` as it is."""
+    names = WRAPPERS | {p.name.split(".")[0].casefold() for p in found}
+    lists = [i for i, f in enumerate(table.schema) if f.name.casefold() in names and (
+        pa.types.is_list(f.type) or pa.types.is_large_list(f.type))
+        and pa.types.is_struct(f.type.value_type)]
+    if table.num_rows != 1 or len(lists) != 1:
+        return table
+    return pa.Table.from_struct_array(table.column(lists[0]).combine_chunks().flatten())

@@ -155,3 +155,27 @@ def test_mongoexport_s_extended_json_is_the_values_it_wraps(tmp_path):
     assert df["total"].tolist() == [i + 0.5 for i in range(8)] and df["qty"].dtype == "int64"
     assert df["created"].iloc[0] == pd.Timestamp("2024-02-01 10:00")
     assert db.keys["users"][df["user_id"].iloc[1]] == f"65b{1:021x}"
+
+
+@pytest.mark.parametrize("wrapped", [
+    lambda rows: {"data": rows, "meta": {"page": 1, "total": len(rows)}, "next": None},
+    lambda rows: {"@odata.context": "$metadata#Orders", "value": rows},
+    lambda rows: {"orders": rows}])   # (named as the file)
+def test_an_api_s_response_saved_as_a_file_is_its_rows(tmp_path, wrapped):
+    """A REST API's page saved as ``orders.json``: the rows are the objects of its one list
+    (before: one row, its list a column that no feature holds)."""
+    rows = [{"order_id": i, "user_id": f"u{i % 2}", "ts": f"2023-01-0{i + 1}T10:00:00Z"}
+            for i in range(3)]
+    (tmp_path / "orders.json").write_text(json.dumps(wrapped(rows)))
+    db = load_folder(tmp_path, {"tables": {"users": {"pkey": "user_id", "implied": True},
+                                           "orders": {"pkey": "order_id", "time": "ts",
+                                                      "fkeys": {"user_id": "users"}}}})
+    assert sorted(db.keys["orders"]) == [0, 1, 2] and len(db["users"]) == 2
+    # a one-row table whose list is named otherwise is that row (its line items)
+    (tmp_path / "orders.json").write_text(json.dumps({"order_id": 7, "ts": "2023-01-01",
+                                                      "user_id": "u0", "lines": rows}))
+    assert list(load_folder(tmp_path, {"tables": {"users": {"pkey": "user_id", "implied": True},
+                                                  "orders": {"pkey": "order_id", "time": "ts",
+                                                             "fkeys": {"user_id": "users"},
+                                                             "stypes": {"lines": None}}}}
+                            ).keys["orders"]) == [7]
