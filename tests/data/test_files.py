@@ -492,3 +492,14 @@ def test_table_names_sql_cannot_tell_apart(tmp_path, tiny_cfg):
     with pytest.raises(DataError, match="table 'Timestamps' has the name of the task's seed "
                                         "times"):
         check_task_tables(task, Database({**db.tables, "Timestamps": db["tags"]}))
+
+
+@pytest.mark.parametrize("name", ["orders.tsv", "orders.txt", "orders.csv.gz"])
+def test_a_tables_file_is_found_by_its_name_in_text_forms(tmp_path, name):
+    text = "order_id\tamount\n1\t2.5\n2\t3\n"
+    if name.endswith(".gz"):
+        (tmp_path / name).write_bytes(gzip.compress(text.replace("\t", ",").encode()))
+    else:
+        (tmp_path / name).write_text(text)
+    db = load_folder(tmp_path, {"tables": {"orders": {"pkey": "order_id"}}})
+    assert db["orders"].df["amount"].tolist() == [2.5, 3.0]
