@@ -108,6 +108,9 @@ def looks_like_times(values: pd.Series, n: int = 1000) -> bool:
                        # pandas would date today (rdl.data.clocks)
     if head.str.contains(_TWO_NUMBERS).mean() < 0.9:
         return False   # a time writes a day and more (a month, a year, a clock): "Track 7"
+    period = period_text.read(head)   # (Jan-24, Excel's mmm-yy; a year alone is a number)
+    if period is not None and period[1] != "year":
+        return True
     read = _read_times(head)[0]
     return read.notna().mean() >= 0.9 and not _yearless(read)
 

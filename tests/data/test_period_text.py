@@ -46,6 +46,15 @@ def test_period_forms(written, ends, unit):
         assert got[1] == unit and got[0].tolist() == list(pd.to_datetime(ends))
 
 
+def test_excel_s_months_time_a_monthly_report_as_the_draft_writes_it(tmp_path):
+    (tmp_path / "monthly.csv").write_text("store,month,revenue\n1,Jan-24,100\n2,Jan-24,120\n"
+                                          "1,Feb-24,90\n")
+    (tmp_path / "schema.yaml").write_text(draft(tmp_path))   # time: month
+    db = load_folder(tmp_path)
+    assert sorted(db["monthly"].df["month"].unique()) == list(pd.to_datetime(
+        ["2024-02-01", "2024-03-01"]))
+
+
 def test_days_without_their_year_are_no_times(tmp_path):
     """Excel's d-mmm (``31-Jan``) and ``Jan 5``: pandas dates them in the year 1 (before,
     the load stopped on a feature of them, as times outside the years rdl holds); a
