@@ -66,10 +66,9 @@ def delta_files(folder: Path) -> list[Path]:
     if not commits:
         raise DataError(f"{where}: _delta_log/ holds no commit (00000000000000000000.json, "
                         "...): copy the table's whole folder")
-    latest, start, live = max(commits), 0, {}
+    latest, start, live, meta = max(commits), 0, {}, {}
     if any(v not in commits for v in range(0, latest + 1)):   # (early commits cleaned up)
-        start = _checkpoint(log_dir, commits, latest, where, live)
-    config: dict = {}
+        start = _checkpoint(log_dir, commits, latest, where, live, meta)
     for version in range(start, latest + 1):
         for line in commits[version].read_text().splitlines():
             action = json.loads(line) if line.strip() else {}
@@ -78,8 +77,8 @@ def delta_files(folder: Path) -> list[Path]:
             elif "remove" in action:
                 live.pop(action["remove"]["path"], None)
             elif "metaData" in action:
-                config = action["metaData"].get("configuration") or {}
-    return _checked(folder, where, live, config)
+                meta.update(action["metaData"])
+    return _checked(folder, where, live, meta)
 
 
 def iceberg_files(folder: Path) -> list[Path]:
@@ -150,9 +149,11 @@ def _present(folder: Path, where: str, files: list[Path]) -> list[Path]:
     return sorted(files)
 
 
-def _checkpoint(log_dir: Path, commits: dict, latest: int, where: str, live: dict) -> int:
-    """Fills ``live`` from the newest classic checkpoint (one parquet file, or its parts)
-    after which every commit is kept; returns the first commit to replay after it."""
+def _checkpoint(log_dir: Path, commits: dict, latest: int, where: str, live: dict,
+                meta: dict) -> int:
+    """Fills ``live`` (and ``meta``, the table's metadata) from the newest classic
+    checkpoint (one parquet file, or its parts) after which every commit is kept; returns
+    the first commit to replay after it."""
     parts: dict[int, list[Path]] = {}
     for p in log_dir.iterdir():
         if (m := _CHECKPOINT.fullmatch(p.name)):
@@ -164,14 +165,27 @@ def _checkpoint(log_dir: Path, commits: dict, latest: int, where: str, live: dic
                         "table's whole folder, or export it as parquet")
     version = max(usable)
     for p in sorted(parts[version]):
-        for row in pq.read_table(p, columns=["add"]).column("add").to_pylist():
+        table = pq.read_table(p)
+        for row in table.column("add").to_pylist():
             if row is not None:
                 live[row["path"]] = row
+        for row in (table.column("metaData").to_pylist() if "metaData" in table.column_names
+                    else []):
+            if row is not None:   # (a map is a list of pairs in parquet)
+                config = row.get("configuration") or {}
+                meta.update({**row, "configuration": dict(config) if isinstance(
+                    config, list) else config})
     return version + 1
 
 
-def _checked(folder: Path, where: str, live: dict, config: dict) -> list[Path]:
-    mode = config.get("delta.columnMapping.mode", "none")
+def _checked(folder: Path, where: str, live: dict, meta: dict) -> list[Path]:
+    mode = (meta.get("configuration") or {}).get("delta.columnMapping.mode", "none")
+    hidden = [p for p in live for c in meta.get("partitionColumns") or []
+              if f"{c}=" not in unquote(p)]
+    if hidden:   # (partition values live in the log, not in the files: kept in their paths)
+        raise DataError(f"{where}: its partition columns {meta['partitionColumns']} are not "
+                        f"in the paths of {len(hidden)} of its files (e.g. {hidden[0]}), and "
+                        "rdl reads them from paths only: export it as parquet")
     if mode != "none":
         raise DataError(f"{where}: its columns are mapped (delta.columnMapping.mode: {mode}): "
                         "its files name them otherwise than the table does; export it as "

@@ -100,6 +100,11 @@ def test_a_checkpoint_stands_in_for_commits_cleaned_up(tmp_path):
         (log / f"{v:020d}.json").unlink()
     db = load_folder(tmp_path, SCHEMA)
     assert sorted(db.keys["orders"]) == sorted(now["order_id"])
+    mapped = pa.table({"add": [None], "metaData": [{"configuration": [
+        ("delta.columnMapping.mode", "id")], "partitionColumns": []}]})
+    pq.write_table(mapped, log / f"{2:020d}.checkpoint.0000000002.0000000002.parquet")
+    fails(tmp_path, "its columns are mapped (delta.columnMapping.mode: id)", schema=SCHEMA)
+    (log / f"{2:020d}.checkpoint.0000000002.0000000002.parquet").unlink()
     (log / f"{2:020d}.checkpoint.parquet").unlink()
     fails(tmp_path, "(a Delta Lake table): its first commits are gone", schema=SCHEMA)
 
@@ -110,6 +115,8 @@ def test_a_checkpoint_stands_in_for_commits_cleaned_up(tmp_path):
      "1 of its 2 files have rows deleted by deletion vectors"),
     ({"metaData": {"configuration": {"delta.columnMapping.mode": "name"}}},
      "its columns are mapped (delta.columnMapping.mode: name)"),
+    ({"metaData": {"partitionColumns": ["region"]}},
+     "its partition columns ['region'] are not in the paths of 2 of its files"),
     ({"add": {"path": "s3://bucket/orders/part-9.parquet"}}, "names a file outside its folder"),
     ({"add": {"path": "part-0-missing.parquet"}}, "1 of the 2 files its log holds are missing")])
 def test_what_rdl_cannot_apply_stops_naming_it(tmp_path, change, said):
