@@ -38,6 +38,8 @@ WORDS = {"year": "year", "yr": "year", "yyyy": "year", "month": "month", "mon": 
          "mth": "month", "mm": "month", "day": "day", "dd": "day", "hour": "hour", "hr": "hour",
          "hh": "hour", "minute": "minute", "min": "minute", "mi": "minute", "second": "second",
          "sec": "second", "ss": "second"}
+#: words of a name that say its months are a fiscal year's (month 1 may be July): no date
+FISCAL = {"fiscal", "fy", "financial", "accounting", "period", "fin"}
 _MONTHS = {m.casefold(): i for i in range(1, 13) for m in (
     pd.Timestamp(2000, i, 1).strftime("%B"), pd.Timestamp(2000, i, 1).strftime("%b"))}
 _MONTHS["sept"] = 9
@@ -122,12 +124,13 @@ def _part(t, part: str, col: str, raw: pd.Series) -> pd.Series:
 def find(df: pd.DataFrame) -> dict[str, list[str]]:
     """The draft's ``assemble:``: columns named as a year and a month (and a day, an hour,
     ...) of one thing (``year, month, day``; ``birthYear, birthMonth``), their values in
-    the parts' ranges: the column they make (``date``, ``birth_date``) and them, in order."""
+    the parts' ranges: the column they make (``date``, ``birth_date``) and them, in order.
+    A fiscal year's (``fiscal_year, fiscal_month``) are no calendar's: left alone."""
     stems: dict[tuple, dict[str, str]] = {}
     for col in df.columns:
         words = name_words(str(col))
         said = [WORDS[w] for w in words if w in WORDS]
-        if len(said) == 1:
+        if len(said) == 1 and not FISCAL & set(words):
             stem = tuple(w for w in words if w not in WORDS)
             stems.setdefault(stem, {}).setdefault(said[0], col)
     out = {}

@@ -145,3 +145,11 @@ def test_the_draft_leaves_the_parts_of_a_table_timed_otherwise(tmp_path):
     people.to_csv(tmp_path / "people.csv", index=False)
     spec = yaml.safe_load(draft(tmp_path))["tables"]["people"]
     assert "assemble" not in spec and spec["time"] == "joined"
+
+
+def test_a_fiscal_year_s_months_are_not_assembled():
+    """Fiscal month 1 may be July: no calendar date, so the draft leaves them."""
+    from rdl.data.assembled import find
+    df = pd.DataFrame({"fiscal_year": [2024, 2024], "fiscal_month": [1, 2],
+                       "order_year": [2023, 2023], "order_month": [7, 8]})
+    assert find(df) == {"order_date": ["order_year", "order_month"]}
