@@ -41,7 +41,7 @@ def preamble(text: str, delimiters=(",", ";", "\t", "|")) -> int:
     """The number of lines above the header of the CSV text ``text`` (its first lines):
     lines of fewer fields than most rows (a title, a blank line) or starting with ``#``,
     above the first row with more than half as many values as the widest of most rows."""
-    best, rows = (0, False), []
+    best, rows = (), []
     for d in delimiters:
         reader = csv.reader(io.StringIO(text), delimiter=d)
         read = []
@@ -55,14 +55,14 @@ def preamble(text: str, delimiters=(",", ";", "\t", "|")) -> int:
                     break
         except csv.Error:
             continue
-        # the delimiter of the most values; of two alike, the one the first line splits by
-        # as most rows do (a ;-file's decimal commas split its rows by , too: 1;1,5)
-        counts = Counter(r[0] for r in read)
-        score = (max((r[1] for r in read), default=0),
-                 bool(read) and counts[read[0][0]] == max(counts.values()))
+        # the delimiter that splits most rows alike into two fields or more (a ;-file's
+        # decimal commas split its rows by , too, unevenly: 1;1,5 and 2;3); then the one
+        # of the most values
+        common, alike = Counter(r[0] for r in read).most_common(1)[0] if read else (0, 0)
+        score = (common >= 2, alike / max(len(read), 1), max((r[1] for r in read), default=0))
         if read and score > best:
             best, rows = score, read
-    if best[0] < 2:
+    if not best or best[2] < 2:
         return 0
     mode = Counter(r[0] for r in rows if r[0] > 1).most_common(1)[0][0]
     best = max(filled for n, filled, _, _ in rows if n == mode)

@@ -210,3 +210,7 @@ def test_a_semicolon_file_with_decimal_commas_and_a_cp1252_header(tmp_path):
     df = db["orders"].df
     assert list(df.columns) == ["id", "montant", "catégorie"]
     assert df["montant"].tolist() == [1.5, 2.25]
+    # one decimal comma only, after a byte-order mark: the rows split by , unevenly
+    (tmp_path / "orders.csv").write_bytes("\ufeffid;montant\n1;2,5\n2;3\n3;4\n".encode())
+    df = load_folder(tmp_path, {"tables": {"orders": {"pkey": "id"}}})["orders"].df
+    assert df["montant"].tolist() == [2.5, 3.0, 4.0]
