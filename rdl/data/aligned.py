@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from rdl.data.database import DataError
+from rdl.data.reports import FOOTER
 from rdl.data.sources import input_stream
 
 #: a field between blanks: quoted (R's write.table; "" is a quote) or not
@@ -173,7 +174,6 @@ def _bars(line: str, boxed: bool) -> list[str]:
 def _read_console(text: str, where: str, lay: Layout, nulls: list[str]) -> pd.DataFrame:
     """The rows of a console's table: every line below the header but its rules, blank
     lines and count of rows (:data:`rdl.data.reports.FOOTER`), split at its bars."""
-    from rdl.data.reports import FOOTER   # (reports reads no layout: no circle)
     rows, lines = [], text.splitlines()
     for n, ln in enumerate(lines[lay.skip:], start=lay.skip + 1):
         if not ln.strip() or _BARS.match(ln) or FOOTER.fullmatch(ln.strip()):

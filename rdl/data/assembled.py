@@ -80,7 +80,7 @@ def build(t, df: pd.DataFrame) -> None:
     used = set()
     for name, cols in t.assemble.items():
         values = {part: _part(t, part, col, df[col]) for part, col in zip(PARTS, cols)}
-        frame = pd.DataFrame({**{"day": 1}, **values}).astype("float64")
+        frame = pd.DataFrame({"day": 1, **values}).astype("float64")
         whole = frame.notna().all(axis=1).to_numpy()
         out = pd.to_datetime(frame[whole].astype({p: "int64" for p in values
                                                   if p != "second"}), errors="coerce")

@@ -100,10 +100,15 @@ def declared(raw: pd.Series, where: str, form: str) -> pd.Series:
     return parsed.reindex(raw.index)
 
 
+def _codes(form: str) -> set[str]:
+    """The strftime codes of a form (``'%Y-%m'``: Y and m)."""
+    return set(re.findall(r"%[-#]?([A-Za-z])", form))
+
+
 def period_of(form: str) -> str | None:
     """The period a strftime form names where it writes no day: ``month`` (``'%Y-%m'``),
     ``year`` (``'%Y'``); None for a day or finer."""
-    codes = set(re.findall(r"%[-#]?([A-Za-z])", form))
+    codes = _codes(form)
     if codes & set("djaAwucxUWV"):
         return None
     return "month" if codes & set("mbB") else "year" if codes & set("YyG") else None
@@ -130,8 +135,7 @@ def read_formats(spec: dict, stypes: dict, keys: set, at: str) -> dict[str, str]
             raise DataError(f"{here}: {form!r} is no form of times: write it in Python's "
                             "strftime codes, e.g. '%d/%m/%Y %H:%M' or '%Y%m%d'; numbers: "
                             "epoch_s, epoch_ms, epoch_us, epoch_ns (since 1970) or excel")
-        elif set(re.findall(r"%[-#]?([A-Za-z])", form)) & set("UWV") and not \
-                set(re.findall(r"%[-#]?([A-Za-z])", form)) & set("aAwu"):
+        elif _codes(form) & set("UWV") and not _codes(form) & set("aAwu"):
             raise DataError(f"{here}: {form!r} writes a week without its weekday, which no "
                             "day can be read from: add one (-%u, with the week's first day "
                             "written 1), or declare the table's time time: {column: ..., "
