@@ -98,7 +98,8 @@ def build(t, df: pd.DataFrame) -> None:
         df[name] = parse_times(moments, t.where(name), required=name == t.time)
         used.update(cols)
     keep = {t.pkey, *t.fkeys, *t.key_columns(), *t.stypes, *t.assemble}
-    df.drop(columns=[c for c in used if c not in keep], inplace=True)
+    for c in used - keep:   # in place: the caller's frame (pandas 3.1 deprecates inplace=)
+        del df[c]
 
 
 def _part(t, part: str, col: str, raw: pd.Series) -> pd.Series:

@@ -146,7 +146,7 @@ def join(t, df: pd.DataFrame) -> None:
             log.warning("%s: missing in %d rows: their %r is the day alone (its midnight)",
                         t.where(clock), int(lost.sum()), date)
         df[date] = days + pd.to_timedelta(secs.fillna(0), unit="s")
-        df.drop(columns=[clock], inplace=True)
+        del df[clock]   # in place: the caller's frame (pandas 3.1 deprecates inplace=)
 
 
 def pair(date: str, clock: str) -> bool:
