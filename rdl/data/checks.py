@@ -194,7 +194,8 @@ def _mixed(values: pd.Series, num: pd.Series, where: str) -> None:
 #: a spreadsheet's failed formulas, as its CSV export writes them), and are text elsewhere
 #: (NA: Namibia)
 MISSING_WORDS = ("NA", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#ERROR!",
-                 "N/A", "n/a", "None", "none", "(null)", "#N/A N/A")   # reports, str(None)
+                 "N/A", "n/a", "None", "none", "(null)", "#N/A N/A",   # reports, str(None)
+                 "-", "--", "?", ".")   # reports' dashes, UCI's '?', SAS's and Stata's '.'
 
 
 def missing_words(df: pd.DataFrame, where, declared=()) -> pd.DataFrame:

@@ -24,8 +24,9 @@ GROUPED = re.compile(r"^[-+]?[1-9]\d{0,2}([,']\d{3})+(\.\d+)?$")
 DECIMAL_COMMA = re.compile("^[-+]?([1-9]\\d{0,2}([. \u00a0\u202f]\\d{3})+|\\d+)(,\\d+)?$")
 _GROUPS = "[. \u00a0\u202f]"   # (replaced by a regex: 8 times str.translate's speed)
 #: a number with a currency or percent sign before or after it, in parentheses, or with
-#: a minus after it (SAP: ``1.234,56-``)
-UNIT = re.compile(r"^\s*(?P<neg>\()?\s*(?P<pre>[$€£¥])?\s*(?P<num>[-+]?\d[\d.,'\s]*"
+#: a minus after it (SAP: ``1.234,56-``); a minus before the currency sign is Excel's
+#: negative currency (``-$3.10``)
+UNIT = re.compile(r"^\s*(?P<neg>\()?\s*(?:[-+]?(?P<pre>[$€£¥]))?\s*(?P<num>[-+]?\d[\d.,'\s]*"
                   r"(?:[eE][-+]?\d+)?)(?P<trail>-)?\s*(?P<post>[%$€£¥])?\s*(?(neg)\))\s*$")
 
 

@@ -209,10 +209,11 @@ def test_currency_percent_and_accounting_negatives(tmp_path, caplog):
     df = users_logged(tmp_path, caplog, 'user_id,age,signup,balance,fee,discount\n'
                                         '10,30,2024-01-01,"$1,234.50","12,50 €",12.5%\n'
                                         '11,31,2024-01-02,"($20.00)","3 €",0%\n'
-                                        '12,32,2024-01-03,7,"1.000,25 €",100 %\n')
-    assert df["balance"].tolist() == [1234.5, -20, 7]
-    assert df["fee"].tolist() == [12.5, 3, 1000.25]
-    assert df["discount"].tolist() == [12.5, 0, 100]
+                                        '12,32,2024-01-03,7,"1.000,25 €",100 %\n'
+                                        '13,33,2024-01-04,"-$3.10",1 €,1%\n')   # Excel's minus
+    assert df["balance"].tolist() == [1234.5, -20, 7, -3.1]
+    assert df["fee"].tolist() == [12.5, 3, 1000.25, 1]
+    assert df["discount"].tolist() == [12.5, 0, 100, 1]
     assert "column 'balance'): numbers with thousands separators and a '$' sign and " \
         "parentheses for negatives (e.g. '$1,234.50')" in caplog.text
     users_csv(tmp_path, "user_id;age;signup;amount\n10;30;2024-01-01;1.234,56-\n"

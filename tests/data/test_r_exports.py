@@ -55,6 +55,17 @@ def test_na_is_missing_where_the_other_values_are_numbers_or_times(tmp_path, cap
     assert "are not numbers" not in caplog.text
 
 
+@pytest.mark.parametrize("word", ["-", "--", "?", "."])
+def test_a_placeholder_among_numbers_is_missing_and_text_keeps_it(tmp_path, word):
+    """A report's dash, UCI's '?', SAS's and Stata's '.' for a missing number: before, the
+    column was read as text (its numbers trained as categories)."""
+    write(tmp_path, PATIENTS.replace("NA,-3", f"{word},-3").replace('"DE"', f'"{word}"'))
+    p = load_folder(tmp_path)["patients"].df
+    assert p["score"].dtype == "float64" and p["score"].isna().tolist() == [
+        True, True, False, True]
+    assert p["country"].tolist() == ["NA", word, "NA", "US"]   # among words: a value
+
+
 def test_small_signed_integers_are_numbers_not_times(tmp_path):
     write(tmp_path)
     offset = load_folder(tmp_path)["patients"].df["offset"]
