@@ -19,6 +19,8 @@ class BadRows:
         self.footers = 0
 
     def __call__(self, row) -> str:
+        if not row.text.replace("\x1a", "").strip():
+            return "skip"   # a line of blanks (or DOS's end-of-file mark, ^Z): no row
         if reports.FOOTER.fullmatch(row.text.strip()):
             self.footers += 1   # a console's count of the rows: no row (reports)
             return "skip"

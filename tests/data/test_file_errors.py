@@ -42,6 +42,16 @@ def test_ragged_rows(tmp_path):
     assert "Expected" not in message   # pyarrow's words
 
 
+def test_lines_of_blanks_and_dos_end_of_file_are_no_rows(tmp_path):
+    """A line of spaces (a hand-edited file) or DOS's ^Z after the last row: before, each
+    stopped the load as a row of one field; a ragged row is still one."""
+    write(tmp_path)
+    users_csv(tmp_path, USERS.replace("\n11,", "\n   \n11,") + " \t \n\x1a")
+    assert load_folder(tmp_path)["users"].df.index.size == USERS.count("\n") - 1
+    users_csv(tmp_path, USERS + "   \n13,50\n")
+    fails(tmp_path, "1 row does not have the header's 3 fields", "row 6: '13,50'")
+
+
 @pytest.mark.parametrize("value,shown", [("inf", "inf"), ("-Infinity", "-inf"),
                                          ("1e400", "inf"), ("1e39", "1e+39")])
 def test_infinities_and_overflows_in_a_csv(tmp_path, value, shown):
