@@ -1,6 +1,7 @@
 """Times written as the period they name, in text: a month (``2024-01``, ``01/2024``,
-``Jan 2024``, Excel's ``Jan-24``), a quarter (``2024-Q1``, ``Q1 2024``), a year (``"2024"``), as a monthly
-report's ``month`` or a budget's ``quarter`` column holds them.
+``Jan 2024``, Excel's ``Jan-24``), a quarter (``2024-Q1``, ``Q1 2024``), an ISO week
+(``2024-W05``), a year (``"2024"``), as a monthly report's ``month`` or a budget's
+``quarter`` column holds them.
 
 pandas reads ``2024-01`` as 2024-01-01 00:00, the month's first instant: a row about
 January (its revenue, its count of orders) would be seen by a seed on January 2nd, the
@@ -27,6 +28,10 @@ _FORMS = (
     ("quarter", "Q", ((r"\d{4}[- ]?[Qq][1-4]", lambda t: t.str.replace(r"[- ]", "", regex=True)),
                       (r"[Qq][1-4][- ]?\d{4}", lambda t: t.str.replace(
                           r"[Qq]([1-4])[- ]?(\d{4})", r"\2Q\1", regex=True)))),
+    # an ISO week (2024-W05, strftime's %G-W%V): its Monday, in the week ending on Sunday
+    ("week", "W-SUN", ((r"\d{4}-?[Ww]\d{1,2}", lambda t: pd.to_datetime(
+        t.str.upper().str.replace(r"(\d{4})-?W(\d{1,2})", r"\1-W\2-1", regex=True),
+        format="%G-W%V-%u", errors="coerce").dt.strftime("%Y-%m-%d")),)),
     ("year", "Y", ((r"\d{4}", lambda t: t),)),
 )
 

@@ -35,6 +35,9 @@ def test_a_month_s_row_is_seen_once_the_month_is_over(tmp_path):
     (["Q1 2024", "q4-2023"], ["2024-04-01", "2024-01-01"], "quarter"),
     (["2024", "2023"], ["2025-01-01", "2024-01-01"], "year"),
     (["Jan-24", "DEC-23"], ["2024-02-01", "2024-01-01"], "month"),   # Excel's mmm-yy
+    # ISO weeks (%G-W%V): week 1 of 2025 begins on 2024-12-30; 2020 has a week 53, 2023 none
+    (["2024-W05", "2025W01", "2020-w53"], ["2024-02-05", "2025-01-06", "2021-01-04"], "week"),
+    (["2024-W05", "2023-W53"], None, None),
     (["2024-13"], None, None),
     (["2024-01-05"], None, None),
 ])
@@ -53,6 +56,18 @@ def test_excel_s_months_time_a_monthly_report_as_the_draft_writes_it(tmp_path):
     db = load_folder(tmp_path)
     assert sorted(db["monthly"].df["month"].unique()) == list(pd.to_datetime(
         ["2024-02-01", "2024-03-01"]))
+
+
+def test_a_weekly_report_s_iso_weeks_time_it_as_the_draft_writes_it(tmp_path):
+    """Before, ``2024-W05`` stopped the load as no time."""
+    (tmp_path / "weekly.csv").write_text("store,week,revenue\n1,2024-W05,100\n"
+                                         "2,2024-W05,120\n1,2024-W06,90\n")
+    assert "time: week" in draft(tmp_path)
+    (tmp_path / "schema.yaml").write_text(draft(tmp_path))
+    db = load_folder(tmp_path)   # week 5 is Monday 2024-01-29 to Sunday 2024-02-04
+    assert len(db["weekly"].upto(pd.Timestamp("2024-02-04 23:00")).df) == 0
+    assert sorted(db["weekly"].df["week"].unique()) == list(pd.to_datetime(
+        ["2024-02-05", "2024-02-12"]))
 
 
 def test_days_without_their_year_are_no_times(tmp_path):
