@@ -25,9 +25,33 @@ AFFIXES = {"dim", "fact", "fct", "tbl", "table", "stg", "raw", "src", "dw", "dat
 TEXT_KEYS = ("code", "no", "number", "sku")
 
 
+#: plurals that drop no s (people: person_id), and the singulars they end in
+IRREGULAR = {"people": "person", "children": "child", "men": "man", "women": "woman",
+             "indices": "index", "vertices": "vertex", "analyses": "analysis",
+             "criteria": "criterion", "media": "medium"}
+
+
 def _singular(name: str) -> str:
     n = norm(name)
-    return n[:-3] + "y" if n.endswith("ies") else n[:-1] if n.endswith("s") else n
+    return min(_singulars(name) - {n} or {n})   # (one at most besides the name)
+
+
+def _singulars(name: str) -> set[str]:
+    """A table's name as its rows' keys may name it (norm'ed): itself and each singular it
+    may be (addresses: address, categories: category, people: person, salespeople:
+    salesperson); a wrong one (address from addresses, addresse) matches no column."""
+    n = norm(name)
+    out = {n}
+    for plural, one in IRREGULAR.items():
+        if n.endswith(plural):
+            return {n, n[:-len(plural)] + one}
+    if n.endswith("ies"):
+        out.add(n[:-3] + "y")
+    elif n.endswith("ses") or n.endswith(("xes", "zes", "ches", "shes")):
+        out.add(n[:-2])
+    elif n.endswith("s") and not n.endswith("ss"):
+        out.add(n[:-1])
+    return out
 
 
 def bare_names(names) -> dict[str, str]:
@@ -58,8 +82,8 @@ def keyish(s: pd.Series) -> bool:
 
 
 def key_name_score(col: str, table: str) -> int:
-    n, t = norm(col), _singular(table)
-    if n in (f"{t}id", f"{norm(table)}id", f"{t}key", f"{t}code"):
+    n = norm(col)
+    if any(n in (f"{t}id", f"{t}key", f"{t}code") for t in _singulars(table)):
         return 4
     if n == "id":
         return 3
@@ -101,8 +125,7 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         if col == pkeys.get(name) or not keyish(df[col]) or df[col].notna().sum() == 0:
             continue
         by_name = [t for t, k in pkeys.items() if t != name and (
-            norm(col) == norm(k) or norm(col) in (f"{_singular(bare[t])}id",
-                                                     f"{norm(bare[t])}id"))]
+            norm(col) == norm(k) or any(norm(col) == f"{s}id" for s in _singulars(bare[t])))]
         if by_name:
             t = by_name[0]
             share = _share(df[col], frames[t][pkeys[t]])
@@ -110,6 +133,12 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                 out[col] = (t, f"named as the key of {t}; {share:.0%} of its values are "
                                "keys of it" + _rest(share, t))
             continue
+        if (t := _by_role(col, name, pkeys, bare)) is not None:
+            share = _share(df[col], frames[t][pkeys[t]])
+            if share >= 0.5:   # (else its values say what it is, below)
+                out[col] = (t, f"named as a key of {t} in a role; {share:.0%} of its values "
+                               "are keys of it" + _rest(share, t))
+                continue
         text = not pd.api.types.is_numeric_dtype(df[col])
         if not (text or norm(col).endswith(("id", "key"))):
             continue
@@ -117,6 +146,8 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                   if (t != name or not text and _to_itself(col, bare[name]))
                   and keyish(frames[t][k])}
         holds = [t for t, share in shares.items() if share >= 0.9]
+        if len(holds) > 1 and name in holds and any(w in norm(col) for w in SELF_WORDS):
+            holds = [name]   # parent_id, manager_id: named as a row of the table's own kind
         if len(holds) == 1:
             out[col] = (holds[0], f"{shares[holds[0]]:.0%} of its values are keys of "
                                   f"{holds[0]}" + _rest(shares[holds[0]], holds[0]))
@@ -139,6 +170,17 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                f"(a household, a session), a table of them: {table}: {{pkey: "
                                f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))
     return out, notes
+
+
+def _by_role(col: str, name: str, pkeys: dict, bare: dict) -> str | None:
+    """The table a key column names after a role (``shipping_address_id``,
+    ``home_team_id``: addresses, teams), its longest such name; or None."""
+    words = name_words(col)
+    if len(words) < 3 or words[-1] not in ("id", "key"):
+        return None
+    found = [(len(words) - i, t) for t in pkeys if t != name for i in range(1, len(words) - 1)
+             if "".join(words[i:-1]) in _singulars(bare[t])]
+    return max(found)[1] if found else None
 
 
 #: words that name a row of the same table (a post's parent, an employee's manager)

@@ -163,3 +163,31 @@ def test_small_ids_of_another_entity_are_no_reference_to_the_table_itself(tmp_pa
     spec = yaml.safe_load(text)["tables"]["orders"]
     assert spec["fkeys"] == {"parent_id": "orders"}
     assert "customers: {pkey: customer_id, implied: true}" in text
+
+
+def test_keys_named_by_rails_conventions(tmp_path):
+    """Tables keyed ``id`` (Rails, Django): a key named after an irregular plural
+    (person_id: people), after a role (shipping_address_id: addresses, not ...addresse),
+    and a row of the table's own kind among small ids every table holds (parent_id,
+    manager_id). Before, each was left to a person as 'all keys of each of [...]'."""
+    def csv(table, **cols):
+        pd.DataFrame(cols).to_csv(tmp_path / f"{table}.csv", index=False)
+    days = pd.date_range("2024-01-01", periods=60, freq="D").astype(str)
+    csv("people", id=range(1, 41), name=[f"p{i}" for i in range(40)])
+    csv("addresses", id=range(1, 61), person_id=[i % 40 + 1 for i in range(60)],
+        city=[f"c{i % 5}" for i in range(60)], created_at=days)
+    csv("categories", id=range(1, 9), parent_id=[None, None, 1, 1, 2, 2, 3, 5])
+    csv("employees", id=range(1, 16), manager_id=[None] + [i // 2 + 1 for i in range(14)],
+        person_id=range(1, 16))
+    csv("orders", id=range(1, 201), person_id=[i % 40 + 1 for i in range(200)],
+        shipping_address_id=[i % 60 + 1 for i in range(200)],
+        billing_address_id=[(i * 7) % 60 + 1 for i in range(200)],
+        category_id=[i % 8 + 1 for i in range(200)],
+        created_at=pd.date_range("2024-03-01", periods=200, freq="h").astype(str))
+    tables = yaml.safe_load(draft(tmp_path))["tables"]
+    assert tables["orders"]["fkeys"] == {
+        "person_id": "people", "shipping_address_id": "addresses",
+        "billing_address_id": "addresses", "category_id": "categories"}
+    assert tables["addresses"]["fkeys"] == {"person_id": "people"}
+    assert tables["categories"]["fkeys"] == {"parent_id": "categories"}
+    assert tables["employees"]["fkeys"] == {"manager_id": "employees", "person_id": "people"}
