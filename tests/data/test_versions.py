@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 
 from rdl.data.draft import draft
@@ -14,7 +15,10 @@ from rdl.data.folder import load_folder
 OPEN = "9999-12-31"
 
 
-def versions(folder, customers: int = 80, sales: int = 1500, seed: int = 0):
+def versions(folder, customers: int = 80, sales: int = 1500, seed: int = 0,
+             before: pd.Timedelta = pd.Timedelta(0)):
+    """``before``: how long before the next version's start a version's valid_to is
+    written (Kimball: the day before, or its last second)."""
     rng = np.random.default_rng(seed)
     rows, sk = [], 0
     for cid in range(1, customers + 1):
@@ -24,13 +28,13 @@ def versions(folder, customers: int = 80, sales: int = 1500, seed: int = 0):
             sk += 1
             end = t + pd.Timedelta(days=int(rng.integers(30, 200))) if v < n - 1 else None
             rows.append((sk, f"C{cid:04d}", rng.choice(["gold", "silver"]), t,
-                         OPEN if end is None else end.strftime("%Y-%m-%d")))
+                         OPEN if end is None else str(end - before)))
             t = end
     dim = pd.DataFrame(rows, columns=["customer_sk", "customer_id", "segment", "valid_from",
                                       "valid_to"])
     dim["is_current"] = (dim["valid_to"] == OPEN).astype(int)   # known at the export only
     dim.to_csv(folder / "dim_customer.csv", index=False)
-    ends = pd.to_datetime(dim["valid_to"].replace(OPEN, "2024-06-30"))
+    ends = pd.to_datetime(dim["valid_to"].replace(OPEN, "2024-06-30"), format="ISO8601")
     pick = rng.integers(0, len(dim), sales)
     at = dim["valid_from"].to_numpy()[pick] + (ends.to_numpy()[pick] - dim["valid_from"]
                                                .to_numpy()[pick]) * rng.random(sales)
@@ -40,8 +44,12 @@ def versions(folder, customers: int = 80, sales: int = 1500, seed: int = 0):
     return dim
 
 
-def test_the_draft_times_versions_from_their_start_and_their_end_as_it_comes(tmp_path):
-    dim = versions(tmp_path)
+@pytest.mark.parametrize("before", [pd.Timedelta(0), pd.Timedelta(days=1),
+                                    pd.Timedelta(seconds=1)])
+def test_the_draft_times_versions_from_their_start_and_their_end_as_it_comes(tmp_path, before):
+    """valid_to at the next version's start, or the day or second before it: before, the
+    last two were drafted as known when the version began (by valid_to's name), a leak."""
+    dim = versions(tmp_path, before=before)
     schema = yaml.safe_load(draft(tmp_path))["tables"]
     d = schema["dim_customer"]
     assert d["missing"] == [OPEN]            # 'still valid', not a time
