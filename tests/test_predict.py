@@ -51,7 +51,7 @@ def now_rows(tiny_cfg, rdl_cache, task_name) -> tuple[pd.Timestamp, list[int]]:
                  cache_dir=rdl_cache)
     tx, t = db["transactions"].df, db.max_time
     if task_name == "user-churn":
-        week = tx[(tx["t_dat"] > t - pd.Timedelta("7d")) & (tx["t_dat"] <= t)]
+        week = tx[(tx["t_dat"] > t - pd.Timedelta("7D")) & (tx["t_dat"] <= t)]
         return t, sorted(original(db, "customer", week["customer_id"].unique()))
     labelled = [split_rows(tiny_cfg, rdl_cache, task_name, s)["customer_id"] for s in
                 ("train", "val", "test")]

@@ -55,8 +55,8 @@ def test_user_churn_inclusion_and_window_edges():
 
 def test_user_churn_several_timestamps():
     churn = task("user-churn", "customer", "customer_id", "churn", "binary_classification")
-    df = churn.make_table(tiny_db(), [T, T + pd.Timedelta("7d")])
-    later = df[df["timestamp"] == T + pd.Timedelta("7d")]
+    df = churn.make_table(tiny_db(), [T, T + pd.Timedelta("7D")])
+    later = df[df["timestamp"] == T + pd.Timedelta("7D")]
     # (2020-01-08, 2020-01-15]: c0 (01-09), c1 (01-15); label window (01-15, 01-22]: c2 buys
     # on 01-16 but c2 is not a seed row (no purchase in the look-back); c0, c1 churn.
     assert later["customer_id"].tolist() == [0, 1]
@@ -322,7 +322,7 @@ def test_user_churn_gives_relbench_s_rows(step):
         "transactions": Table(tx, fkeys={"customer_id": "customer", "article_id": "article"},
                               time_col="t_dat")})
     db = db.reindex()
-    times = list(pd.date_range("2020-01-05", "2020-03-20", freq=step))
+    times = list(pd.date_range("2020-01-05", "2020-03-20", freq=step.upper()))
     ours = task("user-churn", "customer", "customer_id", "churn", "binary_classification")
     theirs = NodeTask(name="user-churn", sql=None, query=RELBENCH_USER_CHURN,
                       kind="binary_classification", entity_table="customer",

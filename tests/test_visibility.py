@@ -56,7 +56,7 @@ def test_the_feature_table_counts_exactly_the_visible_rows(strict):
                                 "x": np.ones(N_ROWS)}), pkey="id", fkeys={"ent": "e"},
                   time_col="t")
     seeds = (t0 + SEED_TIME * day).astype("datetime64[ns]").astype(np.int64)
-    got = child_features("c", table, "ent", SEED_ENT, seeds, pd.Timedelta("7d"), strict)
+    got = child_features("c", table, "ent", SEED_ENT, seeds, pd.Timedelta("7D"), strict)
     for i in range(N_SEEDS):
         seen = (ENT == SEED_ENT[i]) & visible(TIME, SEED_TIME[i], strict)
         assert got["c.count_all"][i] == seen.sum()

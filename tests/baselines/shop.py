@@ -9,7 +9,7 @@ from torchmetrics import classification as tmc
 from rdl.data import Database, Table
 from rdl.families.node import NodeTask
 
-W = pd.Timedelta("7d")
+W = pd.Timedelta("7D")
 #: the val and test seed times of :func:`make_task`
 VAL, TEST = pd.Timestamp("2020-03-02"), pd.Timestamp("2020-03-09")
 
@@ -44,7 +44,7 @@ def shop_db() -> Database:
         "open": [True, False, True, True],
         "opened": pd.to_datetime(["2019-01-01", "2019-06-01", "2020-01-01", "2020-02-01"]),
     })
-    d = pd.Timedelta("1d")
+    d = pd.Timedelta("1D")
     t = [VAL,                  # shop 0: exactly at the seed: only when strict=False
          VAL - W,              # shop 0: exactly at s - 1w: not in the last window
          VAL - W + d,          # shop 0: inside the last window
@@ -75,7 +75,7 @@ def shop_tables() -> dict[str, pd.DataFrame]:
     available at ``VAL`` (its window closes after it), shop 2 with a label available
     exactly at ``VAL``, shop 3 with none."""
     train = pd.DataFrame({
-        "timestamp": [VAL - k * W for k in range(6, 0, -1)] + [VAL - pd.Timedelta("3d"), VAL - W],
+        "timestamp": [VAL - k * W for k in range(6, 0, -1)] + [VAL - pd.Timedelta("3D"), VAL - W],
         "shop_id": [0, 0, 0, 0, 0, 0, 1, 2],
         "y": [1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 100.0, 7.0],
     })

@@ -9,7 +9,7 @@ from rdl.data import Database, Table
 from rdl.features.deep import DeepSettings, deep_features
 from .shop import VAL, W, make_task
 
-DAY = pd.Timedelta("1d")
+DAY = pd.Timedelta("1D")
 START = VAL - 20 * W
 
 

@@ -31,7 +31,7 @@ def by_hand(db, tables, e, s, strict) -> dict:
     out["sale.count_all"] = len(seen)
     out["sale.amount.sum_all"] = seen["amount"].sum()
     out["sale.online.sum_all"] = seen["online"].sum()
-    day = pd.Timedelta("1d")
+    day = pd.Timedelta("1D")
     out["sale.days_since_last"] = (s - seen["t"].max()) / day if len(seen) else np.nan
     out["sale.days_since_first"] = (s - seen["t"].min()) / day if len(seen) else np.nan
     h = pd.concat([tables["train"], tables["val"]])

@@ -17,7 +17,7 @@ from rdl.features.table import entity_features
 
 START = pd.Timestamp("2024-01-01")
 VAL, TEST = pd.Timestamp("2024-02-05"), pd.Timestamp("2024-02-12")
-W = pd.Timedelta("7d")
+W = pd.Timedelta("7D")
 #: a household task: next week's baskets of each household that shopped last week
 SQL = """
 SELECT s.timestamp, h.household_key,

@@ -214,7 +214,7 @@ def test_declared_periods_are_joined_as_of_their_period(tmp_path, at):
     write(tmp_path / "a", spec, promos)
     db = load_folder(tmp_path / "a")
     shift = 0 if at == "end" else 1
-    for s in (ORIGIN + pd.Timedelta("17d"), ORIGIN + pd.Timedelta("35d")):
+    for s in (ORIGIN + pd.Timedelta("17D"), ORIGIN + pd.Timedelta("35D")):
         # weeks whose time (end or start) is at most s
         known = promos["WEEK_NO"] <= (s - ORIGIN).days // 7 + shift
         assert len(db.upto(s)["promotions"]) == int(known.sum()) > 0
@@ -247,7 +247,7 @@ def test_undeclared_period_numbers_leak_and_are_warned_about(tmp_path, caplog):
     assert ("look like period numbers. If they are the rows' time, declare it: time: {column: "
             "WEEK_NO, unit: week, origin: <the first day of week 1>}") in caplog.text
     assert "stypes: {WEEK_NO: numerical}" in caplog.text
-    s = ORIGIN + pd.Timedelta("17d")
+    s = ORIGIN + pd.Timedelta("17D")
     later = promos.assign(price=promos["price"].where(promos["WEEK_NO"] <= 2, 1e6))
     (tmp_path / "b").mkdir()
     write(tmp_path / "b", None, later)

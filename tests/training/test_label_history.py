@@ -53,7 +53,7 @@ def test_history_holds_train_and_val_labels_with_their_closing_time():
     tables = {s: task.split_table(s, db) for s in ("train", "val", "test")}
     hist = task.history(tables)
     assert len(hist) == len(tables["train"]) + len(tables["val"])
-    assert (hist["available"] == hist["timestamp"] + pd.Timedelta("7d")).all()
+    assert (hist["available"] == hist["timestamp"] + pd.Timedelta("7D")).all()
     assert hist["timestamp"].max() == task.val_time  # never a test label
     table, stypes = task.history_table(tables)
     assert table.fkeys == {"article_id": "article"} and table.time_col == "available"
@@ -70,7 +70,7 @@ def test_no_label_is_sampled_before_its_window_closes(name, strict):
     dm = datamodule(task, strict=strict)
     hist = task.history(dm.tables)
     # brute force from the labels themselves: the window of a label at t closes at t + 7d
-    avail = to_seconds(hist["timestamp"] + pd.Timedelta("7d"))
+    avail = to_seconds(hist["timestamp"] + pd.Timedelta("7D"))
     entity = torch.from_numpy(hist[task.entity_col].to_numpy())
     closing_at_seed = 0
     for split in ("train", "val", "test"):

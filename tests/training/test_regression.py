@@ -88,7 +88,7 @@ def test_datamodule_attaches_the_last_visible_label():
         for i in np.random.default_rng(0).choice(len(df), min(40, len(df)), replace=False):
             row = df.iloc[i]
             seen = hist[(hist["article_id"] == row["article_id"])
-                        & (hist["timestamp"] + pd.Timedelta("7d") <= row["timestamp"])]
+                        & (hist["timestamp"] + pd.Timedelta("7D") <= row["timestamp"])]
             want = seen.sort_values("timestamp")["sales"].iloc[-1] if len(seen) else float("nan")
             assert last[i].item() == pytest.approx(want, nan_ok=True)
         b = next(iter(dm.loader(split, shuffle=False)))
