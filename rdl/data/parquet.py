@@ -14,10 +14,14 @@ checked against (:func:`header`), so that a schema names the columns rdl reads:
   column, unless the schema drops it (``stypes: {column: null}``: the model never sees
   it, a task's SQL may; a struct so dropped stays one column too).
 
-Lists of values stay lists (multicategorical columns).
+Lists of values stay lists (multicategorical columns). A pandas index the file keeps is
+read as pandas reads it: a named one (``set_index("user_id")``) a column, also where pandas
+wrote ids 1, 2, 3, ... as a range in the file's metadata alone; an unnamed one
+(``__index_level_0__``: row labels) left out.
 """
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 
@@ -33,6 +37,35 @@ from rdl.data.jsonl import is_json
 from rdl.data.files import Header, unique_names, warn_drift, warn_renamed
 
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+#: pandas' name for an unnamed index it keeps in a file (row labels, not a plain range)
+_INDEX = re.compile(r"__index_level_\d+__")
+
+
+def _ranges(schema: pa.Schema) -> list[tuple[str, range]]:
+    """The named indexes pandas kept as a range in ``schema``'s metadata alone, no column
+    (``set_index("user_id")`` of ids 1, 2, 3, ...): their names and values."""
+    try:
+        meta = schema.pandas_metadata or {}
+    except ValueError:   # (metadata that is not pandas' JSON)
+        return []
+    return [(i["name"], range(i["start"], i["stop"], i["step"]))
+            for i in meta.get("index_columns", []) if isinstance(i, dict)
+            and i.get("kind") == "range" and i.get("name") and i["name"] not in schema.names]
+
+
+def _indexed(schema: pa.Schema) -> pa.Schema:
+    """``schema`` as pandas reads it: its range indexes columns, no unnamed index."""
+    fields = [f for f in schema if not _INDEX.fullmatch(f.name)]
+    fields += [pa.field(n, pa.int64()) for n, _ in _ranges(schema)]
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def _indexed_table(table: pa.Table) -> pa.Table:
+    """A file's rows as pandas reads them (:func:`_indexed`)."""
+    table = table.drop_columns([n for n in table.column_names if _INDEX.fullmatch(n)])
+    for name, values in _ranges(table.schema):
+        table = table.append_column(name, pa.array(values, pa.int64()))
+    return table
 
 
 def header(found: list[Path], where: str, base: Path | None = None) -> Header:
@@ -45,7 +78,7 @@ def header(found: list[Path], where: str, base: Path | None = None) -> Header:
     """
     try:
         schema = (jsonl.schema(found, where) if is_json(found[0]) else typed.schema(found, where)
-                  if typed.is_typed(found[0]) else _unified(found, where))
+                  if typed.is_typed(found[0]) else _unified(found, where, index=base is None))
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     written = [n for f in schema for n in _flat_names(f.name, f.type)]
@@ -57,15 +90,18 @@ def header(found: list[Path], where: str, base: Path | None = None) -> Header:
     return Header(*unique_names(written, strip=False))
 
 
-def _unified(found: list[Path], where: str, warn: bool = True) -> pa.Schema:
+def _unified(found: list[Path], where: str, warn: bool = True, index: bool = True
+             ) -> pa.Schema:
     """The columns of all of a table's parquet parts (a column added to a daily export
-    from some day on: missing in the earlier parts' rows; ``warn``: a warning names them).
+    from some day on: missing in the earlier parts' rows; ``warn``: a warning names them;
+    ``index``: as pandas reads them, :func:`_indexed`).
 
     Raises:
         DataError: a column's types differ between parts beyond what promotes (a number in
             one, text in another).
     """
-    schemas = [_plain(pq.read_schema(p)) for p in found]
+    schemas = [_plain(_indexed(pq.read_schema(p)) if index else pq.read_schema(p))
+               for p in found]
     twice = [s for s in schemas if len(set(s.names)) < len(s.names)]   # (header says so)
     if len(schemas) == 1 or twice:
         return (twice or schemas)[0]
@@ -155,7 +191,7 @@ def read(found: list[Path], where: str, base: Path | None = None,
         elif typed.is_typed(found[0]):
             table = typed.table(found, where)
         elif base is None:
-            tables = [pq.read_table(p) for p in found]
+            tables = [_indexed_table(pq.read_table(p)) for p in found]
             table = pa.concat_tables([t.cast(_plain(t.schema)) for t in tables],
                                      promote_options="permissive")
         else:   # a folder: its key=value sub-folders are columns too
@@ -164,8 +200,10 @@ def read(found: list[Path], where: str, base: Path | None = None,
                                      partition_base_dir=str(base)).schema)   # (its first's)
             table = ds.dataset(parts, format="parquet", partitioning="hive",
                                partition_base_dir=str(base),
-                               schema=pa.unify_schemas([_unified(found, where, False), hive],
-                                                       promote_options="permissive")).to_table()
+                               schema=pa.unify_schemas([_unified(found, where, False, False),
+                                                        hive], promote_options="permissive")
+                               ).to_table()
+            table = _indexed_table(table.replace_schema_metadata())   # (no range: parts')
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     cols, out = [], []
