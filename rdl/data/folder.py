@@ -52,12 +52,11 @@ import torch_frame
 import yaml
 
 from rdl.data import (assembled, clocks, composite as composite_key, dbfile, epochs, events,
-                      files, implied, inherit, leaks, nested, parquet, periods, sheets, sources,
-                      typed)
+                      files, implied, inherit, leaks, nested, parquet, periods, row_numbers,
+                      sheets, sources, typed)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
-from rdl.data.row_numbers import without_row_numbers
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
 from rdl.data.checks import (all_bool, check_finite, check_key, mask_missing, missing_words,
@@ -341,7 +340,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         df = parquet.read(t.parts, t.where(), t.base,
                           dropped={c for c, st in t.stypes.items()
                                    if st is None and c not in t.events})
-    df = without_row_numbers(df, t.required(), t.where())   # pandas' index, R's row names
+    df = row_numbers.without(df, t.required(), t.where())   # pandas' index, R's row names
     # text as a file wrote it: a CSV's every column, a JSON file's columns of text
     text = (list(df.columns) if headers is not None else [] if not (
         is_json(t.parts[0]) or t.unnest) else   # (JSON's lists: Shopify's "price": "9.50")

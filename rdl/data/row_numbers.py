@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 UNNAMED = re.compile(r"unnamed_1|Unnamed: 0|\.\.\.1|__index_level_0__")
 
 
-def without_row_numbers(df: pd.DataFrame, named: list[str], where: str) -> pd.DataFrame:
+def without(df: pd.DataFrame, named: list[str], where: str) -> pd.DataFrame:
     """``df`` without its first column where it is unnamed, not one of the ``named``
     columns (the schema's), and holds row numbers: whole numbers from 0 or 1, one more
     each row (each part of a table read from several files starts again), or, under
