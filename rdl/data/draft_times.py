@@ -24,7 +24,8 @@ import pandas as pd
 
 from rdl.data.keys import comparable
 from rdl.data.calendars import day_column
-from rdl.data.leaks import BIRTH, LATER_SHARE, later_flags
+from rdl.data.leaks import BIRTH, LATER_SHARE
+from rdl.data.states import later_flags
 from rdl.data.names import name_words
 from rdl.data.periods import looks_like
 

@@ -53,7 +53,7 @@ import yaml
 
 from rdl.data import (assembled, clocks, composite as composite_key, dbfile, epochs, events,
                       files, implied, inherit, leaks, nested, parquet, periods, row_numbers,
-                      sheets, sources, typed)
+                      sheets, sources, states, typed)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.keys import check_references, map_foreign_keys
@@ -397,5 +397,5 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     epochs.epoch_numbers(t, df)
     leaks.undeclared_time(t, df)
     leaks.later_times(t, df)
-    leaks.flags_of_later(t, df)
+    states.flags_of_later(t, df)
     return df

@@ -10,8 +10,9 @@ never sees a row, or a value, from after t), each a rule of what a file's times 
   last order) would show every seed what comes after it: it stops;
 * :func:`later_times`: a column of times after its row's own time (a return date in a
   rental) would show a seed between the two what happens later: it stops, until the
-  schema says what the column is; :func:`flags_of_later`: so does a yes/no column that
-  says whether such a time is known (``returned``, ``is_current``);
+  schema says what the column is; :func:`rdl.data.states.flags_of_later`: so does a
+  column whose values say whether such a time is known (``returned``, ``is_current``,
+  an order's ``status``);
 * :func:`future_references`: rows older than the rows they reference lose the link until
   then; many such rows say the referenced table's time is no time its rows began: a
   warning;
@@ -167,67 +168,6 @@ def rows_per_event(db, where=lambda name: f"table {name!r}") -> None:
                         "they share: a leak). If each begins with its %s row, declare "
                         "time: {seen_in: %s}", where(name), len(keys), len(t.df), other,
                         other, col, other, other, other, other)
-
-
-#: the words of a column of yes/no values, as exports write them
-_YES, _NO = {"1", "1.0", "true", "t", "yes", "y"}, {"0", "0.0", "false", "f", "no", "n"}
-
-
-def _yes_no(s: pd.Series) -> np.ndarray | None:
-    """A filled-in column of yes/no values (booleans, 0/1, ``true``/``false``, ``Y``/``N``)
-    as booleans; else None."""
-    if not len(s) or s.iloc[:1000].nunique(dropna=False) > 2 or s.isna().any():
-        return None   # (the first values rule out nearly every column cheaply)
-    if pd.api.types.is_bool_dtype(s):
-        return s.to_numpy(dtype=bool)
-    if pd.api.types.is_numeric_dtype(s):
-        yes = (s == 1).to_numpy()
-        return yes if (yes | (s == 0).to_numpy()).all() and 0 < yes.mean() < 1 else None
-    if s.nunique() > 2:
-        return None
-    words = s.astype(str).str.strip().str.lower()
-    yes = words.isin(_YES).to_numpy()
-    return yes if (yes | words.isin(_NO).to_numpy()).all() and 0 < yes.mean() < 1 else None
-
-
-def later_flags(df: pd.DataFrame, time: pd.Series, later: list[str], skip=()) -> dict:
-    """The yes/no columns of ``df`` that say, in 99 % of rows or more, whether one of its
-    ``later`` columns of times is known (a rental's ``returned`` and ``return_date``, a
-    version's ``is_current`` and ``valid_to``): flag -> (that column, the share). Only a
-    column after the rows' ``time`` in 1 % of them or more counts (a later event)."""
-    out, flags = {}, None
-    for col in later:
-        known = df[col].notna().to_numpy()
-        if (df[col] > time).mean() < LATER_SHARE or known.all() or not known.any():
-            continue
-        if flags is None:   # each column read once, whatever the later columns
-            flags = {c: v for c in df.columns if c not in skip and c not in later
-                     and (v := _yes_no(df[c])) is not None}
-        for flag, v in flags.items():
-            same = float(max((v == known).mean(), (v != known).mean()))
-            if same >= 0.99 and flag not in out:
-                out[flag] = (col, same)
-    return out
-
-
-def flags_of_later(t: TableSchema, df: pd.DataFrame) -> None:
-    """A yes/no column that says whether a later time of its row is known (a rental's
-    ``returned``, a subscription's ``is_cancelled``, a version's ``is_current``) tells a
-    seed what happens after it, as the time itself would: it stops, until the schema
-    drops it or says it was known when the row began (its stype)."""
-    if t.time is None or t.time not in df:
-        return
-    later = [c for c in df.columns if (c in t.events or (c in t.stypes and t.stypes[c] is None))
-             and c != t.time and pd.api.types.is_datetime64_any_dtype(df[c])]
-    flags = later_flags(df, df[t.time], later, skip={t.pkey, t.time, *t.fkeys, *t.stypes})
-    if flags:
-        flag, (col, same) = next(iter(flags.items()))
-        raise DataError(
-            f"{t.where(flag)}: says whether {col!r} is known in {same:.1%} of its rows; "
-            f"{col} comes after the row's time, so as a feature this column tells a seed "
-            "what happens later (a leak of the future). Drop it (stypes: {"
-            f"{flag}: drop}}), or, if it was known when the row began, say so (stypes: "
-            f"{{{flag}: categorical}})")
 
 
 def static_times(tables: dict, frames: dict, calendars=(),
