@@ -52,6 +52,7 @@ from rdl.data.database import Database, DataError, Table
 from rdl.data.folder import load_folder
 from rdl.data.times import Placeholder
 from rdl.data.keys import comparable
+from rdl.data.states import named_states
 from rdl.data.draft_times import (calendars_of, later, older_than_parents, seen_ins,
                                   times_of, vias, years)
 from rdl.data.periods import looks_like
@@ -296,6 +297,8 @@ def draft(folder) -> str:
             lines += [f"      {_yaml(c)}: {st}   # {why}" for c, (st, why) in stypes.items()]
         parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
         lines += [f"    # {n}" for c, n in notes if c not in parts and not years(c, df[c])]
+        lines += [f"    # {n}" for c, n in named_states(df, {pkey, time, *keys_of, *stypes,
+                                                               *later_events})]
     return "\n".join(lines) + "\n"
 
 

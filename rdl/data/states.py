@@ -16,10 +16,15 @@ import pandas as pd
 
 from rdl.data.database import DataError
 from rdl.data.leaks import LATER_SHARE
+from rdl.data.names import name_words
 from rdl.data.schema import TableSchema
 
 #: the words of a column of yes/no values, as exports write them
 _YES, _NO = {"1", "1.0", "true", "t", "yes", "y"}, {"0", "0.0", "false", "f", "no", "n"}
+#: words that name a row's state (``status``, ``is_active``, ``churned``), not ``state`` (a
+#: US state)
+STATE_WORDS = ("status", "active", "inactive", "churn", "churned", "deleted", "closed",
+               "cancelled", "canceled", "lifecycle", "stage")
 #: how many values a column of states may hold (an order's status), and how many rows it
 #: needs for its values to say anything
 STATES, ROWS = 20, 100
@@ -105,3 +110,15 @@ def flags_of_later(t: TableSchema, df: pd.DataFrame) -> None:
             "what happens later (a leak of the future: the row's state when the file was "
             f"written). Drop it (stypes: {{{flag}: drop}}), or, if it was known when the row "
             f"began, say so (stypes: {{{flag}: categorical}})")
+
+
+def named_states(df: pd.DataFrame, skip=()) -> list[tuple[str, str]]:
+    """The draft's notes on columns named as a row's state (``status``, ``is_active``,
+    ``churned``) that no later time shows to change: (column, note). Nothing in the files
+    says when such a state was written; by its name, at the export."""
+    return [(c, f"{c}: by its name, the row's state when the file was written: for a seed "
+                "before then, what is still to come (a churn task's label, if it is "
+                f"churned or active); unless it was known when the row began, drop it "
+                f"(stypes: {{{c}: drop}})") for c in df.columns
+            if c not in skip and set(name_words(c)) & set(STATE_WORDS)
+            and 1 < df[c].nunique() <= STATES and not pd.api.types.is_float_dtype(df[c])]

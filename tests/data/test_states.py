@@ -82,3 +82,19 @@ def test_a_column_mostly_one_value_beside_a_time_mostly_known_is_no_state(tmp_pa
     orders["channel"] = ["web"] * (N - 2) + ["shop", "phone"]
     found = later_flags(orders, orders["created_at"], ["delivered_at"], skip={"order_id"})
     assert "channel" not in found
+
+
+def test_the_draft_notes_columns_named_as_a_row_s_state(tmp_path):
+    """A CRM's customers with is_active and churned (a churn task's label), and the
+    Lahman databank's franchises with active (whether a franchise still plays today):
+    nothing says when the state was written; the draft says what it is. A US state, a
+    customer's name and a column of numbers are no state."""
+    pd.DataFrame({"customer_id": range(6), "is_active": list("YNYYNY"),
+                  "churned": [0, 1, 0, 0, 1, 0], "state": ["CA", "NY", "CA", "TX", "NY", "WA"],
+                  "status_score": [0.5, 0.1, 0.7, 0.9, 0.3, 0.2],
+                  "name": list("abcdef")}).to_csv(tmp_path / "customers.csv", index=False)
+    text = draft(tmp_path)
+    noted = [line.split(":")[0].strip("# ") for line in text.splitlines()
+             if "the row's state when the file was written" in line]
+    assert noted == ["is_active", "churned"]
+    assert "(stypes: {is_active: drop})" in text
