@@ -39,7 +39,8 @@ NOT_ROW_TIMES = (*BIRTH, "death", "died", "expir", "end", "due", "until",
 #: a final game): no event a seed could have seen happen as such
 SUMMARY_TIMES = ("last", "latest", "final", "recent")
 #: words that start the names of times a row changed at (``last_update``, ``ModifiedDate``)
-CHANGE_TIMES = ("updat", "modif", "chang", "edit", "load", "etl", "ingest", "refresh", "sync")
+CHANGE_TIMES = ("updat", "modif", "chang", "edit", "load", "etl", "ingest", "refresh", "sync",
+                "extract", "export")   # (when the file was written: extracted_at)
 #: words that make a name a row's beginning whatever else it says (a version's valid_from)
 BEGIN_WORDS = ("from", "start", "begin", "since")
 #: words that start the names of times known before they come (a due date, an estimate)
@@ -57,8 +58,8 @@ def times_of(df: pd.DataFrame) -> tuple[str | None, str, dict[str, tuple[str, st
     loader stops on a timed table's column after its rows' time: :mod:`rdl.data.leaks`)."""
     times = [c for c in df.columns if pd.api.types.is_datetime64_any_dtype(df[c])]
     words = {c: name_words(c) for c in times}
-    stypes = {c: ("drop", "when the row last changed, not when it began: as a feature it "
-                          "tells of the future") for c in times
+    stypes = {c: ("drop", "when the row last changed or was exported, not when it began: "
+                          "as a feature it tells of the future") for c in times
               if any(w.startswith(CHANGE_TIMES) for w in words[c])}
     begins = [c for c in times if c not in stypes and "validto" not in norm(c) and (
         any(w in BEGIN_WORDS for w in words[c])

@@ -191,3 +191,14 @@ def test_keys_named_by_rails_conventions(tmp_path):
     assert tables["addresses"]["fkeys"] == {"person_id": "people"}
     assert tables["categories"]["fkeys"] == {"parent_id": "categories"}
     assert tables["employees"]["fkeys"] == {"manager_id": "employees", "person_id": "people"}
+
+
+def test_a_time_the_file_was_exported_at_is_no_event(tmp_path):
+    """extracted_at (the export's time on every row) was drafted an event of its own, a
+    table of exports; it is dropped, as an update time is."""
+    pd.DataFrame({"order_id": range(4), "created": pd.date_range("2024-01-01", periods=4),
+                  "amount": [1.0, 2.0, 3.0, 4.0], "extracted_at": "2024-06-30 02:00:00",
+                  "ExportDate": "2024-06-30"}).to_csv(tmp_path / "orders.csv", index=False)
+    orders = yaml.safe_load(draft(tmp_path))["tables"]["orders"]
+    assert orders["time"] == "created" and "events" not in orders
+    assert orders["stypes"] == {"extracted_at": "drop", "ExportDate": "drop"}
