@@ -52,6 +52,7 @@ from rdl.data.database import Database, DataError, Table
 from rdl.data.folder import load_folder
 from rdl.data.times import Placeholder
 from rdl.data.keys import comparable
+from rdl.data.checks import identifiers
 from rdl.data.states import named_states
 from rdl.data.draft_times import (calendars_of, later, older_than_parents, seen_ins,
                                   times_of, vias, years)
@@ -285,6 +286,9 @@ def draft(folder) -> str:
             lines.append("    fkeys:")
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in keys_of.items()]
         later_events = {c: why for c, (st, why) in stypes.items() if st == "event"}
+        stypes.update({c: ("drop", why) for c, why in identifiers(df, {
+            pkey, time, *composite.get(name, []), *(p for k in keys_of for p in k.split(", ")),
+            *stypes}).items()})
         keyed = pkey is not None or name in composite   # (an event's row references its row)
         stypes = {c: (st, why) if st != "event" else ("drop", why + "; dropped: the table has "
                                                       "no key for its events")

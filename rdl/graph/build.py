@@ -91,11 +91,10 @@ def _warn_identifier(table: str, col: str, values: pd.Series, st) -> None:
     """Warns of a text column whose every value is distinct and one word (a UUID, an
     email, a SKU): an identifier, hashed (or embedded) as a different vector on every row,
     which a model can learn by heart and which says nothing of an unseen row."""
-    if st not in (torch_frame.text_embedded, torch_frame.categorical):
+    if st not in (torch_frame.text_embedded, torch_frame.categorical) or \
+            not checks.is_identifier(values.astype(str).where(values.notna())):
         return
     v = values.dropna()
-    if len(v) < 1000 or v.nunique() < 0.99 * len(v) or v.astype(str).str.contains(r"\s").any():
-        return
     if (table, col) not in _IDENTIFIERS:
         _IDENTIFIERS.add((table, col))
         log.warning("table %r, column %r: every value distinct and one word (e.g. %r): an "
