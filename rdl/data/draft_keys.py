@@ -136,7 +136,7 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         if (t := _by_role(col, name, pkeys, bare)) is not None:
             share = _share(df[col], frames[t][pkeys[t]])
             if share >= 0.5:   # (else its values say what it is, below)
-                out[col] = (t, f"named as a key of {t} in a role; {share:.0%} of its values "
+                out[col] = (t, f"named as a key of {t} (in part); {share:.0%} of its values "
                                "are keys of it" + _rest(share, t))
                 continue
         text = not pd.api.types.is_numeric_dtype(df[col])
@@ -174,13 +174,23 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
 
 def _by_role(col: str, name: str, pkeys: dict, bare: dict) -> str | None:
     """The table a key column names after a role (``shipping_address_id``,
-    ``home_team_id``: addresses, teams), its longest such name; or None."""
+    ``home_team_id``: addresses, teams) or by the last words of the table's name (Django's
+    ``customer_id``: ``shop_customer``; ``user_id``: ``auth_user``); the one of the most
+    words matched, where one is; or None."""
     words = name_words(col)
-    if len(words) < 3 or words[-1] not in ("id", "key"):
+    if len(words) < 2 or words[-1] not in ("id", "key"):
         return None
-    found = [(len(words) - i, t) for t in pkeys if t != name for i in range(1, len(words) - 1)
-             if "".join(words[i:-1]) in _singulars(bare[t])]
-    return max(found)[1] if found else None
+    found = {}
+    for t in pkeys:
+        table = name_words(bare[t]) or [norm(bare[t])]
+        for i in range(len(words) - 1):   # (i = 0, j = 0: the whole name, matched above)
+            for j in range(len(table)):
+                if (i or j) and "".join(words[i:-1]) in _singulars("".join(table[j:])):
+                    score = (len(words) - i, len(table) - j)
+                    found[t] = max(found.get(t, score), score)
+    found.pop(name, None)
+    best = sorted(found.items(), key=lambda kv: kv[1], reverse=True)
+    return best[0][0] if best and (len(best) == 1 or best[1][1] < best[0][1]) else None
 
 
 #: words that name a row of the same table (a post's parent, an employee's manager)

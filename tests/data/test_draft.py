@@ -218,3 +218,23 @@ def test_identifiers_are_dropped_as_the_graph_warns_of_them(tmp_path):
                  ).to_csv(tmp_path / "people.csv", index=False)
     people = yaml.safe_load(draft(tmp_path))["tables"]["people"]
     assert people["pkey"] == "id" and people["stypes"] == {"code": "drop", "email": "drop"}
+
+
+def test_keys_named_by_django_s_tables_of_app_and_model(tmp_path):
+    """Django names a table <app>_<model> (shop_customer, auth_user) and its references
+    <model>_id: before, each small-numbered reference was left to a person as 'all keys of
+    each of [...]'; order_id is shop_order's, not shop_orderline's."""
+    def csv(table, **cols):
+        pd.DataFrame(cols).to_csv(tmp_path / f"{table}.csv", index=False)
+    csv("auth_user", id=range(1, 301), is_staff=[i % 20 == 0 for i in range(300)])
+    csv("shop_customer", id=range(1, 301), user_id=range(300, 0, -1))
+    csv("shop_product", id=range(1, 51), category=["x", "y"] * 25)
+    csv("shop_order", id=range(1, 2001), customer_id=[i % 300 + 1 for i in range(2000)],
+        created=pd.date_range("2024-05-01", periods=2000, freq="h"))
+    csv("shop_orderline", id=range(1, 6001), order_id=[i % 2000 + 1 for i in range(6000)],
+        product_id=[i % 50 + 1 for i in range(6000)])
+    tables = yaml.safe_load(draft(tmp_path))["tables"]
+    assert tables["shop_customer"]["fkeys"] == {"user_id": "auth_user"}
+    assert tables["shop_order"]["fkeys"] == {"customer_id": "shop_customer"}
+    assert tables["shop_orderline"]["fkeys"] == {"order_id": "shop_order",
+                                                 "product_id": "shop_product"}
