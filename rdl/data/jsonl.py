@@ -2,7 +2,8 @@
 line, as BigQuery, Snowflake, ``mongoexport`` and event logs export) or one JSON array of
 objects, compressed or not (``events.jsonl.gz``), a folder of parts with ``key=value``
 sub-folders too; an API's response saved as a file, its rows in a list it names ``data``,
-``results``, ``items``, ``value`` (OData) or so.
+``results``, ``items``, ``value`` (OData) or so; a table in one object (records keyed by
+their ids, pandas' ``to_json()``: :mod:`rdl.data.json_shapes`).
 
 DuckDB infers each column's type from every row (``sample_size=-1``: a key first seen on
 the last line is a column, and a number written as text in one row makes its column text,
@@ -13,12 +14,14 @@ block only, no arrays of objects) nor pandas' (no structs) reads exports whole.
 """
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
 from rdl import duck
+from rdl.data import json_shapes
 from rdl.data.database import DataError
 
 SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -56,13 +59,16 @@ def _query(found: list[Path], base: Path | None, limit: str = "",
 
 
 def _run(found: list[Path], where: str, base: Path | None, limit: str = "") -> pa.Table:
-    with duck.connect(threads=None) as con:   # rows keep their order (DuckDB keeps it)
-        try:
-            types = _TYPES.pop(_key(found), None) if not limit else None
+    with duck.connect(threads=None) as con, tempfile.TemporaryDirectory() as tmp:
+        try:   # (rows keep their order: DuckDB keeps it)
+            key = _key(found)
+            if base is None:   # a table in one object (records keyed by id, pandas' orients)
+                found = [json_shapes.as_lines(p, Path(tmp), WRAPPERS) or p for p in found]
+            types = _TYPES.pop(key, None) if not limit else None
             query = _query(found, base, limit, types)
             rel = con.sql(query)
             if limit:
-                _TYPES[_key(found)] = {c: str(t) for c, t in zip(rel.columns, rel.types)}
+                _TYPES[key] = {c: str(t) for c, t in zip(rel.columns, rel.types)}
             # a key whose values differ in type ({"amount": 1}, {"amount": "n/a"}) is of
             # type JSON: its values as text, as a CSV writes them ("n/a", not '"n/a"')
             mixed = [f'json_extract_string({q}, \'$\') AS {q}' for q, t in

@@ -177,7 +177,7 @@ def _partitions(part: Path, base: Path | None) -> list[str]:
 
 
 def read(found: list[Path], where: str, base: Path | None = None,
-         dropped: set[str] = frozenset()) -> pd.DataFrame:
+         dropped: set[str] = frozenset(), required=()) -> pd.DataFrame:
     """A table's parquet files' rows (hive partitions as columns), their types as the
     module says, but the ``dropped`` columns' (kept as they are); times keep their unit
     (so years like 9999 are kept, and checked where used).
@@ -208,7 +208,13 @@ def read(found: list[Path], where: str, base: Path | None = None,
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     cols, out = [], []
     for name, col in zip(table.column_names, table.columns):
-        for n, c in _flat(name, col, where, dropped):
+        flat = _flat(name, col, where, dropped)
+        if name in required and [n for n, _ in flat] != [name]:
+            raise DataError(f"{where}, column {name!r}: an object of fields, read as the "
+                            f"columns {[n for n, _ in flat][:5]}, not one value: the schema "
+                            "names it as a key or time; name one of its fields, or write "
+                            "the file with a value per row there")
+        for n, c in flat:
             cols.append(n)
             out.append(c)
     names, _, renamed = unique_names(cols, strip=False)

@@ -4,10 +4,11 @@ pandas' ``to_csv`` writes the frame's index unless told ``index=False``: a first
 with an empty name (``Unnamed: 0`` once read and written again by pandas, ``...1`` by
 readr) holding 0, 1, 2, ...; R's ``write.csv`` writes its row names, 1, 2, 3, ..., under
 ``""``; ``to_parquet`` keeps an unnamed index that is not a plain range as
-``__index_level_0__``. As a feature such a column is each row's position in the file, an
-id a model learns by heart (and, in files written in time order, the time again); as the
-draft's primary key, noise. It is left out where the schema does not name it, and the
-log says so; an R frame's row names that are not numbers (``mtcars``' models) stay.
+``__index_level_0__``; ``reset_index()`` makes it a column ``index``. As a feature
+such a column is each row's position in the file, an id a model learns by heart (and,
+in files written in time order, the time again); as the draft's primary key, noise. It
+is left out where the schema does not name it, and the log says so; an R frame's row
+names that are not numbers (``mtcars``' models) stay.
 """
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ import pandas as pd
 log = logging.getLogger(__name__)
 
 #: how writers name an unnamed first column: rdl's name for an empty one, pandas' and
-#: readr's names when they read one, pandas' parquet name for an unnamed index
-UNNAMED = re.compile(r"unnamed_1|Unnamed: 0|\.\.\.1|__index_level_0__")
+#: readr's names when they read one, pandas' parquet name for an unnamed index, and the
+#: names pandas' reset_index() and to_json(orient="table") give a default index
+UNNAMED = re.compile(r"unnamed_1|Unnamed: 0|\.\.\.1|__index_level_0__|index|level_0")
 
 
 def without(df: pd.DataFrame, named: list[str], where: str) -> pd.DataFrame:

@@ -179,3 +179,44 @@ def test_an_api_s_response_saved_as_a_file_is_its_rows(tmp_path, wrapped):
                                                              "fkeys": {"user_id": "users"},
                                                              "stypes": {"lines": None}}}}
                             ).keys["orders"]) == [7]
+
+
+ORDERS = pd.DataFrame({"order_id": [10, 11, 12], "user_id": ["u0", "u1", "u0"],
+                       "ts": ["2023-01-01T10:00:00Z", "2023-01-02T10:00:00Z",
+                              "2023-01-03T10:00:00Z"], "amount": [1.5, 2.0, 7.25]})
+SHOP = {"tables": {"users": {"pkey": "user_id", "implied": True},
+                   "orders": {"pkey": "order_id", "time": "ts", "fkeys": {"user_id": "users"}}}}
+
+
+@pytest.mark.parametrize("write", [
+    lambda p: ORDERS.to_json(p),                     # pandas' default: orient="columns"
+    lambda p: ORDERS.to_json(p, orient="index"),
+    lambda p: ORDERS.to_json(p, orient="split"),
+    lambda p: ORDERS.to_json(p, orient="table"),     # its "index" column left out
+    lambda p: p.write_text(json.dumps(ORDERS.to_dict(orient="list"))),   # a list per column
+    lambda p: p.write_text(json.dumps(                # Firebase: records keyed by their ids
+        {f"-Nx{i}": r for i, r in ORDERS.to_dict(orient="index").items()})),
+    lambda p: p.write_text(json.dumps(                # ... named as the file
+        {"orders": {f"-Nx{i}": r for i, r in ORDERS.to_dict(orient="index").items()}})),
+])
+def test_a_table_in_one_json_object_is_its_rows(tmp_path, write):
+    """Before, each was one row of a column per key (a struct per record, or a column's
+    values): the schema's columns were missing, or a bare KeyError."""
+    write(tmp_path / "orders.json")
+    db = load_folder(tmp_path, SHOP)
+    df = db["orders"].df.set_index(db.keys["orders"]).sort_index()
+    assert df["amount"].tolist() == [1.5, 2.0, 7.25] and len(db["users"]) == 2
+    assert not {"index", "columns", "data"} & set(df.columns)
+    if "id" in df.columns:   # the records' keys
+        assert df["id"].tolist() == ["-Nx0", "-Nx1", "-Nx2"]
+
+
+def test_an_object_the_schema_names_as_a_key_or_time_stops_naming_its_fields(tmp_path):
+    """A column of objects (a struct) named as the table's time: before, a bare KeyError."""
+    (tmp_path / "orders.jsonl").write_text("\n".join(json.dumps(
+        {"order_id": i, "user_id": "u0", "ts": {"date": "2023-01-01", "tz": "UTC"}})
+        for i in range(3)) + "\n")
+    with pytest.raises(DataError) as e:
+        load_folder(tmp_path, SHOP)
+    assert "orders.jsonl (table 'orders'), column 'ts': an object of fields, read as the " \
+        "columns ['ts_date', 'ts_tz']" in str(e.value)
