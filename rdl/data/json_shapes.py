@@ -33,9 +33,11 @@ def as_lines(path: Path, folder: Path, wrappers: set[str]) -> Path | None:
     opener = gzip.open if path.suffix.lower() == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8-sig") as f:
-            head = f.read(1).lstrip() or f.read(64).lstrip()[:1]
-            if head != "{":
-                return None
+            first = f.readline()
+            if not first.lstrip().startswith("{"):
+                return None   # an array, or no JSON
+            if _whole(first) and any(line.strip() for line in f):
+                return None   # JSON Lines: its first line an object, and more lines
             f.seek(0)
             doc = json.load(f)
     except (ValueError, OSError):   # JSON Lines, or not JSON: the reader says what it is
@@ -95,3 +97,12 @@ def _mixed(groups: list[list]) -> int:
         return "number" if isinstance(x, (int, float)) and not isinstance(x, bool) \
             else type(x).__name__
     return sum(len({kind(x) for x in g if x is not None}) > 1 for g in groups)
+
+
+def _whole(line: str) -> bool:
+    """Whether ``line`` is a JSON value of its own (JSON Lines' first line)."""
+    try:
+        json.loads(line)
+        return True
+    except ValueError:
+        return False
