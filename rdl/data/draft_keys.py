@@ -33,13 +33,13 @@ IRREGULAR = {"people": "person", "children": "child", "men": "man", "women": "wo
 
 def _singular(name: str) -> str:
     n = norm(name)
-    return min(_singulars(name) - {n} or {n})   # (one at most besides the name)
+    return min(_singulars(name) - {n} or {n}, key=len)
 
 
 def _singulars(name: str) -> set[str]:
     """A table's name as its rows' keys may name it (norm'ed): itself and each singular it
-    may be (addresses: address, categories: category, people: person, salespeople:
-    salesperson); a wrong one (address from addresses, addresse) matches no column."""
+    may be (addresses: address, purchases: purchase, categories: category, people:
+    person, salespeople: salesperson); a wrong one (addresse, purchas) matches no column."""
     n = norm(name)
     out = {n}
     for plural, one in IRREGULAR.items():
@@ -47,10 +47,10 @@ def _singulars(name: str) -> set[str]:
             return {n, n[:-len(plural)] + one}
     if n.endswith("ies"):
         out.add(n[:-3] + "y")
-    elif n.endswith("ses") or n.endswith(("xes", "zes", "ches", "shes")):
-        out.add(n[:-2])
     elif n.endswith("s") and not n.endswith("ss"):
-        out.add(n[:-1])
+        out.add(n[:-1])   # (purchases: purchase; courses, sizes)
+        if n.endswith(("ses", "xes", "zes", "ches", "shes")):
+            out.add(n[:-2])   # (addresses: address; statuses, boxes, matches)
     return out
 
 

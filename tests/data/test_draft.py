@@ -179,15 +179,17 @@ def test_keys_named_by_rails_conventions(tmp_path):
     csv("categories", id=range(1, 9), parent_id=[None, None, 1, 1, 2, 2, 3, 5])
     csv("employees", id=range(1, 16), manager_id=[None] + [i // 2 + 1 for i in range(14)],
         person_id=range(1, 16))
+    csv("purchases", id=range(1, 101), created_at=days.repeat(2)[:100])
     csv("orders", id=range(1, 201), person_id=[i % 40 + 1 for i in range(200)],
         shipping_address_id=[i % 60 + 1 for i in range(200)],
         billing_address_id=[(i * 7) % 60 + 1 for i in range(200)],
-        category_id=[i % 8 + 1 for i in range(200)],
+        category_id=[i % 8 + 1 for i in range(200)], purchase_id=[i % 100 + 1 for i in range(200)],
         created_at=pd.date_range("2024-03-01", periods=200, freq="h").astype(str))
     tables = yaml.safe_load(draft(tmp_path))["tables"]
     assert tables["orders"]["fkeys"] == {
         "person_id": "people", "shipping_address_id": "addresses",
-        "billing_address_id": "addresses", "category_id": "categories"}
+        "billing_address_id": "addresses", "category_id": "categories",
+        "purchase_id": "purchases"}   # (purchases: purchase, as addresses: address)
     assert tables["addresses"]["fkeys"] == {"person_id": "people"}
     assert tables["categories"]["fkeys"] == {"parent_id": "categories"}
     assert tables["employees"]["fkeys"] == {"manager_id": "employees", "person_id": "people"}
