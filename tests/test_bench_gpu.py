@@ -31,6 +31,7 @@ def run_check(tmp_path, rdl_cache, *args: str) -> tuple[subprocess.CompletedProc
     return proc, json.loads((out / "gpu.json").read_text())
 
 
+@pytest.mark.slow   # (50 s of CI's 13 min; run it before a lent GPU's check: pytest -m slow)
 def test_the_check_runs_its_stages_on_the_cpu(tmp_path, rdl_cache):
     # Dynamo without Inductor's code generation: the check's machinery, not Inductor, is
     # under test here (a minute less of CI)

@@ -52,6 +52,7 @@ def val_metric(run_dir, name="auroc") -> float:
     return json.loads((run_dir / "metrics.json").read_text())["model"]["val"][name]
 
 
+@pytest.mark.slow   # (22 s of CI's 13 min)
 def test_a_search_finds_its_best_trial_and_resumes_its_study(run_train, rdl_cache, tmp_path):
     sweep, db = tmp_path / "sweep", tmp_path / "study.db"
     storage = f"hydra.sweeper.storage=sqlite:///{db}"
