@@ -183,7 +183,7 @@ def test_keys_named_by_rails_conventions(tmp_path):
     csv("orders", id=range(1, 201), person_id=[i % 40 + 1 for i in range(200)],
         shipping_address_id=[i % 60 + 1 for i in range(200)],
         billing_address_id=[(i * 7) % 60 + 1 for i in range(200)],
-        category_id=[i % 8 + 1 for i in range(200)], purchase_id=[i % 100 + 1 for i in range(200)],
+        category_id=[i % 8 + 1 for i in range(200)], purchase_id=[i % 30 + 1 for i in range(200)],
         created_at=pd.date_range("2024-03-01", periods=200, freq="h").astype(str))
     tables = yaml.safe_load(draft(tmp_path))["tables"]
     assert tables["orders"]["fkeys"] == {
