@@ -9,6 +9,7 @@ as Germany and Russia write it, is day first). Nothing is guessed from the first
 """
 from __future__ import annotations
 
+import datetime
 import logging
 import re
 
@@ -23,6 +24,15 @@ from rdl.data.messages import _column, _rows, _stypes, rows, show
 from rdl.data.numbers import written_numbers
 
 log = logging.getLogger("rdl.data.checks")   # the checks' messages, in one place
+
+def _week_day(m: re.Match) -> str:
+    """An ISO week's day as its date (2024-W05-3: 2024-01-31); as written where there is
+    no such week (2023-W53-1), for the times' error to name."""
+    try:
+        return datetime.date.fromisocalendar(*map(int, m.groups())).isoformat()
+    except ValueError:
+        return m.group(0)
+
 
 #: dates with numbers for months, each with each of the clock times after it
 _DATES = ("%Y/%m/%d", "%m/%d/%Y", "%d/%m/%Y", "%m/%d/%y", "%d/%m/%y", "%m-%d-%Y", "%d-%m-%Y",
@@ -70,7 +80,9 @@ _REWRITES = (
     # 10:00AM, 10:00 a.m.: an hour of twelve without a blank, or dotted
     (re.compile(r"(?<=\d)\s*([AaPp])\.?\s?[Mm]\.?$"), r" \1M", None),
     # months named in another language (31 janv. 2024): as English names them
-    (month_names.WRITTEN, month_names.english, month_names.FOREIGN))
+    (month_names.WRITTEN, month_names.english, month_names.FOREIGN),
+    # an ISO week's day (2024-W05-3, strftime's %G-W%V-%u): its date
+    (re.compile(r"^(\d{4})-?W(\d{2})-?([1-7])(?=$|[ T])"), _week_day, "W"))
 _ZONE_NAME = re.compile(r"\s[A-Z]{3,5}$")        # 2023-01-05 13:45:00 EST
 #: MySQL's "zero" date, its dummy for a date not known (as its drivers read it: missing)
 _ZERO_DATE = re.compile(r"0000-00-00(?:[ T]00:00:00(?:\.0+)?)?")

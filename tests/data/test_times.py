@@ -66,6 +66,9 @@ def read(*values, **kw) -> list[str]:
     (["31 de enero de 2023", "5-dic-2023"], ["2023-01-31 00:00:00", "2023-12-05 00:00:00"]),
     (["2 ott 2023", "9 de setembro de 2023", "6 mei 2023"],
      ["2023-10-02 00:00:00", "2023-09-09 00:00:00", "2023-05-06 00:00:00"]),
+    # an ISO week's day (%G-W%V-%u): 2023-W01-1 is Monday January 2nd
+    (["2023-W01-1", "2023W527", "2023-W05-3T10:00:00"],
+     ["2023-01-02 00:00:00", "2023-12-31 00:00:00", "2023-02-01 10:00:00"]),
 ])
 def test_a_form_reads_as_it_means(written, expected):
     assert read(*written) == expected
