@@ -20,10 +20,11 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
-#: how writers name an unnamed first column: rdl's name for an empty one, pandas' and
-#: readr's names when they read one, pandas' parquet name for an unnamed index, and the
-#: names pandas' reset_index() and to_json(orient="table") give a default index
-UNNAMED = re.compile(r"unnamed_1|Unnamed: 0|\.\.\.1|__index_level_0__|index|level_0")
+#: how writers name an unnamed first column: rdl's name for an empty one, pandas', readr's,
+#: R's read.csv's and data.table's names when they read one, pandas' parquet name for an
+#: unnamed index, and the names pandas' reset_index() and to_json(orient="table") give a
+#: default index
+UNNAMED = re.compile(r"unnamed_1|Unnamed: 0|\.\.\.1|X|V1|__index_level_0__|index|level_0")
 
 
 def without(df: pd.DataFrame, named: list[str], where: str) -> pd.DataFrame:
@@ -38,9 +39,9 @@ def without(df: pd.DataFrame, named: list[str], where: str) -> pd.DataFrame:
         return df
     if col != "__index_level_0__" and not _counts(df[col]):
         return df
-    log.warning("%s: its first column %r holds row numbers (a frame's index, written with it: "
-             "pandas' to_csv without index=False, R's row names): left out", where, col)
-    return df.drop(columns=[col])
+    log.warning("%s: its first column %r holds row numbers (a frame's index, written with "
+                "it: pandas' to_csv without index=False, R's row names): left out", where, col)
+    return without(df.drop(columns=[col]), named, where)   # (R: row names read and written)
 
 
 def _counts(s: pd.Series) -> bool:

@@ -36,6 +36,9 @@ def orders(n: int = 6, start: int = 0) -> pd.DataFrame:
     lambda f: ((f / "orders").mkdir(), orders(3).to_csv(f / "orders" / "a.csv"),  # parts
                orders(3).to_csv(f / "orders" / "b.csv")),
     lambda f: orders().iloc[[0, 2, 1, 5, 3, 4]].to_parquet(f / "orders.parquet"),  # row labels
+    lambda f: (f / "orders.csv").write_text(   # R: read.csv (row names as X), write.csv again
+        '"","X","user_id","ts","amount"\n' + "".join(
+            f'"{i + 1}",{i + 1},{10 + i % 3},"2024-01-0{i + 1}",{i}\n' for i in range(6))),
 ])
 def test_row_numbers_written_with_the_rows_are_left_out(tmp_path, write, caplog):
     """Before, a column of row positions (unnamed_1, Unnamed: 0, __index_level_0__) was a
