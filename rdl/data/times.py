@@ -312,6 +312,23 @@ def _parse_text(raw: pd.Series, where: str, dayfirst: bool | None = None) -> pd.
     if len(orders) == 2:
         best = parse(text, next(f for f in fits if _day_first(f) == dayfirst))
     bad = best.isna()
+    if bad.any() and not bad.all():   # a second form (a sheet's dates, some typed as text)
+        rest, more = _read_times(text[bad])   # (read whole in a form rdl names, or not)
+        more = more if more and more[0] != INFERRED and not _yearless(rest) else []
+        ways = {_day_first(f) for f in more} - {None}
+        if more and len(ways) == 2 and dayfirst is None:
+            raise DataError(f"{where}: times such as {text[bad].iloc[0]!r} (beside others such "
+                            f"as {text[~bad].iloc[0]!r}) read both as month/day/year and as "
+                            "day/month/year; say which at the top of the schema (dayfirst: "
+                            "true for 31/01/2024, false for 01/31/2024)")
+        if more:
+            rest = parse(text[bad], next(f for f in more if _day_first(f) == dayfirst)) \
+                if len(ways) == 2 else rest
+            log.warning("%s: %d of %d times are written in a second form (e.g. %r, beside %r): "
+                        "read in it", where, int(bad.sum()), len(text), text[bad].iloc[0],
+                        text[~bad].iloc[0])
+            best = best.mask(bad, rest.reindex(best.index))
+            bad = best.isna()
     if bad.any():
         mask = np.zeros(len(raw), dtype=bool)
         mask[raw.index.get_indexer(text.index[bad])] = True

@@ -288,3 +288,20 @@ def test_spans_of_times_of_day_are_no_times(tmp_path):
     assert df["hours"].tolist() == ["09:00-17:00", "10:00-18:30", "8:00 - 12:00"]
     with pytest.raises(DataError, match="spans of times of day \\(e.g. '09:00-17:00'\\)"):
         load_folder(tmp_path, {"tables": {"shifts": {"pkey": "id", "time": "hours"}}})
+
+
+def test_a_column_of_dates_in_two_forms_reads_each_in_its_own(caplog):
+    """A spreadsheet's dates, some typed as text (ISO beside day-first): before, the second
+    form stopped the load as no times. Ambiguous ones still need dayfirst; garbage stops."""
+    with caplog.at_level(logging.WARNING):
+        assert read("2024-01-05", "05/02/2024", "2024-03-07", "13/02/2024") == [
+            "2024-01-05 00:00:00", "2024-02-05 00:00:00", "2024-03-07 00:00:00",
+            "2024-02-13 00:00:00"]
+    assert "2 of 4 times are written in a second form (e.g. '05/02/2024'" in caplog.text
+    with pytest.raises(DataError, match="read both as month/day/year and as day/month"):
+        read("2024-01-05", "05/02/2024")
+    assert parse_times(pd.Series(["2024-01-05", "05/02/2024"]), "x", dayfirst=False
+                       ).tolist() == [pd.Timestamp("2024-01-05"), pd.Timestamp("2024-05-02")]
+    for other in ("xx", "Jan 5"):   # no form of rdl's reads it (nor a year for Jan 5)
+        with pytest.raises(DataError, match="do not parse as dates"):
+            read("2024-01-05", "13/02/2024", other)
