@@ -19,6 +19,16 @@ import pandas as pd
 #: ``1,234,567.89`` (or Swiss ``1'234'567.89``): a comma before every three digits (a
 #: leading 0 groups nothing)
 GROUPED = re.compile(r"^[-+]?[1-9]\d{0,2}([,']\d{3})+(\.\d+)?$")
+#: ``1 234 567.89``: a space (no-break, narrow no-break) before every three digits, a
+#: decimal point
+SPACED = re.compile("^[-+]?[1-9]\\d{0,2}([ \u00a0\u202f]\\d{3})+(\\.\\d+)?$")
+#: a currency's ISO code before or after the numbers (``EUR 12.50``, ``12.50 USD``): only
+#: these, not any three capitals (``KGS 12`` or ``INV 123`` are no amounts of money)
+CURRENCIES = {"USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "NZD", "SEK", "NOK", "DKK",
+              "PLN", "CZK", "HUF", "INR", "CNY", "RMB", "HKD", "SGD", "BRL", "MXN", "ZAR",
+              "RUB", "TRY", "KRW", "ILS", "AED", "SAR", "THB", "IDR", "MYR", "PHP"}
+_CODED = re.compile(r"^\s*(?P<a>[A-Z]{3})\s?(?P<x>[-+(]?\d.*?)\s*$|"
+                    r"^\s*(?P<y>[-+(]?\d.*?)\s?(?P<b>[A-Z]{3})\s*$")
 #: ``1.234.567,89``, ``1234,5`` or French ``1 234 567,89`` (a space, no-break or narrow
 #: no-break, between groups): a decimal comma
 DECIMAL_COMMA = re.compile("^[-+]?([1-9]\\d{0,2}([. \u00a0\u202f]\\d{3})+|\\d+)(,\\d+)?$")
@@ -38,8 +48,10 @@ def written_numbers(values: pd.Series, num: pd.Series | None = None
     has it).
 
     - thousands separators where every value that is no plain number has them;
+    - else spaces between thousands with a decimal point (``1 234.50``);
     - else a decimal comma where every value is so written (a comma with three digits
       after it, in every value, is taken for thousands: ``1,500``);
+    - else one currency's ISO code before or after every number (``EUR 12.50``);
     - else a sign (one currency sign or ``%`` in the column) or parentheses around the
       numbers, or a minus after them, each number read as above; a value in parentheses
       or with a minus after it is negative.
@@ -51,11 +63,16 @@ def written_numbers(values: pd.Series, num: pd.Series | None = None
     if rest.str.match(GROUPED).all():
         return (pd.to_numeric(values.str.replace("[,']", "", regex=True)),
                 "thousands separators", rest.iloc[0])
+    if rest.str.match(SPACED).all():
+        return (pd.to_numeric(values.str.replace("[ \u00a0\u202f]", "", regex=True)),
+                "spaces between thousands", rest.iloc[0])
     if values.str.match(DECIMAL_COMMA).all():
         plain = values.str.replace(_GROUPS, "", regex=True).str.replace(",", ".", regex=False)
         return (pd.to_numeric(plain),
                 "a decimal comma" if values.str.contains(",", regex=False).any()
                 else "dots or spaces between thousands", rest.iloc[0])
+    if (coded := _coded(values)) is not None:
+        return coded
     if not values.str.match(UNIT).all():
         return None
     # each part taken off by plain string ops: a regular expression's groups (extract) cost
@@ -91,9 +108,26 @@ def written_numbers(values: pd.Series, num: pd.Series | None = None
             (example if len(example) else rest).iloc[0])
 
 
+def _coded(values: pd.Series) -> tuple[pd.Series, str, str] | None:
+    """Numbers with one currency's ISO code before or after each (``EUR 12.50``)."""
+    parts = values.str.extract(_CODED)
+    code, inner = parts["a"].fillna(parts["b"]), parts["x"].fillna(parts["y"])
+    if code.isna().any() or code.nunique() != 1 or code.iloc[0] not in CURRENCIES:
+        return None
+    read = pd.to_numeric(inner, errors="coerce")
+    how = f"a {code.iloc[0]!r} code"
+    if read.isna().any():
+        found = written_numbers(inner.str.strip(), read)
+        if found is None:
+            return None
+        read, how = found[0], f"{found[1]} and {how}"
+    return read, how, values.iloc[0]
+
+
 def _could_be(values: pd.Series) -> bool:
     """Whether each of ``values`` (a few that are no plain number) is written as a number
     may be: most text columns fail at their first value, and then the column's every value
     is not matched against each way (three passes of regular expressions)."""
     return bool(values.str.match(GROUPED).all() or values.str.match(DECIMAL_COMMA).all()
-                or values.str.match(UNIT).all())
+                or values.str.match(UNIT).all() or values.str.match(SPACED).all()
+                or values.str.match(_CODED).all())

@@ -221,7 +221,19 @@ def test_currency_percent_and_accounting_negatives(tmp_path, caplog):
     assert load_folder(tmp_path)["users"].df["amount"].tolist() == [-1234.56, 20.5, -7]
 
 
+@pytest.mark.parametrize("values, numbers", [
+    (["1 234.50", "12.00", "2\u00a0000"], [1234.5, 12, 2000]),   # spaces between thousands
+    (["EUR 12.50", "EUR 1,200.00", "EUR (3.00)"], [12.5, 1200, -3]),   # a currency's code
+    (["12,50 SEK", "1.000,25 SEK"], [12.5, 1000.25]),
+])
+def test_numbers_with_spaced_thousands_or_a_currency_s_code(values, numbers):
+    """Before, each column was text (categories)."""
+    from rdl.data.numbers import written_numbers
+    assert written_numbers(pd.Series(values))[0].tolist() == numbers
+
+
 @pytest.mark.parametrize("values", [
+    ["INV 123", "INV 5"], ["EUR 12", "USD 5"], ["12 KGS", "3 KGS"],
     ["1.2.3", "1.10.0"], ["10.0.0.1", "192.168.1.1"], ["A1", "B2"], ["+1 555 1234", "12"],
     ["$1", "€2"], ["(note)", "(5)"], ["1,2,3", "4"], ["12%", "abc"], ["(5", "6)"],
     ["2024-01-05", "2024-02-06"], ["5-7", "12-"], ["12--", "3"], ["12 34", "5"],
