@@ -40,6 +40,23 @@ def is_json(path: Path) -> bool:
 _TYPES: dict[tuple, dict[str, str]] = {}
 
 
+#: the files :mod:`~rdl.data.json_shapes` rewrote as JSON Lines for :func:`schema`, kept
+#: (with their folder, removed once unused) for :func:`table`, as :data:`_TYPES` are: each
+#: such file parsed once, not twice
+_LINES: dict[tuple, tuple[tempfile.TemporaryDirectory | None, list[Path]]] = {}
+
+
+def _rewritten(found: list[Path]) -> tuple[tempfile.TemporaryDirectory | None, list[Path]]:
+    """``found`` with each file that holds a table in one object rewritten as JSON Lines,
+    and the folder holding those (None where no file is)."""
+    spool = tempfile.TemporaryDirectory()
+    out = [json_shapes.as_lines(p, Path(spool.name), WRAPPERS) or p for p in found]
+    if out == found:
+        spool.cleanup()
+        return None, found
+    return spool, out
+
+
 def _key(found: list[Path]) -> tuple:
     return tuple((str(p), st.st_size, st.st_mtime_ns) for p in found for st in [p.stat()])
 
@@ -58,12 +75,16 @@ def _query(found: list[Path], base: Path | None, limit: str = "",
             f"hive_partitioning={str(base is not None).lower()}) {limit}")
 
 
-def _run(found: list[Path], where: str, base: Path | None, limit: str = "") -> pa.Table:
-    with duck.connect(threads=None) as con, tempfile.TemporaryDirectory() as tmp:
-        try:   # (rows keep their order: DuckDB keeps it)
-            key = _key(found)
-            if base is None:   # a table in one object (records keyed by id, pandas' orients)
-                found = [json_shapes.as_lines(p, Path(tmp), WRAPPERS) or p for p in found]
+def _run(found: list[Path], where: str, base: Path | None, limit: str = "",
+         rewrite: bool = True) -> pa.Table:
+    key = _key(found)
+    # a table in one object (records keyed by id, pandas' orients): read as JSON Lines,
+    # but in a folder of partitions, whose paths are columns
+    spool, found = (_LINES.pop(key, None) or _rewritten(found)) if rewrite else (None, found)
+    if limit and spool is not None:
+        _LINES[key] = (spool, found)
+    with duck.connect(threads=None) as con:   # rows keep their order (DuckDB keeps it)
+        try:
             types = _TYPES.pop(key, None) if not limit else None
             query = _query(found, base, limit, types)
             rel = con.sql(query)
@@ -78,18 +99,23 @@ def _run(found: list[Path], where: str, base: Path | None, limit: str = "") -> p
                 rel = con.sql(f"SELECT * REPLACE ({', '.join(mixed)}) FROM ({query})")
             return (getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table)()
         except duckdb.Error as e:
+            _LINES.pop(key, None)
             raise DataError(f"{where}: not readable as JSON Lines or a JSON array of objects: "
                             f"{str(e).splitlines()[0]}") from None
+        finally:
+            if spool is not None and not limit:
+                spool.cleanup()   # (the rows are in memory)
 
 
-def schema(found: list[Path], where: str) -> pa.Schema:
-    """The columns of a table's JSON files, partitions left out (as a parquet footer)."""
-    return _unwrapped(_run(found, where, None, "LIMIT 2"), found).schema
+def schema(found: list[Path], where: str, base: Path | None = None) -> pa.Schema:
+    """The columns of a table's JSON files, the partitions of folder ``base`` left out (as
+    a parquet footer)."""
+    return _unwrapped(_run(found, where, None, "LIMIT 2", rewrite=base is None), found).schema
 
 
 def table(found: list[Path], where: str, base: Path | None = None) -> pa.Table:
     """A table's rows from its JSON files, the partitions of folder ``base`` as columns."""
-    return _unwrapped(_run(found, where, base), found)
+    return _unwrapped(_run(found, where, base, rewrite=base is None), found)
 
 
 #: the names an API gives the list of objects its response holds ({"data": [...], ...})

@@ -77,7 +77,8 @@ def header(found: list[Path], where: str, base: Path | None = None) -> Header:
         DataError: a file is not readable as parquet, or names a column twice.
     """
     try:
-        schema = (jsonl.schema(found, where) if is_json(found[0]) else typed.schema(found, where)
+        schema = (jsonl.schema(found, where, base) if is_json(found[0])
+                  else typed.schema(found, where)
                   if typed.is_typed(found[0]) else _unified(found, where, index=base is None))
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
