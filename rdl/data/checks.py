@@ -254,18 +254,18 @@ def mask_missing(df: pd.DataFrame, words) -> pd.DataFrame:
 
 
 def is_identifier(values: pd.Series) -> bool:
-    """Whether a text column is an identifier: of 1,000 values or more, 99 % distinct and
-    each one word (a UUID, an email, a SKU, a customer's code), a vector of its own for
-    each row as a feature, which a model learns by heart and which says nothing of a new
-    row."""
+    """Whether a column is an identifier: of 1,000 values or more, 99 % distinct and each
+    one word (a UUID, an email, a SKU, a customer's code), a vector of its own for each
+    row as a feature, which a model learns by heart and which says nothing of a new row."""
     v = values.dropna()
-    return len(v) >= 1000 and (pd.api.types.is_string_dtype(v) or v.dtype == object) \
-        and v.nunique() >= 0.99 * len(v) and not v.astype(str).str.contains(r"\s").any()
+    return len(v) >= 1000 and v.nunique() >= 0.99 * len(v) and \
+        not v.astype(str).str.contains(r"\s").any()
 
 
 def identifiers(df: pd.DataFrame, skip=()) -> dict[str, str]:
-    """The draft's stypes for ``df``'s identifiers (:func:`is_identifier`) but ``skip``
+    """The draft's stypes for ``df``'s text identifiers (:func:`is_identifier`) but ``skip``
     (its keys and times): column -> why it is dropped."""
     return {c: f"every value distinct and one word (e.g. {df[c].dropna().iloc[0]!r}): an "
                "identifier, which a model learns by heart" for c in df.columns
-            if c not in skip and is_identifier(df[c])}
+            if c not in skip and (pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object)
+            and is_identifier(df[c])}

@@ -92,7 +92,7 @@ def _warn_identifier(table: str, col: str, values: pd.Series, st) -> None:
     email, a SKU): an identifier, hashed (or embedded) as a different vector on every row,
     which a model can learn by heart and which says nothing of an unseen row."""
     if st not in (torch_frame.text_embedded, torch_frame.categorical) or \
-            not checks.is_identifier(values.astype(str).where(values.notna())):
+            not checks.is_identifier(values):
         return
     v = values.dropna()
     if (table, col) not in _IDENTIFIERS:
