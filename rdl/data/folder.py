@@ -337,9 +337,8 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         df = pd.concat([files.read_csv(p, f"{p} (table {t.name!r})", h)
                         for p, h in zip(t.parts, headers)], ignore_index=True)
     else:
-        df = parquet.read(t.parts, t.where(), t.base,
-                          dropped={c for c, st in t.stypes.items()
-                                   if st is None and c not in t.events}, required=t.required())
+        df = parquet.read(t.parts, t.where(), t.base, required=t.required(), dropped={
+            c for c, st in t.stypes.items() if st is None and c not in t.events})
     df = row_numbers.without(df, t.required(), t.where())   # pandas' index, R's row names
     # text as a file wrote it: a CSV's every column, a JSON file's columns of text
     text = (list(df.columns) if headers is not None else [] if not (
