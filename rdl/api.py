@@ -139,7 +139,9 @@ def prepare(cfg: DictConfig, db: Database | None = None, task: Task | None = Non
     settings = data_settings(cfg)
     family_of(task).check(settings, task)   # before the database is read
     db = db if db is not None else load_database(cfg)
-    family_of(task).check_schema(settings, task, db, hydra.utils.get_class(cfg.model._target_))
+    # the database as the task sees it (an events task's tables found, rdl.tasks.events)
+    family_of(task).check_schema(settings, task, task.database(db),
+                                 hydra.utils.get_class(cfg.model._target_))
     # batches as sampled, no pad rows
     data = data_module(db, task, settings, Exact(), prepared_path)
     db.release()   # the rows it read from rdl's cache: read again by the baselines, if needed

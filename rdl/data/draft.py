@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -209,7 +210,8 @@ def draft(folder) -> str:
     taking = vias(timed, pkeys, as_timed, fkeys, rejected, composite)
     seen = seen_ins(timed, pkeys, as_timed, fkeys, taking)
     lines = [f"# drafted by python -m rdl.data.draft from {source}: every guess says why;",
-             "# check each, then: python -m rdl.train data=folder data.db.path=... task=...",
+             "# check each; then python -m rdl.tasks.suggest "
+             f"{shlex.quote(str(source))} prints tasks that train on it",
              "tables:"]
     for name, file in tables.items():
         lines.append(f"  {_yaml(name)}:")
@@ -356,7 +358,8 @@ def main(argv=None) -> None:
     tmp = target.with_name(f".{target.name}.draft")
     tmp.write_text(text)
     tmp.replace(target)
-    print(f"draft written to {target}: check every line before training")
+    print(f"draft written to {target}: check every line, then python -m rdl.tasks.suggest "
+          f"{shlex.quote(str(source))} prints tasks that train on it")
 
 
 if __name__ == "__main__":

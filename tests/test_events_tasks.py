@@ -1,0 +1,201 @@
+"""Tasks from an entity's events with no SQL (rdl/tasks/events.py) and the command that
+suggests them (rdl/tasks/suggest.py): the same labels as the SQL written by hand for
+RelBench's and the forum's tasks, one clear error for each name that is not there, and a
+suggested command that trains."""
+from __future__ import annotations
+
+import importlib.util
+import shlex
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra.utils import instantiate
+
+from rdl.data.database import Database, DataError, Table
+from rdl.data.forum import forum_db, write_forum
+from rdl.tasks.suggest import main as suggest, split_dates, suggestions, window_for
+from tests.test_forum import SCALE, SMALL, check
+
+SPLIT = ("task.val_timestamp=2024-06-10", "task.test_timestamp=2024-06-17")
+
+
+def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    """The same rows, columns and values (sums to 1e-9: DuckDB may add in another order)."""
+    assert list(a.columns) == list(b.columns) and len(a) == len(b) > 0
+    for col in a.columns:
+        if a[col].dtype == object:   # a link task's lists of rows
+            assert all(np.array_equal(x, y) for x, y in zip(a[col], b[col])), col
+        elif col == "timestamp":
+            assert (a[col].to_numpy() == b[col].to_numpy()).all()
+        else:
+            np.testing.assert_allclose(a[col].to_numpy(float), b[col].to_numpy(float), rtol=1e-9)
+
+
+def task(tiny_cfg, *overrides):
+    return instantiate(tiny_cfg(*overrides).task, _convert_="all")
+
+
+@pytest.fixture(scope="module")
+def forum(rdl_cache):
+    return forum_db(scale=SCALE, cache_dir=rdl_cache)
+
+
+@pytest.mark.parametrize("written, events", [
+    ("forum-user-active", ("task=events", "task.entity_table=users", *SPLIT)),
+    ("forum-user-vote", ("task=events-links", "task.entity_table=users", "task.events=votes",
+                         *SPLIT))])
+def test_the_forum_s_tasks_without_their_sql(tiny_cfg, forum, written, events):
+    by_hand, templated = task(tiny_cfg, f"task={written}"), task(tiny_cfg, *events)
+    for split in ("train", "val", "test"):
+        same(by_hand.split_table(split, forum), templated.split_table(split, forum))
+    # the events found in the schema: posts by their author and votes (node); the voted post
+    assert templated.target_col == by_hand.target_col
+
+
+@pytest.mark.parametrize("written, events", [
+    ("user-churn", ("task=events", "task.entity_table=customer", "task.label=churn",
+                    "task.target_col=churn")),
+    ("item-sales", ("task=events", "task.entity_table=article", "task.label=sum",
+                    "task.value=price", "task.seeds=all", "task.target_col=sales")),
+    ("user-item-purchase", ("task=events-links", "task.entity_table=customer",
+                            "task.events=transactions", "task.target_table=article"))])
+def test_rel_hm_s_tasks_without_their_sql(tiny_cfg, written, events):
+    import rdl
+    db = rdl.load_database(tiny_cfg())
+    by_hand = task(tiny_cfg, f"task={written}")
+    templated = task(tiny_cfg, *events, f"task.val_timestamp={by_hand.val_timestamp}",
+                     f"task.test_timestamp={by_hand.test_timestamp}")
+    for split in ("train", "val", "test"):
+        same(by_hand.split_table(split, db), templated.split_table(split, db))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("lifetimes") is None, reason="needs lifetimes")
+def test_a_real_database_s_tasks_without_their_sql():
+    """CDNOW's purchases: every customer seen by the seed time (seeds=all), a 30-day window."""
+    import rdl
+    db = rdl.load_database(rdl.config("data=cdnow"))
+    for written, label in (("cdnow-customer-repeat", ("task.label=active", "task.target_col=buys")),
+                           ("cdnow-customer-spend", ("task.label=sum", "task.value=dollar_value",
+                                                     "task.target_col=dollars"))):
+        by_hand = instantiate(rdl.config(f"task={written}").task, _convert_="all")
+        templated = instantiate(rdl.config(
+            "task=events", "task.entity_table=customers", "task.seeds=all", "task.window=30d",
+            *label, f"task.val_timestamp={by_hand.val_timestamp}",
+            f"task.test_timestamp={by_hand.test_timestamp}").task, _convert_="all")
+        for split in ("train", "val", "test"):
+            same(by_hand.split_table(split, db), templated.split_table(split, db))
+
+
+def shop() -> Database:
+    """Customers with orders (a price, a second reference to customers: the referrer) and
+    reviews; a static table of countries."""
+    t = pd.to_datetime("2024-01-01") + pd.to_timedelta(np.arange(60) * 3, unit="D")
+    orders = pd.DataFrame({"order_id": range(60), "customer_id": np.arange(60) % 4,
+                           "referrer_id": np.arange(60) % 3, "price": np.arange(60) * 1.5,
+                           "note": ["x"] * 60, "at": t})
+    customers = pd.DataFrame({"customer_id": range(5), "country_id": [0, 1, 0, 1, 0]})
+    return Database({"customers": Table(customers, "customer_id", {"country_id": "countries"}),
+                     "countries": Table(pd.DataFrame({"country_id": [0, 1]}), "country_id", {}),
+                     "orders": Table(orders, "order_id", {"customer_id": "customers",
+                                                          "referrer_id": "customers"}, "at")})
+
+
+@pytest.mark.parametrize("settings, error", [
+    (("task.entity_table=clients",), "entity_table 'clients' is not a table"),
+    (("task.events=ordres",), "events table 'ordres' is not a table"),
+    (("task.events=countries",), "events table 'countries' has no time"),
+    ((), "no table holds events of 'customers'"),   # orders references them twice
+    (("task.events=orders",), "has 2 foreign keys to 'customers' (customer_id, referrer_id)"),
+    (("task.events={orders: price}",), "column 'price' is not a foreign key to 'customers'"),
+    (("task.events={orders: customer_id}", "task.label=sum", "task.value=note"),
+     "value 'note' is not a column of numbers of events table 'orders'"),
+])
+def test_a_name_that_is_not_there_is_one_clear_error(tiny_cfg, settings, error):
+    t = task(tiny_cfg, "task=events", "task.entity_table=customers", *settings, *SPLIT)
+    with pytest.raises(DataError, match=error.replace("(", r"\(").replace(")", r"\)")):
+        t.split_table("train", shop())
+
+
+@pytest.mark.parametrize("settings, error", [
+    (("task.label=sum",), "label 'sum' needs value"),
+    (("task.value=price",), "value 'price' is for label 'sum' only"),
+    (("task.label=spend",), "label 'spend' is not one of"),
+    (("task.seeds=some",), "seeds 'some' is not one of"),
+    (("task.kind=regression",), "label 'active' makes a binary_classification task"),
+])
+def test_settings_that_cannot_label_stop_before_the_data(tiny_cfg, settings, error):
+    with pytest.raises(Exception, match=error):
+        task(tiny_cfg, "task=events", "task.entity_table=customers", *settings, *SPLIT)
+    with pytest.raises(Exception, match="rdl.tasks.suggest"):   # where split times come from
+        task(tiny_cfg, "task=events", "task.entity_table=customers")
+
+
+def test_labels_count_and_sum_what_the_window_holds(tiny_cfg):
+    db = shop()
+    args = ("task=events", "task.entity_table=customers", "task.events={orders: customer_id}",
+            "task.window=30d", "task.val_timestamp=2024-05-01", "task.test_timestamp=2024-05-31")
+    orders = db["orders"].df
+    for label, seeds in (("count", "active"), ("sum", "all"), ("churn", "all")):
+        t = task(tiny_cfg, *args, f"task.label={label}", f"task.seeds={seeds}",
+                 *(["task.value=price"] if label == "sum" else []))
+        df = t.split_table("train", db)
+        assert t.entity_col == "customer_id" and t.target_col == label
+        for row in df.itertuples():
+            mine = orders[orders["customer_id"] == row.customer_id]
+            window = mine[(mine["at"] > row.timestamp) & (mine["at"] <= row.timestamp + t.delta)]
+            want = {"count": len(window), "sum": window["price"].sum(),
+                    "churn": int(window.empty)}[label]
+            assert getattr(row, label) == pytest.approx(want)
+        # all: every customer at every seed time, customer 4 (no orders) among them
+        assert set(df["customer_id"]) == (set(range(5)) if seeds == "all" else set(range(4)))
+
+
+def test_the_window_and_split_times_fit_the_data():
+    hours = pd.date_range("2013-01-01", "2013-12-31 23:00", freq="h").to_numpy()
+    seasons = pd.to_datetime([f"{y}-12-31" for y in range(1871, 2021)]).to_numpy()
+    month = pd.date_range("2024-01-01", "2024-01-31", freq="h").to_numpy()
+    assert (window_for(hours), window_for(seasons), window_for(month)) == ("7d", "365d", "1d")
+    assert split_dates(hours[0], hours[-1], "7d") == ("2013-12-17", "2013-12-24")
+    assert split_dates(seasons[0], seasons[-1], "365d") == ("2019-01-01", "2020-01-01")
+    assert split_dates(month[0], month[5], "7d") is None   # no train window before val
+
+
+def test_suggestions_leave_out_events_that_do_not_recur():
+    db = shop()
+    items = pd.DataFrame({"order_id": np.arange(120) // 2, "at": np.repeat(
+        db["orders"].df["at"].to_numpy(), 2)})   # an order's items, all at its time
+    visits = pd.DataFrame({"customer_id": np.arange(90) % 5, "at": pd.date_range(
+        "2024-01-01", periods=90, freq="2D")})
+    db = Database({**db.tables, "items": Table(items, None, {"order_id": "orders"}, "at"),
+                   "visits": Table(visits, None, {"customer_id": "customers"}, "at")})
+    lines = suggestions(db, ["data=shop"])
+    assert not any("task.entity_table=orders" in line for line in lines)   # items: no later events
+    # customers' events are their visits (orders reference them twice: a person says which)
+    assert lines[0].startswith("# customers (5 rows): events in visits.customer_id (90)")
+    assert "task=events task.entity_table=customers task.window=7d" in lines[1]
+    with pytest.raises(DataError, match="no table holds recurring events"):
+        suggestions(Database({n: db[n] for n in ("customers", "countries", "orders", "items")}),
+                    [])
+
+
+def test_a_suggested_command_trains(tmp_path, run_train, capsys):
+    folder = write_forum(tmp_path / "forum", scale=SCALE)
+    suggest([str(folder)])
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if "task=events " in line and "entity_table=users" in line
+             and "task.label" not in line]
+    assert len(lines) == 1
+    args = shlex.split(lines[0])[3:]   # after python -m rdl.train
+    out = run_train(tmp_path / "run", *args, *SMALL, tiny=False)
+    results = check(out, tmp_path / "run", "users-active",
+                    {"auroc", "average_precision", "accuracy", "f1"})
+    assert "LightGBM" in results
+
+
+def test_a_link_task_of_events_trains(tmp_path, run_train):
+    out = run_train(tmp_path, "data=forum", f"data.db.scale={SCALE}", "task=events-links",
+                    "task.entity_table=users", "task.events=votes", *SPLIT,
+                    "model=contextgnn", *SMALL, tiny=False)
+    results = check(out, tmp_path, "users-links", {"map", "precision", "recall"})
+    assert {"popularity (last window)", "past links"} <= set(results)
