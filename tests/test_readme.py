@@ -54,6 +54,7 @@ TRAIN = ["python", "-m", "rdl.train"]
 BENCH = ["python", "-m", "rdl.bench"]
 PREDICT = ["python", "-m", "rdl.predict"]
 BACKTEST = ["python", "-m", "rdl.backtest"]
+SUGGEST = ["python", "-m", "rdl.tasks.suggest"]
 #: rdl's RelBench workflow (pyproject's console script; run as python -m rdl.leaderboard)
 RELBENCH = ["rdl-relbench"]
 #: how the README names the folder of a finished run, a checkpoint in it, and a sweep's folder
@@ -131,7 +132,7 @@ def readme_files(text: str) -> dict[str, str]:
 TEXT = README.read_text()
 COMMANDS = shell_commands(TEXT)
 PARTS = [part for c in COMMANDS for part in split_chain(c)]
-RUNNABLE = [p for p in PARTS if shlex.split(p)[:3] in (TRAIN, BENCH, PREDICT, BACKTEST)
+RUNNABLE = [p for p in PARTS if shlex.split(p)[:3] in (TRAIN, BENCH, PREDICT, BACKTEST, SUGGEST)
             or shlex.split(p)[:1] == RELBENCH]
 
 
@@ -329,7 +330,7 @@ class Project:
         argv = shlex.split(command)
         if argv[:3] == BENCH:
             return f"{command} --help", out
-        if argv[:3] == BACKTEST:
+        if argv[:3] in (BACKTEST, SUGGEST):
             return command, self.finished
         if argv[:3] == PREDICT:
             return f"{command} hydra.run.dir={out}", out
@@ -400,6 +401,9 @@ SLOW_COMMANDS = {
     "python -m rdl.train -m task=user-churn,item-sales lr=0.001,0.005",
     # tests/test_relbench_train.py trains rel-hm through RelBench's files in CI
     "python -m rdl.train data=hm-relbench data.db.path=$HOME/.cache/relbench/rel-hm",
+    # tests/test_events_tasks.py trains the command rdl.tasks.suggest prints for the forum
+    "python -m rdl.train data=folder data.db.path=forum task=events task.entity_table=users "
+    "task.val_timestamp=2024-06-16 task.test_timestamp=2024-06-23",
     # every task of the fake dataset: tests/test_relbench_workflow.py runs it in CI
     "rdl-relbench rel-amazon --out rel-amazon-rdl trainer.max_epochs=2",
 }
@@ -429,6 +433,8 @@ def test_readme_command(project, command):
     elif argv[:3] == PREDICT:
         written = re.search(r"\d+ predictions written to (\S+)", proc.stdout)
         assert written and Path(written.group(1)).exists(), log
+    elif argv[:3] == SUGGEST:   # a command that trains on the folder, as the README's next
+        assert f"python -m rdl.train {' '.join(argv[3:])} task=events " in proc.stdout, log
     elif argv[:3] == BACKTEST:
         assert re.search(r"^\| LightGBM +\|", proc.stdout, re.M), log  # the lead table's row
         assert (out / "backtest.md").read_text() in proc.stdout, log

@@ -31,8 +31,7 @@ from typing import ClassVar
 import pandas as pd
 
 from rdl.data.database import Database, DataError
-from rdl.families.link.task import LinkTask
-from rdl.families.node.task import NodeTask
+from rdl.tasks import Task
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +121,9 @@ def _check_times(task) -> None:
 
 
 @dataclass
-class EventsNodeTask(NodeTask):
-    """A node task labelled from an entity's events (see the module's docstring); the
-    settings of :class:`~rdl.tasks.Task` (``sql``: none), and:
+class NodeEvents(Task):
+    """What a node task labelled from an entity's events adds to a node task (see the
+    module's docstring; :class:`rdl.families.node.EventsNodeTask`): ``sql`` none, and
 
     Args:
         events: the events tables: a name, a list, ``{table: column}`` (the column that
@@ -221,9 +220,10 @@ class EventsNodeTask(NodeTask):
 
 
 @dataclass
-class EventsLinkTask(LinkTask):
-    """A link task labelled from an entity's events (see the module's docstring): each
-    seed's label is the ``target_table`` rows its events name in the window after.
+class LinkEvents(Task):
+    """What a link task labelled from an entity's events adds to a link task (see the
+    module's docstring; :class:`rdl.families.link.EventsLinkTask`): each seed's label is
+    the ``target_table`` rows its events name in the window after.
 
     Args:
         events: the events table: a name, or ``{table: column}`` (the column that

@@ -143,12 +143,22 @@ def main(argv=None) -> None:
         args.overrides, args.path = [args.path, *args.overrides], None
     base = (["data=folder", f"data.db.path={args.path}"] if args.path else []) + args.overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    import rdl
     try:
-        db = rdl.load_database(rdl.config(*base))
-        print("\n".join(suggestions(db, base)))
+        print("\n".join(suggestions(database(base), base)))
     except DataError as e:
         sys.exit(f"error: {e}")
+
+
+def database(overrides: list[str]) -> Database:
+    """The database ``python -m rdl.train`` reads with ``overrides`` (``rdl.load_database``'s
+    steps: rdl's config composed, its ``data.db`` made)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    from rdl.paths import CONF_DIR
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides)
+    return instantiate(cfg.data.db, _convert_="all")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """The link family (:mod:`rdl.families`): each seed's label is a list of rows to rank. Its
 task YAMLs name ``rdl.families.link.LinkTask``."""
-from rdl.families.link.task import LinkTask, RelBenchLinkTask
+from rdl.families.link.task import EventsLinkTask, LinkTask, RelBenchLinkTask
 
-__all__ = ["LinkTask", "RelBenchLinkTask", "FAMILY"]
+__all__ = ["LinkTask", "RelBenchLinkTask", "EventsLinkTask", "FAMILY"]
 
 
 def __getattr__(name: str):

@@ -14,6 +14,7 @@ from rdl.data.database import Database, DataError
 from rdl.families.link.kind import KINDS
 from rdl.graph.columns import LIST_TYPES
 from rdl.tasks import SPLITS, Task
+from rdl.tasks.events import LinkEvents
 from rdl.tasks.ids import lists_to_rows
 from rdl.tasks.relbench_task import RelBenchTask
 
@@ -94,3 +95,9 @@ class RelBenchLinkTask(RelBenchTask, LinkTask):
         if not df[self.target_col].map(lambda v: isinstance(v, LIST_TYPES)).all():
             raise DataError(f"{file}: column {self.target_col!r} must hold lists of "
                             f"{self.target_table!r} rows (a recommendation task's)")
+
+
+@dataclass
+class EventsLinkTask(LinkEvents, LinkTask):
+    """A link task labelled from an entity's events, with no SQL (``task=events-links``;
+    :mod:`rdl.tasks.events`)."""

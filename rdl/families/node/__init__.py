@@ -1,8 +1,8 @@
 """The node family (:mod:`rdl.families`): one label per seed. Its task YAMLs name
 ``rdl.families.node.NodeTask``; label history, tree prior and seed features are its alone."""
-from rdl.families.node.task import NodeTask, RelBenchNodeTask
+from rdl.families.node.task import EventsNodeTask, NodeTask, RelBenchNodeTask
 
-__all__ = ["NodeTask", "RelBenchNodeTask", "FAMILY"]
+__all__ = ["NodeTask", "RelBenchNodeTask", "EventsNodeTask", "FAMILY"]
 
 
 def __getattr__(name: str):

@@ -11,6 +11,7 @@ import pandas as pd
 from rdl.data.database import Database, DataError, Table
 from rdl.families.node.kinds import KINDS
 from rdl.tasks import Task
+from rdl.tasks.events import NodeEvents
 from rdl.tasks.relbench_task import RelBenchTask
 
 
@@ -83,3 +84,9 @@ class RelBenchNodeTask(RelBenchTask, NodeTask):
             raise DataError(f"task {self.name!r}: split=now needs the task's SQL (a RelBench "
                             "3.x forecast task) to select the entities at the data's end")
         return super().now_table(db, tables)
+
+
+@dataclass
+class EventsNodeTask(NodeEvents, NodeTask):
+    """A node task labelled from an entity's events, with no SQL (``task=events``;
+    :mod:`rdl.tasks.events`)."""
