@@ -199,3 +199,9 @@ def test_a_link_task_of_events_trains(tmp_path, run_train):
                     "model=contextgnn", *SMALL, tiny=False)
     results = check(out, tmp_path, "users-links", {"map", "precision", "recall"})
     assert {"popularity (last window)", "past links"} <= set(results)
+
+
+def test_suggest_stops_in_one_line_on_data_it_cannot_read(tmp_path):
+    (tmp_path / "users.csv").write_text("user_id,name\n1,a\n")
+    with pytest.raises(SystemExit, match="schema.yaml: schema file missing"):
+        suggest([str(tmp_path)])

@@ -143,9 +143,14 @@ def main(argv=None) -> None:
         args.overrides, args.path = [args.path, *args.overrides], None
     base = (["data=folder", f"data.db.path={args.path}"] if args.path else []) + args.overrides
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    from hydra.errors import HydraException, InstantiationException
     try:
         print("\n".join(suggestions(database(base), base)))
-    except DataError as e:
+    except InstantiationException as e:   # what the data's loader raised, as rdl.train says it
+        if not isinstance(e.__cause__, (DataError, FileNotFoundError, ValueError)):
+            raise
+        sys.exit(f"error: {e.__cause__}")
+    except (DataError, HydraException) as e:   # (HydraException: an override that fails)
         sys.exit(f"error: {e}")
 
 
