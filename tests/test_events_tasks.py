@@ -190,7 +190,10 @@ def test_a_suggested_command_trains(tmp_path, run_train, capsys):
     out = run_train(tmp_path / "run", *args, *SMALL, tiny=False)
     results = check(out, tmp_path / "run", "users-active",
                     {"auroc", "average_precision", "accuracy", "f1"})
-    assert "LightGBM" in results
+    assert "LightGBM" in results and "last label" in results
+    logs = out.stdout + out.stderr
+    for feature in ("label history:", "seed features:", "prior: "):   # a node task's inputs
+        assert feature in logs, feature
 
 
 def test_a_link_task_of_events_trains(tmp_path, run_train):

@@ -68,6 +68,7 @@ def check(out, run_dir, task: str, metrics: set) -> dict:
     return results
 
 
+@pytest.mark.slow   # CI trains the forum's folder through test_events_tasks.py's suggested task
 def test_node_task_trains_on_a_folder(tmp_path, run_train, forum):
     out = run_train(tmp_path, "task=forum-user-active", "data=folder", f"data.db.path={forum}",
                     f"data.db.schema={forum / 'schema.yaml'}", *SMALL, tiny=False)
@@ -79,6 +80,7 @@ def test_node_task_trains_on_a_folder(tmp_path, run_train, forum):
         assert feature in logs, feature
 
 
+@pytest.mark.slow   # CI trains a link task on it through test_events_tasks.py's events-links
 def test_link_task_trains_on_the_generated_forum(tmp_path, run_train):
     out = run_train(tmp_path, "experiment=forum-user-vote", f"data.db.scale={SCALE}", *SMALL,
                     tiny=False)
