@@ -131,6 +131,18 @@ def test_settings_that_cannot_label_stop_before_the_data(tiny_cfg, settings, err
         task(tiny_cfg, "task=events", "task.entity_table=customers")
 
 
+@pytest.mark.parametrize("settings, error", [
+    (("task=events", *SPLIT), "task 'events-active': entity_table is missing"),
+    (("task=events-links", *SPLIT), "task 'events-links': entity_table is missing"),
+    (("task=events-links", "task.entity_table=users", *SPLIT), "events is missing"),
+    (("task=events-links", "task.entity_table=users", "task.events=[posts,votes]", *SPLIT),
+     "a link task's events are one table"),
+])
+def test_what_an_events_task_needs_is_named(tiny_cfg, settings, error):
+    with pytest.raises(Exception, match=error):
+        task(tiny_cfg, *settings)
+
+
 def test_labels_count_and_sum_what_the_window_holds(tiny_cfg):
     db = shop()
     args = ("task=events", "task.entity_table=customers", "task.events={orders: customer_id}",

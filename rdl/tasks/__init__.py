@@ -4,7 +4,8 @@ The SQL (``tasks/<db>/<name>.sql``) is run by DuckDB. It sees a relation
 ``timestamps(timestamp)`` of seed times, every table of the database by name, and the
 parameter ``$window`` (an INTERVAL). It returns one row per training example:
 ``(timestamp, <entity_col>, <target_col>)``. Adding a task needs a SQL file and a YAML
-in ``conf/task/``, no Python.
+in ``conf/task/``, no Python; a task of an entity's events, not even the SQL
+(:mod:`rdl.tasks.events`).
 
 Splits follow RelBench: train seed times go back from ``val_timestamp - window`` in steps
 of ``window`` to the first time of the database; val uses ``val_timestamp`` and test

@@ -114,6 +114,12 @@ def _key(task: str, db: Database, table: str, setting: str) -> str:
 
 
 def _check_times(task) -> None:
+    """What an events task cannot be made without, named (Hydra's own message for a
+    missing value would name the task's name, made of them)."""
+    if task.entity_table is None:
+        raise ValueError(f"task {task.name.replace('None-', 'events-')!r}: entity_table is "
+                         f"missing: give task.entity_table=TABLE, the table whose rows are "
+                         f"predicted ({SUGGEST})")
     for attr in ("val_timestamp", "test_timestamp"):
         if getattr(task, attr) is None:
             raise ValueError(f"task {task.name!r}: {attr} is missing: give task.{attr}=DATE "
@@ -249,6 +255,9 @@ class LinkEvents(Task):
             raise ValueError(f"task {self.name!r}: events {self.events!r}: a link task's "
                              "events are one table (task.events=TABLE)")
         _check_times(self)
+        if self.events is None:
+            raise ValueError(f"task {self.name!r}: events is missing: give task.events=TABLE, "
+                             f"the table whose rows link an entity to a target ({SUGGEST})")
         super().__post_init__()
         self.columns = None
 
@@ -260,9 +269,6 @@ class LinkEvents(Task):
         """The events' columns, the target table and the labels' columns from ``db``."""
         if self.columns is not None:
             return
-        if self.events is None:
-            raise DataError(f"task {self.name!r}: events is missing: name the table whose "
-                            f"rows link an entity to a target (task.events=TABLE; {SUGGEST})")
         [(table, col)] = event_columns(self.name, db, self.entity_table, self.events).items()
         others = [(c, t) for c, t in db[table].fkeys.items() if c != col and c in db[table].df
                   and (self.target_table is None or t == self.target_table)
