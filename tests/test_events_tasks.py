@@ -186,6 +186,8 @@ def test_suggestions_leave_out_events_that_do_not_recur():
     # customers' events are their visits (orders reference them twice: a person says which)
     assert lines[0].startswith("# customers (5 rows): events in visits.customer_id (90)")
     assert "task=events task.entity_table=customers task.window=7d" in lines[1]
+    assert "# orders references customers by customer_id, referrer_id: task.events={orders: " \
+        "customer_id} takes its rows by customer_id as events of customers" in lines
     with pytest.raises(DataError, match="no table holds recurring events"):
         suggestions(Database({n: db[n] for n in ("customers", "countries", "orders", "items")}),
                     [])

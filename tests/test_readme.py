@@ -201,7 +201,7 @@ def test_install_commands():
                         assert arg in ("-e", "--editable", "torch"), f"{part}: unexpected {arg!r}"
             else:
                 assert (argv in (["python3", "-m", "venv", ".venv"], [".", ".venv/bin/activate"])
-                        or argv[:3] in (TRAIN, BENCH, PREDICT, BACKTEST,
+                        or argv[:3] in (TRAIN, BENCH, PREDICT, BACKTEST, SUGGEST,
                                         ["python", "-m", "pytest"]) or argv[:1] == RELBENCH), \
                     f"test_readme.py does not know how to check {part!r}"
     assert checked >= 3

@@ -47,7 +47,7 @@ def quoted(name) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
 
-def _refs(db: Database, table: str, target: str) -> list[str]:
+def references(db: Database, table: str, target: str) -> list[str]:
     """The columns of ``table`` that are (single-column) foreign keys to ``target``."""
     return [c for c, t in db[table].fkeys.items() if t == target and c in db[table].df.columns]
 
@@ -62,7 +62,7 @@ def event_columns(task: str, db: Database, entity: str, events) -> dict[str, str
     if events is None:
         found, several = {}, []
         for name, table in db:
-            refs = _refs(db, name, entity) if table.time_col and name != entity else []
+            refs = references(db, name, entity) if table.time_col and name != entity else []
             if len(refs) == 1:
                 found[name] = refs[0]
             elif refs:
@@ -91,7 +91,7 @@ def event_columns(task: str, db: Database, entity: str, events) -> dict[str, str
         if not db[name].time_col:
             raise DataError(f"{where} has no time (a static table's rows are no events): "
                             "declare its time column in the schema (time: COLUMN)")
-        refs = _refs(db, name, entity)
+        refs = references(db, name, entity)
         if col is None and len(refs) != 1:
             raise DataError(f"{where} has {len(refs)} foreign keys to {entity!r}"
                             + (f" ({', '.join(refs)}): name the one, task.events={{{name}: "

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import Database, DataError
-from rdl.tasks.events import event_columns
+from rdl.tasks import parse_window
+from rdl.tasks.events import event_columns, references
 
 #: the windows a suggestion takes (the shortest that fits, at least a week)
 WINDOWS = ("1d", "7d", "30d", "91d", "365d")
@@ -39,7 +40,7 @@ def window_for(times: np.ndarray) -> str:
     times = np.unique(times)
     span = pd.Timedelta(times[-1] - times[0])
     gap = pd.Timedelta(np.median(np.diff(times))) if len(times) > 1 else pd.Timedelta(0)
-    sizes = [pd.Timedelta(w.replace("d", "D")) for w in WINDOWS]
+    sizes = [parse_window(w) for w in WINDOWS]
     i = next((i for i, w in enumerate(sizes) if w >= max(gap, sizes[1])), len(sizes) - 1)
     while i > 0 and span < SPAN_WINDOWS * sizes[i]:
         i -= 1
@@ -49,7 +50,7 @@ def window_for(times: np.ndarray) -> str:
 def split_dates(first, last, window: str) -> tuple[str, str] | None:
     """``(val, test)`` for events from ``first`` to ``last``: test's window the last whole
     one by the last day; None where no train window fits before val's."""
-    w = pd.Timedelta(window.replace("d", "D"))
+    w = parse_window(window)
     test = pd.Timestamp(last).floor("D") - w
     val = test - w
     return None if val - w < pd.Timestamp(first) else (str(val.date()), str(test.date()))
@@ -62,7 +63,7 @@ def recurring(db: Database, table: str, col: str, window: str) -> bool:
     df = db[table].df[[col, db[table].time_col]].dropna()
     if df.empty:
         return False
-    bins = (df.iloc[:, 1] - df.iloc[:, 1].min()) // pd.Timedelta(window.replace("d", "D"))
+    bins = (df.iloc[:, 1] - df.iloc[:, 1].min()) // parse_window(window)
     return float((bins.groupby(df[col].to_numpy()).nunique() > 1).mean()) >= RECURRING
 
 
@@ -93,6 +94,14 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         try:
             found = event_columns(name, db, name, None)   # (quietly: its log is INFO)
         except DataError:
+            found = {}
+        # tables of events that reference it by several columns: a person says which
+        twice = {t: refs for t, tab in db if tab.time_col and t != name
+                 and len(refs := references(db, t, name)) > 1}
+        notes = [f"# {t} references {name} by {', '.join(refs)}: task.events={{{t}: {refs[0]}}} "
+                 f"takes its rows by {refs[0]} as events of {name}" for t, refs in twice.items()]
+        if not found:
+            lines += ["", f"# {name} ({len(table):,} rows):", *notes] if notes else []
             continue
         times = np.concatenate([db[t].df[db[t].time_col].dropna().to_numpy("datetime64[s]")
                                 for t in found])
@@ -123,7 +132,8 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
                 lines.append(cmd("task=events-links", f"task.events={t}",
                                  f"task.target_table={ref}",
                                  *([f"task.target_key={c}"] if several else [])))
-    if not lines:
+        lines += notes
+    if not any(line.startswith("python") for line in lines):
         raise DataError("no table holds recurring events of a keyed table (rows of a timed "
                         "table with a foreign key to it, in two windows or more for a fifth "
                         "of its rows): a task needs its own SQL (the README's 'Your own "
