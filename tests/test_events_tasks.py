@@ -201,14 +201,21 @@ def test_suggestions_leave_out_events_that_do_not_recur():
     items = pd.DataFrame({"order_id": np.arange(120) // 2, "at": np.repeat(
         db["orders"].df["at"].to_numpy(), 2)})   # an order's items, all at its time
     visits = pd.DataFrame({"customer_id": np.arange(90) % 5, "at": pd.date_range(
-        "2024-01-01", periods=90, freq="2D")})
+        "2024-01-01", periods=90, freq="2D"), "amount": np.arange(90.0)})
+    signups = pd.DataFrame({"customer_id": range(5), "at": pd.date_range("2023-12-01",
+                                                                         periods=5)})
     db = Database({**db.tables, "items": Table(items, None, {"order_id": "orders"}, "at"),
-                   "visits": Table(visits, None, {"customer_id": "customers"}, "at")})
+                   "visits": Table(visits, None, {"customer_id": "customers"}, "at"),
+                   "signups": Table(signups, None, {"customer_id": "customers"}, "at")})
     lines = suggestions(db, ["data=shop"])
     assert not any("task.entity_table=orders" in line for line in lines)   # items: no later events
-    # customers' events are their visits (orders reference them twice: a person says which)
+    # customers' events are their visits: a signup is once (orders reference them twice: a
+    # person says which); every command names the visits, which the default would not alone
     assert lines[0].startswith("# customers (5 rows): events in visits.customer_id (90)")
     assert "task=events task.entity_table=customers task.window=7d" in lines[1]
+    commands = [line for line in lines if line.startswith("python")]
+    assert len(commands) == 3 and all("task.events=" in line for line in commands)
+    assert "task.events=visits task.label=sum task.value=amount" in commands[2]
     assert "# orders references customers by customer_id, referrer_id: task.events={orders: " \
         "customer_id} takes its rows by customer_id as events of customers" in lines
     with pytest.raises(DataError, match="no table holds recurring events"):

@@ -122,7 +122,7 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
                   cmd("task=events", *only), cmd("task=events", *only, "task.label=count")]
         for t, col in columns.items():
             keys = {col, db[t].time_col, *db[t].fkeys}
-            one = [] if len(columns) == 1 else [f"task.events={t}"]
+            one = [] if len(found) == 1 else [f"task.events={t}"]
             lines += [cmd("task=events", *one, "task.label=sum", f"task.value={v}")
                       for v in _sums(db[t].df, keys)[:2]]
             targets = [(c, ref) for c, ref in db[t].fkeys.items() if c != col and
