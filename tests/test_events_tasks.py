@@ -202,7 +202,7 @@ def test_suggestions_leave_out_events_that_do_not_recur():
         db["orders"].df["at"].to_numpy(), 2)})   # an order's items, all at its time
     visits = pd.DataFrame({"customer_id": np.arange(90) % 5, "at": pd.date_range(
         "2024-01-01", periods=90, freq="2D"), "amount": np.arange(90.0)})
-    signups = pd.DataFrame({"customer_id": range(5), "at": pd.date_range("2023-12-01",
+    signups = pd.DataFrame({"customer_id": range(5), "at": pd.date_range("2024-12-01",
                                                                          periods=5)})
     db = Database({**db.tables, "items": Table(items, None, {"order_id": "orders"}, "at"),
                    "visits": Table(visits, None, {"customer_id": "customers"}, "at"),
@@ -215,6 +215,8 @@ def test_suggestions_leave_out_events_that_do_not_recur():
     assert "task=events task.entity_table=customers task.window=7d" in lines[1]
     commands = [line for line in lines if line.startswith("python")]
     assert len(commands) == 3 and all("task.events=" in line for line in commands)
+    # split times by the visits' last (2024-06-27), not the signups' (December)
+    assert "task.val_timestamp=2024-06-13 task.test_timestamp=2024-06-20" in commands[0]
     assert "task.events=visits task.label=sum task.value=amount" in commands[2]
     assert "# orders references customers by customer_id, referrer_id: task.events={orders: " \
         "customer_id} takes its rows by customer_id as events of customers" in lines

@@ -33,6 +33,12 @@ AMOUNT = re.compile(r"amount|price|total|value|revenue|sales|quantity|qty|cost|f
                     r"paid|payment|profit|units", re.I)
 
 
+def times_of(db: Database, tables) -> np.ndarray:
+    """The times of the rows of ``tables``."""
+    return np.concatenate([db[t].df[db[t].time_col].dropna().to_numpy("datetime64[s]")
+                           for t in tables])
+
+
 def window_for(times: np.ndarray) -> str:
     """A window for events at ``times``: at least a week, and at least the usual gap
     between their distinct times (a table of seasons: a year); a shorter one where they
@@ -103,12 +109,14 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         if not found:
             lines += ["", f"# {name} ({len(table):,} rows):", *notes] if notes else []
             continue
-        times = np.concatenate([db[t].df[db[t].time_col].dropna().to_numpy("datetime64[s]")
-                                for t in found])
+        columns = {t: c for t, c in found.items()
+                   if recurring(db, t, c, window_for(times_of(db, found)))}
+        if not columns:
+            continue
+        times = times_of(db, columns)   # the window and split times of the events it takes
         window = window_for(times)
-        columns = {t: c for t, c in found.items() if recurring(db, t, c, window)}
         dates = split_dates(times.min(), times.max(), window)
-        if not columns or dates is None:
+        if dates is None:
             continue
         run = ["python", "-m", "rdl.train", *base]
         settings = [f"task.entity_table={name}", f"task.window={window}",
