@@ -132,7 +132,30 @@ def graph_database(task: Task, db: Database, settings) -> tuple[Database, dict]:
     stypes the columns dropped (:func:`without_dropped`)."""
     stypes = graph_stypes(db, settings)
     view = task.inputs(db if settings.now else db.upto(task.test_time))
-    return without_dropped(view, stypes), stypes
+    return without_dropped(without_empty(view, db, task), stypes), stypes
+
+
+def without_empty(view: Database, db: Database, task: Task) -> Database:
+    """``view`` without the tables of ``db`` that hold no row by the test time (a log that
+    begins after it; later events that all come after it), nor the foreign keys to them:
+    a node type of no rows has nothing to encode or to learn from, and a graph "now", which
+    holds their later rows, leaves them out too, as the model was trained without them."""
+    named = {table for _, table in task.checked_tables()}
+    t = task.test_time
+    empty = [n for n, tab in db if n not in named and not (
+        (tab.df[tab.time_col] <= t).any() if tab.time_col else len(tab))]
+    if not empty:
+        return view
+    log.info("the graph leaves out %s: no row by the test time %s", ", ".join(empty), t)
+    tables = {}
+    for name, tab in view:
+        if name in empty:
+            continue
+        gone = [c for c, ref in tab.fkeys.items() if ref in empty]
+        tables[name] = tab if not gone else Table(
+            tab.df.drop(columns=gone), tab.pkey,
+            {c: ref for c, ref in tab.fkeys.items() if c not in gone}, tab.time_col)
+    return Database(tables, keys=view.keys, stypes=view.stypes)
 
 
 def without_dropped(db: Database, stypes: dict) -> Database:

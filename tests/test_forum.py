@@ -177,3 +177,32 @@ def test_link_seeds_exist_at_their_time_and_targets_by_the_test_time(tiny_cfg, r
               & (votes["created"] <= task.test_time + task.delta)]
     assert (users["signup"].to_numpy()[v["user_id"].to_numpy()] > task.test_time).any()
     assert late_post.to_numpy()[v["post_id"].to_numpy()].any()
+
+
+def test_a_table_of_no_row_by_the_test_time_is_left_out_of_the_graph(tiny_cfg, rdl_cache):
+    """A log that begins after the test time (bans), referenced by a table the graph keeps
+    (users.ban_id): no node type of no rows (whose padding broke every batch) and no edge
+    to one, in the graph of the test split and in the graph "now", which has its rows."""
+    import numpy as np
+    import pandas as pd
+
+    import rdl
+    from rdl.data.database import Database, Table
+    db = forum_db(scale=SCALE, cache_dir=rdl_cache)
+    def cfg(*more):
+        return rdl.config("experiment=forum-user-active", f"data.db.scale={SCALE}",
+                          f"data.cache_dir={rdl_cache}", *SMALL[:4], *more)
+    task = instantiate(cfg().task, _convert_="all")
+    n = len(db["users"])
+    bans = pd.DataFrame({"ban_id": np.arange(3), "reason": ["spam", "abuse", "spam"],
+                         "at": task.test_time + pd.to_timedelta([1, 2, 3], unit="D")})
+    users = db["users"].df.assign(ban_id=pd.array([0, 1, 2] + [None] * (n - 3), "Int64"))
+    db = Database({**db.tables, "bans": Table(bans, "ban_id", {}, "at"),
+                   "users": Table(users, "user_id", {"ban_id": "bans"}, db["users"].time_col)},
+                  keys=db.keys, stypes={**db.stypes, "bans": {"reason": "categorical"}})
+    for now in (False, True):
+        data = rdl.prepare(cfg(f"++data.now={str(now).lower()}"), db, task)
+        assert "bans" not in data.data.node_types
+        assert not any("bans" in edge for edge in data.data.edge_types)
+        batch = next(iter(data.train_dataloader()))
+        assert batch["users"].n_id.numel() > 0
