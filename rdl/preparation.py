@@ -140,13 +140,11 @@ def without_empty(view: Database, db: Database, task: Task) -> Database:
     begins after it; later events that all come after it), nor the foreign keys to them:
     a node type of no rows has nothing to encode or to learn from, and a graph "now", which
     holds their later rows, leaves them out too, as the model was trained without them."""
-    named = {table for _, table in task.checked_tables()}
-    t = task.test_time
-    empty = [n for n, tab in db if n not in named and not (
-        (tab.df[tab.time_col] <= t).any() if tab.time_col else len(tab))]
+    empty = empty_tables(task, db)
     if not empty:
         return view
-    log.info("the graph leaves out %s: no row by the test time %s", ", ".join(empty), t)
+    log.info("the graph leaves out %s: no row by the test time %s", ", ".join(empty),
+             task.test_time)
     tables = {}
     for name, tab in view:
         if name in empty:
@@ -156,6 +154,14 @@ def without_empty(view: Database, db: Database, task: Task) -> Database:
             tab.df.drop(columns=gone), tab.pkey,
             {c: ref for c, ref in tab.fkeys.items() if c not in gone}, tab.time_col)
     return Database(tables, keys=view.keys, stypes=view.stypes)
+
+
+def empty_tables(task: Task, db: Database) -> list[str]:
+    """The tables of ``db`` with no row by the test time, but those the task names."""
+    named = {table for _, table in task.checked_tables()}
+    t = task.test_time
+    return [n for n, tab in db if n not in named and not (
+        (tab.df[tab.time_col] <= t).any() if tab.time_col else len(tab))]
 
 
 def without_dropped(db: Database, stypes: dict) -> Database:
@@ -213,6 +219,11 @@ def build_graph(task: Task, db: Database, graph_db: Database | Callable[[], Data
 
     def key(train: bool) -> str | None:
         return None if digest is None else repr((digest, settings.label_history, train))
+
+    # the stypes of the tables the graph has (without_empty: not those of no rows); a name
+    # no table of the database has stays, for make_graph to name
+    empty = set(empty_tables(task, db))
+    stypes = {t: v for t, v in stypes.items() if t not in empty}
 
     found = cached_graph(cache, key(False), stypes, settings.text_embedder, settings.now)
     if found is not None:

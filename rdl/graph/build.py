@@ -225,12 +225,10 @@ def check_stypes(db: Database, stypes: dict | None, gone: bool = False) -> None:
         DataError: naming the override and what the database has instead.
     """
     unknown = sorted(set(stypes or {}) - set(db.tables))
-    if unknown and not gone:   # (the graph's leaves out tables of no rows: preparation.py)
+    if unknown:
         raise DataError(f"data.stypes names table(s) {unknown} that the database does not have; "
                         f"its tables: {sorted(db.tables)}")
     for name, overrides in (stypes or {}).items():
-        if name not in db.tables:
-            continue
         columns = db[name].layout()[0]
         for col, stype in (overrides or {}).items():
             if col not in columns and stype in (None, "drop") and gone:
