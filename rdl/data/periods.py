@@ -241,6 +241,23 @@ def _yyyyww(uniq, shift: int, where: str) -> pd.Series:
     return start + pd.Timedelta(days=7 * shift)
 
 
+def _last_end(starts: pd.Series) -> np.datetime64:
+    """The end of a calendar's last period, its starts in order: where every period is as
+    long as the others (days, weeks) that length after its start; where every one is a
+    month (each start the first of the month after the last), the next month's first day;
+    else unknown (NaT). A date dimension that ends on the data's last day is such."""
+    if len(starts) < 2 or starts.isna().any():
+        return np.datetime64("NaT")
+    steps = starts.diff().iloc[1:]
+    if steps.nunique() == 1:
+        return (starts.iloc[-1] + steps.iloc[0]).to_datetime64()
+    months = starts.dt.year * 12 + starts.dt.month
+    if (starts == starts.dt.normalize()).all() and (starts.dt.day == 1).all() and \
+            (months.diff().iloc[1:] == 1).all():
+        return (starts.iloc[-1] + pd.DateOffset(months=1)).to_datetime64()
+    return np.datetime64("NaT")
+
+
 def _from_calendar(raw: pd.Series, where: str, p: PeriodTime, cal: pd.DataFrame,
                    cal_where: str) -> pd.Series:
     """Each row's period looked up in the calendar: its end (or start)."""
@@ -259,10 +276,11 @@ def _from_calendar(raw: pd.Series, where: str, p: PeriodTime, cal: pd.DataFrame,
                         "row per period")
     if end_col in cal.columns:
         end = cal_time(end_col).to_numpy()
-    else:   # a period ends where the next one starts; the last one's end is unknown
+    else:   # a period ends where the next one starts; the last one's, as the others do
         order = np.argsort(start.to_numpy(), kind="stable")
         end = np.full(len(start), np.datetime64("NaT"), dtype="datetime64[ns]")
         end[order[:-1]] = start.to_numpy()[order[1:]]
+        end[order[-1:]] = _last_end(start.iloc[order].reset_index(drop=True))
     pos = pd.Index(periods).get_indexer(mine)
     unknown = raw.notna().to_numpy() & (pos < 0)
     if unknown.any():

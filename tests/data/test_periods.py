@@ -285,3 +285,21 @@ def test_a_declared_stype_or_a_time_silences_the_warning(tmp_path, caplog):
         write(tmp_path, "{column: WEEK_NO, unit: week, origin: 2024-01-01}", promotions())
         load_folder(tmp_path)
     assert "look like period numbers" not in caplog.text
+
+
+def test_a_date_dimension_s_last_day_ends_a_day_after_it(tmp_path):
+    """A Kimball date dimension exported for the data's own range ends on its last day: a
+    calendar of days (or weeks) ends its last period as long after its start as every other;
+    one of months at the next month's first day; a fiscal one of uneven periods still stops
+    (test_a_fiscal_calendar)."""
+    days = pd.DataFrame({"date_key": [20231229, 20231230, 20231231],
+                         "full_date": ["2023-12-29", "2023-12-30", "2023-12-31"]})
+    days.to_csv(tmp_path / "dim_date.csv", index=False)
+    spec = "{column: WEEK_NO, calendar: {file: dim_date.csv, period: date_key, start: full_date}}"
+    assert times(tmp_path, spec, [20231231, 20231229]) == [pd.Timestamp("2024-01-01"),
+                                                           pd.Timestamp("2023-12-30")]
+    months = pd.DataFrame({"month": ["2023-11", "2023-12", "2024-01", "2024-02"],
+                           "first": ["2023-11-01", "2023-12-01", "2024-01-01", "2024-02-01"]})
+    months.to_csv(tmp_path / "dim_month.csv", index=False)
+    spec = "{column: WEEK_NO, calendar: {file: dim_month.csv, period: month, start: first}}"
+    assert times(tmp_path, spec, ["2024-02"]) == [pd.Timestamp("2024-03-01")]
