@@ -132,7 +132,31 @@ def _check_times(task) -> None:
 
 
 @dataclass
-class NodeEvents(Task):
+class _Events(Task):
+    """What both events tasks share: the checks before any data, and the names found in
+    the database's schema when it is read (:meth:`resolve`)."""
+
+    labels_elsewhere: ClassVar[bool] = True   # (the SQL is written when the data is read)
+
+    def __post_init__(self):
+        _check_times(self)
+        self.check()
+        super().__post_init__()
+        self.columns = None
+
+    def check(self) -> None:
+        """The task's own settings, checked before any data is read."""
+
+    def database(self, db: Database) -> Database:
+        self.resolve(db)
+        return super().database(db)
+
+    def resolve(self, db: Database) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class NodeEvents(_Events):
     """What a node task labelled from an entity's events adds to a node task (see the
     module's docstring; :class:`rdl.families.node.EventsNodeTask`): ``sql`` none, and
 
@@ -155,9 +179,7 @@ class NodeEvents(Task):
     seeds: str = "active"
     where: str | None = None
 
-    labels_elsewhere: ClassVar[bool] = True   # (the SQL is written when the data is read)
-
-    def __post_init__(self):
+    def check(self) -> None:
         if self.label not in LABELS:
             raise ValueError(f"task {self.name!r}: label {self.label!r} is not one of "
                              f"{tuple(LABELS)}")
@@ -173,13 +195,6 @@ class NodeEvents(Task):
         elif str(self.kind) != LABELS[self.label]:
             raise ValueError(f"task {self.name!r}: label {self.label!r} makes a "
                              f"{LABELS[self.label]} task, not {self.kind}")
-        _check_times(self)
-        super().__post_init__()
-        self.columns = None
-
-    def database(self, db: Database) -> Database:
-        self.resolve(db)
-        return super().database(db)
 
     def resolve(self, db: Database) -> None:
         """The events' columns, and the entity's key as the labels' column, from ``db``'s
@@ -235,7 +250,7 @@ class NodeEvents(Task):
 
 
 @dataclass
-class LinkEvents(Task):
+class LinkEvents(_Events):
     """What a link task labelled from an entity's events adds to a link task (see the
     module's docstring; :class:`rdl.families.link.EventsLinkTask`): each seed's label is
     the ``target_table`` rows its events name in the window after.
@@ -254,28 +269,19 @@ class LinkEvents(Task):
     target_key: str | None = None
     where: str | None = None
 
-    labels_elsewhere: ClassVar[bool] = True
-
     def kind_settings(self) -> dict:   # (the target table may be found in the data only)
         return {"target_table": self.target_table or "(the events')"}
 
-    def __post_init__(self):
+    def check(self) -> None:
         if self.kind is None:
             self.kind = "link_prediction"
         if isinstance(self.events, (list, tuple)) or (isinstance(self.events, dict)
                                                       and len(self.events) != 1):
             raise ValueError(f"task {self.name!r}: events {self.events!r}: a link task's "
                              "events are one table (task.events=TABLE)")
-        _check_times(self)
         if self.events is None:
             raise ValueError(f"task {self.name!r}: events is missing: give task.events=TABLE, "
                              f"the table whose rows link an entity to a target ({SUGGEST})")
-        super().__post_init__()
-        self.columns = None
-
-    def database(self, db: Database) -> Database:
-        self.resolve(db)
-        return super().database(db)
 
     def resolve(self, db: Database) -> None:
         """The events' columns, the target table and the labels' columns from ``db``."""
