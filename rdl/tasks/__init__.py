@@ -4,8 +4,7 @@ The SQL (``tasks/<db>/<name>.sql``) is run by DuckDB. It sees a relation
 ``timestamps(timestamp)`` of seed times, every table of the database by name, and the
 parameter ``$window`` (an INTERVAL). It returns one row per training example:
 ``(timestamp, <entity_col>, <target_col>)``. Adding a task needs a SQL file and a YAML
-in ``conf/task/``, no Python; a task of an entity's events, not even the SQL
-(:mod:`rdl.tasks.events`).
+in ``conf/task/``, no Python (an entity's events, no SQL: :mod:`rdl.tasks.events`).
 
 Splits follow RelBench: train seed times go back from ``val_timestamp - window`` in steps
 of ``window`` to the first time of the database; val uses ``val_timestamp`` and test
@@ -289,14 +288,12 @@ class Task:
         return df.sort_values(["timestamp", self.entity_col], kind="stable").reset_index(drop=True)
 
     def label_sql(self, db: Database) -> tuple[str, dict | None]:
-        """``(query, parameters)`` that label the seed times: the SQL file's (``$window``
-        a parameter), or the task's query (RelBench's manifest SQL: the window as text)."""
+        """``(query, parameters)``: the SQL file's, or the task's query (window as text)."""
         if self.sql_path is None:
             return self.query.replace("{timedelta}", str(self.delta)), None
         return self.sql_path.read_text(), self.window_parameter()
 
-    def window_parameter(self) -> dict:
-        """The SQL's ``$window``: the task's window as an INTERVAL."""
+    def window_parameter(self) -> dict:   # the SQL's $window: the window as an INTERVAL
         return {"window": dt.timedelta(seconds=self.delta.total_seconds())}
 
     def _as_rows(self, df: pd.DataFrame, db: Database) -> pd.DataFrame:

@@ -109,8 +109,8 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         if not found:
             lines += ["", f"# {name} ({len(table):,} rows):", *notes] if notes else []
             continue
-        columns = {t: c for t, c in found.items()
-                   if recurring(db, t, c, window_for(times_of(db, found)))}
+        first = window_for(times_of(db, found))   # (once: every table's recurrence by it)
+        columns = {t: c for t, c in found.items() if recurring(db, t, c, first)}
         if not columns:
             continue
         times = times_of(db, columns)   # the window and split times of the events it takes
