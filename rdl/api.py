@@ -223,7 +223,7 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
         return results
     task = data.task
     results.update(family_of(task).baselines(data, _scored_rows(trainer, data)))
-    report(task, results, out)
+    report(task, results, out, data.tables)
     log_results(trainer.loggers, results, out, ckpt)  # MLflow, W&B: rdl/tracking.py
     # the task as run (a RelBench task's times and metric are its folder's): rdl.backtest
     write_atomic(out / "task.json", json.dumps(

@@ -39,6 +39,8 @@ BEST = "*"
 #: baseline names longer than this are cut (with "…") to leave room for the metrics
 NAME_WIDTH = 30
 SPLITS = ("val", "test")
+#: a split whose metrics rest on fewer rows than this (``Kind.evidence``) is called thin
+FEW = 100
 ARROW = {True: "↑", False: "↓", None: ""}
 NBSP = "\xa0"  # textwrap does not break there
 
@@ -58,6 +60,24 @@ def when(time) -> str:
     """A split time as a date, with the time of day where it is not midnight."""
     t = pd.Timestamp(time)
     return str(t.date()) if t == t.normalize() else t.strftime("%Y-%m-%d %H:%M")
+
+
+def few_rows(task, tables: dict) -> str:
+    """A note naming the splits of ``tables`` (split -> its labelled rows) whose metrics
+    rest on fewer than :data:`FEW` rows (the task's ``kind.evidence``: a binary task's rarer
+    class); "" where none does. Differences over so few rows are mostly chance."""
+    thin = []
+    for split in SPLITS:
+        if split in tables and task.target_col in tables[split]:
+            n, what = task.kind.evidence(tables[split][task.target_col])
+            if n < FEW:
+                rows = len(tables[split])
+                thin.append(f"{split} {n} {what}" + (f" of {rows} rows" if rows != n else ""))
+    if not thin:
+        return ""
+    return (f"few rows: {', '.join(thin)}: a metric over fewer than {FEW} says little (more "
+            "seeds a split: a longer window, earlier split times; or many windows: "
+            "python -m rdl.backtest)")
 
 
 def heading(name: str, val_time=None, test_time=None, backtest: int = 0,
@@ -93,14 +113,15 @@ def _cell(value, percent: bool, digits: int) -> str:
 def report_text(results: dict, name: str, monitor: str = "", mode: str = "max", *,
                 higher: dict | None = None, percent=(), val_time=None, test_time=None,
                 backtest: int = 0, eval_times: int = 1, metrics_path=None,
-                width: int = WIDTH) -> str:
+                caveat: str = "", width: int = WIDTH) -> str:
     """The report of ``results`` (``{who: {split: {metric: value}}}``, the model first).
 
     ``monitor``, ``mode``: the monitored metric, shown first, and ``max`` or ``min``;
     ``higher``: metric -> whether higher is better (None or missing: not known; the
     monitored metric's defaults to ``mode``); ``percent``: metrics shown in %; the times,
     ``backtest`` and ``eval_times``: what the heading says of the weeks
-    (:func:`heading`); ``metrics_path``: where every metric is written."""
+    (:func:`heading`); ``metrics_path``: where every metric is written; ``caveat``: a
+    note printed first (:func:`few_rows`)."""
     higher = dict(higher or {})
     if monitor and higher.get(monitor) is None:
         higher[monitor] = mode != "min"
@@ -154,7 +175,7 @@ def report_text(results: dict, name: str, monitor: str = "", mode: str = "max", 
     for i, label in enumerate(labels):
         lines.append(line(label, [(val[i].ljust(cell) + " " + test[i]).ljust(group)
                                   for _, _, cell, group, val, test in groups]))
-    notes = []
+    notes = [caveat]
     if monitor in metrics and len(who) > 1:
         notes.append(_lead(results, monitor, higher.get(monitor), monitor in percent,
                            digits[monitor]))
@@ -227,7 +248,7 @@ def _short(path) -> str:
         return str(path)
 
 
-def task_report(task, results: dict, metrics_path=None) -> str:
+def task_report(task, results: dict, metrics_path=None, caveat: str = "") -> str:
     """:func:`report_text` for ``task`` (an :class:`rdl.tasks.Task`): its name, monitored
     metric, metric directions, percent metrics and split times."""
     return report_text(results, task.name, task.monitor, task.monitor_mode,
@@ -236,14 +257,15 @@ def task_report(task, results: dict, metrics_path=None) -> str:
                        test_time=getattr(task, "test_time", None),
                        backtest=getattr(task, "backtest", 0) or 0,
                        eval_times=getattr(task, "num_eval_timestamps", 1) or 1,
-                       metrics_path=metrics_path)
+                       metrics_path=metrics_path, caveat=caveat)
 
 
-def report(task, results: dict, out: Path) -> str:
+def report(task, results: dict, out: Path, tables: dict | None = None) -> str:
     """Print the report of ``results`` for ``task`` and write ``out/metrics.json``
-    (``{"task": name, who: {split: {metric: value}}}``); returns the text printed."""
+    (``{"task": name, who: {split: {metric: value}}}``); returns the text printed.
+    ``tables``: the splits' labelled rows, whose thin splits the report names."""
     out = Path(out)
-    text = task_report(task, results, out / "metrics.json")
+    text = task_report(task, results, out / "metrics.json", few_rows(task, tables or {}))
     print(f"\n{text}\n")
     write_atomic(out / "metrics.json", json.dumps({"task": task.name, **results}, indent=2))
     log.info("metrics written to %s", out / "metrics.json")

@@ -212,7 +212,9 @@ def test_suggestions_leave_out_events_that_do_not_recur():
     # customers' events are their visits: a signup is once (orders reference them twice: a
     # person says which); every command names the visits, which the default would not alone
     assert lines[0].startswith("# customers (5 rows): events in visits.customer_id (90)")
-    assert "task=events task.entity_table=customers task.window=7d" in lines[1]
+    # five customers: too few at every window (the longest the data spans 20 times: a week)
+    assert lines[1].startswith("# few rows at every window: at 7d, 3 customers with events")
+    assert "task=events task.entity_table=customers task.window=7d" in lines[2]
     commands = [line for line in lines if line.startswith("python")]
     assert len(commands) == 3 and all("task.events=" in line for line in commands)
     # split times by the visits' last (2024-06-27), not the signups' (December)
@@ -223,6 +225,46 @@ def test_suggestions_leave_out_events_that_do_not_recur():
     with pytest.raises(DataError, match="no table holds recurring events"):
         suggestions(Database({n: db[n] for n in ("customers", "countries", "orders", "items")}),
                     [])
+
+
+@pytest.mark.parametrize("people, days, window, seeds", [
+    (400, 60, "30d", "all"), (1000, 60, "7d", "all"), (1000, 10, "7d", "active")])
+def test_the_window_is_the_shortest_whose_splits_rest_on_enough_rows(people, days, window,
+                                                                      seeds):
+    """A week holds few of a sparse entity's events: the window is the shortest whose val
+    and test each have at least FEW seeds of the rarer class (the report's threshold), with
+    the seeds that had events in the window before where they are enough, else everyone."""
+    from rdl.report import FEW
+    rng = np.random.default_rng(0)
+    rows = []
+    for person in range(people):   # an event every ``days`` on average, over 11 years
+        at = pd.Timestamp("2000-01-01") + pd.Timedelta(days=rng.uniform(0, days))
+        while at < pd.Timestamp("2011-01-01"):
+            rows.append((person, at))
+            at += pd.Timedelta(days=rng.exponential(days))
+    visits = pd.DataFrame(rows, columns=["person", "at"])
+    db = Database({"people": Table(pd.DataFrame({"person": range(people)}), "person", {}, None),
+                   "visits": Table(visits, None, {"person": "people"}, "at")})
+    lines = suggestions(db, ["data=x"])
+    assert not any(line.startswith("# few rows") for line in lines)
+    args = dict(a.split("=", 1) for a in shlex.split(lines[1]) if a.startswith("task."))
+    assert args["task.window"] == window and args.get("task.seeds", "active") == seeds
+
+    def rarer(window, at, seeds):   # the active task's classes at a split time, counted here
+        at, w, t = pd.Timestamp(at), pd.Timedelta(window), visits["at"]
+        before = set(visits.person[(t > at - w) & (t <= at)]) if seeds == "active" else \
+            set(range(people))
+        after = set(visits.person[(t > at) & (t <= at + w)])
+        return min(len(before & after), len(before - after))
+
+    for split in ("val", "test"):
+        assert rarer(window, args[f"task.{split}_timestamp"], seeds) >= FEW
+    # what comes first (shorter windows; at one window, the seeds before) is thin at its
+    # own test time
+    last = visits["at"].max().floor("D")
+    order = [(w, s) for w in ("7d", "30d") for s in ("active", "all")]
+    for w, s in order[:order.index((window, seeds))]:
+        assert rarer(w, last - pd.Timedelta(w), s) < FEW, (w, s)
 
 
 def test_a_suggested_command_trains(tmp_path, run_train, capsys):

@@ -301,3 +301,42 @@ def test_the_heading_says_the_weeks_of_a_task_with_several_seed_times():
         "rel-amazon/user-churn: model vs baselines, val 2015-10-01, test 2016-01-01 (first of "
         "up to 3 seed times)")
     assert heading("t") == "t: model vs baselines"
+
+
+def test_a_split_of_few_rows_is_named_in_the_report(tiny_cfg, tmp_path, capsys):
+    """A binary split's metrics rest on its rarer class: 3 positives of 500 rows is thin,
+    200 of 500 is not; a regression's on its rows; a link task's on its seeds with a
+    target. The note comes in the report, under the table."""
+    import pandas as pd
+
+    from rdl.report import FEW, few_rows
+    churn = instantiate(tiny_cfg("task=user-churn").task, _convert_="all")
+    label = churn.target_col
+
+    def split(positive, rows):
+        return pd.DataFrame({label: [1] * positive + [0] * (rows - positive)})
+
+    assert few_rows(churn, {"val": split(200, 500), "test": split(300, 500)}) == ""
+    note = few_rows(churn, {"val": split(3, 500), "test": split(480, 500)})
+    assert note.startswith(f"few rows: val 3 positive of 500 rows, test 20 negative of 500 "
+                           f"rows: a metric over fewer than {FEW} says little")
+    assert few_rows(churn, {"val": split(FEW, 2 * FEW), "test": split(FEW - 1, 2 * FEW)}) \
+        .startswith(f"few rows: test {FEW - 1} positive of {2 * FEW} rows:")
+
+    sales = instantiate(tiny_cfg("task=item-sales").task, _convert_="all")
+    values = pd.DataFrame({sales.target_col: [0.0] * 150 + [None] * 10})
+    assert few_rows(sales, {"val": values, "test": values.head(60)}) == (
+        f"few rows: test 60 rows: a metric over fewer than {FEW} says little (more seeds a "
+        "split: a longer window, earlier split times; or many windows: python -m rdl.backtest)")
+
+    links = instantiate(tiny_cfg("task=user-item-purchase").task, _convert_="all")
+    lists = pd.DataFrame({links.target_col: [[1, 2]] * 40 + [[]] * 200})
+    assert few_rows(links, {"test": lists}).startswith(
+        "few rows: test 40 seeds with a target of 240 rows:")
+
+    text = report(churn, BINARY, tmp_path, {"val": split(3, 500), "test": split(200, 500)})
+    r = read_report(text)
+    check_fits(r, "auroc")
+    assert "few rows: val 3 positive of 500 rows: a metric over fewer than" in said(r)
+    assert "few rows" not in report(churn, BINARY, tmp_path, {"val": split(200, 500)})
+    capsys.readouterr()

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import pandas as pd
+
 
 class Kind:
     """A kind of task. Subclasses say what differs; see the module's docstring."""
@@ -41,3 +43,8 @@ class Kind:
     def default_metrics(self, eval_k: int = 12) -> dict:
         """name -> torchmetrics ``Metric``: what a task of this kind is scored by."""
         raise NotImplementedError
+
+    def evidence(self, labels) -> tuple[int, str]:
+        """``(n, what)``: how many of a split's rows its metrics rest on, and what they
+        are (``labels``: the split table's label column): every labelled row."""
+        return int(pd.Series(labels).notna().sum()), "rows"

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import Database, DataError
+from rdl.report import FEW
 from rdl.tasks import parse_window
 from rdl.tasks.events import event_columns, references
 
@@ -39,10 +40,22 @@ def times_of(db: Database, tables) -> np.ndarray:
                            for t in tables])
 
 
+def events_of(db: Database, columns: dict[str, str]) -> pd.DataFrame:
+    """``(entity, time)`` of the rows of each ``table: column`` of ``columns``."""
+    return pd.concat([db[t].df[[c, db[t].time_col]].dropna().set_axis(["entity", "time"], axis=1)
+                      for t, c in columns.items()], ignore_index=True)
+
+
 def window_for(times: np.ndarray) -> str:
     """A window for events at ``times``: at least a week, and at least the usual gap
     between their distinct times (a table of seasons: a year); a shorter one where they
     span fewer than :data:`SPAN_WINDOWS` of it."""
+    return windows_for(times)[0]
+
+
+def windows_for(times: np.ndarray) -> list[str]:
+    """The windows events at ``times`` allow, shortest first: :func:`window_for`'s, then
+    each longer one that the events still span :data:`SPAN_WINDOWS` times."""
     times = np.unique(times)
     span = pd.Timedelta(times[-1] - times[0])
     gap = pd.Timedelta(np.median(np.diff(times))) if len(times) > 1 else pd.Timedelta(0)
@@ -50,7 +63,48 @@ def window_for(times: np.ndarray) -> str:
     i = next((i for i, w in enumerate(sizes) if w >= max(gap, sizes[1])), len(sizes) - 1)
     while i > 0 and span < SPAN_WINDOWS * sizes[i]:
         i -= 1
-    return WINDOWS[i]
+    longer = [w for w, size in zip(WINDOWS[i + 1:], sizes[i + 1:]) if span >= SPAN_WINDOWS * size]
+    return [WINDOWS[i], *longer]
+
+
+def evidence(events: pd.DataFrame, window: str, born: pd.Series) -> dict[str, tuple] | None:
+    """``{seeds: (rows, active, rarer)}``, for ``task.seeds`` ``active`` and ``all``, of
+    the thinner of val and test of the default task (``label=active``) with ``window``: its
+    seeds (the entities with an event in the window before the split time; or every one
+    that exists), those with an event in the window after, and the rarer of the two
+    classes, which AUROC rests on (:data:`rdl.report.FEW`). ``events``: ``(entity, time)``
+    rows; ``born``: each entity's time (NaT: from the start). None where no train window
+    fits."""
+    times = events["time"]
+    dates = split_dates(times.min(), times.max(), window)
+    if dates is None:
+        return None
+    w, found = parse_window(window), {"active": [], "all": []}
+    for t in map(pd.Timestamp, dates):
+        # a seed at t sees events up to t; its label, those after t up to t + window
+        before = set(events["entity"][(times > t - w) & (times <= t)])
+        after = set(events["entity"][(times > t) & (times <= t + w)])
+        exist = int((born.isna() | (born <= t)).sum())
+        for seeds, n, active in (("active", len(before), len(before & after)),
+                                 ("all", exist, len(after))):
+            found[seeds].append((n, active, min(active, n - active)))
+    return {seeds: min(f, key=lambda x: x[2]) for seeds, f in found.items()}
+
+
+def fitting_window(events: pd.DataFrame, born: pd.Series) -> tuple[str, str, tuple] | None:
+    """``(window, seeds, evidence)``: the shortest window of :func:`windows_for` whose
+    val and test rest on at least :data:`rdl.report.FEW` rows (:func:`evidence`), with
+    ``task.seeds=active`` where that is enough, else ``all``; where none is, the one of
+    most. None where no window fits."""
+    best = None
+    for window in windows_for(events["time"].to_numpy()):
+        found = evidence(events, window, born)
+        for seeds, rests in (found or {}).items():
+            if rests[2] >= FEW:
+                return window, seeds, rests
+            if best is None or rests[2] > best[2][2]:
+                best = (window, seeds, rests)
+    return best
 
 
 def split_dates(first, last, window: str) -> tuple[str, str] | None:
@@ -113,25 +167,38 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         columns = {t: c for t, c in found.items() if recurring(db, t, c, first)}
         if not columns:
             continue
-        times = times_of(db, columns)   # the window and split times of the events it takes
-        window = window_for(times)
-        dates = split_dates(times.min(), times.max(), window)
-        if dates is None:
+        events = events_of(db, columns)   # the window and split times of the events it takes
+        born = table.df[table.time_col] if table.time_col else \
+            pd.Series(pd.NaT, index=table.df.index, dtype="datetime64[ns]")
+        if (fit := fitting_window(events, born)) is None:
             continue
+        window, seeds, rests = fit
+        times = events["time"]
+        dates = split_dates(times.min(), times.max(), window)
         run = ["python", "-m", "rdl.train", *base]
         settings = [f"task.entity_table={name}", f"task.window={window}",
                     f"task.val_timestamp={dates[0]}", f"task.test_timestamp={dates[1]}"]
         cmd = lambda *a: shlex.join([*run, *a[:1], *settings, *a[1:]])   # noqa: E731
+        # every entity a seed where those with events in the window before are too few
+        every = [] if seeds == "active" else ["task.seeds=all"]
         # the events a task's default would take, less those that do not recur
         only = [] if len(columns) == len(found) else [f"task.events=[{','.join(columns)}]"]
         lines += ["", f"# {name} ({len(table):,} rows): events in "
                   + ", ".join(f"{t}.{c} ({len(db[t]):,})" for t, c in columns.items())
-                  + f"; times {pd.Timestamp(times.min())} to {pd.Timestamp(times.max())}",
-                  cmd("task=events", *only), cmd("task=events", *only, "task.label=count")]
+                  + f"; times {times.min()} to {times.max()}"]
+        if rests[2] < FEW:   # rdl.train's report will say so too
+            whom = "with events in the window before a split time" if seeds == "active" \
+                else "by a split time"
+            lines.append(f"# few rows at every window: at {window}, {rests[0]:,} {name} "
+                         f"{whom}, {rests[1]:,} of them with events in the window after; "
+                         "judge over many windows: python -m rdl.train -m ... "
+                         "backtest=0,1,2,3,4, then python -m rdl.backtest")
+        lines += [cmd("task=events", *only, *every),
+                  cmd("task=events", *only, *every, "task.label=count")]
         for t, col in columns.items():
             keys = {col, db[t].time_col, *db[t].fkeys}
             one = [] if len(found) == 1 else [f"task.events={t}"]
-            lines += [cmd("task=events", *one, "task.label=sum", f"task.value={v}")
+            lines += [cmd("task=events", *one, *every, "task.label=sum", f"task.value={v}")
                       for v in _sums(db[t].df, keys)[:2]]
             targets = [(c, ref) for c, ref in db[t].fkeys.items() if c != col and
                        isinstance(db[ref].pkey, str) and not born_with(db, t, c, ref)]

@@ -19,6 +19,10 @@ class LinkPrediction(Kind):
         return {"map": LinkMAP(k=eval_k), "precision": LinkPrecision(k=eval_k),
                 "recall": LinkRecall(k=eval_k)}
 
+    def evidence(self, labels):
+        """The seeds with a target in the window: MAP@k is their mean."""
+        return sum(1 for x in labels if x is not None and len(x)), "seeds with a target"
+
     def __init__(self, task_name: str, target_table: str | None = None, **kwargs):
         super().__init__(task_name)
         if not target_table:

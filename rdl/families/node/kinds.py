@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -144,6 +145,13 @@ class BinaryClassification(NodeKind):
 
     def metric_target(self, y: Tensor) -> Tensor:
         return y.long()
+
+    def evidence(self, labels):
+        """The rarer class: AUROC and average precision rest on it."""
+        y = pd.Series(labels).dropna()
+        positive = int((y > 0).sum())
+        return (positive, "positive") if 2 * positive <= len(y) else \
+            (len(y) - positive, "negative")
 
     def loss(self, pred, y, stats):
         return F.binary_cross_entropy_with_logits(pred, y)
