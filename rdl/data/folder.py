@@ -56,7 +56,7 @@ from rdl.data import (assembled, clocks, composite as composite_key, dbfile, epo
                       sheets, sources, states, typed)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
-from rdl.data.keys import check_references, map_foreign_keys
+from rdl.data.keys import check_references, map_foreign_keys, shared_key
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
 from rdl.data.checks import (all_bool, check_finite, check_key, mask_missing, missing_words,
@@ -157,10 +157,6 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
                             f"the keys its foreign keys hold, so its "
                             f"{sorted({'fkeys', 'time', 'stypes', 'missing'} & set(spec))} "
                             "have no file to come from; add its file or drop them")
-    for t in tables.values():
-        if t.pkey is not None and t.pkey in t.fkeys:
-            raise DataError(f"{where}: table {t.name!r}: column {t.pkey!r} is both its primary "
-                            "key and a foreign key; give the table a key of its own")
     nested.resolve(tables, where)
     check_references(tables, lambda t, col: f"{where}: table {t.name!r}: foreign key {col!r}")
     events.check_names(tables, where)
@@ -270,6 +266,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         if inherit.sources(t):
             leaks.later_times(t, frames[t.name])
     frames = implied.complete(tables, frames, policy == "add")
+    frames = {name: shared_key(tables[name], df) for name, df in frames.items()}
     frames, ids = map_foreign_keys(tables, frames, policy)
     db = Database({name: Table(frames[name], t.pkey, dict(t.fkeys), t.time)
                    for name, t in tables.items()},

@@ -69,14 +69,16 @@ def sources(t: TableSchema) -> list[str]:
 
 def resolve(tables: dict[str, TableSchema], where: str) -> None:
     """Name each taking table's time column, and check what it takes it from: one of its
-    own foreign keys of one column (``via``), or tables holding a foreign key to it
+    own foreign keys (``via``; a composite one too), or tables holding a foreign key to it
     (``seen_in``), each with a file and a time."""
     def check(t: TableSchema, chain: tuple) -> None:
         kind = f"via: {t.via}" if t.via is not None else f"seen_in: {t.seen_in}"
         at = f"{where}: table {t.name!r}: time {{{kind}}}"
-        if t.via is not None and (t.fkeys.get(t.via) is None or t.via in t.composite):
-            raise DataError(f"{at}: {t.via!r} is none of its foreign keys of one column "
-                            f"({sorted(k for k in t.fkeys if k not in t.composite)})")
+        if t.via is not None and t.via not in t.fkeys and "," in t.via:   # "a,b": "a, b"
+            t.via = ", ".join(c.strip() for c in t.via.split(","))
+        if t.via is not None and t.fkeys.get(t.via) is None:
+            raise DataError(f"{at}: {t.via!r} is none of its foreign keys "
+                            f"({sorted(t.fkeys)})")
         for ref in sources(t):
             if ref not in tables:
                 raise DataError(f"{at}: no table {ref!r} (tables: {sorted(tables)})")

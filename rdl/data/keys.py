@@ -30,6 +30,23 @@ def check_references(tables: dict, subject) -> None:
                                   getattr(tables[ref], "composite", {}), subject(t, col), ref)
 
 
+def shared_key(t: TableSchema, df: pd.DataFrame) -> pd.DataFrame:
+    """A table whose primary key also references another table's (a row that extends
+    that row, one to one: a profile of its user, Django's ``place_ptr_id``): the foreign
+    key becomes a copy of the key, named ``"<key> (<table>)"``, since rdl holds a primary
+    key as its rows' positions and a foreign key as the positions of the rows it matches
+    (two columns, as RelBench's tables hold them)."""
+    if t.pkey is None or t.pkey not in t.fkeys:
+        return df
+    ref = t.fkeys[t.pkey]
+    alias = f"{t.pkey} ({ref})"
+    if alias in df.columns:
+        raise DataError(f"{t.where(t.pkey)}: its primary key references table {ref!r}, and "
+                        f"the column {alias!r} its copy would take is in the table: rename it")
+    t.fkeys = {alias if c == t.pkey else c: r for c, r in t.fkeys.items()}
+    return df.assign(**{alias: df[t.pkey]})
+
+
 def comparable(*columns: pd.Series) -> list[np.ndarray]:
     """Key values of columns in one form: numbers as integers where they all are, and
     text where any side is text (a CSV's ``"0042"`` is not the number 42)."""

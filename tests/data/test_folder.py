@@ -102,12 +102,29 @@ def test_schema_file_missing_or_invalid(tmp_path):
     (SCHEMA.replace("post_id: posts}", "post_id: votes}"),
      "foreign key 'post_id' references table 'votes', which has no primary key"),
     (SCHEMA.replace("age: numerical", "age: number"), "column 'age' has unknown stype 'number'"),
-    (SCHEMA.replace("{pkey: user_id,", "{pkey: user_id, fkeys: {user_id: tags},"),
-     "column 'user_id' is both its primary key and a foreign key"),
 ])
 def test_bad_schema(tmp_path, schema, message):
     write(tmp_path, schema)
     fails(tmp_path, "schema.yaml", message)
+
+
+def test_a_key_that_references_another_table_s_key(tmp_path):
+    """A row that extends another, one to one (a profile of its user, Django's
+    ``place_ptr_id``): its primary key is a foreign key too; the foreign key becomes a copy
+    of the key, named for the table it references, and matches each row's own."""
+    write(tmp_path, SCHEMA + "  profiles: {pkey: user_id, fkeys: {user_id: users}}\n")
+    pd.DataFrame({"user_id": [12, 10], "bio": ["x", "y"]}).to_csv(tmp_path / "profiles.csv",
+                                                                  index=False)
+    db = load_folder(tmp_path)
+    profiles = db["profiles"]
+    assert profiles.pkey == "user_id" and profiles.fkeys == {"user_id (users)": "users"}
+    users = db.keys["users"].to_numpy()
+    assert list(users[profiles.df["user_id (users)"].to_numpy()]) == \
+        list(db.keys["profiles"].to_numpy()[profiles.df["user_id"].to_numpy()])
+    write(tmp_path, SCHEMA + "  profiles: {pkey: user_id, fkeys: {user_id: users}}\n")
+    pd.DataFrame({"user_id": [12], "user_id (users)": [1]}).to_csv(tmp_path / "profiles.csv",
+                                                                    index=False)
+    fails(tmp_path, "column 'user_id (users)' its copy would take is in the table")
 
 
 def test_compressed_csv(tmp_path):
