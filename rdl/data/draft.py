@@ -198,6 +198,7 @@ def draft(folder) -> str:
                 if share >= 0.5:
                     fkeys[name][0][", ".join(cols)] = (
                         t, f"the composite key of {t}; {share:.0%} of its pairs are keys of it")
+    one_link(frames, pkeys, composite, fkeys, times)
     for (name, col), why in _on_export(frames, pkeys, fkeys, times).items():
         times[name][2][col] = ("drop", why)
     rejected = older_than_parents(frames, pkeys, times, fkeys)
@@ -207,7 +208,19 @@ def draft(folder) -> str:
     timed = {n: df.assign(**{dated[n][0]: dated[n][4]}) if n in dated else df
              for n, df in frames.items()}
     as_timed = {n: (dated[n][0], "", t[2]) if n in dated else t for n, t in times.items()}
-    taking = vias(timed, pkeys, as_timed, fkeys, rejected, composite)
+    # a time missing in some rows (the loader stops): the time of the rows they are parts of
+    gaps = {n: int(frames[n][t[0]].isna().sum()) for n, t in times.items()
+            if n not in dated and t[0] is not None and frames[n][t[0]].isna().any()}
+    taking = vias(timed, pkeys, {n: (None, "", t[2]) if n in gaps else t
+                                 for n, t in as_timed.items()}, fkeys, rejected, composite)
+    for n in gaps:
+        if n in taking and taking[n][3]:
+            times[n] = (None, "", times[n][2])
+            taking[n] = (taking[n][0], f"its {as_timed[n][0]} is missing in {gaps[n]} of "
+                         f"{len(frames[n])} rows (the loader stops), "
+                         + taking[n][1].removeprefix("no time of its own, "), *taking[n][2:])
+        else:
+            taking.pop(n, None)
     seen = seen_ins(timed, pkeys, as_timed, fkeys, taking)
     lines = [f"# drafted by python -m rdl.data.draft from {source}: every guess says why;",
              "# check each; then python -m rdl.tasks.suggest "
@@ -302,7 +315,8 @@ def draft(folder) -> str:
             lines.append("    stypes:")
             lines += [f"      {_yaml(c)}: {st}   # {why}" for c, (st, why) in stypes.items()]
         parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
-        lines += [f"    # {n}" for c, n in notes if c not in parts and not years(c, df[c])]
+        lines += [f"    # {n}" for c, n in notes if c not in parts
+                  and not (c in df.columns and years(c, df[c]))]
         lines += [f"    # {n}" for c, n in named_states(df, {pkey, time, *keys_of, *stypes,
                                                                *later_events})]
     return "\n".join(lines) + "\n"
@@ -326,6 +340,26 @@ def _on_export(frames: dict, pkeys: dict, fkeys: dict, times: dict) -> dict:
                          "(numerical, if it was known then)"
             for name, col, _, what, same, held in leaks.computed_on_export(
                 Database(tables), {n: t[2] for n, t in times.items()})}
+
+
+def one_link(frames: dict, pkeys: dict, composite: dict, fkeys: dict, times: dict) -> None:
+    """Two tables keyed alike, each key a foreign key to the other's (a row and its
+    extension, one to one): one link is enough, kept in place by the table that has no
+    time of its own (it takes the other's), else by the one of fewer rows (the extension),
+    else by the later name."""
+    key = {n: pkeys.get(n) or ", ".join(composite.get(n, [])) for n in frames}
+    for a in sorted(frames):
+        for b in sorted(frames):
+            if not a < b or not key[a] or fkeys[a][0].get(key[a], (None,))[0] != b \
+                    or fkeys[b][0].get(key[b], (None,))[0] != a:
+                continue
+            rank = lambda n: (times[n][0] is None, -len(frames[n]), n)   # noqa: E731
+            keeps = max((a, b), key=rank)
+            drops = a if keeps == b else b
+            del fkeys[drops][0][key[drops]]
+            fkeys[drops][1].append((key[drops], f"{_yaml(key[drops])}: {keeps}: one to one "
+                                    f"with {keeps}, whose key references this table's (one "
+                                    "link between them is enough)"))
 
 
 def _yaml(name: str) -> str:

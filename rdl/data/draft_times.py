@@ -22,6 +22,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from rdl.data.composite import ids
 from rdl.data.keys import comparable
 from rdl.data.calendars import day_column
 from rdl.data.leaks import BIRTH, LATER_SHARE
@@ -235,9 +236,13 @@ def vias(frames: dict, pkeys: dict, times: dict, fkeys: dict, rejected: dict,
                 continue
             taken = {}
             for col, (ref, _) in fkeys[name][0].items():
-                if ", " in col or ref not in timed:
+                if ref not in timed:
                     continue
-                values, keys = comparable(df[col], frames[ref][pkeys[ref]])
+                if ", " in col:   # a composite key: the ids the loader makes of its columns
+                    values, keys = (ids(df, col.split(", ")).to_numpy(object),
+                                    ids(frames[ref], (composite or {})[ref]).to_numpy(object))
+                else:
+                    values, keys = comparable(df[col], frames[ref][pkeys[ref]])
                 pos = pd.Index(keys).get_indexer(values)
                 if (pos >= 0).all():   # (a row without a match would have no time)
                     taken[col] = (ref, pd.Series(timed[ref].to_numpy()[pos], index=df.index))
@@ -266,10 +271,12 @@ def _parts_of(df: pd.DataFrame, col: str, key=None, taken: pd.Series | None = No
     own serial numbers follow the times they would take (``taken``), as lines numbered on
     as their invoices are written (Chinook's ``InvoiceLineId``), which later rows about
     them (returns, reviews) would not."""
-    if df[col].is_unique or (isinstance(key, list) and col in key):
+    cols = col.split(", ")   # (a composite key's columns)
+    if not df[cols].duplicated().any() or (isinstance(key, list) and set(cols) <= set(key)):
         return True
-    if any(c != col and pd.api.types.is_integer_dtype(df[c]) and df[c].between(0, 999).all()
-           and not df[c].is_unique and not df[[col, c]].duplicated().any() for c in df.columns):
+    if any(c not in cols and pd.api.types.is_integer_dtype(df[c]) and df[c].between(0, 999)
+           .all() and not df[c].is_unique and not df[[*cols, c]].duplicated().any()
+           for c in df.columns):
         return True
     if not isinstance(key, str) or taken is None or len(df) < 20 or \
             not pd.api.types.is_integer_dtype(df[key]):

@@ -230,3 +230,62 @@ def test_a_time_seen_in_tables_is_checked_before_any_file_is_read(tmp_path):
     db = load_folder(tmp_path, schema(items=items, brands={
         "time": {"seen_in": "items", "column": "launched"}}))
     assert db["brands"].df["launched"].dt.day.tolist() == [2]   # its first item's order's
+
+
+def write_show(folder):
+    """A TV contest as R's ``bakeoff`` package exports it: series (premiere), each
+    episode's ratings keyed by ``(series, episode)`` with its air date, the episodes keyed
+    alike with no time, the bakers keyed by ``(series, baker)``, whose first appearance is
+    missing for the last series, and a challenge per baker and episode, with no time."""
+    folder.mkdir()
+    premieres = pd.to_datetime(["2010-08-17", "2011-08-14", "2012-08-14"])
+    series = pd.DataFrame({"series": [1, 2, 3], "premiere": premieres})
+    eps = [(s, e) for s in (1, 2, 3) for e in range(1, 5)]
+    air = [premieres[s - 1] + pd.Timedelta(weeks=e - 1) for s, e in eps]
+    ratings = pd.DataFrame({"series": [s for s, _ in eps], "episode": [e for _, e in eps],
+                            "uk_airdate": air, "viewers": np.arange(len(eps)) / 2})
+    episodes = pd.DataFrame({"series": [s for s, _ in eps], "episode": [e for _, e in eps],
+                             "bakers_out": [1] * len(eps)})
+    bakers = pd.DataFrame([(s, b, premieres[s - 1] if s < 3 else None, 30 + b)
+                           for s in (1, 2, 3) for b in range(4)],
+                          columns=["series", "baker", "first_appeared", "age"])
+    bakers["baker"] = [f"b{s}{b}" for s, b in zip(bakers["series"], bakers["baker"])]
+    challenges = pd.DataFrame([(s, e, f"b{s}{b}", "IN") for s, e in eps for b in range(4)
+                               if b < 5 - e], columns=["series", "episode", "baker", "result"])
+    for name, df in dict(series=series, ratings=ratings, episodes=episodes, bakers=bakers,
+                         challenges=challenges).items():
+        df.to_csv(folder / f"{name}.csv", index=False)
+    return folder, ratings, challenges
+
+
+def test_tables_keyed_alike_times_through_a_composite_key_and_a_time_with_gaps(tmp_path):
+    """The draft of such an export loads as written: the episodes take the air date of
+    their ratings row (a composite foreign key that is their own key), one link between
+    the two tables; the bakers, whose own time is missing in some rows, the premiere of
+    their series; the challenges' time through their episode is left to a person."""
+    folder, ratings, challenges = write_show(tmp_path / "show")
+    text = draft(folder)
+    tables = yaml.safe_load(text)["tables"]
+    assert tables["episodes"]["time"] == {"via": "series, episode"}
+    assert tables["episodes"]["fkeys"]["series, episode"] == "ratings"
+    assert "series, episode" not in tables["ratings"]["fkeys"]   # one link is enough
+    assert '# "series, episode": episodes: one to one with episodes' in text
+    assert tables["bakers"]["time"] == {"via": "series"}
+    assert "its first_appeared is missing in 4 of 12 rows (the loader stops)" in text
+    assert "    # time: {via: \"series, episode\"}   # no time of its own: if its rows begin " \
+           "with the ratings row" in text
+    (folder / "schema.yaml").write_text(text.replace('    # time: {via: "series, episode"}',
+                                                     '    time: {via: "series, episode"}'))
+    db = load_folder(folder)
+    # each episode at its air date, each challenge at its episode's
+    aired = dict(zip(ratings["series"].astype(str) + "|" + ratings["episode"].astype(str),
+                     ratings["uk_airdate"]))
+    for name, df in (("episodes", ratings), ("challenges", challenges)):
+        t = db[name]
+        got = t.df.sort_values(t.time_col)[t.time_col].tolist()
+        assert got == sorted(aired[f"{s}|{e}"] for s, e in zip(df["series"], df["episode"]))
+    # the episodes' key and the foreign key to their ratings name the same episode
+    e = db["episodes"]
+    assert e.fkeys["series, episode (ratings)"] == "ratings"
+    assert list(db.keys["ratings"][e.df["series, episode (ratings)"].to_numpy()]) == \
+        list(db.keys["episodes"][e.df["series, episode"].to_numpy()])
