@@ -146,11 +146,15 @@ def layout(dm, split: str, pred: torch.Tensor) -> tuple[pd.DataFrame, dict]:
     table = pd.DataFrame({task.time_col: df["timestamp"].to_numpy(),
                           task.entity_col: original_ids(dm.db, task.entity_table, rows)})
     # an entity keyed by several columns (rdl.data.composite, ``"store, product"``): a
-    # column per part too, as its table holds them
-    entities = dm.db[task.entity_table].df
+    # column per part too, as its table holds them (a part that is a foreign key as the
+    # ids of the rows it references, not their positions)
+    entities = dm.db[task.entity_table]
     for part in str(task.entity_col).split(", ") if ", " in str(task.entity_col) else []:
-        if part in entities.columns and part not in table.columns:
-            table[part] = entities[part].to_numpy()[rows]
+        if part in entities.df.columns and part not in table.columns:
+            values = entities.df[part].to_numpy()[rows]
+            ref = entities.fkeys.get(part)
+            table[part] = values if ref is None else original_ids(
+                dm.db, ref, values.astype("int64"))
     # "now" has no labels yet: nothing to score
     columns, metrics = family_of(task).predictions(dm, split, pred, labelled=split != "now")
     for col, values in columns.items():

@@ -296,3 +296,30 @@ def test_suggest_stops_in_one_line_on_data_it_cannot_read(tmp_path):
     (tmp_path / "users.csv").write_text("user_id,name\n1,a\n")
     with pytest.raises(SystemExit, match="schema.yaml: schema file missing"):
         suggest([str(tmp_path)])
+
+
+def test_an_entity_keyed_by_two_columns(tiny_cfg, tmp_path):
+    """A contest's bakers, keyed by ``(series, baker)``: their challenges are their events
+    (a composite foreign key), each entity named by the id the loader made of its key."""
+    from rdl.data.draft import draft
+    from rdl.data.folder import load_folder
+    from tests.data.test_inherit import write_show
+    folder, _, challenges = write_show(tmp_path / "show")
+    (folder / "schema.yaml").write_text(draft(folder).replace(
+        '    # time: {via: "series, episode"}', '    time: {via: "series, episode"}'))
+    db = load_folder(folder)
+    t = task(tiny_cfg, "task=events", "task.entity_table=bakers", "task.label=count",
+             "task.seeds=all", "task.window=7d", "task.val_timestamp=2012-08-14",
+             "task.test_timestamp=2012-08-21")
+    df = t.split_table("test", db)
+    assert t.entity_col == "series, baker"   # (resolved on reading the data)
+    aired = {(s, e): pd.Timestamp("2012-08-14") + pd.Timedelta(weeks=e - 1)
+             for s, e in zip(challenges["series"], challenges["episode"]) if s == 3}
+    at = pd.Timestamp("2012-08-21")
+    ids = db.keys["bakers"].to_numpy()[df["series, baker"].to_numpy()]
+    got = dict(zip(ids, df["count"]))
+    for baker in ("b30", "b31", "b32", "b33"):   # the third series' bakers exist by then
+        want = sum(1 for s, e, b in zip(challenges["series"], challenges["episode"],
+                                        challenges["baker"])
+                   if b == baker and at < aired.get((s, e), at) <= at + pd.Timedelta("7d"))
+        assert got[f"3|{baker}"] == want, baker

@@ -110,11 +110,10 @@ def _and(where: str | None) -> str:
 
 
 def _key(task: str, db: Database, table: str, setting: str) -> str:
-    pkey = db[table].pkey
-    if not isinstance(pkey, str) or ", " in pkey:
-        raise DataError(f"task {task!r}: {setting} {table!r} has "
-                        + ("no primary key" if pkey is None else f"a composite key {pkey}")
-                        + ": an events task predicts rows of a table keyed by one column")
+    pkey = db[table].pkey   # (a composite key: the one column of ids the loader made)
+    if not isinstance(pkey, str):
+        raise DataError(f"task {task!r}: {setting} {table!r} has no primary key: an events "
+                        "task predicts rows of a keyed table")
     return pkey
 
 

@@ -172,8 +172,11 @@ def test_a_task_on_entities_keyed_by_two_columns_trains_and_predicts(tmp_path, r
                       rng.integers(0, 100 * 24, 3000), unit="h"),
                   "units": rng.integers(1, 5, 3000)}).to_parquet(folder / "sales.parquet")
     stock.to_csv(folder / "stock.csv", index=False)
-    (folder / "schema.yaml").write_text(
-        "tables:\n  stock: {pkey: [store, product]}\n"
+    pd.DataFrame({"store": ["S2", "S0", "S1"], "city": ["a", "b", "a"]}).to_csv(
+        folder / "stores.csv", index=False)
+    (folder / "schema.yaml").write_text(   # a part of the key is a foreign key too
+        "tables:\n  stores: {pkey: store}\n  stock: {pkey: [store, product], "
+        "fkeys: {store: stores}}\n"
         '  sales: {pkey: sale_id, time: sold_at, fkeys: {"store, product": stock}}\n')
     (conf / "stock-units.yaml").write_text(STOCK_TASK)
     (conf / "stock-units.sql").write_text(STOCK_SQL)
@@ -196,6 +199,7 @@ def test_a_task_on_entities_keyed_by_two_columns_trains_and_predicts(tmp_path, r
     got = pd.read_parquet(run / "predictions_test.parquet")
     assert sorted(got["store, product"]) == sorted(f"{s}|{p}" for s in ("S0", "S1", "S2")
                                                    for p in range(1, 11))
-    # and a column per part, as the entity's table holds it
+    # and a column per part, as the entity's table holds it (the store's id, not the
+    # position of its stores row)
     assert (got["store"] + "|" + got["product"].astype(str)).tolist() == got[
         "store, product"].tolist()
