@@ -21,7 +21,7 @@ class LinkPrediction(Kind):
 
     def evidence(self, labels):
         """The seeds with a target in the window: MAP@k is their mean."""
-        return sum(1 for x in labels if x is not None and len(x)), "seeds with a target"
+        return sum(1 for x in labels if hasattr(x, "__len__") and len(x)), "seeds with a target"
 
     def __init__(self, task_name: str, target_table: str | None = None, **kwargs):
         super().__init__(task_name)
