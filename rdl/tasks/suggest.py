@@ -27,6 +27,8 @@ from rdl.tasks.events import event_columns, references
 WINDOWS = ("1d", "7d", "30d", "91d", "365d")
 #: at least this many windows in the data's span, where a shorter window allows
 SPAN_WINDOWS = 20
+#: the backtests (``backtest=0,1,...``) a suggested window is judged on: their median split
+BACKTESTS = 5
 #: the share of entities whose events fall in two windows or more, for the events to count
 RECURRING = 0.2
 #: a numeric column of events named so is summed (``label=sum``)
@@ -69,18 +71,23 @@ def windows_for(times: np.ndarray) -> list[str]:
 
 def evidence(events: pd.DataFrame, window: str, born: pd.Series) -> dict[str, tuple] | None:
     """``{seeds: (rows, active, rarer)}``, for ``task.seeds`` ``active`` and ``all``, of
-    the thinner of val and test of the default task (``label=active``) with ``window``: its
-    seeds (the entities with an event in the window before the split time; or every one
-    that exists), those with an event in the window after, and the rarer of the two
-    classes, which AUROC rests on (:data:`rdl.report.FEW`). ``events``: ``(entity, time)``
-    rows; ``born``: each entity's time (NaT: from the start). None where no train window
-    fits."""
+    the default task (``label=active``) with ``window``: a split's seeds (the entities with
+    an event in the window before its time; or every one that exists), those with an event
+    in the window after, and the rarer of the two classes, which AUROC rests on
+    (:data:`rdl.report.FEW`); of the thinner of val and test, the median over the
+    :data:`BACKTESTS` backtests that fit (a quiet week or two does not decide; the backtest
+    of the printed command judges on them). ``events``: ``(entity, time)`` rows; ``born``:
+    each entity's time (NaT: from the start). None where no train window fits."""
     times = events["time"]
     dates = split_dates(times.min(), times.max(), window)
     if dates is None:
         return None
-    w, found = parse_window(window), {"active": [], "all": []}
-    for t in map(pd.Timestamp, dates):
+    w, first = parse_window(window), pd.Timestamp(times.min())
+    test = pd.Timestamp(dates[1])
+    back = [b for b in range(BACKTESTS) if test - (b + 2) * w >= first]   # a train window each
+    found = {"active": [], "all": []}
+    for k in range(max(back) + 2):   # the split times, test's back to the earliest val
+        t = test - k * w
         # a seed at t sees events up to t; its label, those after t up to t + window
         before = set(events["entity"][(times > t - w) & (times <= t)])
         after = set(events["entity"][(times > t) & (times <= t + w)])
@@ -88,7 +95,12 @@ def evidence(events: pd.DataFrame, window: str, born: pd.Series) -> dict[str, tu
         for seeds, n, active in (("active", len(before), len(before & after)),
                                  ("all", exist, len(after))):
             found[seeds].append((n, active, min(active, n - active)))
-    return {seeds: min(f, key=lambda x: x[2]) for seeds, f in found.items()}
+    out = {}
+    for seeds, f in found.items():   # each backtest's thinner split, then their median
+        thinner = sorted((min(f[b], f[b + 1], key=lambda x: x[2]) for b in back),
+                         key=lambda x: x[2])
+        out[seeds] = thinner[(len(thinner) - 1) // 2]
+    return out
 
 
 def fitting_window(events: pd.DataFrame, born: pd.Series) -> tuple[str, str, tuple] | None:
@@ -189,7 +201,8 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         if rests[2] < FEW:   # rdl.train's report will say so too
             whom = "with events in the window before a split time" if seeds == "active" \
                 else "by a split time"
-            lines.append(f"# few rows at every window: at {window}, {rests[0]:,} {name} "
+            lines.append(f"# few rows at every window: at {window}, the median of "
+                         f"{BACKTESTS} backtests' thinner split has {rests[0]:,} {name} "
                          f"{whom}, {rests[1]:,} of them with events in the window after; "
                          "judge over many windows: python -m rdl.train -m ... "
                          "backtest=0,1,2,3,4, then python -m rdl.backtest")
