@@ -23,8 +23,8 @@ from rdl.data.database import Database, DataError, Table
 from rdl.graph.build import check_stypes, make_graph
 from rdl.graph.store import cached_graph
 from rdl.progress import stage
-from rdl.report import few_rows
 from rdl.tasks import SPLITS, TIMESTAMPS, Task
+from rdl.tasks.kinds import few_rows
 
 log = logging.getLogger(__name__)
 
@@ -198,8 +198,8 @@ def split_tables(task: Task, db: Database, now: bool) -> dict[str, pd.DataFrame]
             tables["now"] = task.now_table(db, tables)
     for split, df in tables.items():
         log.info("%s table: %d rows", split, len(df))
-    if thin := few_rows(task, tables):
-        log.warning(thin)
+    if thin := few_rows(task, tables):   # (the report says it too: a tiny run is thin)
+        log.info(thin)
     return tables
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from rdl.caching import write_atomic
+from rdl.tasks.kinds import few_rows
 
 log = logging.getLogger("rdl.train")
 
@@ -39,8 +40,6 @@ BEST = "*"
 #: baseline names longer than this are cut (with "…") to leave room for the metrics
 NAME_WIDTH = 30
 SPLITS = ("val", "test")
-#: a split whose metrics rest on fewer rows than this (``Kind.evidence``) is called thin
-FEW = 100
 ARROW = {True: "↑", False: "↓", None: ""}
 NBSP = "\xa0"  # textwrap does not break there
 
@@ -60,24 +59,6 @@ def when(time) -> str:
     """A split time as a date, with the time of day where it is not midnight."""
     t = pd.Timestamp(time)
     return str(t.date()) if t == t.normalize() else t.strftime("%Y-%m-%d %H:%M")
-
-
-def few_rows(task, tables: dict) -> str:
-    """A note naming the splits of ``tables`` (split -> its labelled rows) whose metrics
-    rest on fewer than :data:`FEW` rows (the task's ``kind.evidence``: a binary task's rarer
-    class); "" where none does. Differences over so few rows are mostly chance."""
-    thin = []
-    for split in SPLITS:
-        if split in tables and task.target_col in tables[split]:
-            n, what = task.kind.evidence(tables[split][task.target_col])
-            if n < FEW:
-                rows = len(tables[split])
-                thin.append(f"{split} {n} {what}" + (f" of {rows} rows" if rows != n else ""))
-    if not thin:
-        return ""
-    return (f"few rows: {', '.join(thin)}: a metric over fewer than {FEW} says little (more "
-            "seeds a split: a longer window, earlier split times; or many windows: "
-            "python -m rdl.backtest)")
 
 
 def heading(name: str, val_time=None, test_time=None, backtest: int = 0,

@@ -237,7 +237,7 @@ def test_the_window_is_the_shortest_whose_splits_rest_on_enough_rows(people, day
     and test each have at least FEW seeds of the rarer class (the report's threshold; the
     thinner split's median over five backtests), with the seeds that had events in the
     window before where they are enough, else everyone."""
-    from rdl.report import FEW
+    from rdl.tasks.kinds import FEW
     rng = np.random.default_rng(0)
     rows = []
     for person in range(people):   # an event every ``days`` on average, over 11 years

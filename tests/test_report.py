@@ -309,7 +309,7 @@ def test_a_split_of_few_rows_is_named_in_the_report(tiny_cfg, tmp_path, capsys):
     target. The note comes in the report, under the table."""
     import pandas as pd
 
-    from rdl.report import FEW, few_rows
+    from rdl.tasks.kinds import FEW, few_rows
     churn = instantiate(tiny_cfg("task=user-churn").task, _convert_="all")
     label = churn.target_col
 

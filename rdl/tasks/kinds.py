@@ -16,6 +16,9 @@ from typing import ClassVar
 
 import pandas as pd
 
+#: a split whose metrics rest on fewer rows than this (:meth:`Kind.evidence`) is thin
+FEW = 100
+
 
 class Kind:
     """A kind of task. Subclasses say what differs; see the module's docstring."""
@@ -48,3 +51,21 @@ class Kind:
         """``(n, what)``: how many of a split's rows its metrics rest on, and what they
         are (``labels``: the split table's label column): every labelled row."""
         return int(pd.Series(labels).notna().sum()), "rows"
+
+
+def few_rows(task, tables: dict) -> str:
+    """A note naming the splits of ``tables`` (split -> its labelled rows) whose metrics
+    rest on fewer than :data:`FEW` rows (the task's ``kind.evidence``: a binary task's rarer
+    class); "" where none does. Differences over so few rows are mostly chance."""
+    thin = []
+    for split in ("val", "test"):
+        if split in tables and task.target_col in tables[split]:
+            n, what = task.kind.evidence(tables[split][task.target_col])
+            if n < FEW:
+                rows = len(tables[split])
+                thin.append(f"{split} {n} {what}" + (f" of {rows} rows" if rows != n else ""))
+    if not thin:
+        return ""
+    return (f"few rows: {', '.join(thin)}: a metric over fewer than {FEW} says little (more "
+            "seeds a split: a longer window, earlier split times; or many windows: "
+            "python -m rdl.backtest)")

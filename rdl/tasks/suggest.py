@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import Database, DataError
-from rdl.report import FEW
 from rdl.tasks import parse_window
+from rdl.tasks.kinds import FEW
 from rdl.tasks.events import event_columns, references
 
 #: the windows a suggestion takes (the shortest that fits, at least a week)
@@ -74,7 +74,7 @@ def evidence(events: pd.DataFrame, window: str, born: pd.Series) -> dict[str, tu
     the default task (``label=active``) with ``window``: a split's seeds (the entities with
     an event in the window before its time; or every one that exists), those with an event
     in the window after, and the rarer of the two classes, which AUROC rests on
-    (:data:`rdl.report.FEW`); of the thinner of val and test, the median over the
+    (:data:`rdl.tasks.kinds.FEW`); of the thinner of val and test, the median over the
     :data:`BACKTESTS` backtests that fit (a quiet week or two does not decide; the backtest
     of the printed command judges on them). ``events``: ``(entity, time)`` rows; ``born``:
     each entity's time (NaT: from the start). None where no train window fits."""
@@ -105,7 +105,7 @@ def evidence(events: pd.DataFrame, window: str, born: pd.Series) -> dict[str, tu
 
 def fitting_window(events: pd.DataFrame, born: pd.Series) -> tuple[str, str, tuple] | None:
     """``(window, seeds, evidence)``: the shortest window of :func:`windows_for` whose
-    val and test rest on at least :data:`rdl.report.FEW` rows (:func:`evidence`), with
+    val and test rest on at least :data:`rdl.tasks.kinds.FEW` rows (:func:`evidence`), with
     ``task.seeds=active`` where that is enough, else ``all``; where none is, the one of
     most. None where no window fits."""
     best = None
