@@ -36,12 +36,6 @@ AMOUNT = re.compile(r"amount|price|total|value|revenue|sales|quantity|qty|cost|f
                     r"paid|payment|profit|units", re.I)
 
 
-def times_of(db: Database, tables) -> np.ndarray:
-    """The times of the rows of ``tables``."""
-    return np.concatenate([db[t].df[db[t].time_col].dropna().to_numpy("datetime64[s]")
-                           for t in tables])
-
-
 def events_of(db: Database, columns: dict[str, str]) -> pd.DataFrame:
     """``(entity, time)`` of the rows of each ``table: column`` of ``columns``."""
     return pd.concat([db[t].df[[c, db[t].time_col]].dropna().set_axis(["entity", "time"], axis=1)
@@ -175,7 +169,8 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         if not found:
             lines += ["", f"# {name} ({len(table):,} rows):", *notes] if notes else []
             continue
-        first = window_for(times_of(db, found))   # (once: every table's recurrence by it)
+        # (once: every table's recurrence by it)
+        first = window_for(events_of(db, found)["time"].to_numpy())
         columns = {t: c for t, c in found.items() if recurring(db, t, c, first)}
         if not columns:
             continue
