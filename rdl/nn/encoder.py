@@ -161,7 +161,12 @@ class FixedOrderEncoder(StypeWiseFeatureEncoder):
     def forward(self, tf: torch_frame.TensorFrame) -> tuple[Tensor, list[str]]:
         xs = [self.encoder_dict[st.value](tf.feat_dict[st], self.col_names_dict[st])
               for st in self.stypes]
-        return torch.cat(xs, dim=1), [c for st in self.stypes for c in self.col_names_dict[st]]
+        # One stype: its encoding made contiguous, not ``cat``: Inductor's ``cat`` of one
+        # tensor keeps its strides where eager's copies it contiguous, and the ResNet
+        # views the result (a table of embedding columns alone, whose batched matmul
+        # leaves them transposed, stopped the compile: ``tests/nn/test_encoder.py``).
+        x = xs[0].contiguous() if len(xs) == 1 else torch.cat(xs, dim=1)
+        return x, [c for st in self.stypes for c in self.col_names_dict[st]]
 
 
 def hash_uniform(like: Tensor, seed: Tensor) -> Tensor:

@@ -231,3 +231,21 @@ def test_embedding_columns_of_one_width_are_mapped_in_one_batched_matmul():
         g = torch.autograd.grad((ours.encode_forward(feat) * w).sum(), list(ours.parameters()))
         for a, b in zip(g, g_ref):
             torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_a_table_of_embedding_columns_alone_compiles():
+    # Portal's species table (genus, species, taxa: text, embedded): the columns' batched
+    # matmul leaves their encodings transposed in memory, and Inductor's cat of one
+    # tensor kept that layout, which the ResNet's view refused when compiling.
+    from torch_frame.data.multi_embedding_tensor import MultiEmbeddingTensor
+    from torch_frame.data.stats import StatType
+
+    torch.manual_seed(0)
+    names = {torch_frame.embedding: ["genus", "species", "taxa"]}
+    stats = {c: {StatType.EMB_DIM: 4} for c in names[torch_frame.embedding]}
+    feat = MultiEmbeddingTensor.from_tensor_list([torch.randn(7, 4) for _ in range(3)])
+    tf = torch_frame.TensorFrame({torch_frame.embedding: feat}, names)
+    enc = HeteroEncoder(8, {"t": names}, {"t": stats}, num_layers=1).eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(enc, fullgraph=True, dynamic=True)
+    torch.testing.assert_close(compiled({"t": tf})["t"], enc({"t": tf})["t"])
