@@ -335,3 +335,30 @@ def test_an_entity_keyed_by_two_columns(tiny_cfg, tmp_path):
                                         challenges["baker"])
                    if b == baker and at < aired.get((s, e), at) <= at + pd.Timedelta("7d"))
         assert got[f"3|{baker}"] == want, baker
+
+
+def test_entities_with_events_in_every_window_get_their_counts():
+    """Portal's plots, each surveyed once a month (on one of two nights) for 20 years: at a
+    week most splits hold no survey, at a month every plot has one. The active task is one
+    class in a split at every window; suggest prints the counts, at a window whose printed
+    val and test each hold surveys (it printed a week whose val split was empty)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for month in pd.date_range("1983-01-01", "2002-12-01", freq="MS"):
+        night = month + pd.Timedelta(days=int(rng.integers(0, 20)))
+        for plot in range(24):   # half the plots the first night, half the second
+            at = night + pd.Timedelta(days=plot % 2)
+            rows += [(plot, at)] * int(rng.integers(1, 30))   # a row per animal caught
+    surveys = pd.DataFrame(rows, columns=["plot_id", "at"])
+    db = Database({"plots": Table(pd.DataFrame({"plot_id": range(24)}), "plot_id", {}, None),
+                   "surveys": Table(surveys, None, {"plot_id": "plots"}, "at")})
+    lines = suggestions(db, ["data=x"])
+    assert lines[1].startswith("# label=active is one class in the val or test split")
+    commands = [shlex.split(line) for line in lines if line.startswith("python")]
+    assert commands and all("task.label=count" in c for c in commands)
+    for c in commands:
+        args = dict(a.split("=", 1) for a in c if a.startswith("task."))
+        w = pd.Timedelta(args["task.window"])
+        for split in ("task.val_timestamp", "task.test_timestamp"):
+            at = pd.Timestamp(args[split])
+            assert ((surveys["at"] > at) & (surveys["at"] <= at + w)).any(), (split, args)

@@ -31,6 +31,9 @@ SPAN_WINDOWS = 20
 BACKTESTS = 5
 #: the share of entities whose events fall in two windows or more, for the events to count
 RECURRING = 0.2
+#: what a split's evidence counts, per label (:func:`evidence`'s tuples): the rarer class of
+#: ``active``; the rows with events in the window after (a label not 0) of ``count``
+COUNTS = {"active": 2, "count": 1}
 #: a numeric column of events named so is summed (``label=sum``)
 AMOUNT = re.compile(r"amount|price|total|value|revenue|sales|quantity|qty|cost|fare|spend|"
                     r"paid|payment|profit|units", re.I)
@@ -63,15 +66,18 @@ def windows_for(times: np.ndarray) -> list[str]:
     return [WINDOWS[i], *longer]
 
 
-def evidence(events: pd.DataFrame, window: str, born: pd.Series) -> dict[str, tuple] | None:
+def evidence(events: pd.DataFrame, window: str, born: pd.Series,
+             label: str = "active") -> dict[str, tuple] | None:
     """``{seeds: (rows, active, rarer)}``, for ``task.seeds`` ``active`` and ``all``, of
-    the default task (``label=active``) with ``window``: a split's seeds (the entities with
-    an event in the window before its time; or every one that exists), those with an event
-    in the window after, and the rarer of the two classes, which AUROC rests on
-    (:data:`rdl.tasks.kinds.FEW`); of the thinner of val and test, the median over the
+    the task with ``window``: a split's seeds (the entities with an event in the window
+    before its time; or every one that exists), those with an event in the window after,
+    and the rarer of the two classes, which AUROC rests on (:data:`rdl.tasks.kinds.FEW`);
+    of the split thinner in what ``label`` counts (:data:`COUNTS`), the median over the
     :data:`BACKTESTS` backtests that fit (a quiet week or two does not decide; the backtest
-    of the printed command judges on them). ``events``: ``(entity, time)`` rows; ``born``:
-    each entity's time (NaT: from the start). None where no train window fits."""
+    of the printed command judges on them). Seeds whose printed val or test split holds
+    none of it are left out: the command would not train, or score one class.
+    ``events``: ``(entity, time)`` rows; ``born``: each entity's time (NaT: from the
+    start). None where no train window fits."""
     times = events["time"]
     dates = split_dates(times.min(), times.max(), window)
     if dates is None:
@@ -89,26 +95,29 @@ def evidence(events: pd.DataFrame, window: str, born: pd.Series) -> dict[str, tu
         for seeds, n, active in (("active", len(before), len(before & after)),
                                  ("all", exist, len(after))):
             found[seeds].append((n, active, min(active, n - active)))
-    out = {}
+    out, i = {}, COUNTS[label]
     for seeds, f in found.items():   # each backtest's thinner split, then their median
-        thinner = sorted((min(f[b], f[b + 1], key=lambda x: x[2]) for b in back),
-                         key=lambda x: x[2])
+        if min(f[0][i], f[1][i]) == 0:   # the printed command's test (k 0) and val (k 1)
+            continue
+        thinner = sorted((min(f[b], f[b + 1], key=lambda x: x[i]) for b in back),
+                         key=lambda x: x[i])
         out[seeds] = thinner[(len(thinner) - 1) // 2]
     return out
 
 
-def fitting_window(events: pd.DataFrame, born: pd.Series) -> tuple[str, str, tuple] | None:
+def fitting_window(events: pd.DataFrame, born: pd.Series,
+                   label: str = "active") -> tuple[str, str, tuple] | None:
     """``(window, seeds, evidence)``: the shortest window of :func:`windows_for` whose
-    val and test rest on at least :data:`rdl.tasks.kinds.FEW` rows (:func:`evidence`), with
-    ``task.seeds=active`` where that is enough, else ``all``; where none is, the one of
-    most. None where no window fits."""
-    best = None
+    val and test rest on at least :data:`rdl.tasks.kinds.FEW` rows of what ``label``
+    counts (:func:`evidence`), with ``task.seeds=active`` where that is enough, else
+    ``all``; where none is, the one of most. None where no window fits."""
+    best, i = None, COUNTS[label]
     for window in windows_for(events["time"].to_numpy()):
-        found = evidence(events, window, born)
+        found = evidence(events, window, born, label)
         for seeds, rests in (found or {}).items():
-            if rests[2] >= FEW:
+            if rests[i] >= FEW:
                 return window, seeds, rests
-            if best is None or rests[2] > best[2][2]:
+            if best is None or rests[i] > best[2][i]:
                 best = (window, seeds, rests)
     return best
 
@@ -177,7 +186,10 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         events = events_of(db, columns)   # the window and split times of the events it takes
         born = table.df[table.time_col] if table.time_col else \
             pd.Series(pd.NaT, index=table.df.index, dtype="datetime64[ns]")
-        if (fit := fitting_window(events, born)) is None:
+        # every entity with events in the window after, or none, at every window (a plot
+        # surveyed each month): no active task to learn; the counts, their own window
+        one_class = (fit := fitting_window(events, born)) is None
+        if one_class and (fit := fitting_window(events, born, "count")) is None:
             continue
         window, seeds, rests = fit
         times = events["time"]
@@ -193,7 +205,11 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         lines += ["", f"# {name} ({len(table):,} rows): events in "
                   + ", ".join(f"{t}.{c} ({len(db[t]):,})" for t, c in columns.items())
                   + f"; times {times.min()} to {times.max()}"]
-        if rests[2] < FEW:   # rdl.train's report will say so too
+        if one_class:
+            lines.append(f"# label=active is one class in the val or test split at every "
+                         f"window (every seed of {name} has events in the window after, or "
+                         "none has): its counts only")
+        if rests[COUNTS["count" if one_class else "active"]] < FEW:   # as rdl.train's report
             whom = "with events in the window before a split time" if seeds == "active" \
                 else "by a split time"
             lines.append(f"# few rows at every window: at {window}, the median of "
@@ -201,8 +217,8 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
                          f"{whom}, {rests[1]:,} of them with events in the window after; "
                          "judge over many windows: python -m rdl.train -m ... "
                          "backtest=0,1,2,3,4, then python -m rdl.backtest")
-        lines += [cmd("task=events", *only, *every),
-                  cmd("task=events", *only, *every, "task.label=count")]
+        lines += [cmd("task=events", *only, *every)] if not one_class else []
+        lines += [cmd("task=events", *only, *every, "task.label=count")]
         for t, col in columns.items():
             keys = {col, db[t].time_col, *db[t].fkeys}
             one = [] if len(found) == 1 else [f"task.events={t}"]
