@@ -226,6 +226,13 @@ def test_suggestions_leave_out_events_that_do_not_recur():
     with pytest.raises(DataError, match="no table holds recurring events"):
         suggestions(Database({n: db[n] for n in ("customers", "countries", "orders", "items")}),
                     [])
+    # a flat export (Portal's surveys joined to their species): its repeated ids are named,
+    # with the table that would make them entities
+    flat = visits.assign(species_id=np.arange(90) % 7, record_id=np.arange(90))
+    with pytest.raises(DataError, match=r"surveys.species_id: keys of no table, repeated; .*"
+                       r"species: \{pkey: species_id, implied: true\}"):
+        suggestions(Database({"surveys": Table(flat.drop(columns="customer_id"), "record_id",
+                                               {}, "at")}), [])
 
 
 @pytest.mark.parametrize("people, days, burst, window, seeds", [

@@ -54,6 +54,22 @@ def _singulars(name: str) -> set[str]:
     return out
 
 
+def plural(word: str) -> str:
+    """A table's name for the rows a key names (plot: plots, category: categories, status:
+    statuses, person: people); a word that is its own plural stays (species, series)."""
+    low = word.lower()
+    for many, one in IRREGULAR.items():
+        if low.endswith(one):
+            return word[:len(word) - len(one)] + many
+    if low.endswith("ies"):
+        return word
+    if low.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    if low.endswith("y") and low[-2:-1] not in ("", *"aeiou"):
+        return word[:-1] + "ies"
+    return word + "s"
+
+
 def bare_names(names) -> dict[str, str]:
     """Table names without the words exports wrap them in: a role (``dim_customer``,
     ``fact_sales``) or words every table's name shares (Olist's ``olist_orders_dataset``:
@@ -164,8 +180,8 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                    "no key: an id a feature would learn by heart (stypes: "
                                    f"{{{col}: drop}})"))
                 continue
-            table = (re.sub(r"[\s_]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I)
-                     or str(col)) + "s"   # (a column "id": a table "ids", to be named)
+            table = plural(re.sub(r"[\s_]*(id|key|code|no|number|sku)$", "", str(col),
+                                  flags=re.I) or str(col))   # ("id": "ids", to be named)
             notes.append((col, f"{col}: keys of no table here, repeated; if they are entities "
                                f"(a household, a session), a table of them: {table}: {{pkey: "
                                f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))

@@ -236,8 +236,27 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         raise DataError("no table holds recurring events of a keyed table (rows of a timed "
                         "table with a foreign key to it, in two windows or more for a fifth "
                         "of its rows): a task needs its own SQL (the README's 'Your own "
-                        "configs and tasks')")
+                        "configs and tasks')" + _unheld(db))
     return lines[1:]
+
+
+def _unheld(db: Database) -> str:
+    """What the error says of timed tables' columns named as keys that repeat and that no
+    table holds (a flat export's customer ids): each an entity that an ``implied: true``
+    table would make, with events."""
+    from rdl.data.draft_keys import plural
+    from rdl.data.draft_times import norm
+    cols = [(t, c) for t, tab in db if tab.time_col for c in tab.df.columns
+            if c != tab.pkey and c not in tab.fkeys and norm(c).endswith(("id", "key"))
+            and tab.df[c].nunique() < tab.df[c].notna().sum()]
+    if not cols:
+        return ""
+    t, c = cols[0]
+    name = plural(re.sub(r"[\s_]*(id|key)$", "", str(c), flags=re.I) or str(c))
+    return (f"; {', '.join(f'{t}.{c}' for t, c in cols)}: keys of no table, repeated; if "
+            f"they are entities, a table of them has their rows as events: {name}: {{pkey: "
+            f"{c}, implied: true}} in the schema's tables, and fkeys: {{{c}: {name}}} on {t} "
+            "(the draft's comments say so of each)")
 
 
 def main(argv=None) -> None:

@@ -81,12 +81,14 @@ def test_one_flat_table_s_entities_are_told_as_implied_tables(tmp_path):
                   "StockCode": ["85123A", "71053", "85123A", "POST"],
                   "CustomerID": [17850.0, 17850.0, None, 13047.0],
                   "order_number": [1, 2, 1, 3],    # a customer's n-th order (Instacart's)
+                  "species_id": ["NL", "NL", "DM", "DM"], "category_id": [4, 4, 5, 5],
                   "InvoiceDate": ["12/1/2010 8:26", "12/1/2010 8:26", "12/1/2010 8:28",
                                   "12/13/2010 9:02"]}).to_csv(tmp_path / "retail.csv",
                                                               index=False)
     text = draft(tmp_path)
     for col, table in (("InvoiceNo", "Invoices"), ("StockCode", "Stocks"),
-                       ("CustomerID", "Customers")):
+                       ("CustomerID", "Customers"), ("species_id", "species"),
+                       ("category_id", "categories")):   # (not speciess, categorys)
         assert f"{table}: {{pkey: {col}, implied: true}}" in text, col
     assert "order_number" not in text
 
