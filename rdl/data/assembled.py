@@ -90,7 +90,9 @@ def build(t, df: pd.DataFrame) -> None:
             first = ", ".join(f"{c} {show(df.loc[wrong, c].iloc[0])}" for c in cols)
             raise DataError(f"{t.where()}: assemble {name!r} of {cols}: {int(wrong.sum())} of "
                             f"{len(df)} rows name no day of their calendar, e.g. {first} "
-                            f"({rows(wrong)})")
+                            f"({rows(wrong)}): correct them in the file, or " + (
+                                "drop them (the table's time, needed on every row)"
+                                if name == t.time else "write a part empty (no time)"))
         moments = pd.Series(pd.NaT, index=df.index, dtype="datetime64[ns]")
         moments[whole] = out.to_numpy()
         if len(cols) == 2:   # a month: known once it is over, at the next one's start

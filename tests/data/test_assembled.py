@@ -90,7 +90,8 @@ def test_a_day_its_month_has_not_stops_naming_the_rows(tmp_path):
     df.loc[7, ["month", "day"]] = [2, 30]
     df.to_csv(tmp_path / "readings.csv", index=False)
     fails(tmp_path, "assemble 'read_at'", "1 of 300 rows name no day of their calendar",
-          "e.g. year 2023, month 2, day 30, hour", "(row 7)", schema=schema())
+          "e.g. year 2023, month 2, day 30, hour", "(row 7): correct them in the file",
+          schema=schema())
 
 
 def test_a_missing_part_of_the_tables_time_stops(tmp_path):
