@@ -216,8 +216,14 @@ def test_suggestions_leave_out_events_that_do_not_recur():
     assert lines[1].startswith("# few rows at every window: at 7d, the median of 5 backtests' "
                                "thinner split has 3 customers with events")
     assert "task=events task.entity_table=customers task.window=7d" in lines[2]
-    commands = [line for line in lines if line.startswith("python")]
+    commands = [line for line in lines if line.startswith("python")
+                and "entity_table=customers" in line]
     assert len(commands) == 3 and all("task.events=" in line for line in commands)
+    # a country's events are its customers' visits (customers are static; their orders
+    # reference them twice, and a signup is once)
+    assert "# countries (2 rows): events in visits.customer_id.country_id (90); times " \
+        "2024-01-01 00:00:00 to 2024-06-27 00:00:00" in lines
+    assert "'task.events={visits:[customer_id,country_id]}'" in lines[-1]
     # split times by the visits' last (2024-06-27), not the signups' (December)
     assert "task.val_timestamp=2024-06-13 task.test_timestamp=2024-06-20" in commands[0]
     assert "task.events=visits task.label=sum task.value=amount" in commands[2]
@@ -369,3 +375,77 @@ def test_entities_with_events_in_every_window_get_their_counts():
         for split in ("task.val_timestamp", "task.test_timestamp"):
             at = pd.Timestamp(args[split])
             assert ((surveys["at"] > at) & (surveys["at"] <= at + w)).any(), (split, args)
+
+
+def pizzeria() -> Database:
+    """A pizzeria's order lines, each of a pizza (a size of a type); pizzas and their types
+    static (Kaggle's pizza sales, from R's gt::pizzaplace)."""
+    rng = np.random.default_rng(0)
+    lines = pd.DataFrame({"line_id": range(400), "pizza_id": rng.integers(0, 6, 400),
+                          "quantity": rng.integers(1, 4, 400),
+                          "at": pd.Timestamp("2024-01-01") + pd.to_timedelta(
+                              np.sort(rng.uniform(0, 180, 400)), unit="D")})
+    pizzas = pd.DataFrame({"pizza_id": range(6), "type_id": [2, 2, 0, 1, 1, 0]})
+    return Database({"lines": Table(lines, "line_id", {"pizza_id": "pizzas"}, "at"),
+                     "pizzas": Table(pizzas, "pizza_id", {"type_id": "types"}),
+                     "types": Table(pd.DataFrame({"type_id": range(3)}), "type_id", {})})
+
+
+@pytest.mark.parametrize("events", [(), ("task.events={lines: [pizza_id, type_id]}",)])
+def test_events_through_a_static_table_are_the_entity_s(tiny_cfg, events):
+    """A pizza type's sales are its pizzas' order lines: a path of foreign keys (by
+    default where no table references the type itself, through a static table)."""
+    db = pizzeria()
+    t = task(tiny_cfg, "task=events", "task.entity_table=types", *events, "task.label=sum",
+             "task.value=quantity", "task.seeds=all", "task.window=14d",
+             "task.val_timestamp=2024-05-01", "task.test_timestamp=2024-05-15",
+             "task.where='pizza_id <> 3'")   # (a name both tables have)
+    lines, kind = db["lines"].df, db["pizzas"].df["type_id"].to_numpy()
+    for split in ("train", "test"):
+        df = t.split_table(split, db)
+        assert len(df) and set(df["type_id"]) == {0, 1, 2}
+        for row in df.itertuples():
+            mine = lines[(kind[lines["pizza_id"]] == row.type_id) & (lines["pizza_id"] != 3)]
+            window = mine[(mine["at"] > row.timestamp) & (mine["at"] <= row.timestamp + t.delta)]
+            assert row.sum == pytest.approx(window["quantity"].sum())
+    assert any(line.startswith("# types (3 rows): events in lines.pizza_id.type_id (400)")
+               for line in suggestions(db, ["data=x"]))
+
+
+@pytest.mark.parametrize("path, error", [
+    ("[pizza_id, size]", r"path \['pizza_id', 'size'\]: 'size' is not a foreign key of "
+                         r"table 'pizzas' \(those: \['type_id'\]\)"),
+    ("[pizza_id]", r"path \['pizza_id'\] ends at table 'pizzas', not at 'types'")])
+def test_a_path_that_does_not_reach_the_entity_is_named(tiny_cfg, path, error):
+    t = task(tiny_cfg, "task=events", "task.entity_table=types", f"task.events={{lines: {path}}}",
+             *SPLIT)
+    with pytest.raises(DataError, match=error):
+        t.split_table("test", pizzeria())
+
+
+def test_a_link_task_s_events_reference_the_entity_themselves(tiny_cfg):
+    t = task(tiny_cfg, "task=events-links", "task.entity_table=types",
+             "task.events={lines: [pizza_id, type_id]}", *SPLIT)
+    with pytest.raises(DataError, match=r"events table 'lines' reaches 'types' through "
+                       r"\['pizza_id', 'type_id'\]: a link task's events reference the entity"):
+        t.split_table("test", pizzeria())
+
+
+def test_events_through_a_timed_table_by_a_path(tiny_cfg):
+    """A customer's spend is the price of the items of their orders: a path through the
+    orders (which have a time of their own)."""
+    db = shop()
+    items = pd.DataFrame({"order_id": np.arange(120) // 2, "price": np.arange(120.0),
+                          "at": np.repeat(db["orders"].df["at"].to_numpy(), 2)})
+    db = Database({**db.tables, "items": Table(items, None, {"order_id": "orders"}, "at")})
+    t = task(tiny_cfg, "task=events", "task.entity_table=customers",
+             "task.events={items: [order_id, customer_id]}", "task.label=sum",
+             "task.value=price", "task.seeds=all", "task.window=30d",
+             "task.val_timestamp=2024-05-01", "task.test_timestamp=2024-05-31")
+    df = t.split_table("train", db)
+    whose = db["orders"].df["customer_id"].to_numpy()[items["order_id"]]
+    assert len(df) and set(df["customer_id"]) == set(range(5))
+    for row in df.itertuples():
+        mine = items[(whose == row.customer_id) & (items["at"] > row.timestamp)
+                     & (items["at"] <= row.timestamp + t.delta)]
+        assert row.sum == pytest.approx(mine["price"].sum())

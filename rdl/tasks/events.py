@@ -52,10 +52,13 @@ def references(db: Database, table: str, target: str) -> list[str]:
     return [c for c, t in db[table].fkeys.items() if t == target and c in db[table].df.columns]
 
 
-def event_columns(task: str, db: Database, entity: str, events) -> dict[str, str]:
+def event_columns(task: str, db: Database, entity: str, events) -> dict[str, str | tuple]:
     """``{events table: its column referencing entity}`` for ``events`` as a task names
     them: a table's name, a list of them, ``{table: column}``, or None (every timed table,
-    but the entity's own, with one foreign key to the entity)."""
+    but the entity's own, with one foreign key to the entity; where none has, every one
+    with one foreign key to a static table with one to the entity: a pizza's sales are
+    its type's). A column may be a path of foreign keys, a tuple (``{order_details:
+    [pizza_id, pizza_type_id]}``: each row's pizza, and that pizza's type)."""
     if entity not in db.tables:
         raise DataError(f"task {task!r}: entity_table {entity!r} is not a table of the "
                         f"database; its tables: {sorted(db.tables)}")
@@ -67,6 +70,8 @@ def event_columns(task: str, db: Database, entity: str, events) -> dict[str, str
                 found[name] = refs[0]
             elif refs:
                 several.append(f"{name} ({', '.join(refs)})")
+        if not found and not several:
+            found = _through_static(db, entity)
         if several:
             log.info("task %s: tables left out of the events, for they reference %s by "
                      "several columns (name one: events: {table: column}): %s", task, entity,
@@ -78,7 +83,7 @@ def event_columns(task: str, db: Database, entity: str, events) -> dict[str, str
                             + (f", of which {several} reference it by several columns: name "
                                "one (task.events={table: column})" if several else ""))
         log.info("task %s: the events of %s: %s", task, entity,
-                 ", ".join(f"{t}.{c}" for t, c in found.items()))
+                 ", ".join(dotted(t, c) for t, c in found.items()))
         return found
     named = {events: None} if isinstance(events, str) else \
         dict(events) if isinstance(events, dict) else {t: None for t in events}
@@ -91,6 +96,9 @@ def event_columns(task: str, db: Database, entity: str, events) -> dict[str, str
         if not db[name].time_col:
             raise DataError(f"{where} has no time (a static table's rows are no events): "
                             "declare its time column in the schema (time: COLUMN)")
+        if isinstance(col, (list, tuple)):
+            out[name] = _path(where, db, name, [str(c) for c in col], entity)
+            continue
         refs = references(db, name, entity)
         if col is None and len(refs) != 1:
             raise DataError(f"{where} has {len(refs)} foreign keys to {entity!r}"
@@ -102,6 +110,64 @@ def event_columns(task: str, db: Database, entity: str, events) -> dict[str, str
                             f"(those: {refs or 'none'})")
         out[name] = col or refs[0]
     return out
+
+
+def _through_static(db: Database, entity: str) -> dict[str, tuple]:
+    """``{timed table: (its key to a static table, that table's key to entity)}``: each
+    timed table with one foreign key to a static table (no time) that has one to entity,
+    where there is one such path."""
+    found = {}
+    for middle, m in db:
+        refs = references(db, middle, entity) if not m.time_col and middle != entity else []
+        for name, table in db if len(refs) == 1 else ():
+            ups = references(db, name, middle) if table.time_col and name != entity else []
+            if len(ups) == 1:
+                found.setdefault(name, []).append((ups[0], refs[0]))
+    return {name: paths[0] for name, paths in found.items() if len(paths) == 1}
+
+
+def _path(where: str, db: Database, table: str, path: list[str], entity: str) -> tuple:
+    """``path`` checked: each column a foreign key of the table the one before names,
+    the last to ``entity``."""
+    at = table
+    for col in path:
+        if col not in db[at].fkeys or col not in db[at].df.columns:
+            raise DataError(f"{where}: path {path}: {col!r} is not a foreign key of table "
+                            f"{at!r} (those: {sorted(db[at].fkeys) or 'none'})")
+        at = db[at].fkeys[col]
+        if at != entity and not isinstance(db[at].pkey, str):
+            raise DataError(f"{where}: path {path}: table {at!r} on the way has no key of "
+                            "one column to join by")
+    if at != entity:
+        raise DataError(f"{where}: path {path} ends at table {at!r}, not at {entity!r}")
+    return tuple(path)
+
+
+def entities_of(db: Database, table: str, col: str | tuple) -> pd.Series:
+    """The entity's row each row of ``table`` names by ``col`` (a foreign key, or a
+    path of them: :func:`event_columns`), missing where any step is."""
+    path = (col,) if isinstance(col, str) else col
+    keys, at = db[table].df[path[0]], db[table].fkeys[path[0]]
+    for c in path[1:]:
+        step = pd.Series(db[at].df[c].array, index=db[at].df[db[at].pkey])
+        keys = pd.Series(step.reindex(keys.to_numpy()).array, index=keys.index)
+        at = db[at].fkeys[c]
+    return keys
+
+
+def dotted(table: str, col: str | tuple) -> str:
+    """``table.column`` (``table.key.key`` along a path)."""
+    return ".".join((table, *((col,) if isinstance(col, str) else col)))
+
+
+def events_setting(columns: dict) -> str:
+    """The ``task.events=`` override that names ``columns``' events tables (a table's name,
+    a list of them; ``{table: [key, key]}`` where one is reached through a path)."""
+    if all(isinstance(c, str) for c in columns.values()):
+        return "task.events=" + (next(iter(columns)) if len(columns) == 1 else
+                                 f"[{','.join(columns)}]")
+    return "task.events={" + ",".join(f"{t}:{c}" if isinstance(c, str) else
+                                      f"{t}:[{','.join(c)}]" for t, c in columns.items()) + "}"
 
 
 def _and(where: str | None) -> str:
@@ -218,10 +284,7 @@ class NodeEvents(_Events):
         self.resolve(db)
         q = quoted
         events = "\n    UNION ALL\n    ".join(
-            f"SELECT {q(col)} AS entity, {q(db[t].time_col)} AS time"
-            + (f", {q(self.value)} AS value" if self.value else "")
-            + f" FROM {q(t)} WHERE {q(col)} IS NOT NULL" + _and(self.where)
-            for t, col in self.columns.items())
+            _events_sql(db, t, col, self.value, self.where) for t, col in self.columns.items())
         entity, key, out = q(self.entity_table), q(self._pkey), q(self.entity_col)
         if self.seeds == "active":   # the events of (t - window, t + window], per entity
             later = "FILTER (WHERE e.time > s.timestamp)"
@@ -246,6 +309,25 @@ class NodeEvents(_Events):
                     f"GROUP BY s.timestamp, a.{key}")
         sql = f"WITH events AS (\n    {events}\n)\n{body}"
         return sql, self.window_parameter()
+
+
+def _events_sql(db: Database, table: str, col: str | tuple, value: str | None,
+                where: str | None) -> str:
+    """The ``(entity, time[, value])`` rows of one events table: its column, or its path
+    of foreign keys joined table by table (``where`` on the events table's own columns)."""
+    q = quoted
+    path = (col,) if isinstance(col, str) else col
+    rows = f"{q(table)} WHERE {q(path[0])} IS NOT NULL{_and(where)}"
+    if len(path) == 1:
+        return (f"SELECT {q(col)} AS entity, {q(db[table].time_col)} AS time"
+                + (f", {q(value)} AS value" if value else "") + f" FROM {rows}")
+    joins, at, prev = [], db[table].fkeys[path[0]], f"e.{q(path[0])}"
+    for i, c in enumerate(path[1:]):   # each step's row by its key (rows are positions)
+        joins.append(f"JOIN {q(at)} h{i} ON h{i}.{q(db[at].pkey)} = {prev}")
+        at, prev = db[at].fkeys[c], f"h{i}.{q(c)}"
+    return (f"SELECT {prev} AS entity, e.{q(db[table].time_col)} AS time"
+            + (f", e.{q(value)} AS value" if value else "") + f" FROM (SELECT * FROM {rows}) e "
+            + " ".join(joins) + f" WHERE {prev} IS NOT NULL")
 
 
 @dataclass
@@ -287,6 +369,10 @@ class LinkEvents(_Events):
         if self.columns is not None:
             return
         [(table, col)] = event_columns(self.name, db, self.entity_table, self.events).items()
+        if not isinstance(col, str):
+            raise DataError(f"task {self.name!r}: events table {table!r} reaches "
+                            f"{self.entity_table!r} through {list(col)}: a link task's events "
+                            "reference the entity themselves")
         others = [(c, t) for c, t in db[table].fkeys.items() if c != col and c in db[table].df
                   and (self.target_table is None or t == self.target_table)
                   and (self.target_key is None or c == self.target_key)]

@@ -21,7 +21,8 @@ import pandas as pd
 from rdl.data.database import Database, DataError
 from rdl.tasks import parse_window
 from rdl.tasks.kinds import FEW
-from rdl.tasks.events import event_columns, references
+from rdl.tasks.events import (dotted, entities_of, event_columns, events_setting,
+                              references)
 
 #: the windows a suggestion takes (the shortest that fits, at least a week)
 WINDOWS = ("1d", "7d", "30d", "91d", "365d")
@@ -39,10 +40,10 @@ AMOUNT = re.compile(r"amount|price|total|value|revenue|sales|quantity|qty|cost|f
                     r"paid|payment|profit|units", re.I)
 
 
-def events_of(db: Database, columns: dict[str, str]) -> pd.DataFrame:
-    """``(entity, time)`` of the rows of each ``table: column`` of ``columns``."""
-    return pd.concat([db[t].df[[c, db[t].time_col]].dropna().set_axis(["entity", "time"], axis=1)
-                      for t, c in columns.items()], ignore_index=True)
+def events_of(db: Database, columns: dict) -> pd.DataFrame:
+    """``(entity, time)`` of the rows of each ``table: column`` (or path) of ``columns``."""
+    return pd.concat([pd.DataFrame({"entity": entities_of(db, t, c), "time": db[t].df[
+        db[t].time_col]}).dropna() for t, c in columns.items()], ignore_index=True)
 
 
 def window_for(times: np.ndarray) -> str:
@@ -131,15 +132,15 @@ def split_dates(first, last, window: str) -> tuple[str, str] | None:
     return None if val - w < pd.Timestamp(first) else (str(val.date()), str(test.date()))
 
 
-def recurring(db: Database, table: str, col: str, window: str) -> bool:
+def recurring(db: Database, table: str, col, window: str) -> bool:
     """Whether the events of ``table`` recur: at least :data:`RECURRING` of the entities
     with events have them in two windows or more (an order's items, all at its time, do
     not: nothing to predict of an order from them)."""
-    df = db[table].df[[col, db[table].time_col]].dropna()
+    df = events_of(db, {table: col})
     if df.empty:
         return False
-    bins = (df.iloc[:, 1] - df.iloc[:, 1].min()) // parse_window(window)
-    return float((bins.groupby(df[col].to_numpy()).nunique() > 1).mean()) >= RECURRING
+    bins = (df["time"] - df["time"].min()) // parse_window(window)
+    return float((bins.groupby(df["entity"].to_numpy()).nunique() > 1).mean()) >= RECURRING
 
 
 def born_with(db: Database, table: str, col: str, ref: str) -> bool:
@@ -201,9 +202,9 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         # every entity a seed where those with events in the window before are too few
         every = [] if seeds == "active" else ["task.seeds=all"]
         # the events a task's default would take, less those that do not recur
-        only = [] if len(columns) == len(found) else [f"task.events=[{','.join(columns)}]"]
+        only = [] if len(columns) == len(found) else [events_setting(columns)]
         lines += ["", f"# {name} ({len(table):,} rows): events in "
-                  + ", ".join(f"{t}.{c} ({len(db[t]):,})" for t, c in columns.items())
+                  + ", ".join(f"{dotted(t, c)} ({len(db[t]):,})" for t, c in columns.items())
                   + f"; times {times.min()} to {times.max()}"]
         if one_class:
             lines.append(f"# label=active is one class in the val or test split at every "
@@ -220,11 +221,12 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         lines += [cmd("task=events", *only, *every)] if not one_class else []
         lines += [cmd("task=events", *only, *every, "task.label=count")]
         for t, col in columns.items():
-            keys = {col, db[t].time_col, *db[t].fkeys}
-            one = [] if len(found) == 1 else [f"task.events={t}"]
+            keys = {db[t].time_col, *db[t].fkeys}
+            one = [] if len(found) == 1 else [events_setting({t: col})]
             lines += [cmd("task=events", *one, *every, "task.label=sum", f"task.value={v}")
                       for v in _sums(db[t].df, keys)[:2]]
-            targets = [(c, ref) for c, ref in db[t].fkeys.items() if c != col and
+            targets = [(c, ref) for c, ref in db[t].fkeys.items() if isinstance(col, str)
+                       and c != col and
                        isinstance(db[ref].pkey, str) and not born_with(db, t, c, ref)]
             for c, ref in targets:
                 several = sum(r == ref for _, r in targets) > 1
