@@ -21,8 +21,8 @@ import pandas as pd
 from rdl.data.database import Database, DataError
 from rdl.tasks import parse_window
 from rdl.tasks.kinds import FEW
-from rdl.tasks.events import (dotted, entities_of, event_columns, events_setting,
-                              references)
+from rdl.tasks.events import event_columns
+from rdl.tasks.paths import dotted, entities_of, events_setting, references
 
 #: the windows a suggestion takes (the shortest that fits, at least a week)
 WINDOWS = ("1d", "7d", "30d", "91d", "365d")
