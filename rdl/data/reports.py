@@ -7,8 +7,8 @@ sheets of a workbook are read (:mod:`rdl.data.sheets`, whose rules these are):
   title, a blank line), none filled (``,,,``), starts with ``#``, or is a label and its
   value (``Account:,12345,,``, a bank statement's): the header is the first row of as many
   fields as most, more than half of them filled;
-* trailing rows whose first value is ``Total``, ``Grand total``, ``Sum`` (and a field
-  empty) are totals, not rows;
+* trailing rows whose first value is ``Total``, ``Grand total``, ``Sum``, or begins with
+  ``Total`` (``Total orders``), and a field empty, are totals, not rows;
 * a value written ``="00123"`` (a formula, so that Excel keeps a code's leading zeros) is
   its text, ``00123``;
 * what a database's console prints around a query's rows, as ``sqlcmd -s,``, ``psql -A``,
@@ -26,7 +26,7 @@ from collections import Counter
 
 import pandas as pd
 
-from rdl.data.sheets import TOTAL
+from rdl.data.sheets import is_total
 
 log = logging.getLogger("rdl.data.files")
 
@@ -78,8 +78,7 @@ def without_totals(df: pd.DataFrame, where: str) -> pd.DataFrame:
     n = len(df)
     while n > 0:
         row = df.iloc[n - 1]
-        values = [v for v in row if isinstance(v, str) and v.strip()]
-        if not values or not TOTAL.fullmatch(values[0].strip()) or row.notna().all():
+        if row.notna().all() or not is_total(list(row)):   # (a field empty, as totals')
             break
         n -= 1
     if n < len(df):

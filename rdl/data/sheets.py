@@ -12,7 +12,8 @@ behave alike. As spreadsheets are written:
 * a title above the header (``Sales report Q1``, a blank row) is left out: the header is
   the first row holding more than half as many values as the widest of the first rows;
 * empty rows and columns after the data (formatting extends a sheet's range) are left out,
-  as are rows of totals below it (a first value ``Total``, ``Grand total``, ``Sum``);
+  as are rows of totals below it (a first value ``Total``, ``Grand total``, ``Sum``, or
+  one that begins with ``Total`` in a row with a field empty: ``Total orders``);
 * a date cell is its time (``2024-01-31 00:00:00``); a whole number its digits;
 * Excel's error values (``#DIV/0!``, ``#VALUE!``, ``#REF!``: a formula that failed) are
   missing, said in the log.
@@ -40,6 +41,17 @@ ERRORS = {"#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#N/A", "#
 _HEAD = 20
 #: the first value of a row of totals below a sheet's data
 TOTAL = re.compile(r"(?i)(grand |sub-?)?totals?:?|sum|gesamt(summe)?|summe|total général")
+#: a first value that begins as totals do (Total orders, Total for 2015): totals where a
+#: field of the row is empty (a last row "Total Wine & More" with every field filled is data)
+TOTAL_LEAD = re.compile(r"(?i)(grand |sub-?)?totals?\b.*|gesamt\b.*")
+
+
+def is_total(values: list) -> bool:
+    """Whether a row's values (text; missing as None or empty) are a row of totals: its
+    first filled value :data:`TOTAL`, or :data:`TOTAL_LEAD` with a field empty."""
+    filled = [str(v).strip() for v in values if isinstance(v, str) and v.strip()]
+    return bool(filled) and (TOTAL.fullmatch(filled[0]) is not None or (
+        len(filled) < len(values) and TOTAL_LEAD.fullmatch(filled[0]) is not None))
 
 
 def is_workbook(path) -> bool:
@@ -161,7 +173,7 @@ def write_sheet(path, sheet: str, target, where: str | None = None) -> Path:
         j < len(r) and r[j].strip() for r in rows[start + 1:])]
     body = [r for r in rows[start + 1:] if width(r)]
     totals = 0
-    while body and TOTAL.fullmatch(next(v for v in body[-1] if v.strip()).strip()):
+    while body and is_total(body[-1]):
         body, totals = body[:-1], totals + 1
     if totals:
         log.info("%s: %d row(s) of totals after the data left out", where, totals)

@@ -115,3 +115,14 @@ def test_a_statement_s_labels_above_the_header_are_left_out(tmp_path):
     # a header of fewer names than fields, over full rows, is still the header
     (tmp_path / "sales.csv").write_text("Date,Num,,\r\n2024-01-02,1,a,b\r\n2024-01-03,2,c,d\r\n")
     assert sorted(load_folder(tmp_path, SCHEMA).keys["sales"]) == [1, 2]
+
+
+def test_a_total_named_for_what_it_counts_is_left_out_but_a_row_named_total_is_kept(tmp_path):
+    # Kaggle's pizza orders as a report (a title above, a count of orders below); the last
+    # order's customer is a shop named Total Wine, every field filled
+    (tmp_path / "sales.csv").write_text(
+        "Pizza Place Sales - Orders 2015\n\nCustomer,Date,Num,Amount,Memo\n"
+        "Acme,2024-01-03,1001,250.00,x\nTotal Wine,2024-01-04,1002,12.50,y\n"
+        "Total orders,2,,,\n")
+    df = load_folder(tmp_path, SCHEMA)["sales"].df
+    assert df["Customer"].tolist() == ["Acme", "Total Wine"]
