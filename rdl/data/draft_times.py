@@ -251,11 +251,17 @@ def vias(frames: dict, pkeys: dict, times: dict, fkeys: dict, rejected: dict,
             col = max(taken, key=lambda c: taken[c][1].mean())
             ref, times_of_ref = taken[col]
             parts = _parts_of(df, col, pkeys.get(name, (composite or {}).get(name)),
-                              times_of_ref)
+                              times_of_ref, {c for k in fkeys[name][0] for c in k.split(", ")})
             if parts:
                 timed[name] = times_of_ref
             out[name] = (col, (f"no time of its own, its rows parts of the {ref} rows they "
-                               "reference: each at their time" if parts else
+                               "reference: each at their time" if parts == "part" else
+                               f"no time of its own, its key holds the {ref} rows' key: each "
+                               f"row at the time of the {ref} row it references, the earliest "
+                               "it can be; a row made later (a user's favourite, after the "
+                               "user) is seen early: give the table its time, where the "
+                               "export has it"
+                               if parts else
                                f"no time of its own: if its rows begin with the {ref} row "
                                f"they reference, declare this (each row at its {ref}'s time); "
                                "rows that come later would be seen early") + (
@@ -264,25 +270,32 @@ def vias(frames: dict, pkeys: dict, times: dict, fkeys: dict, rejected: dict,
     return out
 
 
-def _parts_of(df: pd.DataFrame, col: str, key=None, taken: pd.Series | None = None) -> bool:
-    """Whether the rows are parts of the rows ``col`` references: it names each row, alone
-    or with a line number (whole numbers below 1,000), or is a column of the table's
-    composite key (Northwind's ``Order Details``: ``[OrderID, ProductID]``); or the rows'
-    own serial numbers follow the times they would take (``taken``), as lines numbered on
-    as their invoices are written (Chinook's ``InvoiceLineId``), which later rows about
-    them (returns, reviews) would not."""
+def _parts_of(df: pd.DataFrame, col: str, key=None, taken: pd.Series | None = None,
+              refs: set = frozenset()) -> str:
+    """``"part"`` where the rows are parts of the rows ``col`` references: it names each
+    row, alone or with a line number (whole numbers below 1,000, no foreign key of
+    ``refs``: a product's small id is no line number); or the rows' own serial
+    numbers follow the times they would take (``taken``), as lines numbered on as their
+    invoices are written (Chinook's ``InvoiceLineId``), which later rows about them
+    (returns, reviews) would not. ``"key"`` where it is a column of the table's composite
+    key: Northwind's ``Order Details`` (``[OrderID, ProductID]``: parts) is alike in this to
+    a user's favourite products (``[user_id, product_id]``: later rows), which no name or
+    value tells apart. Else ``""``."""
     cols = col.split(", ")   # (a composite key's columns)
-    if not df[cols].duplicated().any() or (isinstance(key, list) and set(cols) <= set(key)):
-        return True
-    if any(c not in cols and pd.api.types.is_integer_dtype(df[c]) and df[c].between(0, 999)
+    if not df[cols].duplicated().any():
+        return "part"
+    if any(c not in cols and c not in refs and pd.api.types.is_integer_dtype(df[c])
+           and df[c].between(0, 999)
            .all() and not df[c].is_unique and not df[[*cols, c]].duplicated().any()
            for c in df.columns):
-        return True
+        return "part"
+    if isinstance(key, list) and set(cols) <= set(key):
+        return "key"
     if not isinstance(key, str) or taken is None or len(df) < 20 or \
             not pd.api.types.is_integer_dtype(df[key]):
-        return False
+        return ""
     t = taken.to_numpy()[np.argsort(df[key].to_numpy(), kind="stable")].astype("int64")
-    return bool(t[0] < t[-1] and (np.diff(t) >= 0).all())
+    return "part" if t[0] < t[-1] and (np.diff(t) >= 0).all() else ""
 
 
 def seen_ins(frames: dict, pkeys: dict, times: dict, fkeys: dict, taking: dict) -> dict:

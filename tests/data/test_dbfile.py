@@ -200,3 +200,39 @@ def test_a_duckdb_table_name_in_two_schemas_is_two_tables(tmp_path):
     con.close()
     assert sorted(p.name for p in dbfile.exported(path).iterdir()) == [
         "archive.orders.parquet", "customers.parquet", "main.orders.parquet"]
+
+
+
+def test_a_keyless_timeless_table_keyed_by_what_it_references_is_not_called_parts(tmp_path):
+    """A user's favourite products, keyed [user_id, product_id], no time: dated by the user
+    row (the earliest a favourite can be), but not as parts of it, as an order's lines,
+    keyed [order_id, line], are: the draft says a later favourite is seen early. A
+    product's small id is no line number."""
+    path = tmp_path / "shop.sqlite"
+    with sqlite3.connect(path) as c:
+        c.executescript(
+            "CREATE TABLE users(user_id INTEGER PRIMARY KEY, signup TEXT);"
+            "CREATE TABLE products(product_id INTEGER PRIMARY KEY, name TEXT);"
+            "CREATE TABLE orders(order_id INTEGER PRIMARY KEY, user_id INTEGER REFERENCES "
+            "users(user_id), at TEXT);"
+            "CREATE TABLE lines(order_id INTEGER REFERENCES orders(order_id), line INTEGER, "
+            "product_id INTEGER REFERENCES products(product_id), PRIMARY KEY(order_id, line));"
+            "CREATE TABLE favourites(user_id INTEGER REFERENCES users(user_id), product_id "
+            "INTEGER REFERENCES products(product_id), PRIMARY KEY(user_id, product_id));")
+        c.executemany("INSERT INTO users VALUES (?, ?)",
+                      [(u, f"2024-0{u % 3 + 1}-{u * 7 % 28 + 1:02d}") for u in range(20)])
+        c.executemany("INSERT INTO products VALUES (?, ?)", [(p, f"p{p}") for p in range(8)])
+        c.executemany("INSERT INTO orders VALUES (?, ?, ?)",
+                      [(o, o % 20, f"2024-05-{o % 28 + 1:02d}") for o in range(60)])
+        c.executemany("INSERT INTO lines VALUES (?, ?, ?)",
+                      [(o, n, (o + n) % 8) for o in range(60) for n in range(1, o % 3 + 2)])
+        c.executemany("INSERT INTO favourites VALUES (?, ?)",
+                      [(u, p) for u in range(20) for p in range(8) if (u + p) % 3 == 0])
+    text = draft(path)
+    tables = yaml.safe_load(text)["tables"]
+    said = {name: text.split(f"  {name}:\n")[1].split("\n  ")[0:4] for name in tables}
+    assert tables["favourites"]["time"] == {"via": "user_id"}
+    assert "its key holds the users rows' key" in str(said["favourites"])
+    assert "is seen early" in str(said["favourites"]) and "parts" not in str(said["favourites"])
+    assert tables["lines"]["time"] == {"via": "order_id"}
+    assert "its rows parts of the orders rows they reference" in str(said["lines"])
