@@ -24,7 +24,7 @@ from rdl.graph.build import check_stypes, make_graph
 from rdl.graph.store import cached_graph
 from rdl.progress import stage
 from rdl.tasks import SPLITS, TIMESTAMPS, Task
-from rdl.tasks.kinds import few_rows
+from rdl.tasks.kinds import few_rows, one_value
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +200,8 @@ def split_tables(task: Task, db: Database, now: bool) -> dict[str, pd.DataFrame]
         log.info("%s table: %d rows", split, len(df))
     if thin := few_rows(task, tables):   # (the report says it too: a tiny run is thin)
         log.info(thin)
+    if same := one_value(task, tables):
+        log.warning(same)
     return tables
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from rdl.caching import write_atomic
-from rdl.tasks.kinds import few_rows
+from rdl.tasks.kinds import few_rows, one_value
 
 log = logging.getLogger("rdl.train")
 
@@ -171,7 +171,7 @@ def report_text(results: dict, name: str, monitor: str = "", mode: str = "max", 
     if metrics_path is not None:
         where.append(f"all metrics: {_short(metrics_path)}")
     notes.append("; ".join(where))
-    for note in filter(None, notes):
+    for note in filter(None, "\n".join(notes).split("\n")):
         lines += _wrap(note, width)
     return "\n".join(lines)
 
@@ -217,7 +217,8 @@ def _prior(model: dict) -> str:
         return ""
     scale = model.get("correction", {}).get("scale")
     kept = "" if scale is None else f", its correction scaled by {scale:g} on val"
-    return f"the model corrects {model['prior'].replace(' ', NBSP)}, its prior chosen on val{kept}"
+    return (f"the model corrects {model['prior'].replace(' ', NBSP)}, its prior "
+            f"{model.get('prior_by', 'chosen on val')}{kept}")
 
 
 def _short(path) -> str:
@@ -246,7 +247,8 @@ def report(task, results: dict, out: Path, tables: dict | None = None) -> str:
     (``{"task": name, who: {split: {metric: value}}}``); returns the text printed.
     ``tables``: the splits' labelled rows, whose thin splits the report names."""
     out = Path(out)
-    text = task_report(task, results, out / "metrics.json", few_rows(task, tables or {}))
+    text = task_report(task, results, out / "metrics.json", "\n".join(
+        filter(None, (one_value(task, tables or {}), few_rows(task, tables or {})))))
     print(f"\n{text}\n")
     write_atomic(out / "metrics.json", json.dumps({"task": task.name, **results}, indent=2))
     log.info("metrics written to %s", out / "metrics.json")

@@ -53,6 +53,23 @@ class Kind:
         return int(pd.Series(labels).notna().sum()), "rows"
 
 
+def one_value(task, tables: dict, split: str = "val") -> str:
+    """A note where every label of ``split`` (in ``tables``) is the same number: a month
+    with no survey, every plot's count 0; a week in which nobody churned. Whatever predicts
+    that number is best on such a split, so nothing is chosen on it (the prior is the
+    trees, the correction kept as trained: :mod:`rdl.families.node.prior_choice`,
+    :mod:`rdl.families.node.family`); "" where the labels differ or are no numbers."""
+    if split not in tables or task.target_col not in tables[split]:
+        return ""
+    y = tables[split][task.target_col].dropna()
+    if not len(y) or not pd.api.types.is_numeric_dtype(y) or y.nunique() != 1:
+        return ""
+    return (f"one value: every {split} label is {y.iloc[0]:g} ({len(y)} rows), which "
+            f"whatever predicts {y.iloc[0]:g} matches: nothing is chosen on {split} (the prior "
+            "is the trees, the correction kept as trained; split times whose windows hold "
+            "events: python -m rdl.tasks.suggest)")
+
+
 def few_rows(task, tables: dict) -> str:
     """A note naming the splits of ``tables`` (split -> its labelled rows) whose metrics
     rest on fewer than :data:`FEW` rows (the task's ``kind.evidence``: a binary task's rarer

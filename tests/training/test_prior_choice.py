@@ -177,3 +177,38 @@ def test_every_printed_baseline_is_a_candidate(kind):
         assert value == pytest.approx(sign * printed[name]["val"][task.monitor])
     with pytest.raises(ValueError, match="data.prior_from='best'"):
         val_scores(task, tables, history, fits, "best")
+
+
+def test_a_val_split_of_one_value_chooses_nothing(caplog, monkeypatch):
+    """A month with no survey: every plot's count in val is 0, which the zero baseline
+    matches exactly (Portal's plots, backtest 3: it became the prior, the correction was
+    scaled to 0, and the model printed zero's test MAE, 3.67, against LightGBM's 1.80).
+    Such a split chooses nothing: the prior is the trees, the correction kept as
+    trained, and the report says why."""
+    from rdl.families.node import family as node_family
+    from rdl.report import task_report
+    from rdl.tasks.kinds import one_value
+
+    task, tables, history, fits, printed = fitted("regression", n_shop=60, weeks=24)
+    tables = {**tables, "val": tables["val"].assign(y=0.0)}
+    assert val_scores(task, tables, history, fits)["zero"] == 0.0   # zero matches val
+    with caplog.at_level(logging.INFO, logger="rdl.preparation"):
+        assert chosen_prior(task, tables, history, fits) == "LightGBM"
+    assert "the trees (val's labels are one value)" in caplog.text
+    note = one_value(task, tables)
+    assert note.startswith("one value: every val label is 0 (60 rows)")
+    assert not one_value(task, {**tables, "val": tables["test"]})
+
+    class Data:   # what NodeFamily.evaluate reads of the data module
+        prior, prior_name, task = object(), "LightGBM", None
+    Data.task, Data.tables = task, tables
+    called = []
+    monkeypatch.setattr(node_family, "scaled_on_val", lambda *a, **k: called.append("scaled"))
+    monkeypatch.setattr(node_family.Family, "evaluate",
+                        lambda *a, **k: {"val": {"mae": 1.0}, "test": {"mae": 2.0}})
+    model = node_family.NodeFamily().evaluate(None, None, Data(), "best.ckpt",
+                                              {"correction_scales": [1, 0.5, 0]})
+    assert not called and model["prior_by"] == "the trees (val's labels one value)"
+    text = task_report(task, {"model": model}, caveat=note)
+    assert "one value: every val label is 0" in text
+    assert "its prior the trees (val's labels one value)" in text

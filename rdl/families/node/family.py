@@ -10,6 +10,7 @@ from rdl.families.node.module import NodeTaskModule
 from rdl.families.node.prepare import prepare
 from rdl.families.node.task import NodeTask, RelBenchNodeTask
 from rdl.nn.interface import NodePredictor
+from rdl.tasks.kinds import one_value
 
 
 class NodeFamily(Family):
@@ -40,11 +41,13 @@ class NodeFamily(Family):
         scales = list((settings or {}).get("correction_scales") or [])
         if data.prior is None:
             return super().evaluate(trainer, module, data, ckpt, settings, **load)
-        if scales in ([], [1.0]):
+        same = one_value(data.task, data.tables)   # (nothing chosen on val: kept as trained)
+        if scales in ([], [1.0]) or same:
             model = super().evaluate(trainer, module, data, ckpt, settings, **load)
         else:
             model = scaled_on_val(trainer, module, data, ckpt, scales, **load)
-        return {**model, "prior": data.prior_name}
+        return {**model, "prior": data.prior_name,
+                **({"prior_by": "the trees (val's labels one value)"} if same else {})}
 
     def baselines(self, data, rows):
         return node_baselines(data.task, data.db, data.tables, strict=data.strict,

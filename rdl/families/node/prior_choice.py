@@ -46,6 +46,7 @@ from rdl.baselines.history import history_baselines, monitor
 from rdl.baselines.scoring import paired_se
 from rdl.baselines.trees import to_prediction
 from rdl.tasks import Task
+from rdl.tasks.kinds import one_value
 from rdl.training.data_settings import check_prior as check
 
 log = logging.getLogger("rdl.preparation")
@@ -93,6 +94,10 @@ def chosen_prior(task: Task, tables: dict[str, pd.DataFrame], history: pd.DataFr
     LightGBM is more than ``margin`` standard errors (see the module's docstring); logged
     with every candidate's val score."""
     check(among, margin)
+    if one_value(task, tables):   # (val cannot choose: the trees, as without it)
+        name = choose({name: fit.val_score() for name, fit in fits.items()})
+        log.info("prior: %s, the trees (val's labels are one value)", name)
+        return name
     scores = val_scores(task, tables, history, fits, among)
     trees = choose({name: scores[name] for name in fits})
     best = choose(scores)
