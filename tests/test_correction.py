@@ -132,6 +132,7 @@ def test_one_factor_of_one_is_the_run_as_before():
 
     class D:
         prior, prior_name = object(), "last label"
+        task, tables = None, {}   # (no val labels: none of one value)
     model = NodeFamily().evaluate(T(), _Module(), D(), None, {"correction_scales": [1.0]})
     assert calls == ["val", "test"]
     assert model == {"val": {"score": 1.0}, "test": {"score": 2.0}, "prior": "last label"}
