@@ -69,14 +69,15 @@ def windows_for(times: np.ndarray) -> list[str]:
 
 def evidence(events: pd.DataFrame, window: str, born: pd.Series,
              label: str = "active") -> dict[str, tuple] | None:
-    """``{seeds: (rows, active, rarer)}``, for ``task.seeds`` ``active`` and ``all``, of
+    """``{seeds: (rows, active, rarer, quiet)}``, for ``task.seeds`` ``active`` and ``all``, of
     the task with ``window``: a split's seeds (the entities with an event in the window
     before its time; or every one that exists), those with an event in the window after,
     and the rarer of the two classes, which AUROC rests on (:data:`rdl.tasks.kinds.FEW`);
     of the split thinner in what ``label`` counts (:data:`COUNTS`), the median over the
     :data:`BACKTESTS` backtests that fit (a quiet week or two does not decide; the backtest
     of the printed command judges on them). Seeds whose printed val or test split holds
-    none of it are left out: the command would not train, or score one class.
+    none of it are left out: the command would not train, or score one class. ``quiet``:
+    the backtests' split times whose split holds none of it (every label one value).
     ``events``: ``(entity, time)`` rows; ``born``: each entity's time (NaT: from the
     start). None where no train window fits."""
     times = events["time"]
@@ -102,7 +103,8 @@ def evidence(events: pd.DataFrame, window: str, born: pd.Series,
             continue
         thinner = sorted((min(f[b], f[b + 1], key=lambda x: x[i]) for b in back),
                          key=lambda x: x[i])
-        out[seeds] = thinner[(len(thinner) - 1) // 2]
+        quiet = tuple(str((test - k * w).date()) for k in range(len(f)) if f[k][i] == 0)
+        out[seeds] = (*thinner[(len(thinner) - 1) // 2], quiet)
     return out
 
 
@@ -218,6 +220,12 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
                          f"{whom}, {rests[1]:,} of them with events in the window after; "
                          "judge over many windows: python -m rdl.train -m ... "
                          "backtest=0,1,2,3,4, then python -m rdl.backtest")
+        if rests[3]:   # (rdl.tasks.kinds.one_value: such a val chooses nothing)
+            lines.append(f"# every label one value at {len(rests[3])} of the split times of "
+                         f"backtest=0,...,{BACKTESTS - 1} ({', '.join(rests[3])}: no "
+                         f"{name} with events in the window after, or all): a run whose val "
+                         "it is chooses nothing on it, one whose test it is scores what "
+                         "predicts that value")
         lines += [cmd("task=events", *only, *every)] if not one_class else []
         lines += [cmd("task=events", *only, *every, "task.label=count")]
         for t, col in columns.items():
