@@ -70,6 +70,14 @@ def plural(word: str) -> str:
     return word + "s"
 
 
+def implied_name(col) -> str:
+    """The name of the table an ``implied: true`` would make of a key column that no table
+    holds: its words before ``id``, ``key``, ``code``, ... in plural (``species_id``:
+    species; a column ``id``: ids, to be named)."""
+    return plural(re.sub(r"[\s_]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I)
+                  or str(col))
+
+
 def bare_names(names) -> dict[str, str]:
     """Table names without the words exports wrap them in: a role (``dim_customer``,
     ``fact_sales``) or words every table's name shares (Olist's ``olist_orders_dataset``:
@@ -180,8 +188,7 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                    "no key: an id a feature would learn by heart (stypes: "
                                    f"{{{col}: drop}})"))
                 continue
-            table = plural(re.sub(r"[\s_]*(id|key|code|no|number|sku)$", "", str(col),
-                                  flags=re.I) or str(col))   # ("id": "ids", to be named)
+            table = implied_name(col)
             notes.append((col, f"{col}: keys of no table here, repeated; if they are entities "
                                f"(a household, a session), a table of them: {table}: {{pkey: "
                                f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))

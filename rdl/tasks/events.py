@@ -260,7 +260,7 @@ def _events_sql(db: Database, table: str, col: str | tuple, value: str | None,
         return (f"SELECT {q(col)} AS entity, {q(db[table].time_col)} AS time"
                 + (f", {q(value)} AS value" if value else "") + f" FROM {rows}")
     joins, at, prev = [], db[table].fkeys[path[0]], f"e.{q(path[0])}"
-    for i, c in enumerate(path[1:]):   # each step's row by its key (rows are positions)
+    for i, c in enumerate(path[1:]):   # each step's row, joined by its key
         joins.append(f"JOIN {q(at)} h{i} ON h{i}.{q(db[at].pkey)} = {prev}")
         at, prev = db[at].fkeys[c], f"h{i}.{q(c)}"
     return (f"SELECT {prev} AS entity, e.{q(db[table].time_col)} AS time"

@@ -94,8 +94,8 @@ def chosen_prior(task: Task, tables: dict[str, pd.DataFrame], history: pd.DataFr
     LightGBM is more than ``margin`` standard errors (see the module's docstring); logged
     with every candidate's val score."""
     check(among, margin)
-    if one_value(task, tables):   # (val cannot choose: the trees, as without it)
-        name = choose({name: fit.val_score() for name, fit in fits.items()})
+    if one_value(task, tables):   # (val cannot choose: the first of the trees)
+        name = next(iter(fits))
         log.info("prior: %s, the trees (val's labels are one value)", name)
         return name
     scores = val_scores(task, tables, history, fits, among)
