@@ -29,7 +29,7 @@ def link_baselines(task: Task, tables: dict[str, pd.DataFrame], rows: dict | Non
         df = tables[split].iloc[: (rows or {}).get(split)]
         t = df["timestamp"].iloc[0]
         # A label at time s covers (s, s + window]: it is history at t if s + window <= t.
-        seen = links[links["timestamp"] + task.delta <= t]
+        seen = links[task.closes(links["timestamp"]) <= t]
         last = seen[seen["timestamp"] == seen["timestamp"].max()]
         popular = last[dst].value_counts().index[:k].tolist()
         past = (seen.groupby([src, dst]).agg(n=("timestamp", "size"), last=("timestamp", "max"))

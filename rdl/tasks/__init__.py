@@ -14,9 +14,7 @@ a row past its split. A seed is an entity that exists at its time (:meth:`Task.e
 """
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 from pathlib import Path
@@ -30,6 +28,8 @@ from rdl.paths import TASKS_DIR
 from rdl.data.database import Database, DataError
 from rdl.tasks.ids import register, to_rows
 from rdl.tasks.kinds import Kind
+from rdl.tasks.window import (back_from, check_split_time, parse_window,  # noqa: F401
+                              shift, split_times, sql_interval, sql_text)
 from rdl.visibility import visible
 
 log = logging.getLogger(__name__)
@@ -40,18 +40,6 @@ HISTORY = "label_history"
 #: The table of seed times a task's SQL reads (:meth:`Task.make_table`), beside the database's.
 TIMESTAMPS = "timestamps"
 SPLITS = ("train", "val", "test")
-
-
-def parse_window(window) -> pd.Timedelta:
-    """A task window, a pandas duration such as ``7d`` or ``12h``. Days may be written
-    ``d``, as every task YAML does, though pandas 3 deprecates that unit for ``D``."""
-    return pd.Timedelta(re.sub(r"(?<=\d)d(?![a-z])", "D", str(window)))
-
-
-def split_times(val_timestamp, test_timestamp, window, backtest: int = 0) -> tuple:
-    """``(val time, test time)``, both moved ``backtest`` windows earlier."""
-    shift = backtest * parse_window(window)
-    return pd.Timestamp(val_timestamp) - shift, pd.Timestamp(test_timestamp) - shift
 
 
 def _config_folders() -> list[Path]:
@@ -170,7 +158,7 @@ class Task:
             self.delta = parse_window(self.window)
         except ValueError:
             raise ValueError(f"task {self.name!r}: window {self.window!r} is not a duration "
-                             "such as '7d'") from None
+                             "such as '7d', nor calendar months such as '1mo'") from None
         for attr in ("val_timestamp", "test_timestamp"):
             if getattr(self, attr) is None:
                 raise ValueError(f"task {self.name!r}: {attr} is missing (a date such as "
@@ -185,7 +173,10 @@ class Task:
             raise ValueError(f"task {self.name!r}: backtest {self.backtest!r} must be a whole "
                              "number of windows >= 0")
         self.val_time, self.test_time = split_times(self.val_timestamp, self.test_timestamp,
-                                                    self.delta, back)
+                                                    self.window, back)
+        for attr in ("val_timestamp", "test_timestamp"):
+            if why := check_split_time(self.window, getattr(self, attr), attr):
+                raise ValueError(f"task {self.name!r}: {why}")
         if self.test_time < self.val_time:
             raise ValueError(f"task {self.name!r}: test_timestamp precedes val_timestamp")
         w = self.train_windows
@@ -290,11 +281,16 @@ class Task:
     def label_sql(self, db: Database) -> tuple[str, dict | None]:
         """``(query, parameters)``: the SQL file's, or the task's query (window as text)."""
         if self.sql_path is None:
-            return self.query.replace("{timedelta}", str(self.delta)), None
+            return self.query.replace("{timedelta}", sql_text(self.window)), None
         return self.sql_path.read_text(), self.window_parameter()
 
     def window_parameter(self) -> dict:   # the SQL's $window: the window as an INTERVAL
-        return {"window": dt.timedelta(seconds=self.delta.total_seconds())}
+        return {"window": sql_interval(self.window)}
+
+    def closes(self, times):
+        """When the windows of labels at seed ``times`` close: ``times + window`` (whole
+        months for a calendar window), the time from which such a label is history."""
+        return shift(times, self.window)
 
     def _as_rows(self, df: pd.DataFrame, db: Database) -> pd.DataFrame:
         """The SQL's rows checked for their columns, the ids in them as row positions."""
@@ -322,7 +318,7 @@ class Task:
 
     def timestamps(self, split: str, db: Database) -> list[pd.Timestamp]:
         if split == "train":
-            ts = pd.date_range(self.val_time - self.delta, db.min_time, freq=-self.delta)
+            ts = back_from(shift(self.val_time, self.window, -1), db.min_time, self.window)
             if len(ts) < 1:
                 raise DataError(f"task {self.name!r}: the train split is empty: no seed time "
                                 f"between the data's start and val_timestamp - window "
@@ -330,16 +326,16 @@ class Task:
             return list(ts)
         if split in ("val", "test"):
             t = self.val_time if split == "val" else self.test_time
-            if t + self.delta > db.max_time:
+            if self.closes(t) > db.max_time:
                 raise DataError(f"task {self.name!r}: the {split} split is empty: {split} labels "
-                                f"need rows up to {t + self.delta} ({self._split_times(db)})")
+                                f"need rows up to {self.closes(t)} ({self._split_times(db)})")
             if self.num_eval_timestamps == 1:
                 return [t]
             # RelBench's: one window apart, val's windows closing by the test time, test's
             # by the data's end
-            end = min(t + self.delta * (self.num_eval_timestamps - 1),
-                      (self.test_time if split == "val" else db.max_time) - self.delta)
-            return list(pd.date_range(t, max(t, end), freq=self.delta))
+            end = self.test_time if split == "val" else db.max_time
+            later = (shift(t, self.window, k) for k in range(1, self.num_eval_timestamps))
+            return [t, *(x for x in later if self.closes(x) <= end)]
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
 
     def now_table(self, db: Database, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

@@ -229,7 +229,9 @@ class NodeEvents(_Events):
             label = {"active": "CAST(bool_or(e.time > s.timestamp) AS INTEGER)",
                      "churn": "CAST(NOT bool_or(e.time > s.timestamp) AS INTEGER)",
                      "count": f"CAST(count(*) {later} AS DOUBLE)",
-                     "sum": f"CAST(COALESCE(sum(e.value) {later}, 0) AS DOUBLE)"}[self.label]
+                     # events whose values are all NULL: unknown, not 0 (left out)
+                     "sum": f"CAST(CASE WHEN count(*) {later} = 0 THEN 0 "
+                            f"ELSE sum(e.value) {later} END AS DOUBLE)"}[self.label]
             body = (f"SELECT s.timestamp, e.entity AS {out}, {label} AS {q(self.target_col)}\n"
                     "FROM timestamps s\nJOIN events e ON e.time > s.timestamp - $window "
                     "AND e.time <= s.timestamp + $window\n"
@@ -239,7 +241,8 @@ class NodeEvents(_Events):
             label = {"active": "CAST(count(e.time) > 0 AS INTEGER)",
                      "churn": "CAST(count(e.time) = 0 AS INTEGER)",
                      "count": "CAST(count(e.time) AS DOUBLE)",
-                     "sum": "CAST(COALESCE(sum(e.value), 0) AS DOUBLE)"}[self.label]
+                     "sum": "CAST(CASE WHEN count(e.time) = 0 THEN 0 ELSE sum(e.value) END "
+                            "AS DOUBLE)"}[self.label]
             body = (f"SELECT s.timestamp, a.{key} AS {out}, {label} AS {q(self.target_col)}\n"
                     f"FROM timestamps s\nCROSS JOIN {entity} a\nLEFT JOIN events e ON "
                     f"e.entity = a.{key} AND e.time > s.timestamp "

@@ -19,13 +19,16 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import Database, DataError
-from rdl.tasks import parse_window
+from rdl.tasks.window import MEAN_MONTH, calendar_day, last_split, parse_window, shift
 from rdl.tasks.kinds import FEW
 from rdl.tasks.events import event_columns
 from rdl.tasks.paths import dotted, entities_of, events_setting, references
 
-#: the windows a suggestion takes (the shortest that fits, at least a week)
+#: the windows a suggestion takes (the shortest that fits, at least a week); for events
+#: a month or a quarter apart, on one day of the month (:func:`rdl.tasks.window.calendar_day`),
+#: calendar months: 30 days would hold two such rows around February, none in some months
 WINDOWS = ("1d", "7d", "30d", "91d", "365d")
+CALENDAR_WINDOWS = ("1mo", "3mo", "1y")
 #: at least this many windows in the data's span, where a shorter window allows
 SPAN_WINDOWS = 20
 #: the backtests (``backtest=0,1,...``) a suggested window is judged on: their median split
@@ -59,12 +62,16 @@ def windows_for(times: np.ndarray) -> list[str]:
     times = np.unique(times)
     span = pd.Timedelta(times[-1] - times[0])
     gap = pd.Timedelta(np.median(np.diff(times))) if len(times) > 1 else pd.Timedelta(0)
-    sizes = [parse_window(w) for w in WINDOWS]
-    i = next((i for i, w in enumerate(sizes) if w >= max(gap, sizes[1])), len(sizes) - 1)
+    if calendar_day(times):   # months apart (28 to 31 days each): whole months
+        windows, need = CALENDAR_WINDOWS, round(gap / MEAN_MONTH) * MEAN_MONTH
+    else:
+        windows, need = WINDOWS, max(gap, parse_window(WINDOWS[1]))
+    sizes = [parse_window(w) for w in windows]
+    i = next((i for i, w in enumerate(sizes) if w >= need), len(sizes) - 1)
     while i > 0 and span < SPAN_WINDOWS * sizes[i]:
         i -= 1
-    longer = [w for w, size in zip(WINDOWS[i + 1:], sizes[i + 1:]) if span >= SPAN_WINDOWS * size]
-    return [WINDOWS[i], *longer]
+    longer = [w for w, size in zip(windows[i + 1:], sizes[i + 1:]) if span >= SPAN_WINDOWS * size]
+    return [windows[i], *longer]
 
 
 def evidence(events: pd.DataFrame, window: str, born: pd.Series,
@@ -81,18 +88,18 @@ def evidence(events: pd.DataFrame, window: str, born: pd.Series,
     ``events``: ``(entity, time)`` rows; ``born``: each entity's time (NaT: from the
     start). None where no train window fits."""
     times = events["time"]
-    dates = split_dates(times.min(), times.max(), window)
+    dates = split_dates(times.min(), times.max(), window, calendar_day(times))
     if dates is None:
         return None
-    w, first = parse_window(window), pd.Timestamp(times.min())
-    test = pd.Timestamp(dates[1])
-    back = [b for b in range(BACKTESTS) if test - (b + 2) * w >= first]   # a train window each
+    first, test = pd.Timestamp(times.min()), pd.Timestamp(dates[1])
+    at = lambda k: shift(test, window, -k)   # noqa: E731  (the split time k windows back)
+    back = [b for b in range(BACKTESTS) if at(b + 2) >= first]   # a train window each
     found = {"active": [], "all": []}
     for k in range(max(back) + 2):   # the split times, test's back to the earliest val
-        t = test - k * w
+        t = at(k)
         # a seed at t sees events up to t; its label, those after t up to t + window
-        before = set(events["entity"][(times > t - w) & (times <= t)])
-        after = set(events["entity"][(times > t) & (times <= t + w)])
+        before = set(events["entity"][(times > at(k + 1)) & (times <= t)])
+        after = set(events["entity"][(times > t) & (times <= at(k - 1))])
         exist = int((born.isna() | (born <= t)).sum())
         for seeds, n, active in (("active", len(before), len(before & after)),
                                  ("all", exist, len(after))):
@@ -103,7 +110,7 @@ def evidence(events: pd.DataFrame, window: str, born: pd.Series,
             continue
         thinner = sorted((min(f[b], f[b + 1], key=lambda x: x[i]) for b in back),
                          key=lambda x: x[i])
-        quiet = tuple(str((test - k * w).date()) for k in range(len(f)) if f[k][i] == 0)
+        quiet = tuple(str(at(k).date()) for k in range(len(f)) if f[k][i] == 0)
         out[seeds] = (*thinner[(len(thinner) - 1) // 2], quiet)
     return out
 
@@ -125,13 +132,14 @@ def fitting_window(events: pd.DataFrame, born: pd.Series,
     return best
 
 
-def split_dates(first, last, window: str) -> tuple[str, str] | None:
+def split_dates(first, last, window: str, day: int | None = None) -> tuple[str, str] | None:
     """``(val, test)`` for events from ``first`` to ``last``: test's window the last whole
-    one by the last day; None where no train window fits before val's."""
-    w = parse_window(window)
-    test = pd.Timestamp(last).floor("D") - w
-    val = test - w
-    return None if val - w < pd.Timestamp(first) else (str(val.date()), str(test.date()))
+    one by the last day (a calendar window's, from ``day`` of a month); None where no train
+    window fits before val's."""
+    test = last_split(last, window, day or 1)
+    val = shift(test, window, -1)
+    return None if shift(val, window, -1) < pd.Timestamp(first) else \
+        (str(val.date()), str(test.date()))
 
 
 def recurring(db: Database, table: str, col, window: str) -> bool:
@@ -157,8 +165,22 @@ def born_with(db: Database, table: str, col: str, ref: str) -> bool:
     return bool(np.mean(born >= df[t.time_col].to_numpy()) >= 0.5) if len(df) else False
 
 
-def _sums(df: pd.DataFrame, skip: set) -> list[str]:
-    return [c for c in df.columns if c not in skip and AMOUNT.search(str(c))
+def same_count(events: pd.DataFrame, window: str, test) -> bool:
+    """Whether every entity with events in the window after the printed command's val and
+    test times has as many as every other (a series' rows, one a month): ``label=count``
+    is then one value, and the events' own values are what there is to predict."""
+    times = events["time"]
+    for t in (pd.Timestamp(test), shift(pd.Timestamp(test), window, -1)):
+        n = events["entity"][(times > t) & (times <= shift(t, window))].value_counts()
+        if n.nunique() > 1:
+            return False
+    return True
+
+
+def _sums(df: pd.DataFrame, skip: set, named: bool = True) -> list[str]:
+    """The numeric columns a sum adds up: named as amounts (:data:`AMOUNT`), or, where
+    not ``named``, any (a series' values)."""
+    return [c for c in df.columns if c not in skip and (AMOUNT.search(str(c)) or not named)
             and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
 
 
@@ -196,7 +218,7 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
             continue
         window, seeds, rests = fit
         times = events["time"]
-        dates = split_dates(times.min(), times.max(), window)
+        dates = split_dates(times.min(), times.max(), window, calendar_day(times))
         run = ["python", "-m", "rdl.train", *base]
         settings = [f"task.entity_table={name}", f"task.window={window}",
                     f"task.val_timestamp={dates[0]}", f"task.test_timestamp={dates[1]}"]
@@ -208,10 +230,14 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         lines += ["", f"# {name} ({len(table):,} rows): events in "
                   + ", ".join(f"{dotted(t, c)} ({len(db[t]):,})" for t, c in columns.items())
                   + f"; times {times.min()} to {times.max()}"]
+        series = one_class and same_count(events, window, dates[1]) and any(
+            _sums(db[t].df, {db[t].time_col, *db[t].fkeys}, named=False) for t in columns)
         if one_class:
             lines.append(f"# label=active is one class in the val or test split at every "
                          f"window (every seed of {name} has events in the window after, or "
-                         "none has): its counts only")
+                         "none has): " + ("label=count one value too (as many events in each "
+                                          "window): their values' sums" if series else
+                                          "its counts only"))
         if rests[COUNTS["count" if one_class else "active"]] < FEW:   # as rdl.train's report
             whom = "with events in the window before a split time" if seeds == "active" \
                 else "by a split time"
@@ -227,12 +253,12 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
                          "it is chooses nothing on it, one whose test it is scores what "
                          "predicts that value")
         lines += [cmd("task=events", *only, *every)] if not one_class else []
-        lines += [cmd("task=events", *only, *every, "task.label=count")]
+        lines += [cmd("task=events", *only, *every, "task.label=count")] if not series else []
         for t, col in columns.items():
             keys = {db[t].time_col, *db[t].fkeys}
             one = [] if len(found) == 1 else [events_setting({t: col})]
             lines += [cmd("task=events", *one, *every, "task.label=sum", f"task.value={v}")
-                      for v in _sums(db[t].df, keys)[:2]]
+                      for v in _sums(db[t].df, keys, named=not series)[:2]]
             targets = [(c, ref) for c, ref in db[t].fkeys.items() if isinstance(col, str)
                        and c != col and
                        isinstance(db[ref].pkey, str) and not born_with(db, t, c, ref)]

@@ -74,6 +74,6 @@ def events(task: Task, db: Database, tables: dict[str, pd.DataFrame], strict: bo
         labels = labels[["timestamp", task.entity_col, task.target_col]].explode(task.target_col)
         labels = labels.reset_index(drop=True)
         parts.append(_frame(labels[task.entity_col], labels[task.target_col],
-                            _ns(labels["timestamp"] + task.delta), 0))
+                            _ns(task.closes(labels["timestamp"])), 0))
         names.append(f"{task.name} labels")
     return Events(pd.concat(parts, ignore_index=True), names)

@@ -90,7 +90,7 @@ def _chained(fit: TreeFit, tables: dict[str, pd.DataFrame], features: dict[str, 
     seed_time = train["timestamp"].to_numpy().astype("datetime64[ns]")
     times = np.unique(seed_time)
     cuts = [c[0] for c in np.array_split(times, min(blocks, len(times))) if len(c)]
-    closed = seed_time + np.timedelta64(task.delta)  # when each train label becomes visible
+    closed = task.closes(seed_time)  # when each train label becomes visible
     for lo, hi in bar(list(zip(cuts[1:], cuts[2:] + [None])), "tree prior", unit="block"):
         rows = seed_time >= lo if hi is None else (seed_time >= lo) & (seed_time < hi)
         known = np.flatnonzero(closed <= lo)

@@ -2,6 +2,7 @@
 the task's earlier labels as a history the model and the baselines see."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -13,6 +14,8 @@ from rdl.families.node.kinds import KINDS
 from rdl.tasks import Task
 from rdl.tasks.events import NodeEvents
 from rdl.tasks.relbench_task import RelBenchTask
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -38,6 +41,23 @@ class NodeTask(Task):
         df[self.target_col] = float("nan")
         return df
 
+    def split_table(self, split: str, db: Database) -> pd.DataFrame:
+        """The split's rows, less those whose label the SQL leaves NULL (unknown: a sum of
+        values none of which the files hold), with a warning that counts them: no model
+        trains on, or is scored by, a label that is not there."""
+        df = super().split_table(split, db)
+        unknown = df[self.target_col].isna().to_numpy()
+        if unknown.any():
+            log.warning("task %s: %d of the %s split's %d rows have no label (NULL from %s, "
+                        "at %d of its seed times): left out", self.name, int(unknown.sum()),
+                        split, len(df), self.source,
+                        df.loc[unknown, "timestamp"].nunique())
+            df = df[~unknown].reset_index(drop=True)
+            if df.empty:
+                raise DataError(f"task {self.name!r}: the {split} split is empty: every label "
+                                f"{self.source} gives it is NULL ({self._split_times(db)})")
+        return df
+
     def history(self, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         """The task's label history: its train and val labels, each with the time
         ``available = timestamp + window`` at which its window has closed. A seed at time
@@ -54,7 +74,7 @@ class NodeTask(Task):
         # for nothing else).
         splits = ["train", "val", *(["test"] if "now" in tables else [])]
         df = pd.concat([tables[s][cols] for s in splits], ignore_index=True)
-        df["available"] = df["timestamp"] + self.delta
+        df["available"] = self.closes(df["timestamp"])
         val = np.zeros(len(df), dtype=bool)
         start = len(tables["train"])
         val[start:start + len(tables["val"])] = True
