@@ -14,6 +14,7 @@ import pytest
 from hydra.utils import instantiate
 
 from rdl.data.database import Database, DataError, Table
+from rdl.features.table import WINDOWS, child_features
 from rdl.tasks.suggest import split_dates, suggestions, window_for
 from rdl.tasks.window import back_from, calendar_day, split_times
 
@@ -151,3 +152,24 @@ def test_a_sql_s_null_label_is_left_out(tiny_cfg, caplog):
     assert "2 of the val split's 4 rows have no label" in caplog.text
     with pytest.raises(DataError, match="the val split is empty: every label"):
         val([0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_the_trees_last_months_hold_whole_months(strict):
+    """LightGBM's features of the last 1, 4 and 12 windows of a monthly series: at a seed
+    on March 1st, the last month holds March's row alone (a mean month, 30.4 days, would
+    reach back to February 1st), the last 12 a year of rows."""
+    db = employment()
+    table = db["employment"]
+    seeds = pd.DatetimeIndex(["2019-03-01", "2016-03-01", "2019-08-01", "2019-08-15"])
+    ids = np.array([0, 1, 2, 3])
+    got = child_features("c", table, "series_id", ids,
+                         seeds.to_numpy().astype("datetime64[ns]").astype(np.int64), "1mo",
+                         strict)
+    df = table.df
+    for i, (s, t) in enumerate(zip(ids, seeds)):
+        for n in WINDOWS:
+            rows = df[(df["series_id"] == s) & (df["month"] > t - pd.DateOffset(months=n))
+                      & ((df["month"] < t) if strict else (df["month"] <= t))]
+            assert got[f"c.count_{n}"][i] == len(rows) == n - (strict and t.day == 1)
+            assert got[f"c.employed.sum_{n}"][i] == pytest.approx(rows["employed"].sum())

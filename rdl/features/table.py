@@ -30,6 +30,7 @@ from rdl.data.database import Database, DataError, Table
 from rdl.features.labels import visible_labels
 from rdl.features.names import hop, side_by_side
 from rdl.tasks import Task
+from rdl.tasks.window import shift
 from rdl.visibility import includes_equal, sql_comparison
 
 #: The child-table windows, in task windows before the seed time.
@@ -54,7 +55,7 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
     seeds = df["timestamp"].to_numpy().astype("datetime64[ns]")
     parts = [own_features(task.entity_table, entity, ids, seeds)] if own else []
     parts.append(history_features(task, df, history))
-    parts += children_features(db, task.entity_table, ids, seeds, task.delta, strict)
+    parts += children_features(db, task.entity_table, ids, seeds, task.window, strict)
     out = side_by_side(parts)
     out.index = df.index
     return out
@@ -62,7 +63,7 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
 
 @duck.shared()   # a query per child table on one DuckDB database (rdl/duck.py)
 def children_features(db: Database, parent: str, ids: np.ndarray, seeds: np.ndarray,
-                      window: pd.Timedelta, strict: bool) -> list[pd.DataFrame]:
+                      window, strict: bool) -> list[pd.DataFrame]:
     """The aggregates of every child table of ``parent`` (each table with a foreign key to
     it) for the rows ``ids`` at ``seeds``: :func:`child_features`, or
     :func:`static_child_features` for a child without time."""
@@ -172,9 +173,10 @@ def static_child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray)
 
 
 def child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray, seeds: np.ndarray,
-                   window: pd.Timedelta, strict: bool) -> pd.DataFrame:
+                   window, strict: bool) -> pd.DataFrame:
     """Windowed and all-time counts and sums of the seeds' rows of one child table, and
-    the days since their last and first row."""
+    the days since their last and first row. ``window``: the task's (whole months back for
+    a calendar window: the last month of a monthly series holds its one row)."""
     nums = numeric_columns(table)
     src = table.df
     child = pd.DataFrame({"e": src[fkey], "t": src[table.time_col]})
@@ -184,14 +186,15 @@ def child_features(prefix: str, table: Table, fkey: str, ids: np.ndarray, seeds:
     child = child.assign(e=child["e"].to_numpy(dtype=np.int64),
                          t=child["t"].to_numpy().astype("datetime64[ns]").astype(np.int64))
     q = pd.DataFrame({"rid": np.arange(len(ids)), "e": ids, "s": seeds.astype(np.int64)})
-    w = int(window.value)  # nanoseconds
+    for n in WINDOWS:   # where each seed's last n windows begin (nanoseconds)
+        q[f"lo{n}"] = shift(seeds.astype("datetime64[ns]"), window, -n).astype(np.int64)
     terms = []
     for n in WINDOWS:
-        cond = f"c.t > q.s - {n * w}"
+        cond = f"c.t > q.lo{n}"
         terms.append(f"count(*) FILTER (WHERE {cond}) AS count_{n}")
         terms += [f"sum(c.x{k}) FILTER (WHERE {cond}) AS x{k}_{n}" for k in range(len(nums))]
     sql = (f"SELECT q.rid, {', '.join(terms)} FROM q JOIN child c ON c.e = q.e "
-           f"AND c.t > q.s - {max(WINDOWS) * w} AND c.t {sql_comparison(strict)} q.s "
+           f"AND c.t > q.lo{max(WINDOWS)} AND c.t {sql_comparison(strict)} q.s "
            "GROUP BY q.rid")
     with duck.cursor() as con:   # one thread: float sums in one order (rdl/duck.py)
         con.register("q", q)

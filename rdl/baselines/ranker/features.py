@@ -282,7 +282,7 @@ class Featuriser:
         db = self.db
         seeds = np.full(len(ids), s, dtype="datetime64[ns]")
         parts = [own_features(table, db[table], ids, seeds),
-                 *children_features(db, table, ids, seeds, self.task.delta, self.strict)]
+                 *children_features(db, table, ids, seeds, self.task.window, self.strict)]
         if self.deep is not None:   # depth 2: the row's parents, its children's, ...
             from rdl.features.deep import deep_features
             task = self.task
