@@ -1,5 +1,5 @@
 """Times written as the period they name, in text: a month (``2024-01``, ``01/2024``,
-``Jan 2024``, Excel's ``Jan-24``), a quarter (``2024-Q1``, ``Q1 2024``), an ISO week
+``Jan 2024``, R's tsibble's ``2024 Jan``, Excel's ``Jan-24``), a quarter (``2024-Q1``, ``Q1 2024``), an ISO week
 (``2024-W05``), a year (``"2024"``), as a monthly report's ``month`` or a budget's
 ``quarter`` column holds them.
 
@@ -22,6 +22,10 @@ _FORMS = (
                     (r"[A-Za-z]{3,9}\.?[ -]\d{4}", lambda t: pd.to_datetime(
                         t.str.replace(r"\.?[ -]", " ", regex=True), format="mixed",
                         errors="coerce").dt.strftime("%Y-%m")),
+                    # the year first (R's tsibble writes a yearmonth as 1939 Jan)
+                    (r"\d{4}[ -][A-Za-z]{3,9}\.?", lambda t: pd.to_datetime(
+                        t.str.replace(r"(\d{4})[ -]([A-Za-z]{3,9})\.?", r"\2 \1", regex=True),
+                        format="mixed", errors="coerce").dt.strftime("%Y-%m")),
                     # Excel's mmm-yy (Jan-24: January 2024)
                     (r"[A-Za-z]{3}-\d{2}", lambda t: pd.to_datetime(
                         t.str.title(), format="%b-%y", errors="coerce").dt.strftime("%Y-%m")))),

@@ -35,6 +35,10 @@ def test_a_month_s_row_is_seen_once_the_month_is_over(tmp_path):
     (["Q1 2024", "q4-2023"], ["2024-04-01", "2024-01-01"], "quarter"),
     (["2024", "2023"], ["2025-01-01", "2024-01-01"], "year"),
     (["Jan-24", "DEC-23"], ["2024-02-01", "2024-01-01"], "month"),   # Excel's mmm-yy
+    # R's tsibble (fpp3's us_employment: 1939 Jan); a word that is no month: no period
+    (["1939 Jan", "2019 Sep", "2024-December"], ["1939-02-01", "2019-10-01", "2025-01-01"],
+     "month"),
+    (["2019 Sep", "2019 Spring"], None, None),
     # ISO weeks (%G-W%V): week 1 of 2025 begins on 2024-12-30; 2020 has a week 53, 2023 none
     (["2024-W05", "2025W01", "2020-w53"], ["2024-02-05", "2025-01-06", "2021-01-04"], "week"),
     (["2024-W05", "2023-W53"], None, None),
