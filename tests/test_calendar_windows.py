@@ -23,7 +23,7 @@ MONTHS = pd.date_range("2012-01-01", "2019-09-01", freq="MS")
 
 def employment(months=MONTHS, day_shift=None) -> Database:
     """Four series' monthly values; series 3 empty (NaN) before 2015, as the BLS series
-    that began later are in fpp3's ``us_employment``."""
+    that began later are in fpp3's ``us_employment``; R's row numbers (``rownames``)."""
     rng = np.random.default_rng(0)
     rows = []
     for s in range(4):
@@ -33,6 +33,7 @@ def employment(months=MONTHS, day_shift=None) -> Database:
             value = np.nan if s == 3 and m.year < 2015 else round(level, 1)
             rows.append((s, m if day_shift is None else day_shift(m), value))
     df = pd.DataFrame(rows, columns=["series_id", "month", "employed"])
+    df.insert(0, "rownames", np.arange(1, len(df) + 1))
     return Database({"series": Table(pd.DataFrame({"series_id": range(4)}), "series_id", {}),
                      "employment": Table(df, None, {"series_id": "series"}, "month")})
 
@@ -112,7 +113,8 @@ def test_suggest_takes_calendar_months_for_monthly_values(dated, day):
     assert calendar_day(times) == day and window_for(times) == "1mo"
     lines = suggestions(db, ["data=x"])
     commands = [shlex.split(line) for line in lines if line.startswith("python")]
-    # one row a month: a count is one value; the values' sum (a name of no amount) it is
+    # one row a month: a count is one value; the values' sum (a name of no amount, not
+    # the row numbers) it is
     [c] = commands
     args = dict(a.split("=", 1) for a in c if a.startswith("task."))
     assert args["task.label"] == "sum" and args["task.value"] == "employed"

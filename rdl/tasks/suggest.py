@@ -177,11 +177,18 @@ def same_count(events: pd.DataFrame, window: str, test) -> bool:
     return True
 
 
-def _sums(df: pd.DataFrame, skip: set, named: bool = True) -> list[str]:
-    """The numeric columns a sum adds up: named as amounts (:data:`AMOUNT`), or, where
-    not ``named``, any (a series' values)."""
-    return [c for c in df.columns if c not in skip and (AMOUNT.search(str(c)) or not named)
+def _sums(table, named: bool = True) -> list[str]:
+    """The numeric columns of ``table`` that a sum adds up: named as amounts
+    (:data:`AMOUNT`), or, where not ``named``, any but its keys, time and row numbers
+    (R's ``rownames``: 1, 2, 3, ...), a series' values."""
+    df, keys = table.df, {table.time_col, *table.fkeys, *np.atleast_1d(table.pkey or [])}
+    return [c for c in df.columns if c not in keys and (AMOUNT.search(str(c)) or not named
+                                                        and not _row_number(df[c]))
             and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+
+
+def _row_number(values: pd.Series) -> bool:
+    return pd.api.types.is_integer_dtype(values) and bool((np.diff(values.to_numpy()) == 1).all())
 
 
 def suggestions(db: Database, base: list[str]) -> list[str]:
@@ -231,7 +238,7 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
                   + ", ".join(f"{dotted(t, c)} ({len(db[t]):,})" for t, c in columns.items())
                   + f"; times {times.min()} to {times.max()}"]
         series = one_class and same_count(events, window, dates[1]) and any(
-            _sums(db[t].df, {db[t].time_col, *db[t].fkeys}, named=False) for t in columns)
+            _sums(db[t], named=False) for t in columns)
         if one_class:
             lines.append(f"# label=active is one class in the val or test split at every "
                          f"window (every seed of {name} has events in the window after, or "
@@ -255,10 +262,9 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         lines += [cmd("task=events", *only, *every)] if not one_class else []
         lines += [cmd("task=events", *only, *every, "task.label=count")] if not series else []
         for t, col in columns.items():
-            keys = {db[t].time_col, *db[t].fkeys}
             one = [] if len(found) == 1 else [events_setting({t: col})]
             lines += [cmd("task=events", *one, *every, "task.label=sum", f"task.value={v}")
-                      for v in _sums(db[t].df, keys, named=not series)[:2]]
+                      for v in _sums(db[t], named=not series)[:2]]
             targets = [(c, ref) for c, ref in db[t].fkeys.items() if isinstance(col, str)
                        and c != col and
                        isinstance(db[ref].pkey, str) and not born_with(db, t, c, ref)]
