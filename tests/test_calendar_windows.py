@@ -175,3 +175,22 @@ def test_the_trees_last_months_hold_whole_months(strict):
                       & ((df["month"] < t) if strict else (df["month"] <= t))]
             assert got[f"c.count_{n}"][i] == len(rows) == n - (strict and t.day == 1)
             assert got[f"c.employed.sum_{n}"][i] == pytest.approx(rows["employed"].sum())
+
+
+def test_the_depth_2_windows_hold_whole_months(tiny_cfg):
+    """Depth 2's statistics over a monthly series' last 1 and 4 windows: at any seed on a
+    month's first day, one row and four (a trend of 0 between them), their values' mean."""
+    from rdl.features.deep import deep_features
+    db = employment()
+    t = task(tiny_cfg, *SUM, "task.window=1mo")
+    tables = {s: t.split_table(s, db) for s in ("train", "val", "test")}
+    df = tables["train"][tables["train"]["timestamp"] >= "2017-01-01"].reset_index(drop=True)
+    got = deep_features(t, db, df, t.history(tables))
+    trend = [c for c in got if c.endswith("trend_1_4")]
+    assert trend and (got[trend[0]] == 0).all()
+    [avg] = [c for c in got if c.endswith("employed.avg_4")]
+    rows = db["employment"].df.set_index(["series_id", "month"])["employed"]
+    for r, v in zip(df.itertuples(), got[avg]):
+        want = np.mean([rows[(r.series_id, r.timestamp - pd.DateOffset(months=k))]
+                        for k in range(4)])
+        assert v == pytest.approx(want)

@@ -21,6 +21,7 @@ from rdl.data.database import Table
 from rdl.features.labels import label_matrix
 from rdl.features.names import Columns, down, hop, side_by_side, up
 from rdl.features.table import is_free_text, own_features
+from rdl.tasks.window import shift
 from rdl.visibility import includes_equal, sql_comparison, visible
 
 STATS = ("avg", "min", "max", "stddev_samp")
@@ -38,7 +39,10 @@ class Synthesis:
         self.seeds = df["timestamp"].to_numpy().astype("datetime64[ns]")
         self.q = pd.DataFrame({"rid": np.arange(len(df)), "e": self.ids,
                                "s": self.seeds.astype(np.int64)})
-        self.w = int(task.delta.value)
+        # where each seed's last n windows begin (ns): whole months for a calendar window
+        window = getattr(task, "window", task.delta)
+        for n in sorted({1, 4, *settings.windows}):
+            self.q[f"l{n}"] = shift(self.seeds, window, -n).astype(np.int64)
         self.le = sql_comparison(strict)
         # shared by the chunks of one call: what does not depend on the seeds (column kinds,
         # key indexes, the tables' rows as the SQL reads them, group label means)
@@ -52,9 +56,9 @@ class Synthesis:
             self._shared[key] = make()
         return self._shared[key]
 
-    def window(self, rows: pd.DataFrame, span: int, t: str = "t") -> pd.DataFrame:
-        """The rows (times ``t`` in ns) that a window of ``span`` ns before some seed of
-        this chunk can hold: after the earliest seed's window opens, visible at the latest
+    def window(self, rows: pd.DataFrame, n: int, t: str = "t") -> pd.DataFrame:
+        """The rows (times ``t`` in ns) that the last ``n`` windows before some seed of
+        this chunk can hold: after the earliest seed's windows open, visible at the latest
         seed. In their order: a group's float aggregates add its rows in the same order as
         over the whole table, and so come out the same, bit for bit."""
         if not WINDOWED:
@@ -63,10 +67,15 @@ class Synthesis:
         if not len(s):
             return rows.iloc[:0]
         times = rows[t].to_numpy()
-        keep = np.flatnonzero((times > s.min() - span) & visible(times, s.max(), self.strict))
+        keep = np.flatnonzero((times > self.opens(n)) & visible(times, s.max(), self.strict))
         if len(keep) and keep[-1] - keep[0] == len(keep) - 1:   # a table in time order:
             return rows.iloc[keep[0]:keep[-1] + 1]              # a slice, no copy
         return rows.iloc[keep]
+
+    def opens(self, n: int) -> int:
+        """When the earliest seed's last ``n`` windows open (ns): a row at that time is
+        outside them."""
+        return int(self.q[f"l{n}"].min())
 
     def rows_of(self, name: str, keys) -> np.ndarray:
         """The row positions in table ``name`` of the primary keys ``keys`` (-1: none)."""
@@ -154,11 +163,11 @@ class Synthesis:
                 c = pd.DataFrame({"p": child.df[fkey], "t": child.df[child.time_col]}).dropna()
                 return c.assign(p=c["p"].to_numpy(dtype=np.int64),
                                 t=c["t"].to_numpy().astype("datetime64[ns]").astype(np.int64))
-            c = self.window(self.once(("popularity", name, fkey), rows), 4 * self.w)
-            s = pd.DataFrame({"s": np.unique(self.q["s"].to_numpy())})
-            sql = (f"SELECT s.s, c.p, count(*) FILTER (WHERE c.t > s.s - {self.w}) AS pop_1, "
+            c = self.window(self.once(("popularity", name, fkey), rows), 4)
+            s = self.q[["s", "l1", "l4"]].drop_duplicates("s").sort_values("s")
+            sql = ("SELECT s.s, c.p, count(*) FILTER (WHERE c.t > s.l1) AS pop_1, "
                    "count(*) AS pop_4 FROM s JOIN c "
-                   f"ON c.t > s.s - {4 * self.w} AND c.t {self.le} s.s GROUP BY s.s, c.p")
+                   f"ON c.t > s.l4 AND c.t {self.le} s.s GROUP BY s.s, c.p")
             self._popularity[key] = _duck(sql, s=s, c=c)
         return self._popularity[key]
 
@@ -224,9 +233,9 @@ class Synthesis:
         c, cols, pops, prefix = self.once(("child", name, fkey),
                                           lambda: self.child_rows(name, table, fkey))
         wmax = max(settings.windows)
-        c = self.window(c, wmax * self.w)
+        c = self.window(c, wmax)
         sql = (f"SELECT q.rid, {', '.join(f'{x} AS f{i}' for i, (x, _) in enumerate(cols))} "
-               f"FROM c JOIN q ON c.e = q.e AND c.t > q.s - {wmax * self.w} "
+               f"FROM c JOIN q ON c.e = q.e AND c.t > q.l{wmax} "
                f"AND c.t {self.le} q.s GROUP BY q.rid")
         agg = _duck(sql, ordered=True, q=self.q, c=c).set_index("rid").reindex(
             np.arange(len(self.ids)))
@@ -261,7 +270,7 @@ class Synthesis:
                           [rows].astype(np.int64)})
         cols = []   # (sql expression over the windows, name), in output order
         wmax = max(settings.windows)
-        win = {n: f"c.t > q.s - {n * self.w}" for n in (1, *settings.windows)}
+        win = {n: f"c.t > q.l{n}" for n in (1, *settings.windows)}
         for n in (1, *settings.windows):
             cols.append((f"count(*) FILTER (WHERE {win[n]})", f"{prefix}.n_{n}"))
         for k, col in enumerate(kinds["num"]):
@@ -317,7 +326,7 @@ class Synthesis:
         cc = c[["e", "t", ref_col]].rename(columns={ref_col: "p"}).dropna()
         cc = cc.assign(p=cc["p"].astype(np.int64))
         sql = ("SELECT q.rid, avg(coalesce(pop.pop_1, 0)) AS a1, avg(coalesce(pop.pop_4, 0)) "
-               f"AS a4 FROM q JOIN cc ON cc.e = q.e AND cc.t > q.s - {wmax * self.w} "
+               f"AS a4 FROM q JOIN cc ON cc.e = q.e AND cc.t > q.l{wmax} "
                f"AND cc.t {self.le} q.s LEFT JOIN pop ON pop.s = q.s AND pop.p = cc.p "
                "GROUP BY q.rid")
         agg = _duck(sql, q=self.q, cc=cc, pop=pop).set_index("rid").reindex(
@@ -333,10 +342,10 @@ class Synthesis:
             return out
         for gp, nums, gg in self.once(("grandchildren", name, fkey),
                                       lambda: self.grandchild_rows(name, table, fkey, prefix)):
-            gg = self.window(gg, wmax * self.w)
+            gg = self.window(gg, wmax)
             terms = ["count(*) AS n"] + [f"avg(gg.x{j}) AS x{j}" for j in range(len(nums))]
             sql = (f"SELECT q.rid, {', '.join(terms)} FROM gg JOIN q ON gg.e = q.e "
-                   f"AND gg.t > q.s - {wmax * self.w} AND gg.t {self.le} q.s "
+                   f"AND gg.t > q.l{wmax} AND gg.t {self.le} q.s "
                    f"AND gg.ct {self.le} q.s GROUP BY q.rid")
             agg = _duck(sql, ordered=True, q=self.q, gg=gg).set_index("rid").reindex(
                 np.arange(len(self.ids)))

@@ -164,10 +164,10 @@ def test_rows_on_the_windows_edges_count(monkeypatch, strict, chunk_rows, in_ord
         m.setattr(synthesis, "WINDOWED", False)
         whole = run()
     pd.testing.assert_frame_equal(run(), whole, check_exact=True)
-    cut, visible = synthesis.Synthesis.window, synthesis.visible
-    late = lambda self, rows, span, t="t": cut(self, rows, span - 1, t)   # opens 1 ns late
-    early = lambda t, s, strict: visible(t, s - 1, strict)                # ends 1 ns early
-    for owner, name, wrong in ((synthesis.Synthesis, "window", late),
+    opens, visible = synthesis.Synthesis.opens, synthesis.visible
+    late = lambda self, n: opens(self, n) + 1                   # opens 1 ns late
+    early = lambda t, s, strict: visible(t, s - 1, strict)      # ends 1 ns early
+    for owner, name, wrong in ((synthesis.Synthesis, "opens", late),
                                (synthesis, "visible", early)):
         with monkeypatch.context() as m:
             m.setattr(owner, name, wrong)
