@@ -10,8 +10,10 @@ added here; DuckDB's ``INTERVAL '1 month'`` adds the same months to the SQL's se
 
 A calendar window's split times must fall on a day 28 or earlier: ``Jan 31 + 1 month`` is
 Feb 28 or 29, and a window that ended on a month's last day would end on a different day
-each month. Lookbacks (how far back features count, :attr:`Task.delta`) take a calendar
-window's mean length; every rule of when a label has closed takes :func:`shift`.
+each month. Every rule of when a label has closed (:meth:`Task.closes`) and the trees'
+windows take :func:`shift`; what only needs a length (``Task.delta``: the time since a
+label in windows, the link ranker's retrieval windows, suggest's choice) takes a
+calendar window's mean.
 """
 from __future__ import annotations
 
