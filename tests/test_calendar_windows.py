@@ -194,3 +194,18 @@ def test_the_depth_2_windows_hold_whole_months(tiny_cfg):
         want = np.mean([rows[(r.series_id, r.timestamp - pd.DateOffset(months=k))]
                         for k in range(4)])
         assert v == pytest.approx(want)
+
+
+def test_a_calendar_window_s_trees_see_the_seed_s_month(tiny_cfg):
+    """Monthly figures have seasons (the employment series are not seasonally adjusted):
+    the trees see each seed's month of the year where the window is calendar months."""
+    from rdl.features.table import entity_features
+    db = employment()
+    for window, has in (("1mo", True), ("30d", False)):
+        t = task(tiny_cfg, *SUM, f"task.window={window}")
+        tables = {s: t.split_table(s, db) for s in ("train", "val", "test")}
+        df = tables["train"]
+        got = entity_features(t, db, df, t.history(tables))
+        assert ("seed.month" in got) == has
+        if has:
+            assert (got["seed.month"] == pd.DatetimeIndex(df["timestamp"]).month).all()

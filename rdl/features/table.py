@@ -30,7 +30,7 @@ from rdl.data.database import Database, DataError, Table
 from rdl.features.labels import visible_labels
 from rdl.features.names import hop, side_by_side
 from rdl.tasks import Task
-from rdl.tasks.window import shift
+from rdl.tasks.window import months, shift
 from rdl.visibility import includes_equal, sql_comparison
 
 #: The child-table windows, in task windows before the seed time.
@@ -55,6 +55,9 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
     seeds = df["timestamp"].to_numpy().astype("datetime64[ns]")
     parts = [own_features(task.entity_table, entity, ids, seeds)] if own else []
     parts.append(history_features(task, df, history))
+    if months(task.window):   # calendar months: the seed's month of the year (a season)
+        parts.append(pd.DataFrame({"seed.month": pd.DatetimeIndex(seeds).month.to_numpy(
+            dtype=np.float64)}))
     parts += children_features(db, task.entity_table, ids, seeds, task.window, strict)
     out = side_by_side(parts)
     out.index = df.index
