@@ -1,7 +1,7 @@
 """Times written as the period they name, in text: a month (``2024-01``, ``01/2024``,
-``Jan 2024``, R's tsibble's ``2024 Jan``, Excel's ``Jan-24``), a quarter (``2024-Q1``, ``Q1 2024``), an ISO week
-(``2024-W05``), a year (``"2024"``), as a monthly report's ``month`` or a budget's
-``quarter`` column holds them.
+``Jan 2024``, R's tsibble's ``2024 Jan``, Excel's ``Jan-24``), a quarter (``2024-Q1``,
+``Q1 2024``), an ISO week (``2024-W05``), a year (``"2024"``), as a monthly report's
+``month`` or a budget's ``quarter`` column holds them.
 
 pandas reads ``2024-01`` as 2024-01-01 00:00, the month's first instant: a row about
 January (its revenue, its count of orders) would be seen by a seed on January 2nd, the

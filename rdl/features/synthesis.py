@@ -40,9 +40,8 @@ class Synthesis:
         self.q = pd.DataFrame({"rid": np.arange(len(df)), "e": self.ids,
                                "s": self.seeds.astype(np.int64)})
         # where each seed's last n windows begin (ns): whole months for a calendar window
-        window = getattr(task, "window", task.delta)
         for n in sorted({1, 4, *settings.windows}):
-            self.q[f"l{n}"] = shift(self.seeds, window, -n).astype(np.int64)
+            self.q[f"l{n}"] = shift(self.seeds, task.window, -n).astype(np.int64)
         self.le = sql_comparison(strict)
         # shared by the chunks of one call: what does not depend on the seeds (column kinds,
         # key indexes, the tables' rows as the SQL reads them, group label means)

@@ -287,7 +287,7 @@ class Featuriser:
             from rdl.features.deep import deep_features
             task = self.task
             rows_of = SimpleNamespace(name=f"{task.name}: {table}", entity_table=table,
-                                      entity_col="_row", delta=task.delta, window=task.window,
+                                      entity_col="_row", window=task.window,
                                       val_time=task.val_time, target_col=None)
             df = pd.DataFrame({"_row": ids, "timestamp": seeds})
             parts.append(deep_features(rows_of, db, df, None, self.strict, self.deep))
