@@ -17,6 +17,7 @@ class BadRows:
         self.delimiter, self.count, self.first, self.trailing = delimiter, 0, [], True
         self.undecodable = False   # a row pyarrow could not give it: not UTF-8 (undecodable)
         self.footers = 0
+        self.texts, self.single = [], True   # (a report's footer: lines of one field each)
 
     def __call__(self, row) -> str:
         if not row.text.replace("\x1a", "").strip():
@@ -27,6 +28,9 @@ class BadRows:
         self.count += 1
         if len(self.first) < 3:
             self.first.append(row)
+        if len(self.texts) <= reports.FOOTER_LINES:
+            self.texts.append(row.text)
+        self.single &= row.actual_columns == 1
         self.trailing &= (row.actual_columns == row.expected_columns + 1
                           and row.text.endswith(self.delimiter))
         return "skip"

@@ -337,6 +337,10 @@ def _delimited(path: Path, where: str, h: Header, names: list[str]) -> pd.DataFr
                 table = read(True, names)
             else:
                 log.info("%s: quotes in values escaped with a backslash (\\\")", where)
+        if bad.count and bad.single and reports.is_footer(path, h.encoding, bad.texts):
+            log.info("%s: %d line%s of a report's footer after the rows (%s): left out", where,
+                     bad.count, "s" * (bad.count > 1), repr(bad.texts[0][:60]))
+            bad.count = 0
         if bad.count and table.num_rows == 0 and bad.trailing:
             # a delimiter ends every data row but not the header: an empty last column
             table = read(True, names + ["__trailing__"]).drop_columns(["__trailing__"])

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from rdl.data import composite
+from rdl.data import composite, salesforce
 from rdl.data.messages import show
 from rdl.data.database import DataError
 from rdl.data.schema import TableSchema
@@ -49,7 +49,9 @@ def shared_key(t: TableSchema, df: pd.DataFrame) -> pd.DataFrame:
 
 def comparable(*columns: pd.Series) -> list[np.ndarray]:
     """Key values of columns in one form: numbers as integers where they all are, and
-    text where any side is text (a CSV's ``"0042"`` is not the number 42)."""
+    text where any side is text (a CSV's ``"0042"`` is not the number 42); Salesforce's
+    18-character ids as their 15 characters where the sides mix both
+    (:mod:`rdl.data.salesforce`)."""
     def norm(s):
         if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
             v = s.dropna()
@@ -58,7 +60,8 @@ def comparable(*columns: pd.Series) -> list[np.ndarray]:
     normed = [norm(c) for c in columns]
     if len({pd.api.types.is_numeric_dtype(c) for c in normed}) > 1:
         normed = [c.astype("string") for c in normed]
-    return [c.to_numpy(dtype=object, na_value=None) for c in normed]
+    out = [c.to_numpy(dtype=object, na_value=None) for c in normed]
+    return out if pd.api.types.is_numeric_dtype(normed[0]) else salesforce.as_15(out)
 
 
 def _kind(s: pd.Series) -> str:

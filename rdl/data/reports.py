@@ -14,7 +14,10 @@ sheets of a workbook are read (:mod:`rdl.data.sheets`, whose rules these are):
 * what a database's console prints around a query's rows, as ``sqlcmd -s,``, ``psql -A``,
   SQL*Plus and ``mysql`` write them to a file: a rule of dashes under the header
   (``--------,-----``) and a count of rows after them (``(200 rows affected)``,
-  ``(200 rows)``, ``200 rows selected.``, ``200 rows in set (0.01 sec)``).
+  ``(200 rows)``, ``200 rows selected.``, ``200 rows in set (0.01 sec)``);
+* a report's footer: the file's last lines, after a blank line, each one field (a CRM's
+  report export ends with its copyright, "Confidential Information - Do Not Distribute",
+  who generated it and when, the company's name), at most :data:`FOOTER_LINES` of them.
 """
 from __future__ import annotations
 
@@ -35,6 +38,36 @@ _HEAD = 20   # the rows the header is looked for in
 FOOTER = re.compile(r"(?i)\(\d[\d,]* rows?( affected)?\)|\(\d[\d,]* row\(s\) affected\)|"
                     r"(\d[\d,]*|no) rows? selected\.?|\d[\d,]* rows? in set( \(.*\))?|"
                     r"completion time: .*")
+
+
+#: the most lines a report's footer holds
+FOOTER_LINES = 10
+
+
+def is_footer(path, encoding: str, rows: list[str]) -> bool:
+    """Whether ``rows``, the text of a CSV file's rows of one field where its header has
+    more, are a report's footer: its last lines, after a blank line (see above)."""
+    if not rows or len(rows) > FOOTER_LINES:
+        return False
+    lines = _tail(path, encoding).splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if len(lines) <= len(rows) or lines[-len(rows) - 1].strip():
+        return False
+    return [x.strip() for x in lines[-len(rows):]] == [r.strip() for r in rows]
+
+
+def _tail(path, encoding: str, size: int = 1 << 16) -> str:
+    """The last ``size`` bytes of a file's text (decompressed), decoded."""
+    from rdl.data.sources import input_stream
+    if str(path).lower().endswith((".csv", ".tsv", ".txt")):
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - size))
+            data = f.read()
+    else:
+        with input_stream(path) as f:
+            data = f.read()[-size:]
+    return data.decode(encoding, errors="replace")
 
 
 def preamble(text: str, delimiters=(",", ";", "\t", "|")) -> int:
