@@ -4,7 +4,8 @@ Spreadsheets and warehouses format numbers for people: thousands separators
 (``1,234,567.89``), decimal commas in German, French, ... locales (``1.234.567,89``,
 ``4752,32``), a currency sign (``$1,234.50``, ``12,50 €``), a percent sign (``12.5%``),
 accounting parentheses for negatives (``(1,234.50)``) or a minus after them (SAP:
-``1.234,56-``). Read as text, such a column would train as categories or hashed words;
+``1.234,56-``), a magnitude's letter (an analytics export's ``1.2K`` views, ``3.4M``
+followers; an app store's ``19M`` and ``201k`` sizes). Read as text, such a column would train as categories or hashed words;
 :func:`written_numbers` reads it as the numbers it holds where every value is written one
 way, and says which way (the caller logs it). pandas reads none of these
 (``pd.to_numeric``), hence this module.
@@ -33,6 +34,9 @@ _CODED = re.compile(r"^\s*(?P<a>[A-Z]{3})\s?(?P<x>[-+(]?\d.*?)\s*$|"
 #: no-break, between groups): a decimal comma
 DECIMAL_COMMA = re.compile("^[-+]?([1-9]\\d{0,2}([. \u00a0\u202f]\\d{3})+|\\d+)(,\\d+)?$")
 _GROUPS = "[. \u00a0\u202f]"   # (replaced by a regex: 8 times str.translate's speed)
+#: a number and a magnitude's letter (``1.5k``, ``2.3M``, ``4B``, ``1.2bn``)
+SCALED = re.compile(r"^[-+]?\d+(\.\d+)?\s?([kKMBT]|bn)$")
+MAGNITUDES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "bn": 1e9, "T": 1e12}
 #: a number with a currency or percent sign before or after it, in parentheses, or with
 #: a minus after it (SAP: ``1.234,56-``); a minus before the currency sign is Excel's
 #: negative currency (``-$3.10``)
@@ -52,6 +56,10 @@ def written_numbers(values: pd.Series, num: pd.Series | None = None
     - else a decimal comma where every value is so written (a comma with three digits
       after it, in every value, is taken for thousands: ``1,500``);
     - else one currency's ISO code before or after every number (``EUR 12.50``);
+    - else a magnitude's letter after every number that is not plain (``1.5k``, ``2.3M``:
+      thousands, millions, ``B`` or ``bn`` billions, ``T`` trillions), where two letters
+      occur, or plain numbers under 1,000 beside them (as a count is written for people:
+      ``950``, ``1.2k``); one letter alone is a unit (gold's ``18K``), and stays text;
     - else a sign (one currency sign or ``%`` in the column) or parentheses around the
       numbers, or a minus after them, each number read as above; a value in parentheses
       or with a minus after it is negative.
@@ -73,6 +81,8 @@ def written_numbers(values: pd.Series, num: pd.Series | None = None
                 else "dots or spaces between thousands", rest.iloc[0])
     if (coded := _coded(values)) is not None:
         return coded
+    if (scaled := _scaled(values, num)) is not None:
+        return scaled
     if not values.str.match(UNIT).all():
         return None
     # each part taken off by plain string ops: a regular expression's groups (extract) cost
@@ -126,10 +136,24 @@ def _coded(values: pd.Series) -> tuple[pd.Series, str, str] | None:
     return read, how, values.iloc[0]
 
 
+def _scaled(values: pd.Series, num: pd.Series) -> tuple[pd.Series, str, str] | None:
+    """Numbers with a magnitude's letter (see :func:`written_numbers`)."""
+    rest = values[num.isna()]
+    if not rest.iloc[:100].str.match(SCALED).all() or not rest.str.match(SCALED).all():
+        return None
+    parts = rest.str.extract(r"^(?P<x>[-+]?[\d.]+)\s?(?P<m>\w+)$")
+    plain = num.dropna()
+    if parts["m"].map(MAGNITUDES).nunique() < 2 and not (len(plain) and (plain.abs() < 1000).all()):
+        return None
+    read = num.copy()
+    read[rest.index] = pd.to_numeric(parts["x"]) * parts["m"].map(MAGNITUDES)
+    return read, "a magnitude's letter (k, M, B)", rest.iloc[0]
+
+
 def _could_be(values: pd.Series) -> bool:
     """Whether each of ``values`` (a few that are no plain number) is written as a number
     may be: most text columns fail at their first value, and then the column's every value
     is not matched against each way (three passes of regular expressions)."""
     return bool(values.str.match(GROUPED).all() or values.str.match(DECIMAL_COMMA).all()
                 or values.str.match(UNIT).all() or values.str.match(SPACED).all()
-                or values.str.match(_CODED).all())
+                or values.str.match(_CODED).all() or values.str.match(SCALED).all())

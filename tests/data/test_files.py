@@ -225,8 +225,12 @@ def test_currency_percent_and_accounting_negatives(tmp_path, caplog):
     (["1 234.50", "12.00", "2\u00a0000"], [1234.5, 12, 2000]),   # spaces between thousands
     (["EUR 12.50", "EUR 1,200.00", "EUR (3.00)"], [12.5, 1200, -3]),   # a currency's code
     (["12,50 SEK", "1.000,25 SEK"], [12.5, 1000.25]),
+    # a magnitude's letter: an analytics export's counts, an app store's sizes
+    (["950", "1.2K", "3.4M", "12k"], [950, 1200, 3.4e6, 12000]),
+    (["19M", "201k", "8.7M"], [19e6, 201e3, 8.7e6]),
+    (["1.2bn", "300M", "-2B"], [1.2e9, 3e8, -2e9]),
 ])
-def test_numbers_with_spaced_thousands_or_a_currency_s_code(values, numbers):
+def test_numbers_with_spaced_thousands_a_currency_s_code_or_a_magnitude(values, numbers):
     """Before, each column was text (categories)."""
     from rdl.data.numbers import written_numbers
     assert written_numbers(pd.Series(values))[0].tolist() == numbers
@@ -237,7 +241,8 @@ def test_numbers_with_spaced_thousands_or_a_currency_s_code(values, numbers):
     ["1.2.3", "1.10.0"], ["10.0.0.1", "192.168.1.1"], ["A1", "B2"], ["+1 555 1234", "12"],
     ["$1", "€2"], ["(note)", "(5)"], ["1,2,3", "4"], ["12%", "abc"], ["(5", "6)"],
     ["2024-01-05", "2024-02-06"], ["5-7", "12-"], ["12--", "3"], ["12 34", "5"],
-    ["1 2 3", "4"], ["a b", "c"]])
+    ["1 2 3", "4"], ["a b", "c"],
+    ["18K", "14K", "18k"], ["5M", "5M"], ["19M", "Varies with device"], ["3m", "4k"]])
 def test_text_that_is_no_number_stays_text(values):
     from rdl.data.numbers import written_numbers
     assert written_numbers(pd.Series(values)) is None
