@@ -109,6 +109,9 @@ def test_calendar_split_times(tiny_cfg):
 ])
 def test_suggest_takes_calendar_months_for_monthly_values(dated, day):
     db = employment(day_shift=dated)
+    rows = db["employment"].df   # the date's parts beside it (a year, its month): no values
+    rows.insert(2, "year", rows["month"].dt.year)
+    rows.insert(3, "month_of_year", rows["month"].dt.month)
     times = db["employment"].df["month"].to_numpy()
     assert calendar_day(times) == day and window_for(times) == "1mo"
     lines = suggestions(db, ["data=x"])

@@ -48,7 +48,7 @@ import pandas as pd
 from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, leaks, nested, sheets,
                       sources)
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
-                                 pair_share, primary_key)
+                                 pair_share, primary_key, series_keys)
 from rdl.data.database import Database, DataError, Table
 from rdl.data.folder import load_folder
 from rdl.data.times import Placeholder
@@ -317,6 +317,7 @@ def draft(folder) -> str:
         parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
         lines += [f"    # {n}" for c, n in notes if c not in parts
                   and not (c in df.columns and years(c, df[c]))]
+        lines += [f"    # {n}" for n in series_keys(df, time, {*parts, *(c for c, _ in notes)})]
         lines += [f"    # {n}" for c, n in named_states(df, {pkey, time, *keys_of, *stypes,
                                                                *later_events})]
     return "\n".join(lines) + "\n"

@@ -261,3 +261,31 @@ def composites(frames: dict[str, pd.DataFrame], pkeys: dict) -> dict:
 def pair_share(values: pd.DataFrame, keys: pd.DataFrame) -> float:
     v = ids(values, list(values.columns)).dropna().drop_duplicates()
     return float(v.isin(set(ids(keys, list(keys.columns)))).mean()) if len(v) else 0.0
+
+
+def series_keys(df: pd.DataFrame, time, taken: set) -> list[str]:
+    """Notes on a column that names a panel's series: a timed table holding one row per
+    value of it per time (but for 1 % of its rows at most) (a state's births each day, a store's sales each week, a series'
+    value each month) is a table of events of those values, whatever the column's name,
+    where none of its columns is a key already (``taken``: its foreign keys, the columns
+    noted as keys). The first column of fewest values is named; the others are its
+    attributes (a series' title beside its id)."""
+    if time is None or time not in df.columns or taken & set(df.columns):
+        return []
+    found = []
+    for col in df.columns:
+        s = df[col]
+        if col == time or pd.api.types.is_float_dtype(s) or pd.api.types.is_bool_dtype(s) \
+                or pd.api.types.is_datetime64_any_dtype(s) or s.isna().any():
+            continue
+        k = s.nunique()
+        # (a few repeats: the CDC's births of Feb 30 that R dated Mar 2, beside Mar 2's)
+        if 2 <= k <= len(df) // 4 and df.duplicated([col, time]).mean() <= 0.01:
+            found.append((k, col))
+    if not found:
+        return []
+    k, col = min(found, key=lambda f: f[0])
+    table = implied_name(col)
+    return [f"{col}: one row per {col} per {time} ({k} values, a panel of series): if each "
+            f"is an entity (a store, a series), a table of them: {table}: {{pkey: {col}, "
+            f"implied: true}}, and fkeys: {{{col}: {table}}} here"]

@@ -179,12 +179,24 @@ def same_count(events: pd.DataFrame, window: str, test) -> bool:
 
 def _sums(table, named: bool = True) -> list[str]:
     """The numeric columns of ``table`` that a sum adds up: named as amounts
-    (:data:`AMOUNT`), or, where not ``named``, any but its keys, time and row numbers
-    (R's ``rownames``: 1, 2, 3, ...), a series' values."""
+    (:data:`AMOUNT`), or, where not ``named``, any but its keys, time, row numbers (R's
+    ``rownames``: 1, 2, 3, ...) and its time's parts (a year, a month, a day column beside
+    the date), a series' values."""
     df, keys = table.df, {table.time_col, *table.fkeys, *np.atleast_1d(table.pkey or [])}
     return [c for c in df.columns if c not in keys and (AMOUNT.search(str(c)) or not named
-                                                        and not _row_number(df[c]))
+                                                        and not _row_number(df[c])
+                                                        and not _time_part(df[c], table))
             and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+
+
+def _time_part(values: pd.Series, table) -> bool:
+    """Whether whole numbers are the year, month, day, hour or weekday of the rows' time
+    in 95 % of the rows, or more (a few may have been mended: a day 31 in November)."""
+    if not table.time_col or not pd.api.types.is_integer_dtype(values):
+        return False
+    t = table.df[table.time_col].dt
+    return any((values.to_numpy() == part.to_numpy()).mean() >= 0.95
+               for part in (t.year, t.month, t.day, t.hour, t.dayofweek, t.dayofweek + 1))
 
 
 def _row_number(values: pd.Series) -> bool:

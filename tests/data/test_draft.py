@@ -93,6 +93,26 @@ def test_one_flat_table_s_entities_are_told_as_implied_tables(tmp_path):
     assert "order_number" not in text
 
 
+def test_a_panel_s_series_are_told_as_implied_tables_whatever_their_name(tmp_path):
+    """Births per state per day as R's mosaicData ships them (its CDC source's Feb 30th
+    dated Mar 2nd beside Mar 2nd's row): the state names the series, with no id in its
+    name. Before, the draft said nothing of it, and suggest found no entity."""
+    days = pd.date_range("1969-01-01", periods=120, freq="D")
+    rows = pd.DataFrame([(s, d, d.year, d.month, d.day, 100 + i) for s in ("AK", "AL", "AR")
+                         for i, d in enumerate(days)],
+                        columns=["state", "date", "year", "month", "day", "births"])
+    rows = pd.concat([rows, rows.iloc[[60]].assign(births=4)], ignore_index=True)  # (Feb 30)
+    rows.insert(0, "rownames", range(1, len(rows) + 1))
+    rows.to_csv(tmp_path / "Birthdays.csv", index=False)
+    text = draft(tmp_path)
+    assert "# state: one row per state per date (3 values, a panel of series)" in text
+    assert "states: {pkey: state, implied: true}, and fkeys: {state: states}" in text
+    assert "year: one row" not in text and "births: one row" not in text
+    # a key already named: no second note (a series' title beside its id)
+    rows.assign(series_id=rows["state"] + "-1").to_csv(tmp_path / "Birthdays.csv", index=False)
+    assert "a panel of series" not in draft(tmp_path)
+
+
 def test_the_command_prints_or_writes_and_never_overwrites(tmp_path, capsys):
     pd.DataFrame({"user_id": [1, 2], "joined": ["2024-01-01", "2024-01-02"]}).to_csv(
         tmp_path / "users.csv", index=False)
