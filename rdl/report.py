@@ -26,6 +26,7 @@ import math
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from rdl.caching import write_atomic
@@ -77,11 +78,13 @@ def heading(name: str, val_time=None, test_time=None, backtest: int = 0,
 
 def decimals(values, percent: bool) -> int:
     """Decimals that show a metric's values (all its rows and splits) with at least four
-    significant digits: 4 for values from 0.1 up (AUROC, R2), 5 for an MAE of 0.025, at
-    most 8; a metric in % has 2."""
+    significant digits in a typical one (their median: a baseline far off, such as a
+    constant or the label a year before, takes none from the rest): 4 for values from 0.1
+    up (AUROC, R2), 5 for an MAE of 0.025, at most 8; a metric in % has 2."""
     if percent:
         return 2
-    top = max((abs(v) for v in values if v is not None and math.isfinite(v)), default=0.0)
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
+    top = float(np.median(finite)) if finite else 0.0
     return 4 if top == 0 or top >= 0.1 else min(8, 3 - math.floor(math.log10(top)))
 
 

@@ -176,6 +176,12 @@ def test_small_values_keep_four_significant_digits():
     assert r["best"]["LightGBM"] == {("test", "mae"), ("test", "r2")}
     assert ("mae, model vs the best baseline, LightGBM: val 0.00077 ahead, test 0.00011 behind"
             in r["notes"])
+    # a baseline far off (item-sales' label a year before, 0.1063) keeps them
+    far = {**results, "label a year before": res(dict(mae=0.100041, r2=-0.2376),
+                                                 dict(mae=0.106321, r2=-0.1236))}
+    r = read_report(report_text(far, "item-sales", "mae", "min", higher=dict(mae=False, r2=True)))
+    assert r["rows"]["model"]["test"] == {"mae": 0.02464, "r2": 0.9182}
+    assert r["rows"]["label a year before"]["test"]["mae"] == 0.10632
 
 
 def test_metrics_that_do_not_fit_are_named_and_the_monitored_one_stays(tmp_path):
