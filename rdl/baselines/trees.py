@@ -6,7 +6,9 @@ val and test with the task's own metrics. The objective follows the task: ``bina
 ``multiclass``, or for regression ``l1`` when the task monitors MAE (``l2`` otherwise).
 Regression boosts from the entity's last visible label (the *last label* baseline) rather
 than from a constant: the trees learn the change from last time, which a heavy-tailed
-target (sales) needs, and where ``l1`` boosting from a constant converges slowly.
+target (sales) needs, and where ``l1`` boosting from a constant converges slowly; a
+monthly series' from it moved by last year's change, where that is nearer the train
+labels (:func:`seasonal_base`).
 LightGBM's own training API is used (its scikit-learn wrappers would need scikit-learn).
 
 Each split's features are computed on the database as the model's graph holds it (rows up
@@ -26,12 +28,14 @@ import pandas as pd
 from rdl.cores import usable_cores
 from rdl.features import names as feature_names
 from rdl.features.table import entity_features
-from rdl.baselines.history import last_label, monitor
+from rdl.baselines.history import (CHANGE, from_history, last_label, monitor, seasonal,
+                                   statistic, statistic_values)
 from rdl.baselines.scoring import score
-from rdl.features.labels import train_prior
+from rdl.features.labels import train_prior, visible_labels
 from rdl.data.database import Database
 from rdl.progress import bar, stage
 from rdl.tasks import Task
+from rdl.tasks.window import months, seasonal_lag
 
 log = logging.getLogger(__name__)
 
@@ -302,11 +306,32 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
 
 def boost_base(task: Task, df: pd.DataFrame, history: pd.DataFrame,
                train: pd.DataFrame) -> np.ndarray | None:
-    """Regression boosts from the last label (the train mean where there is none);
+    """Regression boosts from the last label (the train mean where there is none), or
+    from the last label moved by last year's change where :func:`seasonal_base`;
     classification from LightGBM's own start (None)."""
     if not task.kind.starts_from_last_label:
         return None
-    return last_label(task, df, history, train_prior(task, train))
+    prior = np.atleast_1d(train_prior(task, train))
+    if seasonal_base(task, train, history):
+        return from_history(task, statistic_values(task, df, history, statistic(CHANGE)), prior)
+    return last_label(task, df, history, prior)
+
+
+def seasonal_base(task: Task, train: pd.DataFrame, history: pd.DataFrame) -> bool:
+    """Whether the trees boost from the last label moved by last year's change (a
+    monthly series' season, :mod:`rdl.baselines.history`): for a window of calendar
+    months, where that is nearer the labels of ``train`` than the last label is (mean
+    absolute difference; each seed's from what it may know). Trees boosting from the last
+    label, with last year's change a feature, do not learn to add it: on the 148 monthly
+    US employment series they scored 12.3 test MAE, 8.5 the change added alone
+    (docs/results.md). A weekly task keeps the last label: its numbers stay as measured."""
+    if not (months(task.window) and seasonal_lag(task.window)):
+        return False
+    y = train[task.target_col].to_numpy(dtype=np.float64)
+    st = visible_labels(task, train, history, ks=(), year=True)
+    last, moved = st["last"][:, 0], seasonal(st, "year_change")[:, 0]
+    ok = ~np.isnan(last) & ~np.isnan(y)
+    return bool(ok.any() and np.abs(moved[ok] - y[ok]).mean() < np.abs(last[ok] - y[ok]).mean())
 
 
 def train_trees(task: Task, X: pd.DataFrame, y: np.ndarray, base: np.ndarray | None,

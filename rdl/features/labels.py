@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rdl.tasks import Task
+from rdl.tasks.window import seasonal_lag, shift
 from rdl.visibility import includes_equal
 
 
@@ -25,13 +26,15 @@ def label_matrix(task: Task, y) -> np.ndarray:
 
 
 def visible_labels(task: Task, df: pd.DataFrame, history: pd.DataFrame,
-                   ks=(4,)) -> dict[str, np.ndarray]:
+                   ks=(4,), year: bool = False) -> dict[str, np.ndarray]:
     """Statistics of the labels each row ``(entity, timestamp)`` of ``df`` may see.
 
     Returns arrays aligned with the rows of ``df``: ``count`` (visible labels), ``since``
     (seconds from the closing of the last one to the seed time; NaN if none), ``last``,
     ``mean_all`` and ``mean_<k>`` for each ``k`` in ``ks`` (each ``(len(df), c)`` as in
-    :func:`label_matrix`; NaN rows where there is no visible label).
+    :func:`label_matrix`; NaN rows where there is no visible label); with ``year``,
+    ``year_before`` (:func:`year_before`) and ``year_change``, the change from the window
+    before it to it (NaN where either is missing).
     """
     e, y = task.entity_col, task.target_col
     h = history[[e, "available", y]].dropna(subset=[y])
@@ -79,7 +82,39 @@ def visible_labels(task: Task, df: pd.DataFrame, history: pd.DataFrame,
              "mean_all": at_seeds(mean_of_last(math.inf))}
     for k in ks:
         stats[f"mean_{k}"] = at_seeds(mean_of_last(k))
+    if year:
+        stats["year_before"] = year_before(task, df, history)
+        stats["year_change"] = stats["year_before"] - year_before(task, df, history, -1)
     return stats
+
+
+def year_before(task: Task, df: pd.DataFrame, history: pd.DataFrame,
+                later: int = 0) -> np.ndarray:
+    """Each row's label of a year before: the entity's label at the seed time the task's
+    seasonal lag earlier (:func:`~rdl.tasks.window.seasonal_lag`: 12 months back for a
+    monthly window, 52 weeks for a weekly one; ``later`` windows less), where its window
+    has closed by the row's time (the history's rule); ``(len(df), c)`` as
+    :func:`label_matrix`, NaN rows where there is none (no label then, or a window with no
+    season)."""
+    e, y = task.entity_col, task.target_col
+    h = history[[e, "timestamp", "available", y]].dropna(subset=[y])
+    h = h.drop_duplicates([e, "timestamp"], keep="last")
+    labels = label_matrix(task, h[y])
+    out = np.full((len(df), labels.shape[1]), np.nan)
+    lag = seasonal_lag(task.window)
+    if lag is None or not len(h):
+        return out
+    t = df["timestamp"].to_numpy().astype("datetime64[ns]")
+    at = pd.MultiIndex.from_arrays([h[e].to_numpy(dtype=np.int64),
+                                    h["timestamp"].to_numpy().astype("datetime64[ns]")])
+    then = pd.MultiIndex.from_arrays([df[e].to_numpy(dtype=np.int64),
+                                      shift(t, task.window, later - lag)])
+    rows = at.get_indexer(then)
+    hit = rows >= 0
+    available = h["available"].to_numpy().astype("datetime64[ns]")
+    hit[hit] = available[rows[hit]] <= t[hit]   # closed by the seed's time
+    out[hit] = labels[rows[hit]]
+    return out
 
 
 def closed_statistic(task: Task, df: pd.DataFrame, history: pd.DataFrame, statistic

@@ -7,7 +7,9 @@ For each row ``(entity, s)`` of a task's split table, from the schema alone:
   is dropped), keys left out;
 - **label history** (:func:`~rdl.baselines.history.visible_labels`): the last visible
   label, windows since it closed, the mean of the last 4 and of all visible labels, their
-  count;
+  count; for a window of calendar months, the seed's month and the label a year before
+  (regression: its change from the window before, the season of a change from the last
+  label, which the trees boost from);
 - **child tables**: for every table ``C`` with a foreign key to the entity table and a
   time column, the count of the entity's ``C`` rows and the sum of each numeric non-key
   column of ``C`` over the last 1, 4 and 12 windows ``(s - n * window, s]`` and over all
@@ -30,7 +32,7 @@ from rdl.data.database import Database, DataError, Table
 from rdl.features.labels import visible_labels
 from rdl.features.names import hop, side_by_side
 from rdl.tasks import Task
-from rdl.tasks.window import months, shift
+from rdl.tasks.window import months, seasonal_lag, shift
 from rdl.visibility import includes_equal, sql_comparison
 
 #: The child-table windows, in task windows before the seed time.
@@ -55,7 +57,9 @@ def entity_features(task: Task, db: Database, df: pd.DataFrame, history: pd.Data
     seeds = df["timestamp"].to_numpy().astype("datetime64[ns]")
     parts = [own_features(task.entity_table, entity, ids, seeds)] if own else []
     parts.append(history_features(task, df, history))
-    if months(task.window):   # calendar months: the seed's month of the year (a season)
+    # calendar months: the seed's month of the year (a season, as the label a year before in
+    # history_features; a weekly task's week is left out: it would change its trees)
+    if months(task.window):
         parts.append(pd.DataFrame({"seed.month": pd.DatetimeIndex(seeds).month.to_numpy(
             dtype=np.float64)}))
     parts += children_features(db, task.entity_table, ids, seeds, task.window, strict)
@@ -132,7 +136,8 @@ def own_features(name: str, table: Table, ids: np.ndarray, seeds: np.ndarray) ->
 
 def history_features(task: Task, df: pd.DataFrame, history: pd.DataFrame) -> pd.DataFrame:
     """The entity's visible earlier labels (:func:`visible_labels`)."""
-    st = visible_labels(task, df, history, ks=(4,))
+    season = months(task.window) and seasonal_lag(task.window)   # (weekly: left out)
+    st = visible_labels(task, df, history, ks=(4,), year=bool(season))
     out = {"history.count": st["count"],
            "history.windows_since": st["since"] / task.delta.total_seconds()}
     c = task.kind.num_classes
@@ -140,12 +145,20 @@ def history_features(task: Task, df: pd.DataFrame, history: pd.DataFrame) -> pd.
         none = np.isnan(st["last"]).any(axis=1)
         codes = np.where(none, -1, np.nan_to_num(st["last"]).argmax(axis=1))
         out["history.last"] = pd.Categorical.from_codes(codes, categories=range(c))
+        if season:
+            year = st["year_before"]
+            codes = np.where(np.isnan(year).any(axis=1), -1, np.nan_to_num(year).argmax(axis=1))
+            out["history.year_before"] = pd.Categorical.from_codes(codes, categories=range(c))
         for j in range(c):
             out[f"history.mean_4.class_{j}"] = st["mean_4"][:, j]
             out[f"history.mean_all.class_{j}"] = st["mean_all"][:, j]
     else:
         out.update({"history.last": st["last"][:, 0], "history.mean_4": st["mean_4"][:, 0],
                     "history.mean_all": st["mean_all"][:, 0]})
+        if season and task.kind.starts_from_last_label:   # trees boosting from the last
+            out["history.year_change"] = st["year_change"][:, 0]   # label: its season
+        elif season:
+            out["history.year_before"] = st["year_before"][:, 0]
     return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
 
 

@@ -60,6 +60,18 @@ def shift(times, window, k: int = 1):
     return times + offset
 
 
+def seasonal_lag(window) -> int | None:
+    """The whole windows nearest a year, a label's season (the same window a year before):
+    ``12 / n`` for a calendar window of ``n`` months that divide a year (``1mo``: 12,
+    ``1q``: 4); for a duration the number of windows nearest a year (``7d``: 52, the same
+    weekday; ``1d``: 365). None where a year holds fewer than two windows, or a calendar
+    window does not divide it."""
+    if n := months(window):
+        return 12 // n if n < 12 and 12 % n == 0 else None
+    k = round(pd.Timedelta(days=365.2425) / parse_window(window))
+    return k if k >= 2 else None
+
+
 def back_from(start, stop, window) -> list[pd.Timestamp]:
     """``start``, one window before it, and so on, down to ``stop`` (inclusive)."""
     if not months(window):

@@ -1,5 +1,5 @@
-"""A simple baseline as the node model's prior: a constant, the last label or the label mean
-of the last ``k`` labels (:mod:`rdl.baselines.constant`, :mod:`rdl.baselines.history`),
+"""A simple baseline as the node model's prior: a constant, the last label, the label mean
+of the last ``k`` labels or the label a year before (:mod:`rdl.baselines.constant`, :mod:`rdl.baselines.history`),
 each seed's value in the space the model starts from (:meth:`NodeKind.as_raw
 <rdl.families.node.kinds.NodeKind.as_raw>`: values, logits, log-probabilities).
 
@@ -7,7 +7,7 @@ Val and test seeds (and "now" seeds) get the baseline's own predictions, as the 
 them: the model at a correction of 0 scores what the baseline scores. A train seed at time
 ``s`` gets the same baseline computed from what is known at ``s`` only:
 
-- the last label and the label mean read the entity's labels whose window has closed by
+- the last label, the label mean and the label a year before read the entity's labels whose window has closed by
   ``s`` (:func:`~rdl.features.labels.visible_labels`, as for every seed);
 - where the entity has none, and for a constant, what the printed baseline takes from the
   whole train split (the train mean, rate or class rates; the median) comes from the labels
@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rdl.baselines.history import from_history, statistic
-from rdl.features.labels import closed_statistic, train_prior, visible_labels
+from rdl.baselines.history import from_history, statistic, statistic_values
+from rdl.features.labels import closed_statistic, train_prior
 from rdl.tasks import Task
 
 
@@ -62,12 +62,7 @@ def simple_prior(task: Task, name: str, tables: dict[str, pd.DataFrame],
         else:
             fill = (closed_statistic(task, df, history, task.kind.prior) if known
                     else np.atleast_1d(train_prior(task, tables["train"])))
-            pred = from_history(task, visible_labels(task, df, history, ks=_ks(key))[key],
-                                fill)
+            pred = from_history(task, statistic_values(task, df, history, key), fill)
         out[split] = task.kind.as_raw(pred)
     return out
 
-
-def _ks(key: str) -> tuple:
-    """The ``ks`` of :func:`~rdl.features.labels.visible_labels` that give ``key``."""
-    return (int(key.removeprefix("mean_")),) if key.startswith("mean_") else ()
