@@ -83,8 +83,8 @@ def visible_labels(task: Task, df: pd.DataFrame, history: pd.DataFrame,
     for k in ks:
         stats[f"mean_{k}"] = at_seeds(mean_of_last(k))
     if year:
-        stats["year_before"] = year_before(task, df, history)
-        stats["year_change"] = stats["year_before"] - year_before(task, df, history, -1)
+        now, before = _years_before(task, df, history, (0, -1))
+        stats["year_before"], stats["year_change"] = now, now - before
     return stats
 
 
@@ -96,25 +96,37 @@ def year_before(task: Task, df: pd.DataFrame, history: pd.DataFrame,
     has closed by the row's time (the history's rule); ``(len(df), c)`` as
     :func:`label_matrix`, NaN rows where there is none (no label then, or a window with no
     season)."""
+    return _years_before(task, df, history, (later,))[0]
+
+
+def _years_before(task: Task, df: pd.DataFrame, history: pd.DataFrame,
+                  laters: tuple) -> list[np.ndarray]:
+    """:func:`year_before` for each of ``laters``, from one pass over the history."""
     e, y = task.entity_col, task.target_col
+    lag = seasonal_lag(task.window)
+    t = df["timestamp"].to_numpy().astype("datetime64[ns]")
+    then = [] if lag is None else [shift(t, task.window, n - lag) for n in laters]
     h = history[[e, "timestamp", "available", y]].dropna(subset=[y])
+    if not then:
+        h = h.iloc[:0]
+    else:   # only the labels of those seed times (a week's of millions, for val or test)
+        needed = np.unique(np.concatenate(then))
+        h = h[np.isin(h["timestamp"].to_numpy().astype("datetime64[ns]"), needed)]
     h = h.drop_duplicates([e, "timestamp"], keep="last")
     labels = label_matrix(task, h[y])
-    out = np.full((len(df), labels.shape[1]), np.nan)
-    lag = seasonal_lag(task.window)
-    if lag is None or not len(h):
-        return out
-    t = df["timestamp"].to_numpy().astype("datetime64[ns]")
+    outs = [np.full((len(df), labels.shape[1]), np.nan) for _ in laters]
+    if not then or not len(h):
+        return outs
     at = pd.MultiIndex.from_arrays([h[e].to_numpy(dtype=np.int64),
                                     h["timestamp"].to_numpy().astype("datetime64[ns]")])
-    then = pd.MultiIndex.from_arrays([df[e].to_numpy(dtype=np.int64),
-                                      shift(t, task.window, later - lag)])
-    rows = at.get_indexer(then)
-    hit = rows >= 0
     available = h["available"].to_numpy().astype("datetime64[ns]")
-    hit[hit] = available[rows[hit]] <= t[hit]   # closed by the seed's time
-    out[hit] = labels[rows[hit]]
-    return out
+    ids = df[e].to_numpy(dtype=np.int64)
+    for out, when in zip(outs, then):
+        rows = at.get_indexer(pd.MultiIndex.from_arrays([ids, when]))
+        hit = rows >= 0
+        hit[hit] = available[rows[hit]] <= t[hit]   # closed by the seed's time
+        out[hit] = labels[rows[hit]]
+    return outs
 
 
 def closed_statistic(task: Task, df: pd.DataFrame, history: pd.DataFrame, statistic
