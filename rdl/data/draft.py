@@ -42,20 +42,18 @@ import shlex
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, leaks, nested, sheets,
+from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, sheets,
                       sources)
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
                                  pair_share, primary_key, series_keys)
-from rdl.data.database import Database, DataError, Table
+from rdl.data.database import DataError
 from rdl.data.folder import load_folder
 from rdl.data.times import Placeholder
-from rdl.data.keys import comparable
 from rdl.data.checks import identifiers
 from rdl.data.states import named_states
-from rdl.data.draft_times import (calendars_of, later, older_than_parents, seen_ins,
+from rdl.data.draft_times import (calendars_of, later, older_than_parents, on_export, seen_ins,
                                   times_of, vias, years)
 from rdl.data.periods import looks_like
 
@@ -199,7 +197,7 @@ def draft(folder) -> str:
                     fkeys[name][0][", ".join(cols)] = (
                         t, f"the composite key of {t}; {share:.0%} of its pairs are keys of it")
     one_link(frames, pkeys, composite, fkeys, times)
-    for (name, col), why in _on_export(frames, pkeys, fkeys, times).items():
+    for (name, col), why in on_export(frames, pkeys, fkeys, times).items():
         times[name][2][col] = ("drop", why)
     rejected = older_than_parents(frames, pkeys, times, fkeys)
     dated = calendars_of(frames, pkeys, times, fkeys)
@@ -321,26 +319,6 @@ def draft(folder) -> str:
         lines += [f"    # {n}" for c, n in named_states(df, {pkey, time, *keys_of, *stypes,
                                                                *later_events})]
     return "\n".join(lines) + "\n"
-
-
-def _on_export(frames: dict, pkeys: dict, fkeys: dict, times: dict) -> dict:
-    """(table, column) -> why, for the columns the loader would stop on as totals or
-    averages of later rows computed on export (:func:`rdl.data.leaks.computed_on_export`),
-    found on the drafted keys and times."""
-    tables = {}
-    for name, df in frames.items():
-        df, refs = df.copy(deep=False), {}
-        for col, (ref, _) in fkeys[name][0].items():
-            if ref in pkeys and col in df.columns:   # (a composite key's pair: left out)
-                values, keys = comparable(df[col], frames[ref][pkeys[ref]])
-                at = pd.Index(keys).get_indexer(values)
-                df[col], refs[col] = pd.array(np.where(at >= 0, at, None), dtype="Int64"), ref
-        tables[name] = Table(df, pkeys.get(name), refs, times[name][0])
-    return {(name, col): f"equals {what} in {same} of {held} rows, later ones included: "
-                         f"computed on export, it would show every seed what is still to come "
-                         "(numerical, if it was known then)"
-            for name, col, _, what, same, held in leaks.computed_on_export(
-                Database(tables), {n: t[2] for n, t in times.items()})}
 
 
 def one_link(frames: dict, pkeys: dict, composite: dict, fkeys: dict, times: dict) -> None:

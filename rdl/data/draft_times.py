@@ -13,7 +13,9 @@ reference, decided as the loader's time checks (:mod:`rdl.data.leaks`) would jud
   was migrated) is static, its time dropped;
 * a table of facts without a time of its own whose keys all match timed rows takes their
   time (``time: {via: order_id}``, :mod:`rdl.data.inherit`);
-* a column of years (``yearID``) is told the declaration that would time its rows.
+* a column of years (``yearID``) is told the declaration that would time its rows;
+* a column that is a total or average of later rows, computed on export, is dropped
+  (:func:`on_export`).
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ import pandas as pd
 from rdl.data.composite import ids
 from rdl.data.keys import comparable
 from rdl.data.calendars import day_column
+from rdl.data import leaks
+from rdl.data.database import Database, Table
 from rdl.data.leaks import BIRTH, LATER_SHARE
 from rdl.data.states import later_flags
 from rdl.data.names import name_words
@@ -324,3 +328,23 @@ def seen_ins(frames: dict, pkeys: dict, times: dict, fkeys: dict, taking: dict) 
                                 "time", first)
             break
     return out
+
+
+def on_export(frames: dict, pkeys: dict, fkeys: dict, times: dict) -> dict:
+    """(table, column) -> why, for the columns the loader would stop on as totals or
+    averages of later rows computed on export (:func:`rdl.data.leaks.computed_on_export`),
+    found on the drafted keys and times."""
+    tables = {}
+    for name, df in frames.items():
+        df, refs = df.copy(deep=False), {}
+        for col, (ref, _) in fkeys[name][0].items():
+            if ref in pkeys and col in df.columns:   # (a composite key's pair: left out)
+                values, keys = comparable(df[col], frames[ref][pkeys[ref]])
+                at = pd.Index(keys).get_indexer(values)
+                df[col], refs[col] = pd.array(np.where(at >= 0, at, None), dtype="Int64"), ref
+        tables[name] = Table(df, pkeys.get(name), refs, times[name][0])
+    return {(name, col): f"equals {what} in {same} of {held} rows, later ones included: "
+                         f"computed on export, it would show every seed what is still to come "
+                         "(numerical, if it was known then)"
+            for name, col, _, what, same, held in leaks.computed_on_export(
+                Database(tables), {n: t[2] for n, t in times.items()})}

@@ -1,7 +1,7 @@
 """Which baseline a node model starts from (``data.tree_prior``): of every baseline the run
 prints (``data.prior_from: all``: the constants, the last label, the label mean (last
-``k``), the label a year before and the trees) the one best on val; or the trees only (``trees``). The trees'
-candidate is the mean of both LightGBMs (``data.prior_trees: mean``,
+``k``), the seasonal ones and the trees) the one best on val; or the trees only
+(``trees``). The trees' candidate is the mean of both LightGBMs (``data.prior_trees: mean``,
 :mod:`rdl.baselines.tree_mean`), or each LightGBM (``best``).
 
 LightGBM on the entity's aggregated past is the strongest of them on most tasks, but not

@@ -1,14 +1,15 @@
 """A simple baseline as the node model's prior: a constant, the last label, the label mean
-of the last ``k`` labels or the label a year before (:mod:`rdl.baselines.constant`, :mod:`rdl.baselines.history`),
-each seed's value in the space the model starts from (:meth:`NodeKind.as_raw
-<rdl.families.node.kinds.NodeKind.as_raw>`: values, logits, log-probabilities).
+of the last ``k`` labels or a seasonal one (:mod:`rdl.baselines.constant`,
+:mod:`rdl.baselines.history`), each seed's value in the space the model starts from
+(:meth:`NodeKind.as_raw <rdl.families.node.kinds.NodeKind.as_raw>`: values, logits,
+log-probabilities).
 
 Val and test seeds (and "now" seeds) get the baseline's own predictions, as the run prints
 them: the model at a correction of 0 scores what the baseline scores. A train seed at time
 ``s`` gets the same baseline computed from what is known at ``s`` only:
 
-- the last label, the label mean and the label a year before read the entity's labels whose window has closed by
-  ``s`` (:func:`~rdl.features.labels.visible_labels`, as for every seed);
+- the last label, the label mean and the seasonal ones read the entity's labels whose
+  window has closed by ``s`` (:func:`~rdl.features.labels.visible_labels`, as for every seed);
 - where the entity has none, and for a constant, what the printed baseline takes from the
   whole train split (the train mean, rate or class rates; the median) comes from the labels
   of every entity closed by ``s`` (:func:`~rdl.features.labels.closed_statistic`): the whole
