@@ -18,8 +18,9 @@ encodings, numbers, times). Then, per table:
   are keys of one table (``origin``: airports' ``faa``); whole numbers named as a key
   (``author_id``) whose values all are keys of exactly one table, those of several left
   for a person to say; the pair of a composite key, by its names; a column named as a
-  key that no table holds, repeated (``household_key``), said to be the key of a table
-  ``implied: true`` would make (:mod:`rdl.data.implied`);
+  key that no table holds, repeated (``household_key``), the key of a table drafted
+  ``implied: true`` (:mod:`rdl.data.implied`), with the columns of one value per key as
+  its ``attributes`` (a flat export: its entities, each with its own columns, once);
 * **lists of objects** in a JSON or parquet column (an order's ``line_items``): a table of
   their own (``orders_line_items: {unnest: {orders: line_items}}``, :mod:`rdl.data.nested`),
   whose keys are guessed as any table's;
@@ -31,7 +32,8 @@ encodings, numbers, times). Then, per table:
 Tables' names are matched without the words exports wrap them in (``olist_..._dataset``,
 ``dim_``). What no file says is left to the person, in comments: times written as
 numbers (a week number, a season's ``yearID``: the declaration that would make them the
-rows' time), ids that are keys of several tables, keys no table holds; and stypes.
+rows' time), ids that are keys of several tables, a panel's series named by no key; and
+stypes.
 """
 from __future__ import annotations
 
@@ -46,8 +48,9 @@ import pandas as pd
 
 from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, sheets,
                       sources)
-from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
-                                 pair_share, primary_key, series_keys)
+from rdl.data.draft_keys import (Unheld, bare_names, composites, foreign_keys, implied_lines,
+                                 implied_name, key_name_score, pair_share, primary_key,
+                                 series_keys)
 from rdl.data.database import DataError
 from rdl.data.folder import load_folder
 from rdl.data.times import Placeholder
@@ -182,12 +185,13 @@ def draft(folder) -> str:
             pkeys[child] = keys[child][0]
     composite = {**composites(frames, pkeys), **composite}
     times = {n: times_of(df) for n, df in frames.items()}
-    fkeys = {n: foreign_keys(n, df, pkeys, frames, bare) for n, df in frames.items()}
+    fkeys = {n: foreign_keys(n, df, pkeys, frames, bare, {times[n][0]})
+             for n, df in frames.items()}
     for n, (guessed, notes) in fkeys.items():   # what the database declares first
         keys_of = {c: (t, "the database declares it") for c, t in given.fkeys.get(n, {}).items()
                    if t in pkeys or t in composite}
         fkeys[n] = ({**keys_of, **{c: v for c, v in guessed.items() if c not in keys_of}},
-                    [(c, why) for c, why in notes if c not in keys_of]
+                    [note for note in notes if note[0] not in keys_of]
                     + ([broken[n]] if n in broken else []) + given.notes.get(n, []))
     for name, df in frames.items():
         for t, cols in composite.items():
@@ -224,6 +228,7 @@ def draft(folder) -> str:
              "# check each; then python -m rdl.tasks.suggest "
              f"{shlex.quote(str(source))} prints tasks that train on it",
              "tables:"]
+    implying = {}   # tables implied: true, drafted last: name -> the columns of their keys
     for name, file in tables.items():
         lines.append(f"  {_yaml(name)}:")
         if read_as.get(name, {}).get("unnest"):
@@ -295,13 +300,16 @@ def draft(folder) -> str:
         keys_of, notes = fkeys[name]
         if name in dated:   # the calendar's period: the time above, no foreign key
             keys_of = {c: v for c, v in keys_of.items() if c != dated[name][0]}
-        if keys_of:
+        unheld = {n[0]: (implied_name(n[0]), n[1].split(": ", 1)[1]) for n in notes
+                  if isinstance(n, Unheld)}   # keys of tables implied: true, below
+        if keys_of or unheld:
             lines.append("    fkeys:")
-            lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in keys_of.items()]
+            lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}"
+                      for c, (t, why) in {**keys_of, **unheld}.items()]
         later_events = {c: why for c, (st, why) in stypes.items() if st == "event"}
         stypes.update({c: ("drop", why) for c, why in identifiers(df, {
             pkey, time, *composite.get(name, []), *(p for k in keys_of for p in k.split(", ")),
-            *stypes}).items()})
+            *unheld, *stypes}).items()})
         keyed = pkey is not None or name in composite   # (an event's row references its row)
         stypes = {c: (st, why) if st != "event" else ("drop", why + "; dropped: the table has "
                                                       "no key for its events")
@@ -313,12 +321,15 @@ def draft(folder) -> str:
             lines.append("    stypes:")
             lines += [f"      {_yaml(c)}: {st}   # {why}" for c, (st, why) in stypes.items()]
         parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
-        lines += [f"    # {n}" for c, n in notes if c not in parts
+        lines += [f"    # {n}" for c, n in notes if c not in parts and c not in unheld
                   and not (c in df.columns and years(c, df[c]))]
         lines += [f"    # {n}" for n in series_keys(df, time, {*parts, *(c for c, _ in notes)})]
         lines += [f"    # {n}" for c, n in named_states(df, {pkey, time, *keys_of, *stypes,
-                                                               *later_events})]
-    return "\n".join(lines) + "\n"
+                                                               *later_events, *unheld})]
+        for c, (t, _) in unheld.items():
+            implying.setdefault(t, []).append((name, c, df, {pkey, time, *parts, *unheld,
+                                                             *stypes}))
+    return "\n".join(lines + implied_lines(implying, _yaml)) + "\n"
 
 
 def one_link(frames: dict, pkeys: dict, composite: dict, fkeys: dict, times: dict) -> None:

@@ -78,6 +78,44 @@ def implied_name(col) -> str:
                   or str(col))
 
 
+#: the values of a key that must repeat before its columns of one value per key are told
+#: as its attributes (:func:`attributes_of`)
+MIN_REPEATED = 10
+
+
+def implied_spec(df: pd.DataFrame, col, skip=()) -> str:
+    """The schema line of the table an ``implied: true`` would make of ``df``'s column
+    ``col``, with its attributes (:func:`attributes_of`) where it has some."""
+    table, cols = implied_name(col), attributes_of(df, col, skip)
+    return (f"{table}: {{pkey: {col}, implied: true"
+            + (f", attributes: [{', '.join(map(str, cols))}]" if cols else "") + "}")
+
+
+def attributes_of(df: pd.DataFrame, col, skip=()) -> list:
+    """The columns of ``df`` that hold one value per value of ``col`` (a missing one counts
+    as one): in a flat export, the entity's own columns repeated in each of its rows (a
+    customer's country, a movie's genres), which its implied table takes (``attributes:``,
+    :mod:`rdl.data.implied`). Where at least half the rows share their ``col`` with
+    another, and :data:`MIN_REPEATED` values repeat (else a column may be one by chance);
+    not ``skip`` (keys, time), no column named as a
+    key, no column of times (one computed on export, a customer's last order, would be
+    seen at the first), none of one value throughout."""
+    keyed = df[col].notna()
+    repeated = df[col].duplicated(keep=False) & keyed
+    if repeated.sum() < 0.5 * len(df) or df.loc[repeated, col].nunique() < MIN_REPEATED:
+        return []
+    out = []
+    for c in df.columns:
+        text = not pd.api.types.is_numeric_dtype(df[c])
+        if c == col or c in skip or norm(c).endswith(("id", "key", *(TEXT_KEYS if text else ())))\
+                or pd.api.types.is_datetime64_any_dtype(df[c]) or df[c].nunique(dropna=False) < 2:
+            continue
+        pairs = df.loc[keyed, [col, c]].drop_duplicates()
+        if not pairs[col].duplicated().any():
+            out.append(c)
+    return out
+
+
 def bare_names(names) -> dict[str, str]:
     """Table names without the words exports wrap them in: a role (``dim_customer``,
     ``fact_sales``) or words every table's name shares (Olist's ``olist_orders_dataset``:
@@ -141,9 +179,10 @@ def _share(values: pd.Series, keys: pd.Series) -> float:
 
 
 def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
-                  frames: dict[str, pd.DataFrame], bare: dict) -> tuple[dict, list[str]]:
+                  frames: dict[str, pd.DataFrame], bare: dict, skip=()) -> tuple[dict, list[str]]:
     """A table's single-column foreign keys (column -> table, why) and notes on columns
-    whose table is anyone's guess (``bare``: the tables' names as :func:`bare_names`)."""
+    whose table is anyone's guess (``bare``: the tables' names as :func:`bare_names`;
+    ``skip``: its time, no entity's attribute)."""
     out, notes = {}, []
     for col in df.columns:
         if col == pkeys.get(name) or not keyish(df[col]) or df[col].notna().sum() == 0:
@@ -188,11 +227,36 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                    "no key: an id a feature would learn by heart (stypes: "
                                    f"{{{col}: drop}})"))
                 continue
-            table = implied_name(col)
-            notes.append((col, f"{col}: keys of no table here, repeated; if they are entities "
-                               f"(a household, a session), a table of them: {table}: {{pkey: "
-                               f"{col}, implied: true}}, and fkeys: {{{col}: {table}}} here"))
+            if implied_name(col) in frames:   # (the name is taken: a person names it)
+                notes.append((col, f"{col}: keys of no table here, repeated; if they are "
+                                   f"entities, a table of them: {implied_spec(df, col, skip)} "
+                                   f"under another name, and fkeys: {{{col}: <that name>}}"))
+                continue
+            notes.append(Unheld((col, f"{col}: keys of no table here, repeated: each a row of "
+                                      f"{implied_name(col)}, a table implied: true (below)")))
     return out, notes
+
+
+class Unheld(tuple):
+    """A note ``(column, why)`` on a column of repeated keys that no table holds: drafted
+    as the foreign key of the table ``implied: true`` makes of them (:func:`implied_lines`)."""
+
+
+def implied_lines(made: dict, quote) -> list[str]:
+    """The drafted tables ``implied: true`` makes (``made``: table -> ``(name, column,
+    rows, skip)`` per table whose column holds its keys), each with its attributes (those
+    of the first such table, :func:`attributes_of`); ``quote``: a name as YAML writes it."""
+    lines = []
+    for table, refs in made.items():
+        name, col, df, skip = refs[0]
+        cols = attributes_of(df, col, skip)
+        lines.append(f"  {quote(table)}: {{pkey: {quote(col)}, implied: true"
+                     + (f", attributes: [{', '.join(quote(str(c)) for c in cols)}]" if cols else "")
+                     + f"}}   # no file: a row per key {', '.join(f'{n}.{c}' for n, c, *_ in refs)}"
+                     " holds, from its first appearance" + ("; attributes: its columns of one "
+                                                            "value per key" if cols else "")
+                     + "; if they are no entities, drop this and the foreign key")
+    return lines
 
 
 def _by_role(col: str, name: str, pkeys: dict, bare: dict) -> str | None:
@@ -285,7 +349,7 @@ def series_keys(df: pd.DataFrame, time, taken: set) -> list[str]:
     if not found:
         return []
     k, col = min(found, key=lambda f: f[0])
-    table = implied_name(col)
     return [f"{col}: one row per {col} per {time} ({k} values, a panel of series): if each "
-            f"is an entity (a store, a series), a table of them: {table}: {{pkey: {col}, "
-            f"implied: true}}, and fkeys: {{{col}: {table}}} here"]
+            f"is an entity (a store, a series), a table of them: "
+            f"{implied_spec(df, col, {time, *taken})}, and fkeys: {{{col}: "
+            f"{implied_name(col)}}} here"]

@@ -69,7 +69,7 @@ from rdl.progress import bar, stage
 log = logging.getLogger(__name__)
 
 TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "formats",
-              "events", "columns", "clocks", "unnest", "assemble"}
+              "events", "columns", "clocks", "unnest", "assemble", "attributes"}
 SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
 DANGLING = ("null", "drop", "fail", "add")
 EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx", ".tsv", ".txt", ".csv.gz",
@@ -152,6 +152,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             raise DataError(f"{at}: {period.column!r} has a period (time: {{...}}) and a form "
                             "(formats:): keep one")
         t.key_only = t.implied and not spec.get("file") and not sources.parts(file)
+        t.attributes = implied.parse_attributes(spec, at, t.key_only)
         if t.key_only and {"fkeys", "time", "stypes", "missing"} & set(spec):
             raise DataError(f"{at}: implied, with no file ({file.name} or .csv): its rows are "
                             f"the keys its foreign keys hold, so its "
@@ -244,8 +245,8 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
             raise DataError(f"{t.file}{also}: {what} (the data file of table {t.name!r})")
     headers = {name: files.headers(t.parts, name, t.columns) if sources.csv_parts(
         t.parts, t.where()) else None for name, t in files_of.items()}
-    for name, t in files_of.items():
-        _check_columns(t, headers[name])
+    names = {name: _check_columns(t, headers[name]) for name, t in files_of.items()}
+    implied.check_attributes(tables, names)
     calendars = {name: periods.read_calendar(t.period, folder, tables)
                  for name, t in files_of.items() if t.period and t.period.calendar}
     reading = stage(f"reading and checking {len(files_of)} tables", log)
@@ -301,8 +302,9 @@ def _role(t: TableSchema, col: str) -> str:
             else f"column of the {'primary' if key == t.pkey else 'foreign'} key {key!r}")
 
 
-def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
-    """Every column the schema names is in the file's header (or parquet schema), once."""
+def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> list[str]:
+    """Every column the schema names is in the file's header (or parquet schema), once;
+    the columns it has."""
     if parts is None and t.columns:
         raise DataError(f"{t.where()}: columns: names a CSV file's fields where it has no header "
                         "row; a parquet or JSON file names its own")
@@ -323,6 +325,7 @@ def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> None:
                          " name its fields in the schema, in order: columns: [a, b, ...])")
             raise DataError(f"{t.where()}: {_role(t, col)} {col!r} missing{hint}; the file has "
                             f"{columns}")
+    return columns
 
 
 def _read(t: TableSchema, headers: list[files.Header] | None,

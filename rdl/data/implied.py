@@ -17,9 +17,20 @@ its key's **first appearance**: the earliest time of a row holding it (a row of 
 table counts as the database's first time). A table with no file is timed (its time column
 ``first_seen``) when a timed table references it, so a seed sees an entity only once it has
 appeared; a partial table keeps its own kind (a static one stays static).
+
+A flat export repeats each entity's own columns in every row that names it (a customer's
+country in each of their invoice lines, a movie's title and genres in each rating). A table
+without a file takes them (``attributes:``), so the entity's node holds them once and the
+rows keep only their own::
+
+      movies: {pkey: movieId, implied: true, attributes: [title, genres]}
+
+Each must hold one value per key (a missing value counts as one): the row's time is its
+key's first appearance, and a value that changes later would be seen early there.
 """
 from __future__ import annotations
 
+import difflib
 import logging
 
 import numpy as np
@@ -44,6 +55,50 @@ def parse(spec: dict, at: str) -> bool:
     if value and spec.get("pkey") is None:
         raise DataError(f"{at}: implied: true needs its pkey: the column its keys go in")
     return value
+
+
+def parse_attributes(spec: dict, at: str, key_only: bool) -> list[str]:
+    """A table's ``attributes:``: the columns of the rows referencing it that are its own
+    (only for an implied table without a file)."""
+    value = spec.get("attributes")
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [c.strip() for c in value.split(",")]
+    if not isinstance(value, list) or not all(isinstance(c, (str, int)) for c in value):
+        raise DataError(f"{at}: attributes: {value!r}: a list of the columns of the rows that "
+                        "reference it that are its own (attributes: [title, genres])")
+    if not key_only:
+        raise DataError(f"{at}: attributes: only for a table implied: true without a file "
+                        "(its columns then come from the rows that reference it); a table "
+                        "with a file has its own columns")
+    return [str(c) for c in value]
+
+
+def check_attributes(tables: dict[str, TableSchema], names: dict[str, list[str]]) -> None:
+    """Before any file is read in full: each attribute is a plain column of a table whose
+    foreign key references its table (``names``: each table's columns, from its header)."""
+    for t in tables.values():
+        refs = [s for s in tables.values() if t.name in s.fkeys.values()]
+        for col in t.attributes:
+            holders = [s for s in refs if col in names.get(s.name, ())]
+            if not holders:
+                near = difflib.get_close_matches(col, [c for s in refs for c in names.get(
+                    s.name, ())], n=1, cutoff=0.6)
+                raise DataError(f"table {t.name!r}: attributes: {col!r} is a column of none of "
+                                f"the tables referencing it ({_named_tables(refs)})"
+                                + (f" (did you mean {near[0]!r}?)" if near else ""))
+            for s in holders:
+                if col in _own_roles(s):
+                    raise DataError(f"{s.where(col)}: a key or time of its own, so no attribute "
+                                    f"of table {t.name!r}: leave it out of attributes")
+
+
+def _own_roles(s: TableSchema) -> set:
+    """The columns a table's rows need as they are: keys, time and the columns times are
+    made of."""
+    return {s.pkey, s.time, *s.fkeys, *s.key_columns(), *s.assemble, *s.events, *s.clocks,
+            *s.clocks.values(), *(c for parts in s.assemble.values() for c in parts)}
 
 
 def complete(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
@@ -86,6 +141,9 @@ def complete(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
                                 f"{_named(refs)} hold no key: it would be empty")
             frames[name] = _key_only(t, keys, first, start is not None)
             what = f"{len(keys)} rows, one per key of {_named(refs)} (implied: true)"
+            if t.attributes:
+                frames = _attributes(t, refs, normed[:len(refs)], frames)
+                what += f", with their attributes {t.attributes}"
         else:
             frames[name] = _added(t, own, keys, first)
             what = (f"{len(keys)} rows added, with only their key, for the keys of "
@@ -103,6 +161,45 @@ def first_appearance(seen: list[tuple[np.ndarray, np.ndarray]]) -> pd.Series:
     time missing (also :mod:`rdl.data.inherit`'s ``seen_in``)."""
     rows = pd.concat([pd.DataFrame({"key": k, "time": w}) for k, w in seen], ignore_index=True)
     return rows[rows["key"].notna()].groupby("key", sort=False)["time"].min()
+
+
+def _attributes(t: TableSchema, refs, normed: list[np.ndarray],
+                frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``frames`` with each of ``t.attributes`` moved from the rows referencing ``t``
+    (``refs``, their keys ``normed`` as ``t``'s are) to ``t``'s rows: each key's one value.
+
+    Raises:
+        DataError: a key whose rows hold two values of an attribute (missing counts as one).
+    """
+    df, frames = frames[t.name].copy(), dict(frames)
+    for col in t.attributes:
+        held = [(s, keys) for (s, _), keys in zip(refs, normed) if col in frames[s.name].columns]
+        pairs = pd.concat([pd.DataFrame({"key": pd.Series(keys, dtype=object),
+                                         "value": frames[s.name][col].reset_index(drop=True)})
+                           for s, keys in held], ignore_index=True)
+        pairs = pairs[pairs["key"].notna()].drop_duplicates()
+        bad = pairs["key"][pairs["key"].duplicated()].unique()
+        if len(bad):
+            two = pairs.loc[pairs["key"] == bad[0], "value"].head(2).tolist()
+            raise DataError(
+                f"{held[0][0].where(col)}: attributes of table {t.name!r}: {len(bad)} of "
+                f"{pairs['key'].nunique()} keys hold more than one {col!r} (e.g. {t.pkey} "
+                f"{bad[0]!r}: {two[0]!r} and {two[1]!r}; a missing value counts as one). An "
+                f"attribute holds one value per key: the table's row is its key's first "
+                f"appearance, where a later value would be seen early. Leave {col!r} out of "
+                f"attributes (it stays a column of {', '.join(s.name for s, _ in held)})")
+        df[col] = pairs.set_index("key")["value"].reindex(df[t.pkey].to_numpy()).set_axis(
+            df.index)
+        for s, _ in held:
+            frames[s.name] = frames[s.name].drop(columns=col)
+            if col in s.stypes:   # a declared stype moves with its column
+                t.stypes.setdefault(col, s.stypes.pop(col))
+    frames[t.name] = df
+    return frames
+
+
+def _named_tables(tables) -> str:
+    return ", ".join(s.name for s in tables) or "none"
 
 
 def _named(refs) -> str:

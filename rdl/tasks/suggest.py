@@ -298,7 +298,7 @@ def _unheld(db: Database) -> str:
     """What the error says of timed tables' columns named as keys that repeat and that no
     table holds (a flat export's customer ids): each an entity that an ``implied: true``
     table would make, with events."""
-    from rdl.data.draft_keys import implied_name
+    from rdl.data.draft_keys import implied_name, implied_spec
     from rdl.data.draft_times import norm
     cols = [(t, c) for t, tab in db if tab.time_col for c in tab.df.columns
             if c != tab.pkey and c not in tab.fkeys and norm(c).endswith(("id", "key"))
@@ -306,10 +306,11 @@ def _unheld(db: Database) -> str:
     if not cols:
         return ""
     t, c = cols[0]
-    name = implied_name(c)
+    tab = db.tables[t]
+    spec = implied_spec(tab.df, c, {tab.pkey, tab.time_col, *tab.fkeys})
     return (f"; {', '.join(f'{t}.{c}' for t, c in cols)}: keys of no table, repeated; if "
-            f"they are entities, a table of them has their rows as events: {name}: {{pkey: "
-            f"{c}, implied: true}} in the schema's tables, and fkeys: {{{c}: {name}}} on {t} "
+            f"they are entities, a table of them has their rows as events: {spec} in the "
+            f"schema's tables, and fkeys: {{{c}: {implied_name(c)}}} on {t} "
             "(the draft's comments say so of each)")
 
 

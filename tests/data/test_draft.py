@@ -65,10 +65,11 @@ def test_ambiguous_ids_and_unreadable_files_are_left_to_a_person(tmp_path):
     (tmp_path / "broken.csv").write_text("a,b\n1,2,3\n")
     text = draft(tmp_path)
     schema = yaml.safe_load(text)
-    assert schema["tables"]["tasks"] == {"file": "tasks.csv", "time": "at"}
+    assert schema["tables"]["tasks"] == {"file": "tasks.csv", "time": "at",
+                                         "fkeys": {"household_key": "households"}}
     assert "# owner_id: its values are all keys of each of ['teams', 'users']" in text
-    assert "# household_key: keys of no table here, repeated; if they are entities" in text
-    assert "households: {pkey: household_key, implied: true}" in text
+    assert "household_key: households   # keys of no table here, repeated" in text
+    assert schema["tables"]["households"] == {"pkey": "household_key", "implied": True}
     assert "# not read: " in text and "1 row does not have the header's 2 fields" in text
     assert schema["tables"]["teams"]["pkey"] == "id"
 
@@ -183,7 +184,7 @@ def test_small_ids_of_another_entity_are_no_reference_to_the_table_itself(tmp_pa
                  ).to_csv(tmp_path / "orders.csv", index=False)
     text = draft(tmp_path)
     spec = yaml.safe_load(text)["tables"]["orders"]
-    assert spec["fkeys"] == {"parent_id": "orders"}
+    assert spec["fkeys"] == {"parent_id": "orders", "customer_id": "customers"}
     assert "customers: {pkey: customer_id, implied: true}" in text
 
 

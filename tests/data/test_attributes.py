@@ -1,0 +1,128 @@
+"""A flat export's entities with their own columns (``attributes:`` on an ``implied: true``
+table): a movie's title and genres repeated in each of its ratings become the movie's,
+once, at its first appearance; a column that changes within a key stops the load, and the
+draft proposes only the columns that hold one value per key."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from rdl.data.database import DataError
+from rdl.data.draft import draft
+from rdl.data.folder import load_folder
+
+SCHEMA = """\
+tables:
+  ratings:
+    time: at
+    fkeys: {movie_id: movies, user_id: users}
+    stypes: {genres: multicategorical}
+  movies: {pkey: movie_id, implied: true, attributes: [title, year, genres]}
+  users: {pkey: user_id, implied: true}
+"""
+
+
+def ratings(**changed) -> pd.DataFrame:
+    """Two ratings of each of twelve movies (movie 10 + k in rows 2k, 2k + 1) by three
+    users, each movie's own columns in each row; the last's year is missing."""
+    movies = [10 + k for k in range(12)]
+    df = pd.DataFrame({
+        "rating_id": range(1, 25),
+        "user_id": [1, 2, 3] * 8,
+        "movie_id": [m for m in movies for _ in range(2)],
+        "title": [f"Film {m}" for m in movies for _ in range(2)],
+        "year": [1990.0 + k for k in range(11) for _ in range(2)] + [None, None],
+        "genres": [["Action|Crime", "Animation", "Horror"][m % 3] for m in movies
+                   for _ in range(2)],
+        "rating": [1.0 + (i % 9) / 2 for i in range(24)],
+        "at": pd.date_range("2016-01-01", periods=24, freq="D").astype(str)})
+    for col, (row, value) in changed.items():
+        df.loc[row, col] = value
+    return df
+
+
+def write(folder, schema: str = SCHEMA, df: pd.DataFrame | None = None) -> None:
+    (ratings() if df is None else df).to_csv(folder / "ratings.csv", index=False)
+    (folder / "schema.yaml").write_text(schema)
+
+
+def test_the_entity_takes_its_attributes_once_and_the_rows_keep_their_own(tmp_path):
+    write(tmp_path)
+    db = load_folder(tmp_path)
+    movies = db["movies"].df.set_index(db.keys["movies"].to_numpy()[db["movies"].df["movie_id"]])
+    assert movies.loc[[10, 11, 21], "title"].tolist() == ["Film 10", "Film 11", "Film 21"]
+    assert movies.loc[[10, 11], "year"].tolist() == [1990, 1991] and pd.isna(movies.loc[21, "year"])
+    # each movie at its first rating, with the values that rating holds
+    assert movies.loc[[10, 11, 21], "first_seen"].dt.day.tolist() == [1, 3, 23]
+    assert set(db["ratings"].df.columns) == {"rating_id", "user_id", "movie_id", "rating", "at"}
+    assert db.stypes == {"movies": {"genres": "multicategorical"}}   # moved with its column
+    assert list(db["users"].df.columns) == ["user_id", "first_seen"]
+
+
+def test_an_attribute_that_changes_within_a_key_stops_the_load(tmp_path):
+    """A retitled movie, or a year filled in later: the movie's row is its first rating,
+    where the later value would be seen early."""
+    for change, shown in (({"title": (3, "Film 11 (2)")}, "'Film 11' and 'Film 11 (2)'"),
+                          ({"year": (23, 1979)}, "nan and 1979.0")):
+        write(tmp_path, df=ratings(**change))
+        with pytest.raises(DataError) as e:
+            load_folder(tmp_path)
+        col = next(iter(change))
+        assert f"ratings.csv (table 'ratings', column '{col}'): attributes of table 'movies': " \
+               f"1 of 12 keys hold more than one '{col}'" in str(e.value)
+        assert shown in str(e.value) and f"Leave '{col}' out of attributes" in str(e.value)
+
+
+@pytest.mark.parametrize("change,message", [
+    (("attributes: [title, year, genres]", "attributes: [titel]"),
+     "attributes: 'titel' is a column of none of the tables referencing it (ratings) "
+     "(did you mean 'title'?)"),
+    (("attributes: [title, year, genres]", "attributes: [title, user_id]"),
+     "(table 'ratings', column 'user_id'): a key or time of its own, so no attribute"),
+    (("attributes: [title, year, genres]", "attributes: [title, at]"),
+     "(table 'ratings', column 'at'): a key or time of its own"),
+    (("users: {pkey: user_id, implied: true}",
+      "users: {pkey: user_id, implied: true, attributes: [rating]}"),
+     None),   # (loads: rating holds two values for a user, below)
+    (("attributes: [title, year, genres]", "attributes: {title: text}"),
+     "attributes: {'title': 'text'}: a list of the columns"),
+])
+def test_bad_attributes(tmp_path, change, message):
+    write(tmp_path, SCHEMA.replace(*change))
+    with pytest.raises(DataError) as e:
+        load_folder(tmp_path)
+    assert (message or "keys hold more than one 'rating'") in str(e.value)
+
+
+def test_attributes_only_on_a_table_without_a_file(tmp_path):
+    write(tmp_path)
+    pd.DataFrame({"movie_id": [10, 11], "title": ["Heat", "Up"]}).to_csv(
+        tmp_path / "movies.csv", index=False)
+    with pytest.raises(DataError, match="attributes: only for a table implied: true without "
+                                        "a file"):
+        load_folder(tmp_path)
+
+
+def test_the_draft_proposes_the_columns_of_one_value_per_key(tmp_path):
+    """A flat file's repeated keys are drafted as tables implied: true, each with the columns
+    of one value per key: not the rating (it varies), the user (a key), the time, a release
+    date (a time: one computed on export would be seen at the first rating), nor a column
+    of one value. Before, the draft left them to a person in comments, without columns."""
+    df = ratings().assign(source="web", released=lambda d: d["year"].map(
+        lambda y: None if pd.isna(y) else f"{int(y)}-06-01"))
+    df.to_csv(tmp_path / "ratings.csv", index=False)
+    text = draft(tmp_path)
+    tables = yaml.safe_load(text)["tables"]
+    assert tables["ratings"]["fkeys"] == {"movie_id": "movies", "user_id": "users"}
+    assert tables["movies"] == {"pkey": "movie_id", "implied": True,
+                                "attributes": ["title", "year", "genres"]}
+    assert tables["users"] == {"pkey": "user_id", "implied": True}
+    # the draft, as written, loads: each movie with its own columns
+    db = load_folder(tmp_path, yaml.safe_load(text))
+    assert {"title", "year", "genres"} <= set(db["movies"].df.columns)
+    assert not {"title", "year", "genres"} & set(db["ratings"].df.columns)
+    # three movies rated twice: too few to tell a column of one value per key by chance
+    df.head(6).to_csv(tmp_path / "ratings.csv", index=False)
+    assert yaml.safe_load(draft(tmp_path))["tables"]["movies"] == {"pkey": "movie_id",
+                                                                  "implied": True}
