@@ -48,9 +48,9 @@ import pandas as pd
 
 from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, sheets,
                       sources)
-from rdl.data.draft_keys import (Unheld, bare_names, composites, foreign_keys, implied_lines,
-                                 implied_name, key_name_score, pair_share, primary_key,
-                                 series_keys)
+from rdl.data.draft_keys import (Unheld, bare_names, composites, export_totals, foreign_keys,
+                                 implied_lines, implied_name, key_name_score, pair_share,
+                                 primary_key, series_keys)
 from rdl.data.database import DataError
 from rdl.data.folder import load_folder
 from rdl.data.times import Placeholder
@@ -306,6 +306,8 @@ def draft(folder) -> str:
             lines.append("    fkeys:")
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}"
                       for c, (t, why) in {**keys_of, **unheld}.items()]
+        stypes.update({c: ("drop", why) for c, why in export_totals(name, df, unheld, time).items()
+                       if c not in stypes})
         later_events = {c: why for c, (st, why) in stypes.items() if st == "event"}
         stypes.update({c: ("drop", why) for c, why in identifiers(df, {
             pkey, time, *composite.get(name, []), *(p for k in keys_of for p in k.split(", ")),

@@ -11,8 +11,10 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.composite import ids
+from rdl.data.database import Database, Table
 from rdl.data.draft_times import norm
 from rdl.data.keys import comparable
+from rdl.data.leaks import computed_on_export
 from rdl.data.names import name_words
 
 #: words that start or end exports' table names beyond the table's own (``dim_``, ``_dataset``)
@@ -97,9 +99,9 @@ def attributes_of(df: pd.DataFrame, col, skip=()) -> list:
     customer's country, a movie's genres), which its implied table takes (``attributes:``,
     :mod:`rdl.data.implied`). Where at least half the rows share their ``col`` with
     another, and :data:`MIN_REPEATED` values repeat (else a column may be one by chance);
-    not ``skip`` (keys, time), no column named as a
-    key, no column of times (one computed on export, a customer's last order, would be
-    seen at the first), none of one value throughout."""
+    not ``skip`` (keys, time, a total computed on export: :func:`export_totals`), no
+    column named as a key, no column of times (one computed on export, a customer's last
+    order, would be seen at the first), none of one value throughout."""
     keyed = df[col].notna()
     repeated = df[col].duplicated(keep=False) & keyed
     if repeated.sum() < 0.5 * len(df) or df.loc[repeated, col].nunique() < MIN_REPEATED:
@@ -114,6 +116,39 @@ def attributes_of(df: pd.DataFrame, col, skip=()) -> list:
         if not pairs[col].duplicated().any():
             out.append(c)
     return out
+
+
+def export_totals(name: str, df: pd.DataFrame, keys, time) -> dict:
+    """column -> why, for the columns of table ``name`` (rows ``df``) of one value per key
+    of a column of ``keys`` that are totals or averages over the rows holding that key,
+    later ones included (a movie's ``total_ratings`` on each of its ratings): computed on
+    export, they would show every row what is still to come (as an implied table's
+    attribute the loader stops on them: :func:`rdl.data.leaks.computed_on_export`)."""
+    found = {}
+    for col in keys if time is not None else ():
+        cols = [c for c in attributes_of(df, col) if c not in found]
+        found.update({x: f"equals {what} per {col} in {same} of {held} keys, later rows "
+                         "included: computed on export, it would show every row what is still "
+                         "to come (numerical, if it was known then)"
+                      for x, what, same, held in _totals(name, df, col, cols, time)}
+                     if cols else {})
+    return found
+
+
+def _totals(name: str, df: pd.DataFrame, col, cols: list, time):
+    """``(column, what it equals, in how many keys, of how many)`` for those of ``cols``
+    that :func:`~rdl.data.leaks.computed_on_export` finds on the table ``implied: true``
+    would make of ``col`` (with ``cols`` its attributes)."""
+    rows = df[df[col].notna()]
+    first = rows.groupby(col, sort=False)[time].min()
+    own = rows.drop_duplicates(col).set_index(col).loc[first.index, cols]
+    entity = own.reset_index(drop=True).assign(_key=range(len(first)), _at=first.to_numpy())
+    at = pd.Index(first.index).get_indexer(df[col])
+    facts = df.drop(columns=cols).assign(**{col: pd.array(np.where(at >= 0, at, None),
+                                                          dtype="Int64")})
+    db = Database({implied_name(col): Table(entity, "_key", {}, "_at"),
+                   name: Table(facts, None, {col: implied_name(col)}, time)})
+    return [(x, what, same, held) for _, x, _, what, same, held in computed_on_export(db, {})]
 
 
 def bare_names(names) -> dict[str, str]:

@@ -246,7 +246,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     headers = {name: files.headers(t.parts, name, t.columns) if sources.csv_parts(
         t.parts, t.where()) else None for name, t in files_of.items()}
     names = {name: _check_columns(t, headers[name]) for name, t in files_of.items()}
-    implied.check_attributes(tables, names)
+    moved = implied.check_attributes(tables, names)
     calendars = {name: periods.read_calendar(t.period, folder, tables)
                  for name, t in files_of.items() if t.period and t.period.calendar}
     reading = stage(f"reading and checking {len(files_of)} tables", log)
@@ -276,7 +276,8 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     leaks.future_references(db, lambda name, col: tables[name].where(col))
     leaks.rows_per_event(db, lambda name: tables[name].where())
     leaks.totals(db, lambda name, col: tables[name].where(col),
-                 {name: t.stypes for name, t in tables.items()})
+                 {name: t.stypes for name, t in tables.items()},
+                 stypes_at=lambda name, col: moved.get((name, col)))
     keys.end()
     db.stypes = {name: dict(t.stypes) for name, t in tables.items() if t.stypes}
     db.clocks = {name: t.read_clocks for name, t in tables.items() if t.read_clocks}

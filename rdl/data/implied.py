@@ -75,9 +75,11 @@ def parse_attributes(spec: dict, at: str, key_only: bool) -> list[str]:
     return [str(c) for c in value]
 
 
-def check_attributes(tables: dict[str, TableSchema], names: dict[str, list[str]]) -> None:
+def check_attributes(tables: dict[str, TableSchema], names: dict[str, list[str]]) -> dict:
     """Before any file is read in full: each attribute is a plain column of a table whose
-    foreign key references its table (``names``: each table's columns, from its header)."""
+    foreign key references its table (``names``: each table's columns, from its header).
+    Returns ``(table, attribute) -> the first table holding it``."""
+    found = {}
     for t in tables.values():
         refs = [s for s in tables.values() if t.name in s.fkeys.values()]
         for col in t.attributes:
@@ -92,6 +94,8 @@ def check_attributes(tables: dict[str, TableSchema], names: dict[str, list[str]]
                 if col in _own_roles(s):
                     raise DataError(f"{s.where(col)}: a key or time of its own, so no attribute "
                                     f"of table {t.name!r}: leave it out of attributes")
+            found[t.name, col] = holders[0].name
+    return found
 
 
 def _own_roles(s: TableSchema) -> set:

@@ -221,17 +221,21 @@ def calendar_days(s: pd.Series) -> bool:
         (days.dt.day == 1).all() and (months.diff().iloc[1:] == 1).all())
 
 
-def totals(db, where, declared: dict, share: float = 0.9) -> None:
+def totals(db, where, declared: dict, share: float = 0.9, stypes_at=None) -> None:
     """Stops on the first column :func:`computed_on_export` finds (``where(table,
-    column)``: how the message names it)."""
+    column)``: how the message names it; ``stypes_at(table, column)``: the table whose
+    ``stypes:`` declare it, where not its own: an implied table's attribute's)."""
     for name, x, other, what, same, held in computed_on_export(db, declared, share):
+        at = stypes_at(name, x) if stypes_at else None
+        drop = (f"Drop it (stypes: {{{x}: drop}})" if at is None else
+                f"Drop it (leave it out of attributes; stypes: {{{x}: drop}} in table {at!r})")
         raise DataError(
             f"{where(name, x)}: in {same} of the {held} rows that {other} rows reference, it "
             f"equals {what}, later ones included: computed when the data was exported. Every "
             "seed would see the final figure, what is still to come (a leak of the future). "
-            f"Drop it (stypes: {{{x}: drop}}): rdl computes such figures as of each seed from "
-            f"the {other} rows; if it truly was known then, keep it (stypes: {{{x}: "
-            "numerical}})")
+            f"{drop}: rdl computes such figures as of each seed from the {other} rows; if it "
+            f"truly was known then, keep it (stypes: {{{x}: numerical}}"
+            + ("" if at is None else f" in table {at!r}") + ")")
 
 
 def computed_on_export(db, declared: dict, share: float = 0.9):

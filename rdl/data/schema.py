@@ -39,7 +39,11 @@ class TableSchema:
         return self.file if self.file.is_dir() else None
 
     def where(self, col: str | None = None) -> str:
-        """``file (table 't', column 'c')``: how errors name a place."""
+        """``file (table 't', column 'c')``: how errors name a place (a table without a
+        file: ``table 't' (implied: true, no file)``)."""
+        if self.key_only:
+            return f"table {self.name!r} (implied: true, no file" + (
+                f"; its attribute {col!r})" if col else ")")
         return f"{self.file} (table {self.name!r}" + (f", column {col!r})" if col else ")")
 
     def required(self) -> list[str]:

@@ -126,3 +126,29 @@ def test_the_draft_proposes_the_columns_of_one_value_per_key(tmp_path):
     df.head(6).to_csv(tmp_path / "ratings.csv", index=False)
     assert yaml.safe_load(draft(tmp_path))["tables"]["movies"] == {"pkey": "movie_id",
                                                                   "implied": True}
+
+
+def test_a_total_computed_on_export_is_no_attribute(tmp_path):
+    """A movie's number of ratings and their sum, written on each rating when the file was
+    exported: one value per movie, but what is still to come at every rating. The draft
+    drops them from the rows (they would be seen there too) and from the attributes; given
+    as attributes, the load stops, saying where the stype goes."""
+    df = ratings().drop(index=[1, 3])   # movies 10 and 11 rated once
+    df["total_ratings"] = df.groupby("movie_id")["rating_id"].transform("count")
+    df["total_stars"] = df.groupby("movie_id")["rating"].transform("sum")
+    df.to_csv(tmp_path / "ratings.csv", index=False)
+    tables = yaml.safe_load(draft(tmp_path))["tables"]
+    assert tables["movies"]["attributes"] == ["title", "year", "genres"]
+    assert tables["ratings"]["stypes"] == {"total_ratings": "drop", "total_stars": "drop"}
+    write(tmp_path, SCHEMA.replace("[title, year, genres]", "[title, total_stars]"), df)
+    with pytest.raises(DataError) as e:
+        load_folder(tmp_path)
+    assert str(e.value).startswith(
+        "table 'movies' (implied: true, no file; its attribute 'total_stars'): in 12 of the "
+        "12 rows that ratings rows reference, it equals the sum of ratings.rating")
+    assert "leave it out of attributes; stypes: {total_stars: drop} in table 'ratings'" in \
+        str(e.value)
+    # declared as known then, in the table whose column it is: it moves, with its stype
+    write(tmp_path, SCHEMA.replace("[title, year, genres]", "[title, total_stars]").replace(
+        "{genres: multicategorical}", "{genres: multicategorical, total_stars: numerical}"), df)
+    assert load_folder(tmp_path).stypes["movies"] == {"total_stars": "numerical"}

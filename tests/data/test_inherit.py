@@ -182,7 +182,9 @@ def test_a_row_per_order_is_seen_from_its_order_on_and_so_is_the_person_behind_i
     persons the rows imply from their first order's."""
     folder, spec = olist
     assert spec["tables"][CUSTOMERS]["time"] == {"seen_in": ORDERS}
-    spec["tables"]["persons"] = {"pkey": "customer_unique_id", "implied": True}
+    # the persons, drafted as the table implied: true of their repeated ids
+    assert spec["tables"][CUSTOMERS]["fkeys"] == {"customer_unique_id": "customer_uniques"}
+    spec["tables"]["persons"] = spec["tables"].pop("customer_uniques")
     spec["tables"][CUSTOMERS]["fkeys"] = {"customer_unique_id": "persons"}
     db = load_folder(folder, spec)
     customers, orders, persons = db[CUSTOMERS], db[ORDERS], db["persons"]

@@ -83,7 +83,9 @@ def test_a_workbook_in_a_folder_is_the_table_of_its_name(tmp_path):
         tmp_path / "customers.csv", index=False)
     schema = yaml.safe_load(draft(tmp_path))["tables"]
     assert schema["orders"]["file"] == "orders.xlsx"
-    assert schema["orders"]["fkeys"] == {"customer_id": "customers"}
+    # (the products' sheet gone, their repeated codes are a table implied: true)
+    assert schema["orders"]["fkeys"] == {"customer_id": "customers", "sku": "skus"}
+    assert schema["skus"] == {"pkey": "sku", "implied": True}
     db = load_folder(tmp_path, {"tables": schema})
     assert len(db["orders"]) == 120 and db["orders"].time_col == "ordered"
     # several sheets in a folder: a database of its own, said so
