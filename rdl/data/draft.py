@@ -300,8 +300,11 @@ def draft(folder) -> str:
         keys_of, notes = fkeys[name]
         if name in dated:   # the calendar's period: the time above, no foreign key
             keys_of = {c: v for c, v in keys_of.items() if c != dated[name][0]}
-        unheld = {n[0]: (implied_name(n[0]), n[1].split(": ", 1)[1]) for n in notes
-                  if isinstance(n, Unheld)}   # keys of tables implied: true, below
+        parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
+        unheld = {c: (implied_name(c), n[1].split(": ", 1)[1]) for n in notes
+                  if isinstance(n, Unheld) and (c := n[0]) not in parts
+                  and c not in composite.get(name, []) and not years(c, df[c])
+                  }   # keys of tables implied: true, below
         if keys_of or unheld:
             lines.append("    fkeys:")
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}"
@@ -322,9 +325,9 @@ def draft(folder) -> str:
         if stypes:
             lines.append("    stypes:")
             lines += [f"      {_yaml(c)}: {st}   # {why}" for c, (st, why) in stypes.items()]
-        parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
-        lines += [f"    # {n}" for c, n in notes if c not in parts and c not in unheld
-                  and not (c in df.columns and years(c, df[c]))]
+        lines += [f"    # {note[1]}" for note in notes if note[0] not in parts
+                  and not isinstance(note, Unheld)
+                  and not (note[0] in df.columns and years(note[0], df[note[0]]))]
         lines += [f"    # {n}" for n in series_keys(df, time, {*parts, *(c for c, _ in notes)})]
         lines += [f"    # {n}" for c, n in named_states(df, {pkey, time, *keys_of, *stypes,
                                                                *later_events, *unheld})]

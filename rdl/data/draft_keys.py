@@ -76,7 +76,7 @@ def implied_name(col) -> str:
     """The name of the table an ``implied: true`` would make of a key column that no table
     holds: its words before ``id``, ``key``, ``code``, ... in plural (``species_id``:
     species; a column ``id``: ids, to be named)."""
-    return plural(re.sub(r"[\s_]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I)
+    return plural(re.sub(r"[\s_.-]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I)
                   or str(col))
 
 
@@ -262,7 +262,8 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                    "no key: an id a feature would learn by heart (stypes: "
                                    f"{{{col}: drop}})"))
                 continue
-            if implied_name(col) in frames:   # (the name is taken: a person names it)
+            taken = {str(n).casefold() for n in (*frames, *bare.values())}
+            if implied_name(col).casefold() in taken:   # (the name is taken: a person names it)
                 notes.append((col, f"{col}: keys of no table here, repeated; if they are "
                                    f"entities, a table of them: {implied_spec(df, col, skip)} "
                                    f"under another name, and fkeys: {{{col}: <that name>}}"))

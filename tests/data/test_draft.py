@@ -263,3 +263,31 @@ def test_keys_named_by_django_s_tables_of_app_and_model(tmp_path):
     assert tables["shop_order"]["fkeys"] == {"customer_id": "shop_customer"}
     assert tables["shop_orderline"]["fkeys"] == {"order_id": "shop_order",
                                                  "product_id": "shop_product"}
+
+
+def test_repeated_ids_are_drafted_tables_implied_but_not_years_nor_a_taken_name(tmp_path):
+    """As the Lahman databank's files are: a player's seasons (playerID: no People file
+    here) name their team season by a composite key, a league by lgID, and HomeGames its
+    league as ``league.key``. The players and leagues are drafted as tables implied: true;
+    a season's yearID is no entity (a period number), nor is a column of a composite key; a
+    name another table has in other case (teams: Teams) is left to a person."""
+    def csv(table, **cols):
+        pd.DataFrame(cols).to_csv(tmp_path / f"{table}.csv", index=False)
+    years, teams = [2001 + i // 4 for i in range(40)], ["BOS", "NYA", "CHA", "SEA"] * 10
+    csv("Teams", yearID=years, teamID=teams, lgID=["AL"] * 40, W=range(40))
+    csv("Batting", playerID=[f"p{i % 30:02d}" for i in range(120)], yearID=years * 3,
+        teamID=teams * 3, lgID=["AL", "NL"] * 60, H=range(120))
+    csv("HomeGames", **{"year.key": years, "league.key": ["AL", "NL"] * 20,
+                        "team.key": teams, "games": range(40)})
+    text = draft(tmp_path)
+    tables = yaml.safe_load(text)["tables"]
+    assert tables["Teams"]["pkey"] == ["yearID", "teamID"]
+    assert tables["Batting"]["fkeys"] == {"yearID, teamID": "Teams", "playerID": "players",
+                                          "lgID": "lgs"}
+    assert tables["players"] == {"pkey": "playerID", "implied": True}
+    assert tables["HomeGames"]["fkeys"] == {"league.key": "leagues"}
+    assert "years" not in tables and "teams" not in tables
+    assert "# team.key: keys of no table here, repeated; if they are entities, a table of " \
+           "them: teams: {pkey: team.key, implied: true} under another name" in text
+    db = load_folder(tmp_path, yaml.safe_load(text))
+    assert len(db["players"]) == 30 and len(db["lgs"]) == 2
