@@ -20,7 +20,7 @@ from rdl import duck
 from rdl.data.database import Table
 from rdl.features.labels import label_matrix
 from rdl.features.names import Columns, down, hop, side_by_side, up
-from rdl.features.table import is_free_text, own_features
+from rdl.features.table import left_out, own_features
 from rdl.tasks.window import shift
 from rdl.visibility import includes_equal, sql_comparison, visible
 
@@ -94,10 +94,10 @@ class Synthesis:
             st = infer_stypes(table, self.db.stypes.get(name), name=name)
             num = [c for c, s in st.items() if s == torch_frame.numerical and c != table.time_col]
             # strings the graph embeds as text (a small table's few names) are categories
-            # here unless they are free text
+            # here unless they are free text or names
             cat = [c for c, s in st.items()
                    if s in (torch_frame.categorical, torch_frame.text_embedded)
-                   and c != table.time_col and not is_free_text(table.df[c])]
+                   and c != table.time_col and not left_out(table.df[c])]
             return {"num": num, "cat": cat}
         return self.once(("kinds", name), infer)
 
