@@ -152,3 +152,43 @@ def test_a_total_computed_on_export_is_no_attribute(tmp_path):
     write(tmp_path, SCHEMA.replace("[title, year, genres]", "[title, total_stars]").replace(
         "{genres: multicategorical}", "{genres: multicategorical, total_stars: numerical}"), df)
     assert load_folder(tmp_path).stypes["movies"] == {"total_stars": "numerical"}
+
+
+def test_a_flat_file_trains_with_no_edit(tmp_path, run_train, capsys):
+    """One file of ratings, each with its movie's title, genre and year: drafted, suggested
+    and trained as printed, with nothing written by hand (before, suggest stopped: no table
+    holds recurring events)."""
+    import json
+    import shlex
+
+    import numpy as np
+
+    from rdl.data.draft import main as draft_main
+    from rdl.tasks.suggest import main as suggest
+    from tests.test_forum import SMALL
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    movie = rng.integers(0, 40, n)
+    pd.DataFrame({
+        "userId": rng.integers(0, 30, n), "movieId": 100 + movie,
+        "title": [f"Film number {m}" for m in movie], "genre": np.array(list("ABCD"))[movie % 4],
+        "year": 1980 + movie, "rating": rng.integers(1, 11, n) / 2,
+        "timestamp": (pd.Timestamp("2024-01-01") + pd.to_timedelta(
+            rng.integers(0, 280 * 24, n), "h")).strftime("%Y-%m-%d %H:%M:%S")}).to_csv(
+        tmp_path / "ratings.csv", index=False)
+    draft_main([str(tmp_path), "--write"])
+    schema = yaml.safe_load((tmp_path / "schema.yaml").read_text())
+    assert schema["tables"]["movies"]["attributes"] == ["title", "genre", "year"]
+    capsys.readouterr()
+    suggest([str(tmp_path)])
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if "task=events " in line and "entity_table=movies" in line
+             and "task.label" not in line]
+    assert len(lines) == 1, lines
+    run = tmp_path / "run"
+    out = run_train(run, *shlex.split(lines[0])[3:], *SMALL, tiny=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((run / "metrics.json").read_text())
+    assert results["task"] == "movies-active" and "LightGBM" in results
+    assert "with their attributes ['title', 'genre', 'year']" in out.stdout + out.stderr
