@@ -328,7 +328,8 @@ def draft(folder) -> str:
         lines += [f"    # {note[1]}" for note in notes if note[0] not in parts
                   and not isinstance(note, Unheld)
                   and not (note[0] in df.columns and years(note[0], df[note[0]]))]
-        lines += [f"    # {n}" for n in series_keys(df, time, {*parts, *(c for c, _ in notes)})]
+        lines += [f"    # {n}" for n in series_keys(df, time, {*parts, *(c for c, _ in notes)},
+                                                    [*frames, *bare.values()])]
         lines += [f"    # {n}" for c, n in named_states(df, {pkey, time, *keys_of, *stypes,
                                                                *later_events, *unheld})]
         for c, (t, _) in unheld.items():

