@@ -276,8 +276,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     leaks.future_references(db, lambda name, col: tables[name].where(col))
     leaks.rows_per_event(db, lambda name: tables[name].where())
     leaks.totals(db, lambda name, col: tables[name].where(col),
-                 {name: t.stypes for name, t in tables.items()},
-                 stypes_at=lambda name, col: moved.get((name, col)))
+                 {name: t.stypes for name, t in tables.items()}, stypes_at=lambda *k: moved.get(k))
     keys.end()
     db.stypes = {name: dict(t.stypes) for name, t in tables.items() if t.stypes}
     db.clocks = {name: t.read_clocks for name, t in tables.items() if t.read_clocks}
