@@ -13,6 +13,7 @@ import pandas as pd
 from rdl.data.composite import ids
 from rdl.data.database import Database, Table
 from rdl.data.draft_times import norm
+from rdl.data.implied import hashable
 from rdl.data.keys import comparable
 from rdl.data.leaks import computed_on_export
 from rdl.data.names import name_words
@@ -110,10 +111,13 @@ def attributes_of(df: pd.DataFrame, col, skip=()) -> list:
     for c in df.columns:
         text = not pd.api.types.is_numeric_dtype(df[c])
         if c == col or c in skip or norm(c).endswith(("id", "key", *(TEXT_KEYS if text else ())))\
-                or pd.api.types.is_datetime64_any_dtype(df[c]) or df[c].nunique(dropna=False) < 2:
+                or pd.api.types.is_datetime64_any_dtype(df[c]):
             continue
-        pairs = df.loc[keyed, [col, c]].drop_duplicates()
-        if not pairs[col].duplicated().any():
+        values = hashable(df.loc[keyed, c])   # (a column of lists: tuples)
+        if values.nunique(dropna=False) < 2:
+            continue
+        pairs = pd.DataFrame({"k": df.loc[keyed, col], "v": values}).drop_duplicates()
+        if not pairs["k"].duplicated().any():
             out.append(c)
     return out
 

@@ -98,6 +98,15 @@ def check_attributes(tables: dict[str, TableSchema], names: dict[str, list[str]]
     return found
 
 
+def hashable(values: pd.Series) -> pd.Series:
+    """``values`` as pandas can compare them: lists (a parquet column of lists, a row's
+    tags) as tuples."""
+    if values.dtype != object or not values.map(lambda v: isinstance(
+            v, (list, np.ndarray))).any():
+        return values
+    return values.map(lambda v: tuple(v) if isinstance(v, (list, np.ndarray)) else v)
+
+
 def _own_roles(s: TableSchema) -> set:
     """The columns a table's rows need as they are: keys, time and the columns times are
     made of."""
@@ -181,7 +190,8 @@ def _attributes(t: TableSchema, refs, normed: list[np.ndarray],
         pairs = pd.concat([pd.DataFrame({"key": pd.Series(keys, dtype=object),
                                          "value": frames[s.name][col].reset_index(drop=True)})
                            for s, keys in held], ignore_index=True)
-        pairs = pairs[pairs["key"].notna()].drop_duplicates()
+        pairs = pairs[pairs["key"].notna()]
+        pairs = pairs[~pairs.assign(value=hashable(pairs["value"])).duplicated()]
         bad = pairs["key"][pairs["key"].duplicated()].unique()
         if len(bad):
             two = pairs.loc[pairs["key"] == bad[0], "value"].head(2).tolist()

@@ -192,3 +192,21 @@ def test_a_flat_file_trains_with_no_edit(tmp_path, run_train, capsys):
     results = json.loads((run / "metrics.json").read_text())
     assert results["task"] == "movies-active" and "LightGBM" in results
     assert "with their attributes ['title', 'genre', 'year']" in out.stdout + out.stderr
+
+
+def test_a_column_of_lists_is_an_attribute_too(tmp_path):
+    """A parquet file's column of lists (a movie's tags on each rating): the draft compared
+    its values as they are and stopped (unhashable); one list per movie is an attribute."""
+    df = ratings().drop(columns=["genres", "at"]).assign(
+        tags=lambda d: [["drama", "crime"][: 1 + m % 2] for m in d["movie_id"]],
+        at=pd.date_range("2016-01-01", periods=24, freq="D"))
+    df.to_parquet(tmp_path / "ratings.parquet", index=False)
+    schema = yaml.safe_load(draft(tmp_path))
+    assert schema["tables"]["movies"]["attributes"] == ["title", "year", "tags"]
+    movies = load_folder(tmp_path, schema)["movies"].df
+    assert sorted(map(len, movies["tags"])) == [1] * 6 + [2] * 6
+    # two lists for one movie: a value that changes, named
+    df.at[1, "tags"] = ["drama", "crime", "war"]
+    df.to_parquet(tmp_path / "ratings.parquet", index=False)
+    with pytest.raises(DataError, match="1 of 12 keys hold more than one 'tags'"):
+        load_folder(tmp_path, schema)
