@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections.abc import Hashable
 
 import numpy as np
 import pandas as pd
@@ -100,11 +101,11 @@ def check_attributes(tables: dict[str, TableSchema], names: dict[str, list[str]]
 
 def hashable(values: pd.Series) -> pd.Series:
     """``values`` as pandas can compare them: lists (a parquet column of lists, a row's
-    tags) as tuples."""
-    if values.dtype != object or not values.map(lambda v: isinstance(
-            v, (list, np.ndarray))).any():
+    tags) as tuples, other cells that are no values (a mapping) as their text."""
+    if values.dtype != object or values.map(lambda v: isinstance(v, Hashable)).all():
         return values
-    return values.map(lambda v: tuple(v) if isinstance(v, (list, np.ndarray)) else v)
+    return values.map(lambda v: tuple(v) if isinstance(v, (list, np.ndarray)) else
+                      v if isinstance(v, Hashable) else repr(v))
 
 
 def _own_roles(s: TableSchema) -> set:
