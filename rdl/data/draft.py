@@ -48,9 +48,9 @@ import pandas as pd
 
 from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, sheets,
                       sources)
-from rdl.data.draft_keys import (Unheld, bare_names, composites, export_totals, foreign_keys,
-                                 implied_lines, implied_name, key_name_score, pair_share,
-                                 primary_key, series_keys)
+from rdl.data.draft_keys import (Unheld, attributes_of, bare_names, composites, export_totals,
+                                 foreign_keys, implied_lines, implied_name, key_name_score,
+                                 pair_share, primary_key, series_keys)
 from rdl.data.database import DataError
 from rdl.data.folder import load_folder
 from rdl.data.times import Placeholder
@@ -301,7 +301,7 @@ def draft(folder) -> str:
         if name in dated:   # the calendar's period: the time above, no foreign key
             keys_of = {c: v for c, v in keys_of.items() if c != dated[name][0]}
         parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
-        unheld = {c: (implied_name(c), n[1].split(": ", 1)[1]) for n in notes
+        unheld = {c: (implied_name(c), n[1]) for n in notes
                   if isinstance(n, Unheld) and (c := n[0]) not in parts
                   and c not in composite.get(name, []) and not years(c, df[c])
                   }   # keys of tables implied: true, below
@@ -309,8 +309,10 @@ def draft(folder) -> str:
             lines.append("    fkeys:")
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}"
                       for c, (t, why) in {**keys_of, **unheld}.items()]
-        stypes.update({c: ("drop", why) for c, why in export_totals(name, df, unheld, time).items()
-                       if c not in stypes})
+        attributes = {c: attributes_of(df, c, {pkey, time, *parts, *unheld, *stypes})
+                      for c in unheld}   # (less the totals computed on export, dropped)
+        totals = export_totals(name, df, attributes, time)
+        stypes.update({c: ("drop", why) for c, why in totals.items() if c not in stypes})
         later_events = {c: why for c, (st, why) in stypes.items() if st == "event"}
         stypes.update({c: ("drop", why) for c, why in identifiers(df, {
             pkey, time, *composite.get(name, []), *(p for k in keys_of for p in k.split(", ")),
@@ -333,8 +335,8 @@ def draft(folder) -> str:
         lines += [f"    # {n}" for c, n in named_states(df, {pkey, time, *keys_of, *stypes,
                                                                *later_events, *unheld})]
         for c, (t, _) in unheld.items():
-            implying.setdefault(t, []).append((name, c, df, {pkey, time, *parts, *unheld,
-                                                             *stypes}))
+            implying.setdefault(t, []).append(
+                (name, c, [a for a in attributes[c] if a not in totals]))
     return "\n".join(lines + implied_lines(implying, _yaml)) + "\n"
 
 

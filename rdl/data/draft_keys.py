@@ -11,11 +11,9 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.composite import ids
-from rdl.data.database import Database, Table
-from rdl.data.draft_times import norm
+from rdl.data.draft_times import norm, on_export
 from rdl.data.implied import hashable
 from rdl.data.keys import comparable
-from rdl.data.leaks import computed_on_export
 from rdl.data.names import name_words
 
 #: words that start or end exports' table names beyond the table's own (``dim_``, ``_dataset``)
@@ -89,9 +87,15 @@ MIN_REPEATED = 10
 def implied_spec(df: pd.DataFrame, col, skip=()) -> str:
     """The schema line of the table an ``implied: true`` would make of ``df``'s column
     ``col``, with its attributes (:func:`attributes_of`) where it has some."""
-    table, cols = implied_name(col), attributes_of(df, col, skip)
-    return (f"{table}: {{pkey: {col}, implied: true"
-            + (f", attributes: [{', '.join(map(str, cols))}]" if cols else "") + "}")
+    return spec_line(implied_name(col), col, attributes_of(df, col, skip))
+
+
+def spec_line(table, col, attributes: list, quote=str) -> str:
+    """``table: {pkey: col, implied: true, attributes: [...]}`` (``quote``: a name as YAML
+    writes it)."""
+    return (f"{quote(table)}: {{pkey: {quote(col)}, implied: true"
+            + (f", attributes: [{', '.join(quote(str(c)) for c in attributes)}]"
+               if attributes else "") + "}")
 
 
 def attributes_of(df: pd.DataFrame, col, skip=()) -> list:
@@ -122,37 +126,26 @@ def attributes_of(df: pd.DataFrame, col, skip=()) -> list:
     return out
 
 
-def export_totals(name: str, df: pd.DataFrame, keys, time) -> dict:
-    """column -> why, for the columns of table ``name`` (rows ``df``) of one value per key
-    of a column of ``keys`` that are totals or averages over the rows holding that key,
-    later ones included (a movie's ``total_ratings`` on each of its ratings): computed on
-    export, they would show every row what is still to come (as an implied table's
-    attribute the loader stops on them: :func:`rdl.data.leaks.computed_on_export`)."""
+def export_totals(name: str, df: pd.DataFrame, attributes: dict, time) -> dict:
+    """column -> why, for the columns of table ``name`` (rows ``df``) that
+    :func:`~rdl.data.draft_times.on_export` finds on the tables ``implied: true`` would
+    make (``attributes``: key column -> its attributes, :func:`attributes_of`): totals or
+    averages over the rows holding a key, later ones included (a movie's
+    ``total_ratings`` on each of its ratings), which would show every row what is still
+    to come (as an attribute the loader stops on them)."""
     found = {}
-    for col in keys if time is not None else ():
-        cols = [c for c in attributes_of(df, col) if c not in found]
-        found.update({x: f"equals {what} per {col} in {same} of {held} keys, later rows "
-                         "included: computed on export, it would show every row what is still "
-                         "to come (numerical, if it was known then)"
-                      for x, what, same, held in _totals(name, df, col, cols, time)}
-                     if cols else {})
+    for col, cols in attributes.items():
+        cols = [c for c in cols if c not in found]
+        if time is None or not cols:
+            continue
+        rows, table = df[df[col].notna()], implied_name(col)
+        first = rows.groupby(col, sort=False)[time].min()
+        entity = rows.drop_duplicates(col).set_index(col).loc[first.index, cols].reset_index()
+        found.update({c: why for (t, c), why in on_export(
+            {name: df.drop(columns=cols), table: entity.assign(**{time: first.to_numpy()})},
+            {table: col}, {name: ({col: (table, "")}, []), table: ({}, [])},
+            {name: (time, "", {}), table: (time, "", {})}).items() if t == table})
     return found
-
-
-def _totals(name: str, df: pd.DataFrame, col, cols: list, time):
-    """``(column, what it equals, in how many keys, of how many)`` for those of ``cols``
-    that :func:`~rdl.data.leaks.computed_on_export` finds on the table ``implied: true``
-    would make of ``col`` (with ``cols`` its attributes)."""
-    rows = df[df[col].notna()]
-    first = rows.groupby(col, sort=False)[time].min()
-    own = rows.drop_duplicates(col).set_index(col).loc[first.index, cols]
-    entity = own.reset_index(drop=True).assign(_key=range(len(first)), _at=first.to_numpy())
-    at = pd.Index(first.index).get_indexer(df[col])
-    facts = df.drop(columns=cols).assign(**{col: pd.array(np.where(at >= 0, at, None),
-                                                          dtype="Int64")})
-    db = Database({implied_name(col): Table(entity, "_key", {}, "_at"),
-                   name: Table(facts, None, {col: implied_name(col)}, time)})
-    return [(x, what, same, held) for _, x, _, what, same, held in computed_on_export(db, {})]
 
 
 def bare_names(names) -> dict[str, str]:
@@ -272,31 +265,26 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                    f"entities, a table of them: {implied_spec(df, col, skip)} "
                                    f"under another name, and fkeys: {{{col}: <that name>}}"))
                 continue
-            notes.append(Unheld((col, f"{col}: keys of no table here, repeated: each a row of "
+            notes.append(Unheld((col, f"keys of no table here, repeated: each a row of "
                                       f"{implied_name(col)}, a table implied: true (below)")))
     return out, notes
 
 
 class Unheld(tuple):
-    """A note ``(column, why)`` on a column of repeated keys that no table holds: drafted
-    as the foreign key of the table ``implied: true`` makes of them (:func:`implied_lines`)."""
+    """``(column, why)`` of a column of repeated keys that no table holds: drafted as the
+    foreign key of the table ``implied: true`` makes of them (:func:`implied_lines`)."""
 
 
 def implied_lines(made: dict, quote) -> list[str]:
     """The drafted tables ``implied: true`` makes (``made``: table -> ``(name, column,
-    rows, skip)`` per table whose column holds its keys), each with its attributes (those
-    of the first such table, :func:`attributes_of`); ``quote``: a name as YAML writes it."""
-    lines = []
-    for table, refs in made.items():
-        name, col, df, skip = refs[0]
-        cols = attributes_of(df, col, skip)
-        lines.append(f"  {quote(table)}: {{pkey: {quote(col)}, implied: true"
-                     + (f", attributes: [{', '.join(quote(str(c)) for c in cols)}]" if cols else "")
-                     + f"}}   # no file: a row per key {', '.join(f'{n}.{c}' for n, c, *_ in refs)}"
-                     " holds, from its first appearance" + ("; attributes: its columns of one "
-                                                            "value per key" if cols else "")
-                     + "; if they are no entities, drop this and the foreign key")
-    return lines
+    attributes)`` per table whose column holds its keys; the first's attributes);
+    ``quote``: a name as YAML writes it."""
+    return ["  " + spec_line(table, refs[0][1], refs[0][2], quote)
+            + f"   # no file: a row per key {', '.join(f'{n}.{c}' for n, c, _ in refs)} holds,"
+            " from its first appearance" + ("; attributes: its columns of one value per key"
+                                            if refs[0][2] else "")
+            + "; if they are no entities, drop this and the foreign key"
+            for table, refs in made.items()]
 
 
 def _by_role(col: str, name: str, pkeys: dict, bare: dict) -> str | None:
