@@ -48,8 +48,8 @@ import pandas as pd
 
 from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, sheets,
                       sources)
-from rdl.data.draft_keys import (Unheld, attributes_of, bare_names, composites, export_totals,
-                                 foreign_keys, implied_lines, implied_name, key_name_score,
+from rdl.data.draft_implied import Unheld, implied_lines, implied_name, implied_tables
+from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
                                  pair_share, primary_key, series_keys)
 from rdl.data.database import DataError
 from rdl.data.folder import load_folder
@@ -305,13 +305,12 @@ def draft(folder) -> str:
                   if isinstance(n, Unheld) and (c := n[0]) not in parts
                   and c not in composite.get(name, []) and not years(c, df[c])
                   }   # keys of tables implied: true, below
+        chained, attributes, totals = implied_tables(name, df, list(unheld), {
+            pkey, time, *parts, *stypes}, time)   # (chained: attributes of another's table)
         if keys_of or unheld:
             lines.append("    fkeys:")
-            lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}"
-                      for c, (t, why) in {**keys_of, **unheld}.items()]
-        attributes = {c: attributes_of(df, c, {pkey, time, *parts, *unheld, *stypes})
-                      for c in unheld}   # (less the totals computed on export, dropped)
-        totals = export_totals(name, df, attributes, time)
+            lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in {
+                **keys_of, **unheld}.items() if c not in chained]
         stypes.update({c: ("drop", why) for c, why in totals.items() if c not in stypes})
         later_events = {c: why for c, (st, why) in stypes.items() if st == "event"}
         stypes.update({c: ("drop", why) for c, why in identifiers(df, {
@@ -335,8 +334,9 @@ def draft(folder) -> str:
         lines += [f"    # {n}" for c, n in named_states(df, {pkey, time, *keys_of, *stypes,
                                                                *later_events, *unheld})]
         for c, (t, _) in unheld.items():
-            implying.setdefault(t, []).append(
-                (name, c, [a for a in attributes[c] if a not in totals]))
+            implying.setdefault(t, []).append((unheld[chained[c]][0] if c in chained else name,
+                                               c, attributes[c], {b: unheld[b][0] for b in
+                                                                  attributes[c] if b in chained}))
     return "\n".join(lines + implied_lines(implying, _yaml)) + "\n"
 
 

@@ -5,31 +5,18 @@ comments. Tables' names are matched without the words exports wrap them in
 (``olist_..._dataset``, ``dim_``)."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
 from rdl.data.composite import ids
-from rdl.data.draft_times import norm, on_export
-from rdl.data.implied import hashable
+from rdl.data.draft_implied import IRREGULAR, TEXT_KEYS, Unheld, implied_name, implied_spec
+from rdl.data.draft_times import norm
 from rdl.data.keys import comparable
 from rdl.data.names import name_words
 
 #: words that start or end exports' table names beyond the table's own (``dim_``, ``_dataset``)
 AFFIXES = {"dim", "fact", "fct", "tbl", "table", "stg", "raw", "src", "dw", "dataset", "data",
            "export", "extract"}
-
-
-#: how text keys' names end beyond id and key (an invoice's InvoiceNo, a StockCode); whole
-#: numbers so named are often counts (Instacart's order_number: a user's n-th order)
-TEXT_KEYS = ("code", "no", "number", "sku")
-
-
-#: plurals that drop no s (people: person_id), and the singulars they end in
-IRREGULAR = {"people": "person", "children": "child", "men": "man", "women": "woman",
-             "indices": "index", "vertices": "vertex", "analyses": "analysis",
-             "criteria": "criterion", "media": "medium"}
 
 
 def _singular(name: str) -> str:
@@ -53,99 +40,6 @@ def _singulars(name: str) -> set[str]:
         if n.endswith(("ses", "xes", "zes", "ches", "shes")):
             out.add(n[:-2])   # (addresses: address; statuses, boxes, matches)
     return out
-
-
-def plural(word: str) -> str:
-    """A table's name for the rows a key names (plot: plots, category: categories, status:
-    statuses, person: people); a word that is its own plural stays (species, series)."""
-    low = word.lower()
-    for many, one in IRREGULAR.items():
-        if low.endswith(one):
-            return word[:len(word) - len(one)] + many
-    if low.endswith("ies"):
-        return word
-    if low.endswith(("s", "x", "z", "ch", "sh")):
-        return word + "es"
-    if low.endswith("y") and low[-2:-1] not in ("", *"aeiou"):
-        return word[:-1] + "ies"
-    return word + "s"
-
-
-def implied_name(col) -> str:
-    """The name of the table an ``implied: true`` would make of a key column that no table
-    holds: its words before ``id``, ``key``, ``code``, ... in plural (``species_id``:
-    species; a column ``id``: ids, to be named)."""
-    return plural(re.sub(r"[\s_.-]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I)
-                  or str(col))
-
-
-#: the values of a key that must repeat before its columns of one value per key are told
-#: as its attributes (:func:`attributes_of`)
-MIN_REPEATED = 10
-
-
-def implied_spec(df: pd.DataFrame, col, skip=()) -> str:
-    """The schema line of the table an ``implied: true`` would make of ``df``'s column
-    ``col``, with its attributes (:func:`attributes_of`) where it has some."""
-    return spec_line(implied_name(col), col, attributes_of(df, col, skip))
-
-
-def spec_line(table, col, attributes: list, quote=str) -> str:
-    """``table: {pkey: col, implied: true, attributes: [...]}`` (``quote``: a name as YAML
-    writes it)."""
-    return (f"{quote(table)}: {{pkey: {quote(col)}, implied: true"
-            + (f", attributes: [{', '.join(quote(str(c)) for c in attributes)}]"
-               if attributes else "") + "}")
-
-
-def attributes_of(df: pd.DataFrame, col, skip=()) -> list:
-    """The columns of ``df`` that hold one value per value of ``col`` (a missing one counts
-    as one): in a flat export, the entity's own columns repeated in each of its rows (a
-    customer's country, a movie's genres), which its implied table takes (``attributes:``,
-    :mod:`rdl.data.implied`). Where at least half the rows share their ``col`` with
-    another, and :data:`MIN_REPEATED` values repeat (else a column may be one by chance);
-    not ``skip`` (keys, time, a total computed on export: :func:`export_totals`), no
-    column named as a key, no column of times (one computed on export, a customer's last
-    order, would be seen at the first), none of one value throughout."""
-    keyed = df[col].notna()
-    repeated = df[col].duplicated(keep=False) & keyed
-    if repeated.sum() < 0.5 * len(df) or df.loc[repeated, col].nunique() < MIN_REPEATED:
-        return []
-    out = []
-    for c in df.columns:
-        text = not pd.api.types.is_numeric_dtype(df[c])
-        if c == col or c in skip or norm(c).endswith(("id", "key", *(TEXT_KEYS if text else ())))\
-                or pd.api.types.is_datetime64_any_dtype(df[c]):
-            continue
-        values = hashable(df.loc[keyed, c])   # (a column of lists: tuples)
-        if values.nunique(dropna=False) < 2:
-            continue
-        pairs = pd.DataFrame({"k": df.loc[keyed, col], "v": values}).drop_duplicates()
-        if not pairs["k"].duplicated().any():
-            out.append(c)
-    return out
-
-
-def export_totals(name: str, df: pd.DataFrame, attributes: dict, time) -> dict:
-    """column -> why, for the columns of table ``name`` (rows ``df``) that
-    :func:`~rdl.data.draft_times.on_export` finds on the tables ``implied: true`` would
-    make (``attributes``: key column -> its attributes, :func:`attributes_of`): totals or
-    averages over the rows holding a key, later ones included (a movie's
-    ``total_ratings`` on each of its ratings), which would show every row what is still
-    to come (as an attribute the loader stops on them)."""
-    found = {}
-    for col, cols in attributes.items():
-        cols = [c for c in cols if c not in found]
-        if time is None or not cols:
-            continue
-        rows, table = df[df[col].notna()], implied_name(col)
-        first = rows.groupby(col, sort=False)[time].min()
-        entity = rows.drop_duplicates(col).set_index(col).loc[first.index, cols].reset_index()
-        found.update({c: why for (t, c), why in on_export(
-            {name: df.drop(columns=cols), table: entity.assign(**{time: first.to_numpy()})},
-            {table: col}, {name: ({col: (table, "")}, []), table: ({}, [])},
-            {name: (time, "", {}), table: (time, "", {})}).items() if t == table})
-    return found
 
 
 def bare_names(names) -> dict[str, str]:
@@ -268,23 +162,6 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
             notes.append(Unheld((col, f"keys of no table here, repeated: each a row of "
                                       f"{implied_name(col)}, a table implied: true (below)")))
     return out, notes
-
-
-class Unheld(tuple):
-    """``(column, why)`` of a column of repeated keys that no table holds: drafted as the
-    foreign key of the table ``implied: true`` makes of them (:func:`implied_lines`)."""
-
-
-def implied_lines(made: dict, quote) -> list[str]:
-    """The drafted tables ``implied: true`` makes (``made``: table -> ``(name, column,
-    attributes)`` per table whose column holds its keys; the first's attributes);
-    ``quote``: a name as YAML writes it."""
-    return ["  " + spec_line(table, refs[0][1], refs[0][2], quote)
-            + f"   # no file: a row per key {', '.join(f'{n}.{c}' for n, c, _ in refs)} holds,"
-            " from its first appearance" + ("; attributes: its columns of one value per key"
-                                            if refs[0][2] else "")
-            + "; if they are no entities, drop this and the foreign key"
-            for table, refs in made.items()]
 
 
 def _by_role(col: str, name: str, pkeys: dict, bare: dict) -> str | None:

@@ -26,7 +26,16 @@ rows keep only their own::
       movies: {pkey: movieId, implied: true, attributes: [title, genres]}
 
 Each must hold one value per key (a missing value counts as one): the row's time is its
-key's first appearance, and a value that changes later would be seen early there.
+key's first appearance, and a value that changes later would be seen early there. An
+attribute that is the key of a coarser entity (an invoice's customer, on each of its lines)
+is a foreign key of the table taking it, so the entities chain as in the database the file
+was exported from (lines, invoices, customers)::
+
+      invoices: {pkey: InvoiceNo, implied: true, attributes: [CustomerID],
+                 fkeys: {CustomerID: customers}}
+      customers: {pkey: CustomerID, implied: true, attributes: [Country]}
+
+The coarser table's keys, times and attributes come from the same rows (the lines).
 """
 from __future__ import annotations
 
@@ -76,13 +85,45 @@ def parse_attributes(spec: dict, at: str, key_only: bool) -> list[str]:
     return [str(c) for c in value]
 
 
+def check_fkeys(t: TableSchema, at: str) -> None:
+    """A table without a file has foreign keys only among its attributes (the key of a
+    coarser entity its rows name: an invoice's customer)."""
+    if t.key_only and set(t.fkeys) - set(t.attributes):
+        cols = sorted(set(t.fkeys) - set(t.attributes))
+        raise DataError(f"{at}: implied, with no file: its foreign keys {cols} are among none "
+                        f"of its attributes ({t.attributes or 'none'}); a table without a "
+                        "file has foreign keys only among the columns it takes from the rows "
+                        f"referencing it (attributes: {cols})")
+
+
+def key_sources(tables: dict[str, TableSchema], name: str, has) -> list:
+    """``(table, column)`` for each column of a table with a file whose values are table
+    ``name``'s keys: each foreign key referencing it, and where that key is an attribute of
+    a table without a file (an invoice's CustomerID), the columns it is taken from, in the
+    rows of that table's keys (the lines); ``has(table, column)``: whether it holds it."""
+    def walk(name, seen):
+        out = []
+        for s in tables.values():
+            for col, ref in s.fkeys.items():
+                if ref != name:
+                    continue
+                if not s.key_only:
+                    out.append((s, col))
+                elif s.name not in seen:   # (a chain that comes back: no rows of its own)
+                    rows = {h.name: h for h, _ in walk(s.name, (*seen, s.name))}
+                    out += [(h, col) for h in rows.values() if has(h, col)]
+        return out
+    return walk(name, (name,))
+
+
 def check_attributes(tables: dict[str, TableSchema], names: dict[str, list[str]]) -> dict:
     """Before any file is read in full: each attribute is a plain column of a table whose
-    foreign key references its table (``names``: each table's columns, from its header).
-    Returns ``(table, attribute) -> the first table holding it``."""
+    rows hold its table's keys (:func:`key_sources`; ``names``: each table's columns, from
+    its header). Returns ``(table, attribute) -> the first table holding it``."""
     found = {}
     for t in tables.values():
-        refs = [s for s in tables.values() if t.name in s.fkeys.values()]
+        refs = list({s.name: s for s, _ in key_sources(
+            tables, t.name, lambda s, c: c in names.get(s.name, ()))}.values())
         for col in t.attributes:
             holders = [s for s in refs if col in names.get(s.name, ())]
             if not holders:
@@ -127,10 +168,10 @@ def complete(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
     """
     timed = [frames[n][t.time] for n, t in tables.items() if t.time and n in frames]
     start = min(s.min() for s in timed) if timed else None   # a static row's "appearance"
-    frames = dict(frames)
+    frames, taken = dict(frames), []
     for name, t in tables.items():
-        refs = [(s, col) for s in tables.values() for col, ref in s.fkeys.items()
-                if ref == name]
+        refs = key_sources(tables, name, lambda s, c: s.name in frames and c in frames[
+            s.name].columns)
         if not refs or not (t.implied or t.key_only or everywhere):
             continue
         own = frames.get(name)
@@ -156,7 +197,8 @@ def complete(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
             frames[name] = _key_only(t, keys, first, start is not None)
             what = f"{len(keys)} rows, one per key of {_named(refs)} (implied: true)"
             if t.attributes:
-                frames = _attributes(t, refs, normed[:len(refs)], frames)
+                frames[name], moved = _attributes(t, refs, normed[:len(refs)], frames)
+                taken += moved
                 what += f", with their attributes {t.attributes}"
         else:
             frames[name] = _added(t, own, keys, first)
@@ -166,6 +208,8 @@ def complete(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
         if t.time and len(keys):
             what += f", each from its first appearance ({first.min()} to {first.max()})"
         log.info("%s: %s", f"table {t.name!r}" if t.key_only else t.where(), what)
+    for name, col in dict.fromkeys((s.name, col) for s, col in taken):
+        frames[name] = frames[name].drop(columns=col)   # (once every table took its own)
     return frames
 
 
@@ -178,14 +222,15 @@ def first_appearance(seen: list[tuple[np.ndarray, np.ndarray]]) -> pd.Series:
 
 
 def _attributes(t: TableSchema, refs, normed: list[np.ndarray],
-                frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """``frames`` with each of ``t.attributes`` moved from the rows referencing ``t``
-    (``refs``, their keys ``normed`` as ``t``'s are) to ``t``'s rows: each key's one value.
+                frames: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, list]:
+    """``t``'s rows with each of ``t.attributes`` taken from the rows holding its keys
+    (``refs``, their keys ``normed`` as ``t``'s are): each key's one value; and ``(table,
+    column)`` for each column taken, for the caller to drop once all tables took theirs.
 
     Raises:
         DataError: a key whose rows hold two values of an attribute (missing counts as one).
     """
-    df, frames = frames[t.name].copy(), dict(frames)
+    df, taken = frames[t.name].copy(), []
     for col in t.attributes:
         held = [(s, keys) for (s, _), keys in zip(refs, normed) if col in frames[s.name].columns]
         pairs = pd.concat([pd.DataFrame({"key": pd.Series(keys, dtype=object),
@@ -206,11 +251,10 @@ def _attributes(t: TableSchema, refs, normed: list[np.ndarray],
         df[col] = pairs.set_index("key")["value"].reindex(df[t.pkey].to_numpy()).set_axis(
             df.index)
         for s, _ in held:
-            frames[s.name] = frames[s.name].drop(columns=col)
+            taken.append((s, col))
             if col in s.stypes:   # a declared stype moves with its column
                 t.stypes.setdefault(col, s.stypes.pop(col))
-    frames[t.name] = df
-    return frames
+    return df, taken
 
 
 def _named_tables(tables) -> str:

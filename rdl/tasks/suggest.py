@@ -199,6 +199,14 @@ def _time_part(values: pd.Series, table) -> bool:
                for part in (t.year, t.month, t.day, t.hour, t.dayofweek, t.dayofweek + 1))
 
 
+def _naming(db: Database, table: str, entity: str) -> list[tuple[str, str]]:
+    """``(timed table, its key to table)`` for each table whose rows name an event of
+    ``table`` by one foreign key and none ``entity`` (an invoice's lines, an order's
+    items): their amounts add up to the entity's through the event (a customer's spend)."""
+    return [(u, refs[0]) for u, tab in db if u not in (table, entity) and tab.time_col
+            and len(refs := references(db, u, table)) == 1 and not references(db, u, entity)]
+
+
 def _row_number(values: pd.Series) -> bool:
     return pd.api.types.is_integer_dtype(values) and bool((np.diff(values.to_numpy()) == 1).all())
 
@@ -277,6 +285,9 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
             one = [] if len(found) == 1 else [events_setting({t: col})]
             lines += [cmd("task=events", *one, *every, "task.label=sum", f"task.value={v}")
                       for v in _sums(db[t], named=not series)[:2]]
+            for u, up in _naming(db, t, name) if isinstance(col, str) else ():
+                lines += [cmd("task=events", events_setting({u: [up, col]}), *every,
+                              "task.label=sum", f"task.value={v}") for v in _sums(db[u])[:2]]
             targets = [(c, ref) for c, ref in db[t].fkeys.items() if isinstance(col, str)
                        and c != col and
                        isinstance(db[ref].pkey, str) and not born_with(db, t, c, ref)]
@@ -298,7 +309,7 @@ def _unheld(db: Database) -> str:
     """What the error says of timed tables' columns named as keys that repeat and that no
     table holds (a flat export's customer ids): each an entity that an ``implied: true``
     table would make, with events."""
-    from rdl.data.draft_keys import implied_name, implied_spec
+    from rdl.data.draft_implied import implied_name, implied_spec
     from rdl.data.draft_times import norm
     cols = [(t, c) for t, tab in db if tab.time_col for c in tab.df.columns
             if c != tab.pkey and c not in tab.fkeys and norm(c).endswith(("id", "key"))

@@ -276,7 +276,7 @@ def test_repeated_ids_are_drafted_tables_implied_but_not_years_nor_a_taken_name(
     years, teams = [2001 + i // 4 for i in range(40)], ["BOS", "NYA", "CHA", "SEA"] * 10
     csv("Teams", yearID=years, teamID=teams, lgID=["AL"] * 40, W=range(40))
     csv("Batting", playerID=[f"p{i % 30:02d}" for i in range(120)], yearID=years * 3,
-        teamID=teams * 3, lgID=["AL", "NL"] * 60, H=range(120))
+        teamID=teams * 3, lgID=(["AL"] * 30 + ["NL"] * 30) * 2, H=range(120))
     csv("HomeGames", **{"year.key": years, "league.key": ["AL", "NL"] * 20,
                         "team.key": teams, "games": range(40)})
     text = draft(tmp_path)

@@ -1,0 +1,182 @@
+"""The draft's tables ``implied: true`` (:mod:`rdl.data.implied`): a column of keys that no
+table holds, repeated, is an entity of its own (a flat export's movie, customer or plot),
+with its attributes (its columns of one value per key) and, where such a key holds one
+value per another's (an invoice's customer on each of its lines), a chain of them."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from rdl.data.draft_times import norm, on_export
+from rdl.data.implied import hashable
+
+#: how text keys' names end beyond id and key (an invoice's InvoiceNo, a StockCode); whole
+#: numbers so named are often counts (Instacart's order_number: a user's n-th order)
+TEXT_KEYS = ("code", "no", "number", "sku")
+
+
+#: plurals that drop no s (people: person_id), and the singulars they end in
+IRREGULAR = {"people": "person", "children": "child", "men": "man", "women": "woman",
+             "indices": "index", "vertices": "vertex", "analyses": "analysis",
+             "criteria": "criterion", "media": "medium"}
+
+
+def plural(word: str) -> str:
+    """A table's name for the rows a key names (plot: plots, category: categories, status:
+    statuses, person: people); a word that is its own plural stays (species, series)."""
+    low = word.lower()
+    for many, one in IRREGULAR.items():
+        if low.endswith(one):
+            return word[:len(word) - len(one)] + many
+    if low.endswith("ies"):
+        return word
+    if low.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    if low.endswith("y") and low[-2:-1] not in ("", *"aeiou"):
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def implied_name(col) -> str:
+    """The name of the table an ``implied: true`` would make of a key column that no table
+    holds: its words before ``id``, ``key``, ``code``, ... in plural (``species_id``:
+    species; a column ``id``: ids, to be named)."""
+    return plural(re.sub(r"[\s_.-]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I)
+                  or str(col))
+
+
+#: the values of a key that must repeat before its columns of one value per key are told
+#: as its attributes (:func:`attributes_of`)
+MIN_REPEATED = 10
+
+
+def implied_spec(df: pd.DataFrame, col, skip=()) -> str:
+    """The schema line of the table an ``implied: true`` would make of ``df``'s column
+    ``col``, with its attributes (:func:`attributes_of`) where it has some."""
+    return spec_line(implied_name(col), col, attributes_of(df, col, skip))
+
+
+def spec_line(table, col, attributes: list, quote=str, fkeys=None) -> str:
+    """``table: {pkey: col, implied: true, attributes: [...], fkeys: {...}}`` (``quote``: a
+    name as YAML writes it)."""
+    return (f"{quote(table)}: {{pkey: {quote(col)}, implied: true"
+            + (f", attributes: [{', '.join(quote(str(c)) for c in attributes)}]"
+               if attributes else "")
+            + (f", fkeys: {{{', '.join(f'{quote(c)}: {quote(t)}' for c, t in fkeys.items())}}}"
+               if fkeys else "") + "}")
+
+
+def _repeats(df: pd.DataFrame, col) -> bool:
+    """Whether at least half the rows share their ``col`` with another and
+    :data:`MIN_REPEATED` values repeat: enough for a column of one value per key (or a key
+    of one per another's) to say so, not by chance."""
+    repeated = df[col].duplicated(keep=False) & df[col].notna()
+    return repeated.sum() >= 0.5 * len(df) and df.loc[repeated, col].nunique() >= MIN_REPEATED
+
+
+def _one_per(df: pd.DataFrame, col, c, values=None) -> bool:
+    """Whether ``c`` (or its ``values``) holds one value per value of ``col``, a missing one
+    counting as one."""
+    keyed = df[col].notna()
+    pairs = pd.DataFrame({"k": df.loc[keyed, col], "v": df.loc[keyed, c] if values is None
+                          else values}).drop_duplicates()
+    return not pairs["k"].duplicated().any()
+
+
+def chains(df: pd.DataFrame, keys) -> dict:
+    """``b -> a`` for each of ``keys`` (columns of keys no table holds) that holds one value
+    per value of another of fewer keys, ``a`` the one of fewest (an invoice's customer on
+    each of its lines; a customer's region, not an invoice's): ``b`` is an attribute of
+    ``a``'s table and its foreign key, and the entities chain as the database the file was
+    exported from did (lines, invoices, customers)."""
+    n = {c: df[c].nunique() for c in keys}
+    found = {}
+    for b in keys:
+        finer = [a for a in keys if n[a] > n[b] >= 2 and _repeats(df, a) and _one_per(df, a, b)]
+        if finer:
+            found[b] = min(finer, key=n.get)
+    return found
+
+
+def implied_tables(name: str, df: pd.DataFrame, keys, skip, time) -> tuple[dict, dict, dict]:
+    """What file ``name``'s keys of no table (``keys``) make (rows ``df``; ``skip``: its key,
+    time and stypes): their :func:`chains`, each one's attributes (its chained keys, and
+    its columns of one value per key but those of a coarser key: a customer's country is
+    no invoice's), and the totals computed on export among them (column -> why), which the
+    rows drop and no table takes."""
+    chained = chains(df, keys)
+    own = {c: attributes_of(df, c, {*skip, *keys}) for c in keys}
+    totals = export_totals(name, df, own, time)
+    def coarser(c) -> list:
+        up = [b for b, a in chained.items() if a == c]
+        return up + [x for b in up for x in coarser(b)]
+    return chained, {c: [*(b for b, a in chained.items() if a == c), *(
+        x for x in own[c] if x not in totals and not any(x in own[b] for b in coarser(c)))]
+        for c in keys}, totals
+
+
+def attributes_of(df: pd.DataFrame, col, skip=()) -> list:
+    """The columns of ``df`` that hold one value per value of ``col`` (a missing one counts
+    as one): in a flat export, the entity's own columns repeated in each of its rows (a
+    customer's country, a movie's genres), which its implied table takes (``attributes:``,
+    :mod:`rdl.data.implied`). Where at least half the rows share their ``col`` with
+    another, and :data:`MIN_REPEATED` values repeat (else a column may be one by chance);
+    not ``skip`` (keys, time, a total computed on export: :func:`export_totals`), no
+    column named as a key, no column of times (one computed on export, a customer's last
+    order, would be seen at the first), none of one value throughout."""
+    if not _repeats(df, col):
+        return []
+    keyed, out = df[col].notna(), []
+    for c in df.columns:
+        text = not pd.api.types.is_numeric_dtype(df[c])
+        if c == col or c in skip or norm(c).endswith(("id", "key", *(TEXT_KEYS if text else ())))\
+                or pd.api.types.is_datetime64_any_dtype(df[c]):
+            continue
+        values = hashable(df.loc[keyed, c])   # (a column of lists: tuples)
+        if values.nunique(dropna=False) >= 2 and _one_per(df, col, c, values):
+            out.append(c)
+    return out
+
+
+def export_totals(name: str, df: pd.DataFrame, attributes: dict, time) -> dict:
+    """column -> why, for the columns of table ``name`` (rows ``df``) that
+    :func:`~rdl.data.draft_times.on_export` finds on the tables ``implied: true`` would
+    make (``attributes``: key column -> its attributes, :func:`attributes_of`): totals or
+    averages over the rows holding a key, later ones included (a movie's
+    ``total_ratings`` on each of its ratings), which would show every row what is still
+    to come (as an attribute the loader stops on them)."""
+    found = {}
+    for col, cols in attributes.items():
+        cols = [c for c in cols if c not in found]
+        if time is None or not cols:
+            continue
+        rows, table = df[df[col].notna()], implied_name(col)
+        first = rows.groupby(col, sort=False)[time].min()
+        entity = rows.drop_duplicates(col).set_index(col).loc[first.index, cols].reset_index()
+        found.update({c: why for (t, c), why in on_export(
+            {name: df.drop(columns=cols), table: entity.assign(**{time: first.to_numpy()})},
+            {table: col}, {name: ({col: (table, "")}, []), table: ({}, [])},
+            {name: (time, "", {}), table: (time, "", {})}).items() if t == table})
+    return found
+
+
+class Unheld(tuple):
+    """``(column, why)`` of a column of repeated keys that no table holds: drafted as the
+    foreign key of the table ``implied: true`` makes of them (:func:`implied_lines`)."""
+
+
+def implied_lines(made: dict, quote) -> list[str]:
+    """The drafted tables ``implied: true`` makes (``made``: table -> ``(name, column,
+    attributes, fkeys)`` per table whose column holds its keys, ``name`` an implied table
+    where the column is its attribute; the first's attributes and foreign keys); ``quote``:
+    a name as YAML writes it."""
+    return ["  " + spec_line(table, refs[0][1], refs[0][2], quote, refs[0][3])
+            + f"   # no file: a row per key {', '.join(f'{n}.{c}' for n, c, *_ in refs)} "
+            "holds, from its first appearance" + (
+                "; attributes: its columns of one value per key" if refs[0][2] else "") + (
+                f"; {', '.join(refs[0][3])}: one per {refs[0][1]}, of fewer keys: the key of "
+                "a coarser entity" if refs[0][3] else "")
+            + "; if they are no entities, drop this and the foreign key"
+            for table, refs in made.items()]
+

@@ -1,0 +1,171 @@
+"""Entities that chain in a flat export: each invoice line names its invoice, and each
+invoice one customer (the UCI Online Retail file's shape: InvoiceNo, StockCode,
+Description, Quantity, InvoiceDate, UnitPrice, CustomerID, Country). The customer is an
+attribute of the invoice and its foreign key (``implied.py``), so customers hold their
+invoices, not their lines; their keys, times and own columns come from the lines."""
+from __future__ import annotations
+
+import json
+import shlex
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from rdl.data.database import DataError
+from rdl.data.draft import draft
+from rdl.data.folder import load_folder
+
+SCHEMA = """\
+tables:
+  lines:
+    time: InvoiceDate
+    fkeys: {InvoiceNo: invoices, StockCode: stocks}
+  invoices: {pkey: InvoiceNo, implied: true, attributes: [CustomerID],
+             fkeys: {CustomerID: customers}}
+  customers: {pkey: CustomerID, implied: true, attributes: [Country]}
+  stocks: {pkey: StockCode, implied: true, attributes: [Description]}
+"""
+
+
+def lines(n_invoices: int = 300, seed: int = 0) -> pd.DataFrame:
+    """Invoice lines as the shop exported them: an invoice's lines at one time, its
+    customer on each (missing for a guest, a fifth of them), the customer's country
+    beside; cancellations' numbers start with C; stock codes some with a letter."""
+    rng = np.random.default_rng(seed)
+    customers = [str(12346 + i) for i in range(50)]
+    country = {c: ["United Kingdom", "France", "EIRE"][i % 3] for i, c in enumerate(customers)}
+    rows = []
+    for i in range(n_invoices):
+        who = customers[rng.integers(len(customers))] if rng.random() > 0.2 else None
+        at = pd.Timestamp("2010-12-01 08:26") + pd.Timedelta(hours=20 * i)
+        number = ("C" if i % 37 == 5 else "") + str(536365 + i)
+        for _ in range(rng.integers(1, 6)):
+            k = int(rng.integers(30))
+            rows.append({"InvoiceNo": number, "StockCode": f"{85123 + k}" + "A" * (k % 5 == 0),
+                         "Description": f"ITEM {k}", "Quantity": int(rng.integers(1, 12)),
+                         "InvoiceDate": at.strftime("%m/%d/%Y %H:%M"),
+                         "UnitPrice": round(float(rng.uniform(0.5, 9)), 2),
+                         "CustomerID": who, "Country": country.get(who, "United Kingdom")})
+    return pd.DataFrame(rows)
+
+
+def original(db, table: str, col: str) -> pd.Series:
+    """A table's column as the file wrote it: positions of its key mapped back to ids."""
+    values = db[table].df[col]
+    ref = db[table].fkeys.get(col, table if col == db[table].pkey else None)
+    if ref is None:
+        return values
+    ids = db.keys[ref].to_numpy()
+    return pd.Series([None if pd.isna(v) else str(ids[int(v)]) for v in values], dtype=object)
+
+
+def test_an_invoice_holds_its_customer_and_customers_their_invoices(tmp_path):
+    df = lines()
+    df.to_csv(tmp_path / "lines.csv", index=False)
+    (tmp_path / "schema.yaml").write_text(SCHEMA)
+    db = load_folder(tmp_path)
+    assert db["invoices"].fkeys == {"CustomerID": "customers"}
+    assert db["lines"].fkeys == {"InvoiceNo": "invoices", "StockCode": "stocks"}
+    assert not {"CustomerID", "Country", "Description"} & set(db["lines"].df.columns)
+    # each invoice's customer is the one on its lines (a guest's: missing)
+    invoices = dict(zip(original(db, "invoices", "InvoiceNo"),
+                        original(db, "invoices", "CustomerID")))
+    assert invoices == {k: None if pd.isna(v) else v for k, v in df.drop_duplicates(
+        "InvoiceNo").set_index("InvoiceNo")["CustomerID"].items()}
+    # a customer from its first line, with its country; none for the guests
+    customers = db["customers"].df.set_index(original(db, "customers", "CustomerID"))
+    first = pd.to_datetime(df["InvoiceDate"], format="%m/%d/%Y %H:%M").groupby(
+        df["CustomerID"]).min()
+    assert customers["first_seen"].to_dict() == first.to_dict()
+    assert customers["Country"].to_dict() == df.dropna(subset=["CustomerID"]).drop_duplicates(
+        "CustomerID").set_index("CustomerID")["Country"].to_dict()
+    # no customer after the invoices that name it (the loader's own check passed too)
+    inv = db["invoices"].df.dropna(subset=["CustomerID"])
+    seen = db["customers"].df["first_seen"].to_numpy()[inv["CustomerID"].astype(int)]
+    assert (seen <= inv["first_seen"].to_numpy()).all()
+
+
+def test_three_levels_chain(tmp_path):
+    """A customer's sales region on each line: the region is the customer's, the customer
+    the invoice's; the regions' times are their customers' first lines."""
+    df = lines().assign(RegionID=lambda d: d["CustomerID"].map(
+        lambda c: None if c is None or pd.isna(c) else f"R{int(c) % 4}"))
+    df.to_csv(tmp_path / "lines.csv", index=False)
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace(
+        "attributes: [Country]}", "attributes: [Country, RegionID],\n"
+        "              fkeys: {RegionID: regions}}\n  regions: {pkey: RegionID, implied: true}"))
+    db = load_folder(tmp_path)
+    assert db["customers"].fkeys == {"RegionID": "regions"}
+    assert len(db["regions"]) == 4 and "RegionID" not in db["lines"].df.columns
+    times = pd.to_datetime(df["InvoiceDate"], format="%m/%d/%Y %H:%M")
+    assert db["regions"].df["first_seen"].min() == times[df["RegionID"].notna()].min()
+
+
+def test_an_invoice_with_two_customers_stops_the_load(tmp_path):
+    df = lines()
+    two = df.index[df["InvoiceNo"] == df["InvoiceNo"][df["CustomerID"].notna()].iloc[0]]
+    df.loc[two[-1], "CustomerID"] = "99999" if len(two) > 1 else None
+    df = pd.concat([df, df.loc[[two[0]]].assign(CustomerID="99999")], ignore_index=True)
+    df.to_csv(tmp_path / "lines.csv", index=False)
+    (tmp_path / "schema.yaml").write_text(SCHEMA)
+    with pytest.raises(DataError) as e:
+        load_folder(tmp_path)
+    assert "column 'CustomerID'): attributes of table 'invoices': 1 of 300 keys hold more " \
+           "than one 'CustomerID'" in str(e.value)
+
+
+def test_a_table_without_a_file_has_foreign_keys_only_among_its_attributes(tmp_path):
+    lines().to_csv(tmp_path / "lines.csv", index=False)
+    (tmp_path / "schema.yaml").write_text(SCHEMA.replace("attributes: [CustomerID],", ""))
+    with pytest.raises(DataError, match=r"table 'invoices'.*implied, with no file: its "
+                                        r"foreign keys \['CustomerID'\] are among none of its "
+                                        r"attributes \(none\)"):
+        load_folder(tmp_path)
+
+
+def test_the_draft_chains_them_and_suggest_adds_up_a_customer_s_lines(
+        tmp_path, run_train, capsys):
+    """Drafted from the file alone: the invoices take the customer (one per invoice, of
+    fewer keys) as their foreign key, the customers their country (no invoice's too); the
+    lines keep the invoice and the stock. Suggest adds up a customer's lines through their
+    invoices, and that command trains as printed. Before, customers and invoices were each
+    a foreign key of the lines, and a customer's country an attribute of both."""
+    from rdl.data.draft import main as draft_main
+    from rdl.tasks.suggest import main as suggest
+    from tests.test_forum import SMALL
+
+    lines(n_invoices=1200, seed=1).to_csv(tmp_path / "lines.csv", index=False)
+    tables = yaml.safe_load(draft(tmp_path))["tables"]
+    assert tables["lines"]["fkeys"] == {"InvoiceNo": "Invoices", "StockCode": "Stocks"}
+    assert tables["Invoices"] == {"pkey": "InvoiceNo", "implied": True,
+                                  "attributes": ["CustomerID"],
+                                  "fkeys": {"CustomerID": "Customers"}}
+    assert tables["Customers"] == {"pkey": "CustomerID", "implied": True,
+                                   "attributes": ["Country"]}
+    assert tables["Stocks"]["attributes"] == ["Description"]
+    draft_main([str(tmp_path), "--write"])
+    capsys.readouterr()
+    suggest([str(tmp_path)])
+    printed = [line for line in capsys.readouterr().out.splitlines()
+               if "entity_table=Customers" in line and "task.value=Quantity" in line]
+    assert len(printed) == 1 and "task.events={lines:[InvoiceNo,CustomerID]}" in printed[0]
+    run = tmp_path / "run"
+    out = run_train(run, *shlex.split(printed[0])[3:], *SMALL, tiny=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads((run / "metrics.json").read_text())["task"] == "Customers-sum"
+
+
+def test_keys_that_vary_together_do_not_chain(tmp_path):
+    """Ratings name a movie and a user, neither one per the other: two foreign keys of the
+    rows, as before; a key of as many values as another (two ids of one thing) neither."""
+    rng = np.random.default_rng(0)
+    movie = rng.integers(0, 40, 2000)
+    pd.DataFrame({"userId": rng.integers(0, 30, 2000), "movieId": 100 + movie,
+                  "movie_code": [f"m{m}" for m in movie],
+                  "at": pd.date_range("2024-01-01", periods=2000, freq="h")}).to_csv(
+        tmp_path / "ratings.csv", index=False)
+    tables = yaml.safe_load(draft(tmp_path))["tables"]
+    assert set(tables["ratings"]["fkeys"]) == {"userId", "movieId", "movie_code"}
+    assert not any("fkeys" in t for n, t in tables.items() if n != "ratings")
