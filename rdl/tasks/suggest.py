@@ -52,7 +52,7 @@ def events_of(db: Database, columns: dict) -> pd.DataFrame:
 def window_for(times: np.ndarray) -> str:
     """A window for events at ``times``: at least a week, and at least the usual gap
     between their distinct times (a table of seasons: a year); a shorter one where they
-    span fewer than :data:`SPAN_WINDOWS` of it."""
+    span fewer than :data:`SPAN_WINDOWS` of it, but never shorter than that gap."""
     return windows_for(times)[0]
 
 
@@ -68,8 +68,8 @@ def windows_for(times: np.ndarray) -> list[str]:
         windows, need = WINDOWS, max(gap, parse_window(WINDOWS[1]))
     sizes = [parse_window(w) for w in windows]
     i = next((i for i, w in enumerate(sizes) if w >= need), len(sizes) - 1)
-    while i > 0 and span < SPAN_WINDOWS * sizes[i]:
-        i -= 1
+    while i > 0 and span < SPAN_WINDOWS * sizes[i] and sizes[i - 1] >= gap:
+        i -= 1   # (not below the gap: yearly rows' 91 days would hold none in three of four)
     longer = [w for w, size in zip(windows[i + 1:], sizes[i + 1:]) if span >= SPAN_WINDOWS * size]
     return [windows[i], *longer]
 
@@ -196,7 +196,7 @@ def _time_part(values: pd.Series, table) -> bool:
         return False
     t = table.df[table.time_col].dt
     return any((values.to_numpy() == part.to_numpy()).mean() >= 0.95
-               for part in (t.year, t.month, t.day, t.hour, t.dayofweek, t.dayofweek + 1))
+               for part in (t.year, t.month, t.day, t.hour, t.day_of_week, t.day_of_week + 1))
 
 
 def _naming(db: Database, table: str, entity: str) -> list[tuple[str, str]]:
