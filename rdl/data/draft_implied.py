@@ -57,12 +57,24 @@ def implied_spec(df: pd.DataFrame, col, skip=()) -> str:
     return spec_line(implied_name(col), col, attributes_of(df, col, skip))
 
 
+#: the share of the keys that repeat whose rows may hold more than one value of a text
+#: column for the draft to give the column as each key's first (``{column: first}``): a
+#: customer who moved, a description retyped for a few products
+CHANGING = 0.05
+
+
+class First(str):
+    """An attribute's name, taken as each key's first value (``{column: first}``,
+    :mod:`rdl.data.implied`); its rows keep their own."""
+
+
 def spec_line(table, col, attributes: list, quote=str, fkeys=None) -> str:
     """``table: {pkey: col, implied: true, attributes: [...], fkeys: {...}}`` (``quote``: a
     name as YAML writes it)."""
+    def named(c) -> str:
+        return f"{{{quote(str(c))}: first}}" if isinstance(c, First) else quote(str(c))
     return (f"{quote(table)}: {{pkey: {quote(col)}, implied: true"
-            + (f", attributes: [{', '.join(quote(str(c)) for c in attributes)}]"
-               if attributes else "")
+            + (f", attributes: [{', '.join(map(named, attributes))}]" if attributes else "")
             + (f", fkeys: {{{', '.join(f'{quote(c)}: {quote(t)}' for c, t in fkeys.items())}}}"
                if fkeys else "") + "}")
 
@@ -78,10 +90,16 @@ def _repeats(df: pd.DataFrame, col) -> bool:
 def _one_per(df: pd.DataFrame, col, c, values=None) -> bool:
     """Whether ``c`` (or its ``values``) holds one value per value of ``col``, a missing one
     counting as one."""
+    return not _changing(df, col, c, values)
+
+
+def _changing(df: pd.DataFrame, col, c, values=None) -> int:
+    """How many values of ``col`` hold more than one of ``c`` (or of its ``values``), a
+    missing one counting as one."""
     keyed = df[col].notna()
     pairs = pd.DataFrame({"k": df.loc[keyed, col], "v": df.loc[keyed, c] if values is None
                           else values}).drop_duplicates()
-    return not pairs["k"].duplicated().any()
+    return int(pairs["k"][pairs["k"].duplicated()].nunique())
 
 
 def chains(df: pd.DataFrame, keys) -> dict:
@@ -124,18 +142,26 @@ def attributes_of(df: pd.DataFrame, col, skip=()) -> list:
     another, and :data:`MIN_REPEATED` values repeat (else a column may be one by chance);
     not ``skip`` (keys, time, a total computed on export: :func:`export_totals`), no
     column named as a key, no column of times (one computed on export, a customer's last
-    order, would be seen at the first), none of one value throughout."""
+    order, would be seen at the first), none of one value throughout. A text column of one
+    value per key but for a few keys (:data:`CHANGING`) is given as each key's first
+    (:class:`First`): a customer who moved, a description retyped."""
     if not _repeats(df, col):
         return []
     keyed, out = df[col].notna(), []
+    repeating = df.loc[df[col].duplicated(keep=False) & keyed, col].nunique()
     for c in df.columns:
         text = not pd.api.types.is_numeric_dtype(df[c])
         if c == col or c in skip or norm(c).endswith(("id", "key", *(TEXT_KEYS if text else ())))\
                 or pd.api.types.is_datetime64_any_dtype(df[c]):
             continue
         values = hashable(df.loc[keyed, c])   # (a column of lists: tuples)
-        if values.nunique(dropna=False) >= 2 and _one_per(df, col, c, values):
+        if values.nunique(dropna=False) < 2:
+            continue
+        changing = _changing(df, col, c, values)
+        if not changing:
             out.append(c)
+        elif text and changing <= CHANGING * repeating:
+            out.append(First(c))
     return out
 
 
@@ -175,6 +201,9 @@ def implied_lines(made: dict, quote) -> list[str]:
             + f"   # no file: a row per key {', '.join(f'{n}.{c}' for n, c, *_ in refs)} "
             "holds, from its first appearance" + (
                 "; attributes: its columns of one value per key" if refs[0][2] else "") + (
+                "; {column: first}: one value per key but for a few keys, each key's first "
+                "taken (its rows keep theirs)" if any(isinstance(c, First) for c in refs[0][2])
+                else "") + (
                 f"; {', '.join(refs[0][3])}: one per {refs[0][1]}, of fewer keys: the key of "
                 "a coarser entity" if refs[0][3] else "")
             + "; if they are no entities, drop this and the foreign key"

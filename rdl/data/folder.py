@@ -152,7 +152,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             raise DataError(f"{at}: {period.column!r} has a period (time: {{...}}) and a form "
                             "(formats:): keep one")
         t.key_only = t.implied and not spec.get("file") and not sources.parts(file)
-        t.attributes = implied.parse_attributes(spec, at, t.key_only)
+        t.attributes, t.first = implied.parse_attributes(spec, at, t.key_only)
         if t.key_only and {"time", "stypes", "missing"} & set(spec):
             raise DataError(f"{at}: implied, with no file ({file.name} or .csv): its rows are "
                             f"the keys its foreign keys hold, so its "

@@ -26,7 +26,10 @@ rows keep only their own::
       movies: {pkey: movieId, implied: true, attributes: [title, genres]}
 
 Each must hold one value per key (a missing value counts as one): the row's time is its
-key's first appearance, and a value that changes later would be seen early there. An
+key's first appearance, and a value that changes later would be seen early there. One
+given as ``{column: first}`` (``customers: {..., attributes: [{Country: first}]}``) takes
+each key's value on its first row, what was known then, and its rows keep their own: a
+customer who moved, a description retyped for a few products. An
 attribute that is the key of a coarser entity (an invoice's customer, on each of its lines)
 is a foreign key of the table taking it, so the entities chain as in the database the file
 was exported from (lines, invoices, customers)::
@@ -54,6 +57,8 @@ log = logging.getLogger("rdl.data.folder")   # the loader's messages, in one pla
 
 #: the time column of a table without a file: its keys' first appearance
 FIRST_SEEN = "first_seen"
+#: an attribute given as ``{column: first}``: each key's value on its first row
+FIRST = "first"
 
 
 def parse(spec: dict, at: str) -> bool:
@@ -67,27 +72,38 @@ def parse(spec: dict, at: str) -> bool:
     return value
 
 
-def parse_attributes(spec: dict, at: str, key_only: bool) -> list[str]:
+def parse_attributes(spec: dict, at: str, key_only: bool) -> tuple[list[str], list[str]]:
     """A table's ``attributes:``: the columns of the rows referencing it that are its own
-    (only for an implied table without a file)."""
+    (only for an implied table without a file); and those given as ``{column: first}``."""
     value = spec.get("attributes")
     if value is None:
-        return []
+        return [], []
     if isinstance(value, str):
         value = [c.strip() for c in value.split(",")]
-    if not isinstance(value, list) or not all(isinstance(c, (str, int)) for c in value):
+    first = [str(next(iter(c))) for c in value if isinstance(c, dict) and len(c) == 1
+             and list(c.values()) == [FIRST]] if isinstance(value, list) else []
+    if not isinstance(value, list) or not all(isinstance(c, (str, int)) for c in value
+                                              if not isinstance(c, dict)) \
+            or len(first) != sum(isinstance(c, dict) for c in value):
         raise DataError(f"{at}: attributes: {value!r}: a list of the columns of the rows that "
-                        "reference it that are its own (attributes: [title, genres])")
+                        "reference it that are its own (attributes: [title, genres]); "
+                        "{column: first} takes each key's first value where later rows may "
+                        "hold another (attributes: [title, {country: first}])")
     if not key_only:
         raise DataError(f"{at}: attributes: only for a table implied: true without a file "
                         "(its columns then come from the rows that reference it); a table "
                         "with a file has its own columns")
-    return [str(c) for c in value]
+    return [str(next(iter(c))) if isinstance(c, dict) else str(c) for c in value], first
 
 
 def check_fkeys(t: TableSchema, at: str) -> None:
     """A table without a file has foreign keys only among its attributes (the key of a
     coarser entity its rows name: an invoice's customer)."""
+    if set(t.fkeys) & set(t.first):
+        raise DataError(f"{at}: attributes: {sorted(set(t.fkeys) & set(t.first))}: a foreign "
+                        "key's first value only would link the table to a row its later rows "
+                        "do not name: a foreign key among the attributes holds one value per "
+                        "key (drop its ': first')")
     if t.key_only and set(t.fkeys) - set(t.attributes):
         cols = sorted(set(t.fkeys) - set(t.attributes))
         raise DataError(f"{at}: implied, with no file: its foreign keys {cols} are among none "
@@ -233,27 +249,38 @@ def _attributes(t: TableSchema, refs, normed: list[np.ndarray],
     df, taken = frames[t.name].copy(), []
     for col in t.attributes:
         held = [(s, keys) for (s, _), keys in zip(refs, normed) if col in frames[s.name].columns]
-        pairs = pd.concat([pd.DataFrame({"key": pd.Series(keys, dtype=object),
-                                         "value": frames[s.name][col].reset_index(drop=True)})
-                           for s, keys in held], ignore_index=True)
+        pairs = pd.concat([pd.DataFrame({
+            "key": pd.Series(keys, dtype=object),
+            "value": frames[s.name][col].reset_index(drop=True),
+            "time": frames[s.name][s.time].to_numpy() if s.time else pd.NaT})
+            for s, keys in held], ignore_index=True)
         pairs = pairs[pairs["key"].notna()]
-        pairs = pairs[~pairs.assign(value=hashable(pairs["value"])).duplicated()]
+        if col in t.first:   # (a static row counts as the first time)
+            pairs = pairs.sort_values("time", kind="stable", na_position="first")
+        pairs = pairs[~pairs[["key", "value"]].assign(value=hashable(pairs["value"]))
+                      .duplicated()]
         bad = pairs["key"][pairs["key"].duplicated()].unique()
-        if len(bad):
-            two = pairs.loc[pairs["key"] == bad[0], "value"].head(2).tolist()
+        two = pairs.loc[pairs["key"] == bad[0], "value"].head(2).tolist() if len(bad) else []
+        if len(bad) and col in t.first:
+            log.info("%s: each key's first %r: %d of %d keys hold another later (e.g. %s %r: "
+                     "%r, then %r); the rows keep theirs", t.where(col), col, len(bad),
+                     pairs["key"].nunique(), t.pkey, bad[0], *two)
+        elif len(bad):
             raise DataError(
                 f"{held[0][0].where(col)}: attributes of table {t.name!r}: {len(bad)} of "
                 f"{pairs['key'].nunique()} keys hold more than one {col!r} (e.g. {t.pkey} "
                 f"{bad[0]!r}: {two[0]!r} and {two[1]!r}; a missing value counts as one). An "
                 f"attribute holds one value per key: the table's row is its key's first "
                 f"appearance, where a later value would be seen early. Leave {col!r} out of "
-                f"attributes (it stays a column of {', '.join(s.name for s, _ in held)})")
-        df[col] = pairs.set_index("key")["value"].reindex(df[t.pkey].to_numpy()).set_axis(
-            df.index)
+                f"attributes (it stays a column of {', '.join(s.name for s, _ in held)}), "
+                f"or take each key's first value ({{{col}: first}}; its rows keep theirs)")
+        df[col] = pairs.drop_duplicates("key").set_index("key")["value"].reindex(
+            df[t.pkey].to_numpy()).set_axis(df.index)
         for s, _ in held:
-            taken.append((s, col))
-            if col in s.stypes:   # a declared stype moves with its column
-                t.stypes.setdefault(col, s.stypes.pop(col))
+            if col in s.stypes:   # a declared stype moves with its column (first: copied)
+                t.stypes.setdefault(col, s.stypes[col] if col in t.first else s.stypes.pop(col))
+            if col not in t.first:   # (the rows keep theirs)
+                taken.append((s, col))
     return df, taken
 
 

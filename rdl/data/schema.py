@@ -19,6 +19,7 @@ class TableSchema:
         self.implied = False          # a row for every key its foreign keys hold (implied)
         self.key_only = False         # implied, without a file: its rows are its keys
         self.attributes: list[str] = []   # key only: columns of the rows naming it (implied)
+        self.first: list[str] = []        # those of them that take each key's first value
         self.composite: dict[str, list[str]] = {}   # a key of several columns: its columns
         self.dayfirst: bool | None = None   # the schema's order of dates that read both ways
         self.via: str | None = None   # the foreign key whose row's time it takes (inherit)

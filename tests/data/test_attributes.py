@@ -87,6 +87,8 @@ def test_an_attribute_that_changes_within_a_key_stops_the_load(tmp_path):
      None),   # (loads: rating holds two values for a user, below)
     (("attributes: [title, year, genres]", "attributes: {title: text}"),
      "attributes: {'title': 'text'}: a list of the columns"),
+    (("attributes: [title, year, genres]", "attributes: [{title: last}]"),
+     "attributes: [{'title': 'last'}]: a list of the columns"),
 ])
 def test_bad_attributes(tmp_path, change, message):
     write(tmp_path, SCHEMA.replace(*change))
@@ -210,3 +212,53 @@ def test_a_column_of_lists_is_an_attribute_too(tmp_path):
     df.to_parquet(tmp_path / "ratings.parquet", index=False)
     with pytest.raises(DataError, match="1 of 12 keys hold more than one 'tags'"):
         load_folder(tmp_path, schema)
+
+
+def test_a_column_that_changes_for_a_few_keys_takes_each_key_s_first(tmp_path, caplog):
+    """``{title: first}``: a movie retitled later keeps the title of its first rating (what
+    was known then; the file's order is not the rows' order), and the ratings keep theirs.
+    Before, such a column could only stay on the rows (or stop the load)."""
+    df = ratings(title=(3, "Film 11 (2)"))   # movie 11: rows 2 (day 3) and 3 (day 4)
+    df.loc[[2, 3]] = df.loc[[3, 2]].to_numpy()   # the later rating written first
+    write(tmp_path, SCHEMA.replace("[title, year, genres]", "[{title: first}, year, genres]"),
+          df)
+    with caplog.at_level("INFO", logger="rdl.data.folder"):
+        db = load_folder(tmp_path)
+    movies = db["movies"].df.set_index(db.keys["movies"].to_numpy()[db["movies"].df["movie_id"]])
+    assert movies.loc[11, "title"] == "Film 11" and movies.loc[12, "title"] == "Film 12"
+    assert sorted(db["ratings"].df["title"].unique())[:3] == ["Film 10", "Film 11",
+                                                              "Film 11 (2)"]
+    assert "each key's first 'title': 1 of 12 keys hold another later (e.g. movie_id 11: " \
+           "'Film 11', then 'Film 11 (2)')" in caplog.text
+    # strict, the error says so
+    write(tmp_path, df=df)
+    with pytest.raises(DataError, match=r"or take each key's first value \({title: first}"):
+        load_folder(tmp_path)
+
+
+def test_a_foreign_key_is_no_first_value(tmp_path):
+    write(tmp_path, SCHEMA.replace("[title, year, genres]}", "[{user_id: first}], fkeys: "
+                                   "{user_id: users}}").replace("user_id: users}", "}", 1))
+    with pytest.raises(DataError, match=r"attributes: \['user_id'\]: a foreign key's first "
+                                        "value only"):
+        load_folder(tmp_path)
+
+
+def test_the_draft_takes_the_first_of_a_text_that_changes_for_few_keys(tmp_path):
+    """A movie retitled once among 24 (5 % may): drafted ``{title: first}``; text that
+    changes for six of them (a cut) is the rows' own; so is a number that changes for one
+    (a price), as a row's number may."""
+    more = ratings().assign(movie_id=lambda d: d["movie_id"] + 100,
+                            title=lambda d: "Film " + d["movie_id"].astype(str),
+                            rating_id=lambda d: d["rating_id"] + 24,
+                            at=pd.date_range("2016-02-01", periods=24, freq="D").astype(str))
+    df = pd.concat([ratings(title=(3, "Film 11 (2)")), more], ignore_index=True).assign(
+        cut=lambda d: [f"v{i % 2}" if i < 12 else "v0" for i in range(len(d))],
+        price=lambda d: [9.0 + (i == 1) if i < 2 else 9.0 + i // 2 for i in range(len(d))])
+    df.to_csv(tmp_path / "ratings.csv", index=False)
+    text = draft(tmp_path)
+    assert yaml.safe_load(text)["tables"]["movies"]["attributes"] == [
+        {"title": "first"}, "year", "genres"]
+    assert "{column: first}: one value per key but for a few keys" in text
+    db = load_folder(tmp_path, yaml.safe_load(text))
+    assert "title" in db["movies"].df.columns and "title" in db["ratings"].df.columns
