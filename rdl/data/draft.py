@@ -4,10 +4,9 @@ declared keys it takes: :mod:`rdl.data.dbfile`; the key guesses are
 :mod:`rdl.data.draft_keys`, the times' :mod:`rdl.data.draft_times`).
 
 Writing a schema for an export of twenty tables is most of the work of a first run; this
-drafts one from the files' names and values, each guess with the evidence for it in a
-comment, for a person to check (it is a draft: nothing is trained on it unseen). Each file
-or folder of parts is a table, read as the folder loader reads it (:mod:`rdl.data.folder`:
-encodings, numbers, times). Then, per table:
+drafts one from the files' names and values, each guess with its evidence in a comment,
+for a person to check. Each file or folder of parts is a table, read as the folder loader
+reads it (:mod:`rdl.data.folder`). Then, per table:
 
 * **primary key**: a column of whole numbers or text, filled in and unique in every row,
   named as keys are (``id``, ``<table>_id``, ``...ID``, ``..._key``, ``..._code``), or the
@@ -19,11 +18,10 @@ encodings, numbers, times). Then, per table:
   (``author_id``) whose values all are keys of exactly one table, those of several left
   for a person to say; the pair of a composite key, by its names; a column named as a
   key that no table holds, repeated (``household_key``), the key of a table drafted
-  ``implied: true`` (:mod:`rdl.data.implied`), with the columns of one value per key as
-  its ``attributes`` (a flat export: its entities, each with its own columns, once);
+  ``implied: true`` with its ``attributes`` (a flat export's entities, chained where one
+  holds one value per another's: :mod:`rdl.data.draft_implied`);
 * **lists of objects** in a JSON or parquet column (an order's ``line_items``): a table of
-  their own (``orders_line_items: {unnest: {orders: line_items}}``, :mod:`rdl.data.nested`),
-  whose keys are guessed as any table's;
+  their own (``orders_line_items: {unnest: {orders: line_items}}``, :mod:`rdl.data.nested`);
 * **time**: its column of times (of several, by name: ``created``, ``timestamp``, ``date``
   ...; never a birth, a deadline or a change time), or the time of the rows it references
   (``time: {via: order_id}``); none: a static table; its other columns of times declared
@@ -32,8 +30,8 @@ encodings, numbers, times). Then, per table:
 Tables' names are matched without the words exports wrap them in (``olist_..._dataset``,
 ``dim_``). What no file says is left to the person, in comments: times written as
 numbers (a week number, a season's ``yearID``: the declaration that would make them the
-rows' time), ids that are keys of several tables, a panel's series named by no key; and
-stypes.
+rows' time), ids that are keys of several tables, a panel's series named by no key, text
+whose values have columns of their own (a pizza's type beside its name); and stypes.
 """
 from __future__ import annotations
 
@@ -48,7 +46,8 @@ import pandas as pd
 
 from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, sheets,
                       sources)
-from rdl.data.draft_implied import Unheld, implied_lines, implied_name, implied_tables
+from rdl.data.draft_implied import (Unheld, implied_lines, implied_name, implied_tables,
+                                    unnamed_entities)
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
                                  pair_share, primary_key, series_keys)
 from rdl.data.database import DataError
@@ -333,6 +332,9 @@ def draft(folder) -> str:
                                                     [*frames, *bare.values()])]
         lines += [f"    # {n}" for c, n in named_states(df, {pkey, time, *keys_of, *stypes,
                                                                *later_events, *unheld})]
+        lines += [f"    # {n}" for n in unnamed_entities(df, {pkey, time, *parts, *stypes, *(
+            read_as.get(name, {}).get("clocks") or {}).values()}, {*unheld, *sum(
+                attributes.values(), [])})]
         for c, (t, _) in unheld.items():
             implying.setdefault(t, []).append((unheld[chained[c]][0] if c in chained else name,
                                                c, attributes[c], {b: unheld[b][0] for b in

@@ -187,6 +187,30 @@ def export_totals(name: str, df: pd.DataFrame, attributes: dict, time) -> dict:
     return found
 
 
+def unnamed_entities(df: pd.DataFrame, skip, held) -> list[str]:
+    """Notes on text columns named as no key that a flat export's entities may be written
+    as: repeated, each value with columns of one value per value (a pizza's type beside its
+    name, a country's region), that no key's table takes (``held``: the file's keys and
+    their attributes; ``skip``: its key, time and stypes); each with the table
+    ``implied: true`` would make of it, for a person to say (a category with a code beside
+    it is no entity)."""
+    notes = []
+    for c in df.columns:
+        values = df[c].dropna()
+        if c in skip or c in held or pd.api.types.is_numeric_dtype(df[c]) \
+                or pd.api.types.is_datetime64_any_dtype(df[c]) or not len(values) \
+                or not isinstance(values.iloc[0], str):
+            continue
+        attributes = [a for a in attributes_of(df, c, {*skip, *held})
+                      if not isinstance(a, First)]
+        if attributes:
+            notes.append(f"{c}: {values.nunique():,} values, each with one "
+                         f"{', '.join(map(str, attributes))}: if each is an entity (a product, "
+                         f"a place), a table of them: {spec_line(implied_name(c), c, attributes)}"
+                         f", and fkeys: {{{c}: {implied_name(c)}}} here")
+    return notes
+
+
 class Unheld(tuple):
     """``(column, why)`` of a column of repeated keys that no table holds: drafted as the
     foreign key of the table ``implied: true`` makes of them (:func:`implied_lines`)."""

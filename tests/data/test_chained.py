@@ -169,3 +169,30 @@ def test_keys_that_vary_together_do_not_chain(tmp_path):
     tables = yaml.safe_load(draft(tmp_path))["tables"]
     assert set(tables["ratings"]["fkeys"]) == {"userId", "movieId", "movie_code"}
     assert not any("fkeys" in t for n, t in tables.items() if n != "ratings")
+
+
+def test_text_with_columns_of_its_own_is_noted_as_an_entity(tmp_path):
+    """A pizza place's order lines (R's gt ``pizzaplace``: id, date, time, name, size,
+    type, price): the pizza's name is no key by its name, but each has one type. The draft
+    notes the table it would make, which loads as written; a size (no column of its own)
+    and a type (no column of one value per type) are no entities. Before, nothing said so,
+    and suggest found no task (an order's lines all at its time)."""
+    rng = np.random.default_rng(0)
+    pizzas = {f"p{i}": ["classic", "veggie", "supreme"][i % 3] for i in range(20)}
+    rows = [(f"2015-{o:06d}", str(pd.Timestamp("2015-01-01") + pd.Timedelta(hours=3 * o)),
+             name, rng.choice(["S", "M", "L"]), kind, 10 + rng.integers(0, 8))
+            for o in range(1, 400) for _ in range(rng.integers(1, 4))
+            for name, kind in [list(pizzas.items())[rng.integers(20)]]]
+    pd.DataFrame(rows, columns=["id", "date", "name", "size", "type", "price"]).to_csv(
+        tmp_path / "pizzaplace.csv", index=False)
+    text = draft(tmp_path)
+    assert "# name: 20 values, each with one type: if each is an entity (a product, a place), " \
+           "a table of them: names: {pkey: name, implied: true, attributes: [type]}, and " \
+           "fkeys: {name: names} here" in text
+    assert "# size:" not in text and "# type:" not in text
+    schema = yaml.safe_load(text)
+    schema["tables"]["pizzaplace"]["fkeys"]["name"] = "names"
+    schema["tables"]["names"] = yaml.safe_load(
+        "{pkey: name, implied: true, attributes: [type]}")
+    db = load_folder(tmp_path, schema)
+    assert len(db["names"]) == 20 and "type" in db["names"].df.columns
