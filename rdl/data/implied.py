@@ -29,10 +29,11 @@ Each must hold one value per key (a missing value counts as one): the row's time
 key's first appearance, and a value that changes later would be seen early there. One
 given as ``{column: first}`` (``customers: {..., attributes: [{Country: first}]}``) takes
 each key's value on its first row, what was known then, and its rows keep their own: a
-customer who moved, a description retyped for a few products. An
-attribute that is the key of a coarser entity (an invoice's customer, on each of its lines)
-is a foreign key of the table taking it, so the entities chain as in the database the file
-was exported from (lines, invoices, customers)::
+customer who moved, a description retyped for a few products.
+
+An attribute that is the key of a coarser entity (an invoice's customer, on each of its
+lines) is a foreign key of the table taking it, so the entities chain as in the database
+the file was exported from (lines, invoices, customers)::
 
       invoices: {pkey: InvoiceNo, implied: true, attributes: [CustomerID],
                  fkeys: {CustomerID: customers}}
