@@ -449,11 +449,13 @@ def test_a_path_that_does_not_reach_the_entity_is_named(tiny_cfg, path, error):
         t.split_table("test", pizzeria())
 
 
-def test_a_link_task_s_events_reference_the_entity_themselves(tiny_cfg):
+def test_a_link_task_through_a_path_needs_a_target_besides_it(tiny_cfg):
+    """A pizza type's lines reach it through their pizza (tests/data/test_chained.py: a
+    customer's purchases through their invoices); a line names no other table to link to."""
     t = task(tiny_cfg, "task=events-links", "task.entity_table=types",
              "task.events={lines: [pizza_id, type_id]}", *SPLIT)
-    with pytest.raises(DataError, match=r"events table 'lines' reaches 'types' through "
-                       r"\['pizza_id', 'type_id'\]: a link task's events reference the entity"):
+    with pytest.raises(DataError, match=r"events table 'lines' has 0 foreign keys besides the "
+                                        r"entity's; its foreign keys: {'pizza_id': 'pizzas'}"):
         t.split_table("test", pizzeria())
 
 

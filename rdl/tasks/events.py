@@ -310,11 +310,8 @@ class LinkEvents(_Events):
         if self.columns is not None:
             return
         [(table, col)] = event_columns(self.name, db, self.entity_table, self.events).items()
-        if not isinstance(col, str):
-            raise DataError(f"task {self.name!r}: events table {table!r} reaches "
-                            f"{self.entity_table!r} through {list(col)}: a link task's events "
-                            "reference the entity themselves")
-        others = [(c, t) for c, t in db[table].fkeys.items() if c != col and c in db[table].df
+        first = col if isinstance(col, str) else col[0]   # (a path: an invoice's customer)
+        others = [(c, t) for c, t in db[table].fkeys.items() if c != first and c in db[table].df
                   and (self.target_table is None or t == self.target_table)
                   and (self.target_key is None or c == self.target_key)]
         where = f"task {self.name!r}: events table {table!r}"
@@ -338,11 +335,10 @@ class LinkEvents(_Events):
     def label_sql(self, db: Database) -> tuple[str, dict | None]:
         self.resolve(db)
         q, c = quoted, self.columns
-        time, e, t = q(db[c["table"]].time_col), q(c["entity"]), q(c["target"])
-        sql = (f"SELECT s.timestamp, e.{e} AS {q(self.entity_col)}, "
-               f"LIST(DISTINCT e.{t} ORDER BY e.{t}) AS {q(self.target_col)}\n"
-               f"FROM timestamps s\nJOIN {q(c['table'])} e ON e.{time} > s.timestamp "
-               f"AND e.{time} <= s.timestamp + $window\n"
-               f"WHERE e.{e} IS NOT NULL AND e.{t} IS NOT NULL{_and(self.where)}\n"
-               f"GROUP BY s.timestamp, e.{e}")
+        rows = _events_sql(db, c["table"], c["entity"], c["target"], self.where)
+        sql = (f"SELECT s.timestamp, e.entity AS {q(self.entity_col)}, "
+               f"LIST(DISTINCT e.value ORDER BY e.value) AS {q(self.target_col)}\n"
+               f"FROM timestamps s\nJOIN ({rows}) e ON e.time > s.timestamp "
+               f"AND e.time <= s.timestamp + $window\n"
+               f"WHERE e.value IS NOT NULL\nGROUP BY s.timestamp, e.entity")
         return sql, self.window_parameter()

@@ -285,17 +285,18 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
             one = [] if len(found) == 1 else [events_setting({t: col})]
             lines += [cmd("task=events", *one, *every, "task.label=sum", f"task.value={v}")
                       for v in _sums(db[t], named=not series)[:2]]
+            links = [(t, col, f"task.events={t}")] if isinstance(col, str) else []
             for u, up in _naming(db, t, name) if isinstance(col, str) else ():
                 lines += [cmd("task=events", events_setting({u: [up, col]}), *every,
                               "task.label=sum", f"task.value={v}") for v in _sums(db[u])[:2]]
-            targets = [(c, ref) for c, ref in db[t].fkeys.items() if isinstance(col, str)
-                       and c != col and
-                       isinstance(db[ref].pkey, str) and not born_with(db, t, c, ref)]
-            for c, ref in targets:
-                several = sum(r == ref for _, r in targets) > 1
-                lines.append(cmd("task=events-links", f"task.events={t}",
-                                 f"task.target_table={ref}",
-                                 *([f"task.target_key={c}"] if several else [])))
+                links.append((u, up, events_setting({u: [up, col]})))
+            for u, by, events in links:   # (by: the events' key to the entity, or its path's)
+                targets = [(c, ref) for c, ref in db[u].fkeys.items() if c != by and
+                           isinstance(db[ref].pkey, str) and not born_with(db, u, c, ref)]
+                for c, ref in targets:
+                    several = sum(r == ref for _, r in targets) > 1
+                    lines.append(cmd("task=events-links", events, f"task.target_table={ref}",
+                                     *([f"task.target_key={c}"] if several else [])))
         lines += notes
     if not any(line.startswith("python") for line in lines):
         raise DataError("no table holds recurring events of a keyed table (rows of a timed "

@@ -148,9 +148,12 @@ def test_the_draft_chains_them_and_suggest_adds_up_a_customer_s_lines(
     draft_main([str(tmp_path), "--write"])
     capsys.readouterr()
     suggest([str(tmp_path)])
-    printed = [line for line in capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.splitlines()
+    printed = [line for line in out
                if "entity_table=Customers" in line and "task.value=Quantity" in line]
     assert len(printed) == 1 and "task.events={lines:[InvoiceNo,CustomerID]}" in printed[0]
+    assert any("task=events-links task.entity_table=Customers" in line and "task.events="
+               "{lines:[InvoiceNo,CustomerID]}' task.target_table=Stocks" in line for line in out)
     run = tmp_path / "run"
     out = run_train(run, *shlex.split(printed[0])[3:], *SMALL, tiny=False)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -196,3 +199,40 @@ def test_text_with_columns_of_its_own_is_noted_as_an_entity(tmp_path):
         "{pkey: name, implied: true, attributes: [type]}")
     db = load_folder(tmp_path, schema)
     assert len(db["names"]) == 20 and "type" in db["names"].df.columns
+
+
+def test_a_customer_s_purchases_through_the_chain_are_those_of_the_flat_rows(tmp_path):
+    """The link task a shop is judged on (which stock codes a customer buys next week) and
+    a customer's spend, through the invoices (``task.events={lines: [InvoiceNo,
+    CustomerID]}``): the same labels as with the lines naming the customer directly.
+    Before, a link task's events had to reference the entity themselves."""
+    import rdl
+    from hydra.utils import instantiate
+
+    df = lines(n_invoices=900, seed=2)
+    for name, schema in (("chained", SCHEMA), ("direct", SCHEMA.replace(
+            "StockCode: stocks}", "StockCode: stocks, CustomerID: customers}").replace(
+            "attributes: [CustomerID],\n             fkeys: {CustomerID: customers}}", "}"))):
+        (tmp_path / name).mkdir()
+        df.to_csv(tmp_path / name / "lines.csv", index=False)
+        (tmp_path / name / "schema.yaml").write_text(schema)
+    labels = {}
+    for name in ("chained", "direct"):
+        cfg = rdl.config("data=folder", f"data.db.path={tmp_path / name}")
+        db = rdl.load_database(cfg)
+        path = "{lines:[InvoiceNo,CustomerID]}" if name == "chained" else "lines"
+        common = ["task.entity_table=customers", "task.window=7d",
+                  "task.val_timestamp=2011-10-01", "task.test_timestamp=2011-11-01",
+                  f"task.events={path}"]
+        links = instantiate(rdl.config("task=events-links", *common,
+                                       "task.target_table=stocks").task, _convert_="all")
+        spend = instantiate(rdl.config("task=events", *common, "task.label=sum",
+                                       "task.value=Quantity").task, _convert_="all")
+        ids, stocks = db.keys["customers"].to_numpy(), db.keys["stocks"].to_numpy()
+        labels[name] = [sorted((str(r.timestamp), str(ids[r.CustomerID]),
+                                tuple(sorted(str(stocks[s]) for s in r.StockCode)))
+                               for r in links.split_table("train", db).itertuples()),
+                        sorted((str(r.timestamp), str(ids[r.CustomerID]), r.sum)
+                               for r in spend.split_table("train", db).itertuples())]
+    assert len(labels["direct"][0]) > 100 and len(labels["direct"][1]) > 100
+    assert labels["chained"] == labels["direct"]
