@@ -18,8 +18,8 @@ reads it (:mod:`rdl.data.folder`). Then, per table:
   (``author_id``) whose values all are keys of exactly one table, those of several left
   for a person to say; the pair of a composite key, by its names; a column named as a
   key that no table holds, repeated (``household_key``), the key of a table drafted
-  ``implied: true`` with its ``attributes`` (a flat export's entities, chained where one
-  holds one value per another's: :mod:`rdl.data.draft_implied`);
+  ``implied: true`` with its ``attributes`` (a flat export's entities; a key of one value
+  per another's told as a chain: :mod:`rdl.data.draft_implied`);
 * **lists of objects** in a JSON or parquet column (an order's ``line_items``): a table of
   their own (``orders_line_items: {unnest: {orders: line_items}}``, :mod:`rdl.data.nested`);
 * **time**: its column of times (of several, by name: ``created``, ``timestamp``, ``date``
@@ -305,11 +305,11 @@ def draft(folder) -> str:
                   and c not in composite.get(name, []) and not years(c, df[c])
                   }   # keys of tables implied: true, below
         chained, attributes, totals = implied_tables(name, df, list(unheld), {
-            pkey, time, *parts, *stypes}, time)   # (chained: attributes of another's table)
+            pkey, time, *parts, *stypes}, time)   # (chained: b -> a, one b per a: told)
         if keys_of or unheld:
             lines.append("    fkeys:")
-            lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}" for c, (t, why) in {
-                **keys_of, **unheld}.items() if c not in chained]
+            lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}"
+                      for c, (t, why) in {**keys_of, **unheld}.items()]
         stypes.update({c: ("drop", why) for c, why in totals.items() if c not in stypes})
         later_events = {c: why for c, (st, why) in stypes.items() if st == "event"}
         stypes.update({c: ("drop", why) for c, why in identifiers(df, {
@@ -336,9 +336,8 @@ def draft(folder) -> str:
             read_as.get(name, {}).get("clocks") or {}).values()}, {*unheld, *sum(
                 attributes.values(), [])})]
         for c, (t, _) in unheld.items():
-            implying.setdefault(t, []).append((unheld[chained[c]][0] if c in chained else name,
-                                               c, attributes[c], {b: unheld[b][0] for b in
-                                                                  attributes[c] if b in chained}))
+            implying.setdefault(t, []).append((name, c, attributes[c], {
+                b: unheld[b][0] for b, a in chained.items() if a == c}))
     return "\n".join(lines + implied_lines(implying, _yaml)) + "\n"
 
 

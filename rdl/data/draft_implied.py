@@ -119,19 +119,20 @@ def chains(df: pd.DataFrame, keys) -> dict:
 
 def implied_tables(name: str, df: pd.DataFrame, keys, skip, time) -> tuple[dict, dict, dict]:
     """What file ``name``'s keys of no table (``keys``) make (rows ``df``; ``skip``: its key,
-    time and stypes): their :func:`chains`, each one's attributes (its chained keys, and
-    its columns of one value per key but those of a coarser key: a customer's country is
-    no invoice's), and the totals computed on export among them (column -> why), which the
-    rows drop and no table takes."""
+    time and stypes): their :func:`chains`, each one's attributes (its columns of one value
+    per key but those of a coarser key: a customer's country is no invoice's), and the
+    totals computed on export among them (column -> why), which the rows drop and no table
+    takes. The chains are told, not drafted: the rows keep every key, for a chained schema
+    puts what a customer buys a hop further from the customer, where the link model found
+    half of it (docs/results.md, "Chained entities")."""
     chained = chains(df, keys)
     own = {c: attributes_of(df, c, {*skip, *keys}) for c in keys}
     totals = export_totals(name, df, own, time)
     def coarser(c) -> list:
         up = [b for b, a in chained.items() if a == c]
         return up + [x for b in up for x in coarser(b)]
-    return chained, {c: [*(b for b, a in chained.items() if a == c), *(
-        x for x in own[c] if x not in totals and not any(x in own[b] for b in coarser(c)))]
-        for c in keys}, totals
+    return chained, {c: [x for x in own[c] if x not in totals and not any(
+        x in own[b] for b in coarser(c))] for c in keys}, totals
 
 
 def attributes_of(df: pd.DataFrame, col, skip=()) -> list:
@@ -218,18 +219,19 @@ class Unheld(tuple):
 
 def implied_lines(made: dict, quote) -> list[str]:
     """The drafted tables ``implied: true`` makes (``made``: table -> ``(name, column,
-    attributes, fkeys)`` per table whose column holds its keys, ``name`` an implied table
-    where the column is its attribute; the first's attributes and foreign keys); ``quote``:
+    attributes, coarser)`` per table whose column holds its keys; the first's attributes,
+    and the keys of one value per its key: :func:`chains`, ``column -> table``); ``quote``:
     a name as YAML writes it."""
-    return ["  " + spec_line(table, refs[0][1], refs[0][2], quote, refs[0][3])
+    return ["  " + spec_line(table, refs[0][1], refs[0][2], quote)
             + f"   # no file: a row per key {', '.join(f'{n}.{c}' for n, c, *_ in refs)} "
             "holds, from its first appearance" + (
                 "; attributes: its columns of one value per key" if refs[0][2] else "") + (
                 "; {column: first}: one value per key but for a few keys, each key's first "
                 "taken (its rows keep theirs)" if any(isinstance(c, First) for c in refs[0][2])
-                else "") + (
-                f"; {', '.join(refs[0][3])}: one per {refs[0][1]}, of fewer keys: the key of "
-                "a coarser entity" if refs[0][3] else "")
+                else "") + "".join(
+                f"; {b}: one per {refs[0][1]}, the key of a coarser entity (attributes: [{b}], "
+                f"fkeys: {{{b}: {t}}} here, and none on the rows, would chain them; a link "
+                "task's targets then lie a hop further)" for b, t in refs[0][3].items())
             + "; if they are no entities, drop this and the foreign key"
             for table, refs in made.items()]
 
