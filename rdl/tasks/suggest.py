@@ -310,13 +310,15 @@ def _unheld(db: Database) -> str:
     """What the error says of timed tables' columns named as keys that repeat and that no
     table holds (a flat export's customer ids): each an entity that an ``implied: true``
     table would make, with events."""
-    from rdl.data.draft_implied import implied_name, implied_spec
+    from rdl.data.draft_implied import implied_name, implied_spec, unnamed_entities
     from rdl.data.draft_times import norm
     cols = [(t, c) for t, tab in db if tab.time_col for c in tab.df.columns
             if c != tab.pkey and c not in tab.fkeys and norm(c).endswith(("id", "key"))
             and tab.df[c].nunique() < tab.df[c].notna().sum()]
-    if not cols:
-        return ""
+    if not cols:   # (text named as no key, with columns of its own: a pizza's name)
+        notes = [f"; {t}.{note}" for t, tab in db if tab.time_col for note in unnamed_entities(
+            tab.df, {tab.pkey, tab.time_col, *tab.fkeys}, ())]
+        return notes[0] + " (the draft's comments say so)" if notes else ""
     t, c = cols[0]
     tab = db.tables[t]
     spec = implied_spec(tab.df, c, {tab.pkey, tab.time_col, *tab.fkeys})

@@ -204,11 +204,18 @@ def test_text_with_columns_of_its_own_is_noted_as_an_entity(tmp_path):
            "fkeys: {name: names} here" in text
     assert "# size:" not in text and "# type:" not in text
     schema = yaml.safe_load(text)
+    # as drafted, suggest finds no task (an order's lines all at its time) and says why
+    (tmp_path / "schema.yaml").write_text(yaml.safe_dump(schema))
+    from rdl.tasks.suggest import suggestions
+    with pytest.raises(DataError, match=r"; pizzaplace\.name: 20 values, each with one type: "
+                                        r"if each is an entity"):
+        suggestions(load_folder(tmp_path), [])
     schema["tables"]["pizzaplace"]["fkeys"]["name"] = "names"
     schema["tables"]["names"] = yaml.safe_load(
         "{pkey: name, implied: true, attributes: [type]}")
     db = load_folder(tmp_path, schema)
     assert len(db["names"]) == 20 and "type" in db["names"].df.columns
+    assert any("task.entity_table=names" in line for line in suggestions(db, []))
 
 
 def test_a_customer_s_purchases_through_the_chain_are_those_of_the_flat_rows(tmp_path):
