@@ -104,7 +104,7 @@ def test_a_model_that_scores_its_subgraph_only_needs_the_target_within_its_hops(
     own MAP was 0.98 % and no blend weight could use it: now one error, once the schema is
     read, naming the path and the settings. ContextGNN scores every row and trains."""
     import rdl
-    from rdl.families.link.family import schema_path
+    from rdl.tasks.paths import schema_path
 
     cfg = tiny_cfg("task=user-item-purchase", "model=idgnn", "model.num_layers=1")
     with pytest.raises(ValueError, match=r"IDGNN scores only the rows of 'article' .* 1 hops "

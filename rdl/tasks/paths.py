@@ -69,3 +69,26 @@ def events_setting(columns: dict) -> str:
                                  f"[{','.join(columns)}]")
     return "task.events={" + ",".join(f"{t}:{c}" if isinstance(c, str) else
                                       f"{t}:[{','.join(c)}]" for t, c in columns.items()) + "}"
+
+
+def schema_path(db, src: str, dst: str) -> list[str] | None:
+    """The tables of a shortest foreign-key path from ``src`` to ``dst`` in ``db``'s schema
+    (either way along each key, as the graph's edges and their reverses go), or None."""
+    links: dict[str, set[str]] = {name: set() for name in db.tables}
+    for name, tab in db.tables.items():
+        for ref in tab.fkeys.values():
+            if ref in links:
+                links[name].add(ref)
+                links[ref].add(name)
+    if src not in links or dst not in links:
+        return None
+    before, frontier = {src: None}, [src]
+    while frontier and dst not in before:
+        frontier = [n for t in frontier for n in sorted(links[t])
+                    if n not in before and before.setdefault(n, t) == t]
+    if dst not in before:
+        return None
+    path = [dst]
+    while path[-1] != src:
+        path.append(before[path[-1]])
+    return path[::-1]

@@ -22,7 +22,7 @@ from rdl.data.database import Database, DataError
 from rdl.tasks.window import MEAN_MONTH, calendar_day, last_split, parse_window, shift
 from rdl.tasks.kinds import FEW
 from rdl.tasks.events import event_columns
-from rdl.tasks.paths import dotted, entities_of, events_setting, references
+from rdl.tasks.paths import dotted, entities_of, events_setting, references, schema_path
 
 #: the windows a suggestion takes (the shortest that fits, at least a week); for events
 #: a month or a quarter apart, on one day of the month (:func:`rdl.tasks.window.calendar_day`),
@@ -199,6 +199,20 @@ def _time_part(values: pd.Series, table) -> bool:
                for part in (t.year, t.month, t.day, t.hour, t.day_of_week, t.day_of_week + 1))
 
 
+def _reach(db: Database, entity: str, target: str) -> list[str]:
+    """The settings a link model needs to reach ``target`` from ``entity`` where it lies
+    further than its two layers (a chained schema: customers, invoices, lines, stocks):
+    a layer a hop, each fan-out half the one before (rdl's default 128, 64). On H&M's
+    purchases so chained, the model alone found half as much with two layers, as much as
+    unchained with three (docs/results.md, "Chained entities")."""
+    path = schema_path(db, entity, target)
+    hops = len(path) - 1 if path else 0
+    if hops <= 2:
+        return []
+    return [f"model.num_layers={hops}",
+            f"data.num_neighbors=[{','.join(str(128 >> i) for i in range(hops))}]"]
+
+
 def _naming(db: Database, table: str, entity: str) -> list[tuple[str, str]]:
     """``(timed table, its key to table)`` for each table whose rows name an event of
     ``table`` by one foreign key and none ``entity`` (an invoice's lines, an order's
@@ -296,7 +310,8 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
                 for c, ref in targets:
                     several = sum(r == ref for _, r in targets) > 1
                     lines.append(cmd("task=events-links", events, f"task.target_table={ref}",
-                                     *([f"task.target_key={c}"] if several else [])))
+                                     *([f"task.target_key={c}"] if several else []),
+                                     *_reach(db, name, ref)))
         lines += notes
     if not any(line.startswith("python") for line in lines):
         raise DataError("no table holds recurring events of a keyed table (rows of a timed "

@@ -162,7 +162,8 @@ def test_the_draft_keeps_every_key_and_tells_the_chain(tmp_path, run_train, caps
                if "entity_table=Customers" in line and "task.value=Quantity" in line]
     assert len(printed) == 1 and "task.events={lines:[InvoiceNo,CustomerID]}" in printed[0]
     assert any("task=events-links task.entity_table=Customers" in line and "task.events="
-               "{lines:[InvoiceNo,CustomerID]}' task.target_table=Stocks" in line for line in out)
+               "{lines:[InvoiceNo,CustomerID]}' task.target_table=Stocks model.num_layers=3 "
+               "'data.num_neighbors=[128,64,32]'" in line for line in out)   # (three hops)
     run = tmp_path / "run"
     out = run_train(run, *shlex.split(printed[0])[3:], *SMALL, tiny=False)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -253,3 +254,29 @@ def test_a_customer_s_purchases_through_the_chain_are_those_of_the_flat_rows(tmp
                                for r in spend.split_table("train", db).itertuples())]
     assert len(labels["direct"][0]) > 100 and len(labels["direct"][1]) > 100
     assert labels["chained"] == labels["direct"]
+
+
+def test_a_link_model_two_layers_from_its_targets_is_told(tmp_path, caplog):
+    """Stocks three hops from customers in a chained schema, a model of two layers: the
+    run says so and what reaches them (a model that scores only its subgraph stops, as
+    before). On H&M's purchases so chained the model alone found half as much."""
+    from types import SimpleNamespace
+
+    from rdl.families.link import FAMILY
+
+    lines().to_csv(tmp_path / "lines.csv", index=False)
+    (tmp_path / "schema.yaml").write_text(SCHEMA)
+    db = load_folder(tmp_path)
+    task = SimpleNamespace(name="customers-links", entity_table="customers",
+                           target_table="stocks")
+    with caplog.at_level("WARNING", logger="rdl.train"):
+        FAMILY.check_schema(SimpleNamespace(num_neighbors=(128, 64)), task, db, object)
+    assert "'stocks' lies 3 hops from 'customers' (customers - invoices - lines - stocks), " \
+           "beyond the model's 2 layers" in caplog.text
+    assert "model.num_layers=3 with 3 fan-outs in data.num_neighbors reaches them" in caplog.text
+    caplog.clear()
+    FAMILY.check_schema(SimpleNamespace(num_neighbors=(128, 64, 32)), task, db, object)
+    assert not caplog.text
+    with pytest.raises(ValueError, match="so it would score none of them"):
+        FAMILY.check_schema(SimpleNamespace(num_neighbors=(128, 64)), task, db,
+                            type("Local", (), {"scores_in_subgraph_only": True}))

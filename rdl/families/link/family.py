@@ -11,6 +11,7 @@ from rdl.families.link.blend import blended, cached_fit
 from rdl.families.link.data import LinkDataModule
 from rdl.families.link.module import LinkTaskModule
 from rdl.families.link.task import LinkTask, RelBenchLinkTask
+from rdl.tasks.paths import schema_path
 from rdl.nn.interface import LinkPredictor
 from rdl.prepared_cache import entry_of, shared
 from rdl.preparation import (Prepared, build_graph, graph_database, graph_stypes, split_tables,
@@ -44,18 +45,26 @@ class LinkFamily(Family):
                              f"{task.name!r} is link prediction (set data.buckets=null)")
 
     def check_schema(self, settings, task, db, model_cls):
-        if not getattr(model_cls, "scores_in_subgraph_only", False):
-            return
         hops, path = len(settings.num_neighbors), schema_path(db, task.entity_table,
                                                               task.target_table)
-        if path is not None and len(path) - 1 > hops:
+        if path is None or len(path) - 1 <= hops:
+            return
+        reach = (f"model.num_layers={len(path) - 1} with {len(path) - 1} fan-outs in "
+                 "data.num_neighbors")
+        if getattr(model_cls, "scores_in_subgraph_only", False):
             raise ValueError(
                 f"model {model_cls.__name__} scores only the rows of {task.target_table!r} in "
                 f"a seed's sampled subgraph, {hops} hops from {task.entity_table!r} "
                 f"(model.num_layers, data.num_neighbors); {task.target_table!r} is "
                 f"{len(path) - 1} hops away ({' - '.join(path)}), so it would score none of "
-                f"them: model.num_layers={len(path) - 1} with {len(path) - 1} fan-outs in "
-                f"data.num_neighbors, or model=contextgnn (it scores every row)")
+                f"them: {reach}, or model=contextgnn (it scores every row)")
+        # a chained schema (customers, invoices, lines, stocks): the pair scores see no
+        # target; on H&M's purchases so chained the model alone found half as much with two
+        # layers, as much as unchained with three (docs/results.md, "Chained entities")
+        log.warning("task %s: %r lies %d hops from %r (%s), beyond the model's %d layers: it "
+                    "scores them without a seed's context of them; %s reaches them", task.name,
+                    task.target_table, len(path) - 1, task.entity_table, " - ".join(path), hops,
+                    reach)
 
     def prepare(self, task, db, settings, shared_path=None):
         db = task_database(task, db, settings)
@@ -97,26 +106,3 @@ class LinkFamily(Family):
         ids = original_ids(data.db, task.target_table, top.reshape(-1)).reshape(top.shape)
         truth = pad_lists(data.tables[split][task.target_col].map(list).tolist(), 1)
         return {task.target_col: list(ids)}, score_tensors(task, pred, truth) if labelled else {}
-
-
-def schema_path(db, src: str, dst: str) -> list[str] | None:
-    """The tables of a shortest foreign-key path from ``src`` to ``dst`` in ``db``'s schema
-    (either way along each key, as the graph's edges and their reverses go), or None."""
-    links: dict[str, set[str]] = {name: set() for name in db.tables}
-    for name, tab in db.tables.items():
-        for ref in tab.fkeys.values():
-            if ref in links:
-                links[name].add(ref)
-                links[ref].add(name)
-    if src not in links or dst not in links:
-        return None
-    before, frontier = {src: None}, [src]
-    while frontier and dst not in before:
-        frontier = [n for t in frontier for n in sorted(links[t])
-                    if n not in before and before.setdefault(n, t) == t]
-    if dst not in before:
-        return None
-    path = [dst]
-    while path[-1] != src:
-        path.append(before[path[-1]])
-    return path[::-1]
