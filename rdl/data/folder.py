@@ -153,12 +153,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
                             "(formats:): keep one")
         t.key_only = t.implied and not spec.get("file") and not sources.parts(file)
         t.attributes, t.first = implied.parse_attributes(spec, at, t.key_only)
-        if t.key_only and {"time", "stypes", "missing"} & set(spec):
-            raise DataError(f"{at}: implied, with no file ({file.name} or .csv): its rows are "
-                            f"the keys its foreign keys hold, so its "
-                            f"{sorted({'time', 'stypes', 'missing'} & set(spec))} "
-                            "have no file to come from; add its file or drop them")
-        implied.check_fkeys(t, at)
+        implied.check_key_only(t, spec, at)
     nested.resolve(tables, where)
     check_references(tables, lambda t, col: f"{where}: table {t.name!r}: foreign key {col!r}")
     events.check_names(tables, where)

@@ -97,9 +97,15 @@ def parse_attributes(spec: dict, at: str, key_only: bool) -> tuple[list[str], li
     return [str(next(iter(c))) if isinstance(c, dict) else str(c) for c in value], first
 
 
-def check_fkeys(t: TableSchema, at: str) -> None:
-    """A table without a file has foreign keys only among its attributes (the key of a
-    coarser entity its rows name: an invoice's customer)."""
+def check_key_only(t: TableSchema, spec: dict, at: str) -> None:
+    """A table without a file has no time, stypes or missing words to read, and foreign
+    keys only among its attributes (the key of a coarser entity its rows name: an invoice's
+    customer); no attribute that is a foreign key takes its first value."""
+    if t.key_only and {"time", "stypes", "missing"} & set(spec):
+        raise DataError(f"{at}: implied, with no file ({t.file.name} or .csv): its rows are "
+                        f"the keys its foreign keys hold, so its "
+                        f"{sorted({'time', 'stypes', 'missing'} & set(spec))} "
+                        "have no file to come from; add its file or drop them")
     if set(t.fkeys) & set(t.first):
         raise DataError(f"{at}: attributes: {sorted(set(t.fkeys) & set(t.first))}: a foreign "
                         "key's first value only would link the table to a row its later rows "

@@ -202,15 +202,17 @@ def _time_part(values: pd.Series, table) -> bool:
 def _reach(db: Database, entity: str, target: str) -> list[str]:
     """The settings a link model needs to reach ``target`` from ``entity`` where it lies
     further than its two layers (a chained schema: customers, invoices, lines, stocks):
-    a layer a hop, each fan-out half the one before (rdl's default 128, 64). On H&M's
-    purchases so chained, the model alone found half as much with two layers, as much as
-    unchained with three (docs/results.md, "Chained entities")."""
+    a layer a hop, rdl's default fan-outs and half the last for each hop beyond them. On
+    H&M's purchases so chained, the model alone found half as much with two layers, as
+    much as unchained with three (docs/results.md, "Chained entities")."""
+    from rdl.training.data_settings import DataSettings
     path = schema_path(db, entity, target)
-    hops = len(path) - 1 if path else 0
-    if hops <= 2:
+    fans = list(DataSettings.num_neighbors)
+    if path is None or len(path) - 1 <= len(fans):
         return []
-    return [f"model.num_layers={hops}",
-            f"data.num_neighbors=[{','.join(str(128 >> i) for i in range(hops))}]"]
+    while len(fans) < len(path) - 1:
+        fans.append(max(1, fans[-1] // 2))
+    return [f"model.num_layers={len(fans)}", f"data.num_neighbors=[{','.join(map(str, fans))}]"]
 
 
 def _naming(db: Database, table: str, entity: str) -> list[tuple[str, str]]:
