@@ -199,15 +199,19 @@ def _time_part(values: pd.Series, table) -> bool:
                for part in (t.year, t.month, t.day, t.hour, t.day_of_week, t.day_of_week + 1))
 
 
+#: rdl's default fan-outs (DataSettings.num_neighbors, a floor above the tasks: tests/
+#: test_imports.py); a link command through a path extends them
+FAN_OUTS = (128, 64)
+
+
 def _reach(db: Database, entity: str, target: str) -> list[str]:
     """The settings a link model needs to reach ``target`` from ``entity`` where it lies
     further than its two layers (a chained schema: customers, invoices, lines, stocks):
     a layer a hop, rdl's default fan-outs and half the last for each hop beyond them. On
     H&M's purchases so chained, the model alone found half as much with two layers, as
     much as unchained with three (docs/results.md, "Chained entities")."""
-    from rdl.training.data_settings import DataSettings
     path = schema_path(db, entity, target)
-    fans = list(DataSettings.num_neighbors)
+    fans = list(FAN_OUTS)
     if path is None or len(path) - 1 <= len(fans):
         return []
     while len(fans) < len(path) - 1:

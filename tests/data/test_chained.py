@@ -280,3 +280,11 @@ def test_a_link_model_two_layers_from_its_targets_is_told(tmp_path, caplog):
     with pytest.raises(ValueError, match="so it would score none of them"):
         FAMILY.check_schema(SimpleNamespace(num_neighbors=(128, 64)), task, db,
                             type("Local", (), {"scores_in_subgraph_only": True}))
+
+
+def test_suggest_s_fan_outs_are_the_runs_default():
+    """suggest's layers for a path extend rdl's default fan-outs, which it cannot import
+    (a floor above it): the two must stay equal."""
+    from rdl.tasks.suggest import FAN_OUTS
+    from rdl.training.data_settings import DataSettings
+    assert tuple(DataSettings.num_neighbors) == FAN_OUTS
