@@ -48,7 +48,7 @@ from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, s
                       sources)
 from rdl.data.draft_implied import (Unheld, implied_lines, implied_name, implied_tables,
                                     unnamed_entities)
-from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score,
+from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score, matching,
                                  pair_share, primary_key, series_keys)
 from rdl.data.database import DataError
 from rdl.data.folder import load_folder
@@ -91,8 +91,8 @@ def _stem(file: str) -> str:
     """A file's table name: its name without its compression and data suffixes
     (``dim.tags.csv.gz``: ``dim.tags``)."""
     name = re.sub(r"\.(gz|bz2|zst|lz4|zip)$", "", file, flags=re.I)
-    return re.sub(r"\.(csv|tsv|txt|parquet|pq|jsonl|ndjson|json|xlsx|xlsm|orc|arrow|feather|ipc|"
-                  r"avro|sas7bdat|xpt|dta|sav|zsav|por|xls)$", "", name, flags=re.I)
+    return re.sub(r"\.(csv|tsv|txt|psv|tbl|dat|parquet|pq|jsonl|ndjson|json|xlsx|xlsm|orc|arrow|"
+                  r"feather|ipc|avro|sas7bdat|xpt|dta|sav|zsav|por|xls)$", "", name, flags=re.I)
 
 
 def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
@@ -127,6 +127,8 @@ def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
             spec["missing"].append(e.value)
     else:
         df = load_folder(folder, {"tables": {name: spec}})[name].df
+    if "columns" in spec and not written[-1].strip() and df[spec["columns"][-1]].isna().all():
+        df = df.drop(columns=spec["columns"].pop())   # a delimiter ends each line (dbgen's)
     given[name] = {**{k: v for k, v in spec.items() if k != "file"}, "lists": lists}
     return df
 
@@ -147,8 +149,7 @@ def _unnested(folder: Path, tables: dict, read_as: dict, pkeys: dict):
                                                      child: {"unnest": {name: col}}}})
             except DataError:
                 continue   # (the draft says what it could not read where it can)
-            df = db[child].df
-            yield name, col, child, df.drop(columns=[k for k in db[child].fkeys])
+            yield name, col, child, db[child].df.drop(columns=list(db[child].fkeys))
 
 
 def draft(folder) -> str:
@@ -193,9 +194,9 @@ def draft(folder) -> str:
                     [note for note in notes if note[0] not in keys_of]
                     + ([broken[n]] if n in broken else []) + given.notes.get(n, []))
     for name, df in frames.items():
-        for t, cols in composite.items():
-            if t != name and set(cols) <= set(df.columns):
-                share = pair_share(df[cols], frames[t][cols])
+        for t, key in composite.items():
+            if t != name and (cols := matching(key, frames[t], df)) is not None:
+                share = pair_share(df[cols], frames[t][key])
                 if share >= 0.5:
                     fkeys[name][0][", ".join(cols)] = (
                         t, f"the composite key of {t}; {share:.0%} of its pairs are keys of it")

@@ -5,6 +5,8 @@ comments. Tables' names are matched without the words exports wrap them in
 (``olist_..._dataset``, ``dim_``)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -56,6 +58,26 @@ def bare_names(names) -> dict[str, str]:
         w = w[:-1] if len(w) > 1 and (last or w[-1] in AFFIXES) else w
         out[n] = "_".join(w)
     return out
+
+
+#: the draft's names of a file's fields where it has no header row: they say nothing
+PLACEHOLDER = re.compile(r"column_\d+")
+
+
+def prefix(columns) -> str:
+    """The letters every column of a table starts with before ``_``, where it names its
+    columns so (TPC-H's ``c_custkey``, ``c_name`` in customer, ``o_custkey`` in orders;
+    Oracle's and SAP's warehouses alike), else ``""``."""
+    found = {m.group(0).casefold() if (m := re.match(r"[A-Za-z]{1,4}_", str(c))) else ""
+             for c in columns}
+    return found.pop() if len(columns) > 1 and len(found) == 1 else ""
+
+
+def stem(col: str, pre: str) -> str:
+    """A column's name without its table's prefix (:func:`prefix`), normalized; ``""``
+    where that leaves a word any key may be (``id``, ``key``: no table's own)."""
+    n = norm(col[len(pre):]) if pre else ""
+    return "" if n in ("id", "key", "code", "no", "num", "number") else n
 
 
 def keyish(s: pd.Series) -> bool:
@@ -110,11 +132,16 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
     whose table is anyone's guess (``bare``: the tables' names as :func:`bare_names`;
     ``skip``: its time, no entity's attribute)."""
     out, notes = {}, []
+    pre = {t: prefix(frames[t].columns) for t in frames}
     for col in df.columns:
         if col == pkeys.get(name) or not keyish(df[col]) or df[col].notna().sum() == 0:
             continue
-        by_name = [t for t, k in pkeys.items() if t != name and (
-            norm(col) == norm(k) or any(norm(col) == f"{s}id" for s in _singulars(bare[t])))]
+        # no header: values alone say, and small numbers (a quantity, a size) are ids of
+        # any table numbered 1, 2, ...: a column of them also holds most of the table's keys
+        unnamed = bool(PLACEHOLDER.fullmatch(str(col)))
+        by_name = [] if unnamed else [t for t, k in pkeys.items() if t != name and (
+            norm(col) == norm(k) or any(norm(col) == f"{s}id" for s in _singulars(bare[t]))
+            or stem(col, pre[name]) and stem(col, pre[name]) == stem(k, pre[t]))]
         if by_name:
             t = by_name[0]
             share = _share(df[col], frames[t][pkeys[t]])
@@ -122,19 +149,23 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                 out[col] = (t, f"named as the key of {t}; {share:.0%} of its values are "
                                "keys of it" + _rest(share, t))
             continue
-        if (t := _by_role(col, name, pkeys, bare)) is not None:
+        if not unnamed and (t := _by_role(col, name, pkeys, bare)) is not None:
             share = _share(df[col], frames[t][pkeys[t]])
             if share >= 0.5:   # (else its values say what it is, below)
                 out[col] = (t, f"named as a key of {t} (in part); {share:.0%} of its values "
                                "are keys of it" + _rest(share, t))
                 continue
         text = not pd.api.types.is_numeric_dtype(df[col])
-        if not (text or norm(col).endswith(("id", "key"))):
+        if not (text or unnamed or norm(col).endswith(("id", "key"))):
             continue
+        covers = {t: _share(frames[t][k], df[col]) if unnamed and not text else 1.0
+                  for t, k in pkeys.items()}
         shares = {t: _share(df[col], frames[t][k]) for t, k in pkeys.items()
                   if (t != name or not text and _to_itself(col, bare[name]))
-                  and keyish(frames[t][k])}
+                  and keyish(frames[t][k]) and covers[t] > 0.5}
         holds = [t for t, share in shares.items() if share >= 0.9]
+        if len(holds) > 1 and len(most := [t for t in holds if covers[t] >= 0.9]) == 1:
+            holds = most   # (no name: the one table whose keys it nearly all holds)
         if len(holds) > 1 and name in holds and any(w in norm(col) for w in SELF_WORDS):
             holds = [name]   # parent_id, manager_id: named as a row of the table's own kind
         if len(holds) == 1:
@@ -214,17 +245,29 @@ def composites(frames: dict[str, pd.DataFrame], pkeys: dict) -> dict:
         if pkeys.get(b) is not None:
             continue
         for a, other in frames.items():
-            shared = [c for c in df.columns if a != b and c in other.columns
+            shared = [c for c in df.columns if a != b and matching([c], df, other)
                       and (keyish(df[c]) or pd.api.types.is_datetime64_any_dtype(df[c]))]
             for pair in ([c1, c2] for i, c1 in enumerate(shared) for c2 in shared[i + 1:]):
                 cols = df[pair]
                 if not cols.isna().any().any() and not cols.duplicated().any() \
-                        and pair_share(other[pair], cols) >= 0.5:
+                        and pair_share(other[matching(pair, df, other)], cols) >= 0.5:
                     found[b] = pair
                     break
             if b in found:
                 break
     return found
+
+
+def matching(cols: list[str], df: pd.DataFrame, other: pd.DataFrame) -> list[str] | None:
+    """The columns of ``other`` named as ``cols`` of ``df`` are: the same names, or the
+    same but for each table's prefix (:func:`prefix`: TPC-H's ``l_partkey, l_suppkey``
+    in lineitem, ``ps_partkey, ps_suppkey`` in partsupp); None where one has none."""
+    if set(cols) <= set(other.columns):
+        return list(cols)
+    mine, theirs = prefix(df.columns), prefix(other.columns)
+    by_stem = {stem(c, theirs): c for c in other.columns if stem(c, theirs)}
+    out = [by_stem.get(stem(c, mine)) for c in cols]
+    return out if all(out) else None
 
 
 def pair_share(values: pd.DataFrame, keys: pd.DataFrame) -> float:

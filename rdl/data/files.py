@@ -10,7 +10,7 @@ exports add to that is taken care of here, each in one place:
   mark; a file that is not valid UTF-8 is read as Windows-1252 (cp1252), else latin-1,
   and a warning says which;
 * the delimiter: ``,``, or ``;``, tab or ``|`` when the header holds no comma but one of
-  those;
+  those, or splits every line alike where commas do not (:func:`reports.steadier`);
 * the header: names stripped of spaces, an empty name becomes ``unnamed_<position>``
   (dropped when the column is empty too: a trailing delimiter), a repeated one (also when
   only its case differs: SQL does not tell them apart) ``<name>_2``, ``<name>_3``, ...;
@@ -66,7 +66,8 @@ def headers(found: list[Path], table: str, columns: list[str] | None = None) -> 
     out = [header(p, f"{p} (table {table!r})") for p in found]
     if columns is not None:
         for p, h in zip(found, out):
-            if len(h.written) != len(columns):
+            trailing = len(h.written) == len(columns) + 1 and not h.written[-1].strip()
+            if len(h.written) != len(columns) and not trailing:   # (dbgen's: 1|a|b|)
                 raise DataError(f"{p} (table {table!r}): its first row has {len(h.written)} "
                                 f"fields, and the schema's columns: names {len(columns)} "
                                 f"({columns[:8]}): name each field, in order")
@@ -157,6 +158,10 @@ def _header(path: Path, where: str, encoding: str) -> Header:
                 log.info("%s: fields separated by %s", where, "blanks" if lay.spans is None
                          else "their positions (fixed widths)")
                 return Header(*unique_names(lay.names), encoding, " ", layout=lay)
+        elif (d := reports.steadier(head.split("\n", above)[-1], written)) is not None:
+            delimiter = d   # (commas in a value of the first row, a file without a header)
+            written = pacsv.open_csv(src(), read_options=opts,
+                                     parse_options=_parse(delimiter, skip)).schema.names
     except pa.ArrowInvalid as e:
         if "Empty CSV file" in str(e):
             raise DataError(f"{where}: the file is empty (0 bytes, not even a header row); "

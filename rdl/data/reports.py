@@ -106,6 +106,26 @@ def preamble(text: str, delimiters=(",", ";", "\t", "|")) -> int:
     return rows[start - 1][2]   # the lines the rows above the header span
 
 
+def steadier(text: str, written: list[str], delimiters=(";", "\t", "|", "\x01")) -> str | None:
+    """Another delimiter than the comma for CSV text ``text`` (from its header on) whose
+    first row, split by commas, is ``written``: one that row holds too and that splits
+    every line of ``text`` into as many fields, where commas split them unevenly (a file
+    without a header, TPC-H's dbgen's ``1|Customer#1|IVhz ot,c,E|15|...|``: an address
+    with commas in the first row), or into more fields where commas split them evenly too
+    (the same commas in each line's comment); else None."""
+    def widths(d: str) -> set[int]:
+        try:
+            rows = list(csv.reader(io.StringIO(text), delimiter=d))[:_HEAD]
+        except csv.Error:
+            return set()
+        return {len(r) for r in rows[:-1] if r}   # (the last may be cut short)
+    found = [d for d in delimiters if any(d in w for w in written)]
+    commas = widths(",")
+    least = max(commas) if len(commas) == 1 else 1   # (both even: the one of more fields)
+    steady = {d: w.pop() for d in found if len(w := widths(d)) == 1 and max(w) > least}
+    return max(steady, key=steady.get) if steady else None
+
+
 def without_totals(df: pd.DataFrame, where: str) -> pd.DataFrame:
     """``df`` (text) without its trailing rows of totals."""
     n = len(df)

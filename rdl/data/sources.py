@@ -18,7 +18,9 @@ from rdl.data.jsonl import is_json
 from rdl.data.typed import is_typed
 
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4", ".zip")
-TEXT = (".csv", ".tsv", ".txt")
+TEXT = (".csv", ".tsv", ".txt", ".psv", ".tbl")   # .tbl: TPC-H's dbgen, fields ending in |
+#: names that say data but not which: read by what they hold (TPC-DS' dsdgen writes ``.dat``)
+SNIFFED = (".dat",)
 
 
 def member(path: Path, where: str) -> str:
@@ -61,10 +63,15 @@ def input_stream(path: Path):
 
 
 def is_csv(path: Path) -> bool:
-    """``x.csv`` (``.tsv``, ``.txt``, any case), or compressed: ``x.csv.gz`` (pyarrow reads
-    it by its name); a file without a data suffix that holds text (:func:`sniff`)."""
+    """``x.csv`` (``.tsv``, ``.txt``, ``.psv``, ``.tbl``, any case), or compressed:
+    ``x.csv.gz`` (pyarrow reads it by its name); a file without a data suffix, or named
+    ``.dat``, that holds text (:func:`sniff`)."""
     s = [x.lower() for x in path.suffixes]
-    if unnamed(path) or (s and s[-1] == ".xls"):   # (text named .xls: an ERP's "Excel")
+    if s and s[-1] in COMPRESSED and s[-1] != ".zip":
+        dat = len(s) > 1 and s[-2] in SNIFFED
+    else:
+        dat = bool(s) and s[-1] in SNIFFED
+    if unnamed(path) or dat or (s and s[-1] == ".xls"):   # (text named .xls: an ERP's "Excel")
         return sniff(path) == "csv"
     return bool(s) and (s[-1] in TEXT or s[-1] == ".zip"
                         or (len(s) > 1 and s[-2] in TEXT and s[-1] in COMPRESSED))
@@ -136,8 +143,8 @@ def csv_parts(found: list[Path], where: str) -> bool:
     if other:
         sheet = other[0].suffix.lower() in (".xlsx", ".xls", ".xlsm", ".ods")
         raise DataError(f"{where}: {other[0].name} is neither a CSV, a parquet nor a JSON file "
-                        "(by its name: .csv, .tsv, .txt, maybe compressed, .parquet, or .jsonl, "
-                        ".json); " + ("a spreadsheet: save it as .xlsx, or each sheet as CSV"
+                        "(by its name: .csv, .tsv, .txt, .psv, .tbl, maybe compressed, .parquet, "
+                        "or .jsonl, .json); " + ("a spreadsheet: save it as .xlsx, or each sheet as CSV"
                                       if sheet else "export the table as one of those"))
     kinds = {}
     for c, p in zip(csv, found):
