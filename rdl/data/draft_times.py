@@ -27,7 +27,7 @@ import pandas as pd
 from rdl.data.composite import ids
 from rdl.data.keys import comparable
 from rdl.data.calendars import day_column
-from rdl.data import leaks
+from rdl.data import leaks, tallies
 from rdl.data.database import Database, Table
 from rdl.data.leaks import BIRTH, LATER_SHARE
 from rdl.data.states import later_flags
@@ -91,7 +91,8 @@ def later(df: pd.DataFrame, time: pd.Series, columns: list[str]) -> dict:
     their own (``events:``, :mod:`rdl.data.events`; ``event`` here)."""
     out = {}
     for c in columns:
-        share = (df[c] > time).mean()
+        both = df[c].notna() & time.notna()   # (the loader's share: rows of both times)
+        share = (df[c] > time).sum() / max(int(both.sum()), 1)
         if share < LATER_SHARE:
             continue
         words = name_words(c)
@@ -99,7 +100,8 @@ def later(df: pd.DataFrame, time: pd.Series, columns: list[str]) -> dict:
         # warehouses keep history): set when the next began, whatever its name says
         ends = df[c].dropna()
         ahead = any(w.startswith(AHEAD) for w in words)
-        hits = ends.isin(set(time.dropna())).mean() if len(ends) else 0.0
+        hits = (ends.isin(set(time.dropna())) & (ends != time[ends.index])).mean() \
+            if len(ends) else 0.0   # (another row's time: not its own, where it equals)
         versions = len(ends) > 0 and (hits - _by_chance(time, ends) >= 0.5 or (
             (ahead or hits >= 0.5) and _next_versions(df, time, df[c])))
         out[c] = ("timestamp", f"after the row's time in {share:.0%} of rows, known when the "
@@ -345,7 +347,8 @@ def seen_ins(frames: dict, pkeys: dict, times: dict, fkeys: dict, taking: dict) 
 def on_export(frames: dict, pkeys: dict, fkeys: dict, times: dict) -> dict:
     """(table, column) -> why, for the columns the loader would stop on as totals or
     averages of later rows computed on export (:func:`rdl.data.leaks.computed_on_export`),
-    found on the drafted keys and times."""
+    found on the drafted keys and times, and those named as tallies of attention on
+    tables whose rows have events (:func:`rdl.data.tallies.drafted`)."""
     tables = {}
     for name, df in frames.items():
         df, refs = df.copy(deep=False), {}
@@ -355,8 +358,9 @@ def on_export(frames: dict, pkeys: dict, fkeys: dict, times: dict) -> dict:
                 at = pd.Index(keys).get_indexer(values)
                 df[col], refs[col] = pd.array(np.where(at >= 0, at, None), dtype="Int64"), ref
         tables[name] = Table(df, pkeys.get(name), refs, times[name][0])
-    return {(name, col): f"equals {what} in {same} of {held} rows, later ones included: "
+    return {**tallies.drafted(frames, pkeys, fkeys, times), **{
+            (name, col): f"equals {what} in {same} of {held} rows, later ones included: "
                          f"computed on export, it would show every seed what is still to come "
                          "(numerical, if it was known then)"
             for name, col, _, what, same, held in leaks.computed_on_export(
-                Database(tables), {n: t[2] for n, t in times.items()})}
+                Database(tables), {n: t[2] for n, t in times.items()})}}

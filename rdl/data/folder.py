@@ -53,9 +53,10 @@ import yaml
 
 from rdl.data import (assembled, clocks, composite as composite_key, dbfile, epochs, events,
                       files, implied, inherit, leaks, nested, parquet, periods, row_numbers,
-                      sheets, sources, states, typed)
+                      sheets, sources, states, tallies, typed)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
+from rdl.data.xmlrows import is_xml
 from rdl.data.keys import check_references, map_foreign_keys, shared_key
 from rdl.data.schema import TableSchema
 from rdl.data.database import Database, DataError, Table
@@ -271,6 +272,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     db = db.reindex()
     leaks.future_references(db, lambda name, col: tables[name].where(col))
     leaks.rows_per_event(db, lambda name: tables[name].where())
+    tallies.warn(db, tables)
     leaks.totals(db, lambda name, col: tables[name].where(col),
                  {name: t.stypes for name, t in tables.items()}, stypes_at=lambda *k: moved.get(k))
     keys.end()
@@ -338,7 +340,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     df = row_numbers.without(df, t.required(), t.where())   # pandas' index, R's row names
     # text as a file wrote it: a CSV's every column, a JSON file's columns of text
     text = (list(df.columns) if headers is not None else [] if not (
-        is_json(t.parts[0]) or t.unnest) else   # (JSON's lists: Shopify's "price": "9.50")
+        is_json(t.parts[0]) or is_xml(t.parts[0]) or t.unnest) else   # (JSON: "9.50")
             [c for c in df.columns if pd.api.types.is_string_dtype(df[c])])
     if text:
         df[text] = missing_words(df[text], t.where, t.missing)   # R's NA: numbers or times

@@ -137,6 +137,12 @@ def future_references(db, where=lambda name, col: f"table {name!r}, column {col!
             if n < share * m:
                 log.info("%s", what)
                 continue
+            if ref == name:   # (a question's accepted answer: a later row of its own kind)
+                log.warning("%s: a row that names a later row of its own table (an accepted "
+                            "answer, a successor) shows the link from that row's time on; "
+                            "if the link was made later still (an answer accepted days "
+                            "after), drop it (stypes: {%s: drop})", what, col)
+                continue
             log.warning("%s. If %s.%s is not when a %s row began (a time the row was changed "
                         "or loaded, or an account made after its history), the table is "
                         "static: declare it with no time, and its column dropped (stypes: "

@@ -1,5 +1,5 @@
 """One table's parquet files (or JSON ones, :mod:`rdl.data.jsonl`; ORC, Arrow, Avro, SAS
-or Stata ones, :mod:`rdl.data.typed`) as a pandas frame, with the types warehouses write in
+or Stata ones, :mod:`rdl.data.typed`; XML, :mod:`rdl.data.xmlrows`) as a pandas frame, with the types warehouses write in
 them.
 
 Spark, BigQuery and Snowflake export nested and typed columns that a table of features
@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from rdl.data import jsonl, typed
+from rdl.data import jsonl, typed, xmlrows
 from rdl.data.database import DataError
 from rdl.data.jsonl import is_json
 from rdl.data.files import Header, unique_names, warn_drift, warn_renamed
@@ -78,8 +78,9 @@ def header(found: list[Path], where: str, base: Path | None = None) -> Header:
     """
     try:
         schema = (jsonl.schema(found, where, base) if is_json(found[0])
-                  else typed.schema(found, where)
-                  if typed.is_typed(found[0]) else _unified(found, where, index=base is None))
+                  else typed.schema(found, where) if typed.is_typed(found[0])
+                  else xmlrows.schema(found, where) if xmlrows.is_xml(found[0])
+                  else _unified(found, where, index=base is None))
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{where}: not a readable parquet file: {e}") from None
     written = [n for f in schema for n in _flat_names(f.name, f.type)]
@@ -191,6 +192,8 @@ def read(found: list[Path], where: str, base: Path | None = None,
             table = jsonl.table(found, where, base)
         elif typed.is_typed(found[0]):
             table = typed.table(found, where)
+        elif xmlrows.is_xml(found[0]):
+            table = xmlrows.table(found, where)
         elif base is None:
             tables = [_indexed_table(pq.read_table(p)) for p in found]
             table = pa.concat_tables([t.cast(_plain(t.schema)) for t in tables],

@@ -16,6 +16,7 @@ from rdl.data import lakes
 from rdl.data.database import DataError
 from rdl.data.jsonl import is_json
 from rdl.data.typed import is_typed
+from rdl.data.xmlrows import is_xml
 
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4", ".zip")
 TEXT = (".csv", ".tsv", ".txt", ".psv", ".tbl")   # .tbl: TPC-H's dbgen, fields ending in |
@@ -105,11 +106,12 @@ def sniff(path: Path) -> str | None:
 
 
 def is_parquet(path: Path) -> bool:
-    """A parquet file, or a JSON one (:mod:`rdl.data.jsonl`): files of typed columns, which
-    :mod:`rdl.data.parquet` reads."""
+    """A parquet file, or a JSON one (:mod:`rdl.data.jsonl`), or another that
+    :mod:`rdl.data.parquet` reads (:mod:`rdl.data.typed`, XML: :mod:`rdl.data.xmlrows`)."""
     if unnamed(path):
         return sniff(path) == "parquet"
-    return path.suffix.lower() in (".parquet", ".pq") or is_json(path) or is_typed(path)
+    return path.suffix.lower() in (".parquet", ".pq") or is_json(path) or is_typed(path) \
+        or is_xml(path)
 
 
 def parts(path: Path) -> list[Path]:
@@ -144,7 +146,7 @@ def csv_parts(found: list[Path], where: str) -> bool:
         sheet = other[0].suffix.lower() in (".xlsx", ".xls", ".xlsm", ".ods")
         raise DataError(f"{where}: {other[0].name} is neither a CSV, a parquet nor a JSON file "
                         "(by its name: .csv, .tsv, .txt, .psv, .tbl, maybe compressed, .parquet, "
-                        "or .jsonl, .json); " + ("a spreadsheet: save it as .xlsx, or each sheet as CSV"
+                        "or .jsonl, .json, .xml); " + ("a spreadsheet: save it as .xlsx, or each sheet as CSV"
                                       if sheet else "export the table as one of those"))
     kinds = {}
     for c, p in zip(csv, found):
