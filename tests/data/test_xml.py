@@ -16,7 +16,7 @@ from rdl.data.draft import draft
 from rdl.data.folder import load_folder
 
 
-def dump(folder, seed: int = 0) -> dict[str, pd.DataFrame]:
+def dump(folder, seed: int = 0, kind: str = "xml") -> dict[str, pd.DataFrame]:
     """A Stack Exchange site's dump, small: users (the Community user, -1, first), posts
     (questions, answers naming their question, an accepted answer named by its question,
     a closed one), comments; a value a row lacks is an attribute it leaves out."""
@@ -51,6 +51,9 @@ def dump(folder, seed: int = 0) -> dict[str, pd.DataFrame]:
                 for i, p in enumerate(np.sort(rng.integers(1, 301, 400)), start=1)]
     tables = {"Users": users, "Posts": pd.DataFrame(posts), "Comments": pd.DataFrame(comments)}
     for name, df in tables.items():
+        if kind == "csv":   # (the same rows as a CSV file: the draft's rules, not XML's)
+            df.to_csv(folder / f"{name}.csv", index=False, date_format="%Y-%m-%dT%H:%M:%S.%f")
+            continue
         lines = ["\ufeff<?xml version=\"1.0\" encoding=\"utf-8\"?>",
                  f"<!DOCTYPE {name.lower()} SYSTEM '{name.lower()}.dtd'>", f"<{name.lower()}>"]
         for row in df.to_dict("records"):
@@ -68,8 +71,9 @@ def _text(v) -> str:
     return str(int(v)) if isinstance(v, float) and v == int(v) else str(v)
 
 
-def test_a_stack_exchange_dump_is_drafted_and_loads_as_its_rows_say(tmp_path):
-    tables = dump(tmp_path)
+@pytest.mark.parametrize("kind", ["xml", "csv"])
+def test_a_stack_exchange_dump_is_drafted_and_loads_as_its_rows_say(tmp_path, kind):
+    tables = dump(tmp_path, kind=kind)
     text = draft(tmp_path)
     schema = yaml.safe_load(text)["tables"]
     posts = schema["Posts"]
@@ -94,9 +98,10 @@ def test_a_stack_exchange_dump_is_drafted_and_loads_as_its_rows_say(tmp_path):
     assert p["ParentId"].isna().sum() == 200   # (questions leave it out)
 
 
+@pytest.mark.parametrize("kind", ["xml", "csv"])
 def test_tallies_written_at_the_export_are_dropped_from_tables_whose_rows_have_events(
-        tmp_path, caplog):
-    dump(tmp_path)
+        tmp_path, caplog, kind):
+    dump(tmp_path, kind=kind)
     schema = yaml.safe_load(draft(tmp_path))["tables"]
     dropped = {n: sorted(c for c, st in s.get("stypes", {}).items() if st == "drop")
                for n, s in schema.items()}
@@ -116,7 +121,8 @@ def test_tallies_written_at_the_export_are_dropped_from_tables_whose_rows_have_e
                and "static" not in m for m in said)
 
 
-ROWS = pd.DataFrame({"id": [1, 2, 3], "name": ["a, b", "c", None], "amount": [1.5, None, 3.0],
+ROWS = pd.DataFrame({"id": [1, 2, 3], "name": ["a, b", "c", None],
+                     "amount": [1.5, None, 3.0],
                      "at": pd.to_datetime(["2024-01-05 10:00", "2024-01-06 00:00", "2024-02-01 00:00"])})
 
 ORACLE = """<?xml version="1.0"?>
