@@ -134,6 +134,23 @@ def parts(path: Path) -> list[Path]:
                                                   or p.suffix.lower() in (".xlsx", ".xlsm", ".xls"))]
 
 
+def archives(folder: Path) -> str:
+    """What to say of a folder's archives of several files (a Stack Exchange site's dump is
+    one ``.7z``), which rdl does not open: ``""`` where it holds none."""
+    found = sorted(p.name for p in folder.iterdir() if p.is_file() and (
+        p.name.lower().endswith((".7z", ".tar", ".tar.gz", ".tgz", ".rar", ".tar.bz2"))
+        or p.suffix.lower() == ".zip" and _many(p)))
+    return f" (archives: {', '.join(found[:5])}: extract them into it)" if found else ""
+
+
+def _many(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return sum(not n.endswith("/") for n in z.namelist()) > 1
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
 def csv_parts(found: list[Path], where: str) -> bool:
     """Whether a table's parts are CSV files (else parquet ones).
 

@@ -186,3 +186,9 @@ def test_an_element_before_the_rows_is_no_row(tmp_path):
         "<row id='3'/></rows></export>")
     df = load_folder(tmp_path, {"tables": {"t": {"file": "t.xml", "pkey": "id"}}})["t"].df
     assert list(df.columns) == ["id", "v"] and len(df) == 3 and df["v"].isna().sum() == 1
+
+
+def test_a_folder_of_a_dump_s_archive_says_to_extract_it(tmp_path):
+    (tmp_path / "history.stackexchange.com.7z").write_bytes(b"7z\xbc\xaf\x27\x1c")
+    with pytest.raises(DataError, match=r"archives: history.stackexchange.com.7z: extract"):
+        draft(tmp_path)
