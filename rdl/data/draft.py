@@ -46,7 +46,7 @@ import pandas as pd
 
 from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, sheets,
                       sources)
-from rdl.data.draft_implied import (Unheld, implied_lines, implied_name, implied_tables,
+from rdl.data.draft_implied import (Unheld, implied_lines, implied_names, implied_tables,
                                     unnamed_entities)
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score, matching,
                                  pair_share, primary_key, series_keys)
@@ -229,6 +229,8 @@ def draft(folder) -> str:
              f"{shlex.quote(str(source))} prints tasks that train on it",
              "tables:"]
     implying = {}   # tables implied: true, drafted last: name -> the columns of their keys
+    implying_as = implied_names({n[0] for _, k in fkeys.values() for n in k
+                                 if isinstance(n, Unheld)})
     for name, file in tables.items():
         lines.append(f"  {_yaml(name)}:")
         if read_as.get(name, {}).get("unnest"):
@@ -253,8 +255,7 @@ def draft(folder) -> str:
         time, why, stypes = times[name]
         if read_as.get(name, {}).get("missing"):
             lines.append(f"    missing: [{', '.join(map(_yaml, read_as[name]['missing']))}]   # "
-                         "placeholder times for 'never' or 'unknown' (beyond the years rdl's "
-                         "times hold)")
+                         "placeholders for 'never' or 'unknown' (beyond rdl's years)")
         if read_as.get(name, {}).get("formats"):
             forms = ", ".join(f"{_yaml(c)}: {f}" for c, f in read_as[name]["formats"].items())
             lines.append(f"    formats: {{{forms}}}   # numbers named as times, sized as times "
@@ -301,7 +302,7 @@ def draft(folder) -> str:
         if name in dated:   # the calendar's period: the time above, no foreign key
             keys_of = {c: v for c, v in keys_of.items() if c != dated[name][0]}
         parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
-        unheld = {c: (implied_name(c), n[1]) for n in notes
+        unheld = {c: (implying_as[c], n[1]) for n in notes
                   if isinstance(n, Unheld) and (c := n[0]) not in parts
                   and c not in composite.get(name, []) and not years(c, df[c])
                   }   # keys of tables implied: true, below

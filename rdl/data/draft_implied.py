@@ -10,6 +10,7 @@ import pandas as pd
 
 from rdl.data.draft_times import norm, on_export
 from rdl.data.implied import hashable
+from rdl.data.names import name_words
 
 #: how text keys' names end beyond id and key (an invoice's InvoiceNo, a StockCode); whole
 #: numbers so named are often counts (Instacart's order_number: a user's n-th order)
@@ -44,6 +45,20 @@ def implied_name(col) -> str:
     species; a column ``id``: ids, to be named)."""
     return plural(re.sub(r"[\s_.-]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I)
                   or str(col))
+
+
+def implied_names(columns) -> dict[str, str]:
+    """The tables ``implied: true`` makes of key columns no table holds: a column named as
+    another's key after a role (``RelatedPostId`` beside ``PostId`` in a Stack Exchange
+    dump's post links: posts) takes that one's table, as a table's key named so does
+    (:func:`rdl.data.draft_keys._by_role`); else :func:`implied_name`."""
+    words = {c: name_words(c) for c in columns}
+    out = {}
+    for c, w in words.items():
+        roles = [u for u, v in words.items() if len(v) >= 2 and len(v) < len(w)
+                 and w[-len(v):] == v]
+        out[c] = implied_name(max(roles, key=lambda u: len(words[u])) if roles else c)
+    return out
 
 
 #: the values of a key that must repeat before its columns of one value per key are told

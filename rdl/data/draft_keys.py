@@ -163,13 +163,16 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                   if (t != name or not text and _to_itself(col, bare[name]))
                   and keyish(frames[t][k]) and (text or not unnamed or covers[t] > 0.5)}
         holds = [t for t, share in shares.items() if share >= 0.9]
-        if len(holds) > 1 and name in holds and any(w in norm(col) for w in SELF_WORDS):
+        own = any(w in norm(col) for w in SELF_WORDS)
+        if len(holds) > 1 and name in holds and own:
             holds = [name]   # parent_id, manager_id: named as a row of the table's own kind
-        if len(holds) > 1:   # (small numbers, keys of many: the tables whose keys it holds)
+        elif holds and not (own or text) and df[col].nunique() <= 50 and all(
+                covers[t] < 0.1 for t in holds):   # (small numbers; not JFK, an airport's)
+            holds = []   # a type's code (VoteTypeId, 1 to 16): keys of some, few of any's
+        elif len(holds) > 1:   # (small numbers, keys of many: the tables whose keys it holds)
             most = [t for t in holds if covers[t] > 0.5]
             most = [t for t in most if covers[t] >= 0.9] if len(most) > 1 else most
-            holds = most if len(most) == 1 else [] if all(covers[t] < 0.1 for t in holds) \
-                else holds   # (a type's code, 1 to 7: keys of every table, a few of each)
+            holds = most if len(most) == 1 else holds
         if len(holds) == 1:
             out[col] = (holds[0], f"{shares[holds[0]]:.0%} of its values are keys of "
                                   f"{holds[0]}" + _rest(shares[holds[0]], holds[0]))
@@ -192,8 +195,8 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                    f"entities, a table of them: {implied_spec(df, col, skip)} "
                                    f"under another name, and fkeys: {{{col}: <that name>}}"))
                 continue
-            notes.append(Unheld((col, f"keys of no table here, repeated: each a row of "
-                                      f"{implied_name(col)}, a table implied: true (below)")))
+            notes.append(Unheld((col, "keys of no table here, repeated: each a row of the "
+                                      "table implied: true it names (below)")))
     return out, notes
 
 

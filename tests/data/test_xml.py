@@ -192,3 +192,44 @@ def test_a_folder_of_a_dump_s_archive_says_to_extract_it(tmp_path):
     (tmp_path / "history.stackexchange.com.7z").write_bytes(b"7z\xbc\xaf\x27\x1c")
     with pytest.raises(DataError, match=r"archives: history.stackexchange.com.7z: extract"):
         draft(tmp_path)
+
+
+def _rows(path, name: str, df: pd.DataFrame) -> None:
+    if path.suffix == ".csv":
+        df.to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S.%f")
+        return
+    rows = "\n".join("  <row " + " ".join(f"{k}={quoteattr(_text(v))}" for k, v in r.items()
+                                          if not pd.isna(v)) + " />"
+                     for r in df.to_dict("records"))
+    path.write_text(f"<{name}>\n{rows}\n</{name}>\n")
+
+
+@pytest.mark.parametrize("kind", ["xml", "csv"])
+def test_a_dump_without_its_posts_implies_them_once_and_its_type_codes(tmp_path, kind):
+    """A dump's votes, post links and badges without its posts (a repository holding the
+    files GitHub would keep): a post named after a role (RelatedPostId) is a post, and
+    a vote's type, 1 to 3 (keys of the badges too, few of them), a type of its own."""
+    rng = np.random.default_rng(1)
+    day = pd.Timestamp("2012-01-31")
+    _rows(tmp_path / f"Users.{kind}", "users", pd.DataFrame({
+        "Id": range(1, 51), "CreationDate": [day + pd.Timedelta(hours=i) for i in range(50)]}))
+    _rows(tmp_path / f"Badges.{kind}", "badges", pd.DataFrame({
+        "Id": range(1, 201), "UserId": rng.integers(1, 51, 200),
+        "Date": [day + pd.Timedelta(days=3, hours=i) for i in range(200)]}))
+    votes = pd.DataFrame({
+        "Id": range(1, 301), "PostId": rng.integers(1001, 1090, 300),
+        "VoteTypeId": rng.integers(1, 4, 300),
+        "CreationDate": [day + pd.Timedelta(days=int(d)) for d in np.sort(
+            rng.integers(0, 60, 300))]})
+    _rows(tmp_path / f"Votes.{kind}", "votes", votes)
+    links = pd.DataFrame({"Id": range(1, 41), "PostId": rng.integers(1001, 1090, 40),
+                          "RelatedPostId": rng.integers(1001, 1030, 40), "LinkTypeId": 1,
+                          "CreationDate": [day + pd.Timedelta(days=i) for i in range(40)]})
+    _rows(tmp_path / f"PostLinks.{kind}", "postlinks", links)
+    schema = yaml.safe_load(draft(tmp_path))["tables"]
+    assert schema["Votes"]["fkeys"]["VoteTypeId"] == "VoteTypes"
+    assert schema["PostLinks"]["fkeys"]["RelatedPostId"] == "Posts"
+    assert schema["PostLinks"]["fkeys"]["PostId"] == "Posts" and "RelatedPosts" not in schema
+    db = load_folder(tmp_path, {"tables": schema})
+    assert len(db["Posts"]) == len(set(links["PostId"]) | set(links["RelatedPostId"])
+                                   | set(votes["PostId"]))
