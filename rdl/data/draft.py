@@ -55,8 +55,9 @@ from rdl.data.folder import load_folder
 from rdl.data.times import Placeholder
 from rdl.data.checks import identifiers
 from rdl.data.states import named_states
+from rdl.data.draft_parts import borrowed_times
 from rdl.data.draft_times import (calendars_of, later, older_than_parents, on_export, seen_ins,
-                                  times_of, vias, years)
+                                  times_of, years)
 from rdl.data.periods import looks_like
 
 log = logging.getLogger(__name__)
@@ -210,19 +211,8 @@ def draft(folder) -> str:
     timed = {n: df.assign(**{dated[n][0]: dated[n][4]}) if n in dated else df
              for n, df in frames.items()}
     as_timed = {n: (dated[n][0], "", t[2]) if n in dated else t for n, t in times.items()}
-    # a time missing in some rows (the loader stops): the time of the rows they are parts of
-    gaps = {n: int(frames[n][t[0]].isna().sum()) for n, t in times.items()
-            if n not in dated and t[0] is not None and frames[n][t[0]].isna().any()}
-    taking = vias(timed, pkeys, {n: (None, "", t[2]) if n in gaps else t
-                                 for n, t in as_timed.items()}, fkeys, rejected, composite)
-    for n in gaps:
-        if n in taking and taking[n][3]:
-            times[n] = (None, "", times[n][2])
-            taking[n] = (taking[n][0], f"its {as_timed[n][0]} is missing in {gaps[n]} of "
-                         f"{len(frames[n])} rows (the loader stops), "
-                         + taking[n][1].removeprefix("no time of its own, "), *taking[n][2:])
-        else:
-            taking.pop(n, None)
+    taking, parted = borrowed_times(timed, frames, pkeys, times, as_timed, dated, fkeys,
+                                    rejected, composite)
     seen = seen_ins(timed, pkeys, as_timed, fkeys, taking)
     lines = [f"# drafted by python -m rdl.data.draft from {source}: every guess says why;",
              "# check each; then python -m rdl.tasks.suggest "
@@ -272,7 +262,8 @@ def draft(folder) -> str:
         if name in rejected:
             lines.append(f"    # time: {_yaml(time)}   # not declared: {rejected[name]}")
         elif time is not None:
-            lines.append(f"    time: {_yaml(time)}   # {why}")
+            lines += [f"    time: {_yaml(time)}   # {why}"] + (
+                [f"    # {parted[name]}"] if name in parted else [])
         elif name in dated:
             col, ref, period, start, _ = dated[name]
             lines.append(f"    time: {{column: {_yaml(col)}, calendar: {{table: {_yaml(ref)}, "

@@ -169,7 +169,7 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         elif holds and not (own or text) and df[col].nunique() <= 50 and all(
                 covers[t] < 0.1 for t in holds):   # (small numbers; not JFK, an airport's)
             holds = []   # a type's code (VoteTypeId, 1 to 16): keys of some, few of any's
-        elif len(holds) > 1:   # (small numbers, keys of many: the tables whose keys it holds)
+        elif len(holds) > 1 and unnamed:   # (no name: the tables whose keys it mostly holds)
             most = [t for t in holds if covers[t] > 0.5]
             most = [t for t in most if covers[t] >= 0.9] if len(most) > 1 else most
             holds = most if len(most) == 1 else holds

@@ -12,7 +12,7 @@ reference, decided as the loader's time checks (:mod:`rdl.data.leaks`) would jud
 * a table whose time is after most rows that reference it (customers made when the data
   was migrated) is static, its time dropped;
 * a table of facts without a time of its own whose keys all match timed rows takes their
-  time (``time: {via: order_id}``, :mod:`rdl.data.inherit`);
+  time (``time: {via: order_id}``, :mod:`rdl.data.inherit`): :mod:`rdl.data.draft_parts`;
 * a column of years (``yearID``) is told the declaration that would time its rows;
 * a column that is a total or average of later rows, computed on export, is dropped
   (:func:`on_export`).
@@ -24,7 +24,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from rdl.data.composite import ids
 from rdl.data.keys import comparable
 from rdl.data.calendars import day_column
 from rdl.data import leaks, tallies
@@ -32,7 +31,6 @@ from rdl.data.database import Database, Table
 from rdl.data.leaks import BIRTH, LATER_SHARE
 from rdl.data.states import later_flags
 from rdl.data.names import name_words
-from rdl.data.periods import looks_like
 
 #: names of time columns, most likely the row's own time first
 TIME_WORDS = ("creat", "timestamp", "time", "date", "ts", "at", "day", "start", "signup",
@@ -233,87 +231,6 @@ def calendars_of(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
                 (nxt < len(starts)) & days.notna().to_numpy())
             out[name] = (col, ref, key, day, ends)
     return out
-
-
-def vias(frames: dict, pkeys: dict, times: dict, fkeys: dict, rejected: dict,
-         composite: dict | None = None) -> dict:
-    """Tables of facts without a time of their own whose every row references a timed
-    row: table -> (foreign key, why, the times it would take, declared). Declared (``time:
-    {via: order_id}``, :mod:`rdl.data.inherit`) where the rows are parts of the rows they
-    reference, the key alone or with a line number naming each (Olist's order items,
-    ``[order_id, order_item_id]``); else a comment: rows that come later than what they
-    reference (a player's seasons after his debut) would be seen too early. Never for a
-    table whose numbers count periods (``yearID``: the comment that times it by them)."""
-    timed = {n: frames[n][t[0]] for n, t in times.items()
-             if t[0] is not None and n not in rejected}
-    out: dict = {}
-    for _ in range(len(frames)):   # a table may take its time from one that takes its own
-        for name, df in frames.items():
-            if name in timed or name in rejected or name in out or any(
-                    looks_like(str(c), df[c]) or years(c, df[c]) for c in df.columns):
-                continue
-            taken = {}
-            for col, (ref, _) in fkeys[name][0].items():
-                if ref not in timed:
-                    continue
-                if ", " in col:   # a composite key: the ids the loader makes of its columns
-                    values, keys = (ids(df, col.split(", ")).to_numpy(object),
-                                    ids(frames[ref], (composite or {})[ref]).to_numpy(object))
-                else:
-                    values, keys = comparable(df[col], frames[ref][pkeys[ref]])
-                pos = pd.Index(keys).get_indexer(values)
-                if (pos >= 0).all():   # (a row without a match would have no time)
-                    taken[col] = (ref, pd.Series(timed[ref].to_numpy()[pos], index=df.index))
-            if not taken:
-                continue
-            col = max(taken, key=lambda c: taken[c][1].mean())
-            ref, times_of_ref = taken[col]
-            parts = _parts_of(df, col, pkeys.get(name, (composite or {}).get(name)),
-                              times_of_ref, {c for k in fkeys[name][0] for c in k.split(", ")})
-            if parts:
-                timed[name] = times_of_ref
-            out[name] = (col, (f"no time of its own, its rows parts of the {ref} rows they "
-                               "reference: each at their time" if parts == "part" else
-                               f"no time of its own, its key holds the {ref} rows' key: each "
-                               f"row at the time of the {ref} row it references, the earliest "
-                               "it can be; a row made later (a user's favourite, after the "
-                               "user) is seen early: give the table its time, where the "
-                               "export has it"
-                               if parts else
-                               f"no time of its own: if its rows begin with the {ref} row "
-                               f"they reference, declare this (each row at its {ref}'s time); "
-                               "rows that come later would be seen early") + (
-                f" (the latest of {sorted(taken)})" if len(taken) > 1 else ""),
-                times_of_ref, parts)
-    return out
-
-
-def _parts_of(df: pd.DataFrame, col: str, key=None, taken: pd.Series | None = None,
-              refs: set = frozenset()) -> str:
-    """``"part"`` where the rows are parts of the rows ``col`` references: it names each
-    row, alone or with a line number (whole numbers below 1,000, no foreign key of
-    ``refs``: a product's small id is no line number); or the rows' own serial
-    numbers follow the times they would take (``taken``), as lines numbered on as their
-    invoices are written (Chinook's ``InvoiceLineId``), which later rows about them
-    (returns, reviews) would not. ``"key"`` where it is a column of the table's composite
-    key: Northwind's ``Order Details`` (``[OrderID, ProductID]``: parts) is alike in this to
-    a user's favourite products (``[user_id, product_id]``: later rows), which no name or
-    value tells apart. Else ``""``."""
-    cols = col.split(", ")   # (a composite key's columns)
-    if not df[cols].duplicated().any():
-        return "part"
-    if any(c not in cols and c not in refs and pd.api.types.is_integer_dtype(df[c])
-           and df[c].between(0, 999)
-           .all() and not df[c].is_unique and not df[[*cols, c]].duplicated().any()
-           for c in df.columns):
-        return "part"
-    if isinstance(key, list) and set(cols) <= set(key):
-        return "key"
-    if not isinstance(key, str) or taken is None or len(df) < 20 or \
-            not pd.api.types.is_integer_dtype(df[key]):
-        return ""
-    t = taken.to_numpy()[np.argsort(df[key].to_numpy(), kind="stable")].astype("int64")
-    return "part" if t[0] < t[-1] and (np.diff(t) >= 0).all() else ""
 
 
 def seen_ins(frames: dict, pkeys: dict, times: dict, fkeys: dict, taking: dict) -> dict:

@@ -85,7 +85,6 @@ def _is_row(el: ET.Element, depth: int) -> bool:
 
 @lru_cache(maxsize=2)
 def _read(path: Path, size: int, mtime: int, where: str) -> pa.Table:
-    from rdl.data.sources import input_stream
     columns: dict[str, list] = {}
     rows = 0
 
@@ -102,7 +101,7 @@ def _read(path: Path, size: int, mtime: int, where: str) -> pa.Table:
     seen: dict[tuple, list[dict]] = {}
     row, stack = None, []
     try:
-        with input_stream(path) as f:
+        with pa.input_stream(str(path), compression="detect") as f:   # (.xml.gz)
             for event, el in ET.iterparse(f, events=("start", "end")):
                 if event == "start":
                     if not stack and "spreadsheet" in el.tag:

@@ -132,9 +132,13 @@ def test_a_first_row_with_commas_is_split_by_the_delimiter_every_line_shares(tmp
 def test_named_columns_are_keys_of_the_table_their_names_after_its_prefix_say(tmp_path):
     for name, df in tpch().items():
         df.to_parquet(tmp_path / f"{name}.parquet", index=False)
-    schema = yaml.safe_load(draft(tmp_path))["tables"]
+    text = draft(tmp_path)
+    schema = yaml.safe_load(text)["tables"]
     fkeys = {n: s.get("fkeys", {}) for n, s in schema.items()}
     assert fkeys["orders"] == {"o_custkey": "customer"}
+    # a line's dates all come after its order's: its order's time is told, not taken (no
+    # value tells a line, known when ordered, from an episode, known when aired)
+    assert "    # time: {via: l_orderkey}? its times all come at or after its orders" in text
     assert fkeys["customer"] == {"c_nationkey": "nation"}
     assert fkeys["supplier"] == {"s_nationkey": "nation"}
     assert schema["partsupp"]["pkey"] == ["ps_partkey", "ps_suppkey"]
