@@ -124,6 +124,9 @@ def after_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
             if not (pos >= 0).all():
                 continue
             t = pd.Series(frames[ref][theirs].to_numpy()[pos], index=df.index)
+            if not (pd.api.types.is_datetime64_any_dtype(t)
+                    and pd.api.types.is_datetime64_any_dtype(df[mine])):
+                continue   # (a calendar's period numbers, dated apart)
             if (df[mine] > t).mean() >= 0.5 and all(
                     (df[c].isna() | (df[c] >= t)).mean() >= 0.99 for c in own):
                 out[name] = col
@@ -141,7 +144,7 @@ def borrowed_times(timed: dict, frames: dict, pkeys: dict, times: dict, as_timed
     and dated after it. Returns (taking, table -> note)."""
     gaps = {n: int(frames[n][t[0]].isna().sum()) for n, t in times.items()
             if n not in dated and t[0] is not None and frames[n][t[0]].isna().any()}
-    after = {n: c for n, c in after_parents(frames, pkeys, as_timed, fkeys).items()
+    after = {n: c for n, c in after_parents(timed, pkeys, as_timed, fkeys).items()
              if n not in dated and n not in gaps}
     taking = vias(timed, pkeys, {n: (None, "", t[2]) if n in gaps else t
                                  for n, t in as_timed.items()}, fkeys, rejected, composite)
