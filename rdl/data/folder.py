@@ -309,6 +309,8 @@ def _check_columns(t: TableSchema, parts: list[files.Header] | None) -> list[str
     header = files.union(parts) if parts else parquet.header(t.parts, t.where(), t.base)
     columns = header.names
     assembled.check(t, columns)
+    if (t.via is not None or t.seen_in is not None) and t.time in columns:
+        inherit.clash(t)   # (before its values are read as the time's)
     for col in t.required():
         same = [w for w in header.written if w.strip().casefold() == col.casefold()]
         if len(same) > 1:

@@ -128,11 +128,16 @@ def take(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
     for name in order:
         t = tables[name]
         if t.time in frames[name].columns:
-            raise DataError(f"{t.where(t.time)}: the file has a column {t.time!r}, the name of "
-                            "the time it takes: name that time (time: {"
-                            + (f"via: {t.via}" if t.via else f"seen_in: {t.seen_in}")
-                            + ", column: <a new name>})")
+            clash(t)
         frames[name] = (_via if t.via is not None else _seen)(t, tables, frames, policy)
+
+
+def clash(t: TableSchema) -> None:
+    """Stop: the table's file has a column named as the time it takes."""
+    raise DataError(f"{t.where(t.time)}: the file has a column {t.time!r}, the name of the "
+                    "time it takes: name that time (time: {"
+                    + (f"via: {t.via}" if t.via else f"seen_in: {t.seen_in}")
+                    + ", column: <a new name>})")
 
 
 def _via(t: TableSchema, tables: dict, frames: dict, policy: str) -> pd.DataFrame:

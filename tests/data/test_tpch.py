@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from rdl.data import files, sources
+from rdl.data.database import DataError
 from rdl.data.draft import draft
 from rdl.data.folder import load_folder
 
@@ -165,3 +166,23 @@ def test_dat_files_of_text_only_are_tables(tmp_path):
     (tmp_path / "a.dat").write_text("x|y|\n1|2|\n")
     (tmp_path / "b.dat").write_bytes(b"\x00\x00\x00binary")
     assert sources.is_csv(tmp_path / "a.dat") and not sources.is_csv(tmp_path / "b.dat")
+
+
+def test_lines_taking_their_order_s_time_name_it_where_their_file_has_that_name(tmp_path):
+    """Headerless, the lines' third field (a supplier) is named as the orders' time
+    (``column_3``, the order date): the load stops before reading it as times, saying to
+    name the time the lines take; so named, they load, each at its order's date."""
+    tables = dbgen(tmp_path)
+    schema = yaml.safe_load(draft(tmp_path))["tables"]
+    lines = schema["lineitem"]
+    lines["time"] = {"via": "column_1"}
+    lines["stypes"] = {c: "drop" for c in ("column_7", "column_8", "column_9")}
+    with pytest.raises(DataError, match="has a column 'column_3', the name of the time it "
+                                        r"takes: name that time \(time: \{via: column_1, "
+                                        "column: <a new name>"):
+        load_folder(tmp_path, {"tables": schema})
+    lines["time"]["column"] = "ordered"
+    db = load_folder(tmp_path, {"tables": schema})
+    placed = tables["orders"].set_index("o_orderkey")["o_orderdate"]
+    want = tables["lineitem"]["l_orderkey"].map(placed).to_numpy()
+    assert (db["lineitem"].df["ordered"].to_numpy() == want).all()
