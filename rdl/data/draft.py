@@ -204,6 +204,7 @@ def draft(folder) -> str:
     one_link(frames, pkeys, composite, fkeys, times)
     for (name, col), why in on_export(frames, pkeys, fkeys, times).items():
         times[name][2][col] = ("drop", why)
+        fkeys[name][0].pop(col, None)   # (a last editor's key: no link)
     rejected = older_than_parents(frames, pkeys, times, fkeys)
     dated = calendars_of(frames, pkeys, times, fkeys)
     # the tables dated through a calendar, as if timed by their rows' times (their parts

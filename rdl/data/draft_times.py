@@ -264,8 +264,9 @@ def seen_ins(frames: dict, pkeys: dict, times: dict, fkeys: dict, taking: dict) 
 def on_export(frames: dict, pkeys: dict, fkeys: dict, times: dict) -> dict:
     """(table, column) -> why, for the columns the loader would stop on as totals or
     averages of later rows computed on export (:func:`rdl.data.leaks.computed_on_export`),
-    found on the drafted keys and times, and those named as tallies of attention on
-    tables whose rows have events (:func:`rdl.data.tallies.drafted`)."""
+    found on the drafted keys and times, those named as tallies of attention on tables
+    whose rows have events (:func:`rdl.data.tallies.drafted`), and foreign keys named as
+    the last row to touch a row (``LastEditorUserId``: the draft drops them as keys)."""
     tables = {}
     for name, df in frames.items():
         df, refs = df.copy(deep=False), {}
@@ -275,7 +276,13 @@ def on_export(frames: dict, pkeys: dict, fkeys: dict, times: dict) -> dict:
                 at = pd.Index(keys).get_indexer(values)
                 df[col], refs[col] = pd.array(np.where(at >= 0, at, None), dtype="Int64"), ref
         tables[name] = Table(df, pkeys.get(name), refs, times[name][0])
-    return {**tallies.drafted(frames, pkeys, fkeys, times), **{
+    last = {(name, col): f"by its name the last {ref} row to touch this one (a post's last "
+                         "editor, a customer's last order): written when the file was "
+                         "exported, it links a seed to who comes after it; dropped"
+            for name in frames for col, (ref, _) in fkeys[name][0].items()
+            if ", " not in col and name_words(col)[:1] and name_words(col)[0].startswith(
+                SUMMARY_TIMES)}
+    return {**last, **tallies.drafted(frames, pkeys, fkeys, times), **{
             (name, col): f"equals {what} in {same} of {held} rows, later ones included: "
                          f"computed on export, it would show every seed what is still to come "
                          "(numerical, if it was known then)"

@@ -114,7 +114,8 @@ def future_references(db, where=lambda name, col: f"table {name!r}, column {col!
     time its rows began: a change or load time (``last_update``), or an account created
     when the data was migrated, after the rows that reference it. Then every link is
     hidden until that time, and the model trains without them: a warning from ``share``
-    of the linked rows on, naming both times, an example and what to declare.
+    of the linked rows on, naming both times, an example and what to declare. Then the
+    keys named as the last row to touch theirs (:func:`last_references`).
     ``where(table, column)`` names the column as the loader's messages do."""
     for name, t in db:
         for col, ref in t.fkeys.items():
@@ -149,6 +150,23 @@ def future_references(db, where=lambda name, col: f"table {name!r}, column {col!
                         "{%s: drop}; a change time as a feature tells of the future) or a "
                         "plain feature ({%s: timestamp})", what, ref, r.time_col, ref,
                         r.time_col, r.time_col)
+    last_references(db, where)
+
+
+def last_references(db, where=lambda name, col: f"table {name!r}, column {col!r}") -> None:
+    """Warn of a foreign key named as the last row to touch its row (a post's
+    ``LastEditorUserId``, a customer's ``last_order_id``): written when the file was
+    exported, it links every seed to a row that may come after it (who will edit the post).
+    The draft drops such keys (:func:`rdl.data.draft_times.on_export`)."""
+    for name, t in db:
+        for col, ref in t.fkeys.items():
+            words = name_words(col)
+            if ", " not in col and words and words[0].startswith(("last", "latest", "final")):
+                log.warning("%s: a foreign key named as the last %s row to touch this one: "
+                            "written when the file was exported, it links a seed to a row "
+                            "that may come after it; unless it was set when the row began, "
+                            "leave it out of fkeys and drop it (stypes: {%s: drop})",
+                            where(name, col), ref, col)
 
 
 def rows_per_event(db, where=lambda name: f"table {name!r}") -> None:

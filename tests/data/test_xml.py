@@ -44,6 +44,8 @@ def dump(folder, seed: int = 0, kind: str = "xml") -> dict[str, pd.DataFrame]:
             row["AcceptedAnswerId"] = i + 1
         if i == 150:
             row["ClosedDate"] = made + pd.Timedelta(days=2)
+        if i % 7 == 0:   # (edited since, last by one who may have joined after)
+            row["LastEditorUserId"] = int(rng.choice(users["Id"]))
         posts.append(row)
     comments = [{"Id": i, "PostId": p, "Score": 0, "Text": "Thanks, & well said <3",
                  "CreationDate": at(10 + 30 * p + int(rng.integers(1, 40))),
@@ -106,16 +108,21 @@ def test_tallies_written_at_the_export_are_dropped_from_tables_whose_rows_have_e
     dropped = {n: sorted(c for c, st in s.get("stypes", {}).items() if st == "drop")
                for n, s in schema.items()}
     assert dropped["Users"] == ["DownVotes", "Reputation"]   # (users have comments, posts)
-    assert dropped["Posts"] == ["Score"]                      # (posts have comments)
+    # (posts have comments; the last editor: a key written at the export, no link)
+    assert dropped["Posts"] == ["LastEditorUserId", "Score"]
+    assert "LastEditorUserId" not in schema["Posts"]["fkeys"]
     assert dropped["Comments"] == []   # (no row references a comment: its own, or a tally?)
     for name in ("Users", "Posts"):
         del schema[name]["stypes"]
+    schema["Posts"]["fkeys"]["LastEditorUserId"] = "Users"
     load_folder(tmp_path, {"tables": schema})
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any("table 'Users'): columns 'DownVotes', 'Reputation': by its name, a tally" in m
                for m in said), said
     assert any("table 'Posts'): column 'Score'" in m for m in said)
     assert not any("table 'Comments'" in m and "tally" in m for m in said)
+    assert any("column 'LastEditorUserId'): a foreign key named as the last Users row" in m
+               for m in said)
     # a question names its accepted answer, posted after it: that link, not a static table
     assert any("'AcceptedAnswerId'" in m and "a later row of its own table" in m
                and "static" not in m for m in said)
