@@ -158,6 +158,9 @@ def borrowed_times(timed: dict, frames: dict, pkeys: dict, times: dict, as_timed
         else:
             taking.pop(n, None)
     for n, col in after.items():   # (told: they may be parts known from then, or not)
+        refs = {c for k in fkeys[n][0] for c in k.split(", ")}
+        if _parts_of(frames[n], col, pkeys.get(n, composite.get(n)), None, refs) != "part":
+            continue   # (a user's badges, after the user joined: rows of their own)
         ref, own = fkeys[n][0][col][0], times[n][0]
         notes[n] = (f"time: {{via: {col}}}? its times all come at or after its {ref} row's "
                     f"(its {own} after it in most rows): if each row is known when that is (an "
