@@ -158,11 +158,13 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         text = not pd.api.types.is_numeric_dtype(df[col])
         if not (text or unnamed or norm(col).endswith(("id", "key"))):
             continue
-        covers = {t: _share(frames[t][k], df[col]) for t, k in pkeys.items()}
+        def cover(t):   # (the share of table t's keys among its values)
+            return _share(frames[t][pkeys[t]], df[col])
         shares = {t: _share(df[col], frames[t][k]) for t, k in pkeys.items()
                   if (t != name or not text and _to_itself(col, bare[name]))
-                  and keyish(frames[t][k]) and (text or not unnamed or covers[t] > 0.5)}
+                  and keyish(frames[t][k]) and (text or not unnamed or cover(t) > 0.5)}
         holds = [t for t, share in shares.items() if share >= 0.9]
+        covers = {t: cover(t) for t in holds}
         own = any(w in norm(col) for w in SELF_WORDS)
         if len(holds) > 1 and name in holds and own:
             holds = [name]   # parent_id, manager_id: named as a row of the table's own kind

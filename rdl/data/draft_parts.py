@@ -134,8 +134,9 @@ def after_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
     return out
 
 
-def borrowed_times(timed: dict, frames: dict, pkeys: dict, times: dict, as_timed: dict, dated: dict,
-          fkeys: dict, rejected: dict, composite: dict) -> dict:
+def borrowed_times(timed: dict, frames: dict, pkeys: dict, times: dict, as_timed: dict,
+                   dated: dict, fkeys: dict, rejected: dict, composite: dict
+                   ) -> tuple[dict, dict]:
     """:func:`vias`, with the tables whose time is missing in some rows (the loader stops)
     taking the time of the rows they are parts of (``times`` updated: no time of their
     own); and notes on those whose times all come after their parents' (:func:`after_
@@ -167,5 +168,4 @@ def borrowed_times(timed: dict, frames: dict, pkeys: dict, times: dict, as_timed
                     f"order's line, shipped later), take its time, its own times later events;"
                     " if a row begins later (an episode aired after its series began), keep "
                     f"{own}")
-        taking.pop(n, None)
     return taking, notes

@@ -1,6 +1,6 @@
 """One table's parquet files (or JSON ones, :mod:`rdl.data.jsonl`; ORC, Arrow, Avro, SAS
-or Stata ones, :mod:`rdl.data.typed`; XML, :mod:`rdl.data.xmlrows`) as a pandas frame, with the types warehouses write in
-them.
+or Stata ones, :mod:`rdl.data.typed`; XML, :mod:`rdl.data.xmlrows`) as a pandas frame,
+with the types warehouses write in them.
 
 Spark, BigQuery and Snowflake export nested and typed columns that a table of features
 cannot hold as they are; each becomes what it means, here and in the header the schema is

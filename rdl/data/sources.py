@@ -163,8 +163,9 @@ def csv_parts(found: list[Path], where: str) -> bool:
         sheet = other[0].suffix.lower() in (".xlsx", ".xls", ".xlsm", ".ods")
         raise DataError(f"{where}: {other[0].name} is neither a CSV, a parquet nor a JSON file "
                         "(by its name: .csv, .tsv, .txt, .psv, .tbl, maybe compressed, .parquet, "
-                        "or .jsonl, .json, .xml); " + ("a spreadsheet: save it as .xlsx, or each sheet as CSV"
-                                      if sheet else "export the table as one of those"))
+                        "or .jsonl, .json, .xml); " + (
+                            "a spreadsheet: save it as .xlsx, or each sheet as CSV" if sheet
+                            else "export the table as one of those"))
     kinds = {}
     for c, p in zip(csv, found):
         kinds.setdefault("CSV" if c else "JSON" if is_json(p) else "parquet", p.name)

@@ -9,11 +9,12 @@ are): by its name, at the export, it counts what comes after every seed.
 Measured on a real dump (History Stack Exchange's meta site, 2,295 users, 2011-2018:
 docs/results.md), "will a user earn a badge or comment in the next 91 days", test AUROC
 over five windows: kept, the model 0.9143 and LightGBM (mean of depth 1, 2) 0.8922
-(LightGBM's most gain: ``Users.Reputation``); dropped, 0.8204 and 0.8119. So on a table whose rows have events (rows of timed tables reference
-them: an entity) the draft drops such a column, saying why, and the loader warns of one
-not declared. A figure that was known when the row began keeps a stype (``stypes: {col:
-numerical}``). Elsewhere names do not tell a tally from a row's own outcome (a comment's
-``Score`` from an election's votes, an award's first-place votes): nothing is said.
+(LightGBM's most gain: ``Users.Reputation``); dropped, 0.8204 and 0.8119. So on a table
+whose rows have events (rows of timed tables reference them: an entity) the draft drops
+such a column, saying why, and the loader warns of one not declared. A figure that was
+known when the row began keeps a stype (``stypes: {col: numerical}``). Elsewhere names do
+not tell a tally from a row's own outcome (a comment's ``Score`` from an election's votes,
+an award's first-place votes): nothing is said.
 """
 from __future__ import annotations
 
