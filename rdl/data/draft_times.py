@@ -14,8 +14,9 @@ reference, decided as the loader's time checks (:mod:`rdl.data.leaks`) would jud
 * a table of facts without a time of its own whose keys all match timed rows takes their
   time (``time: {via: order_id}``, :mod:`rdl.data.inherit`): :mod:`rdl.data.draft_parts`;
 * a column of years (``yearID``) is told the declaration that would time its rows;
-* a column that is a total or average of later rows, computed on export, is dropped
-  (:func:`on_export`).
+* a column that is a total or average of later rows, computed on export, is dropped, as
+  are tallies of attention on tables whose rows have events (:mod:`rdl.data.tallies`)
+  and foreign keys named as the last row to touch theirs (:func:`on_export`).
 """
 from __future__ import annotations
 
@@ -280,8 +281,7 @@ def on_export(frames: dict, pkeys: dict, fkeys: dict, times: dict) -> dict:
                          "editor, a customer's last order): written when the file was "
                          "exported, it links a seed to who comes after it; dropped"
             for name in frames for col, (ref, _) in fkeys[name][0].items()
-            if ", " not in col and name_words(col)[:1] and name_words(col)[0].startswith(
-                SUMMARY_TIMES)}
+            if leaks.named_last(col)}
     return {**last, **tallies.drafted(frames, pkeys, fkeys, times), **{
             (name, col): f"equals {what} in {same} of {held} rows, later ones included: "
                          f"computed on export, it would show every seed what is still to come "

@@ -153,6 +153,14 @@ def future_references(db, where=lambda name, col: f"table {name!r}, column {col!
     last_references(db, where)
 
 
+def named_last(col: str) -> bool:
+    """Whether a foreign key (of one column) is named as the last row to touch its row
+    (``LastEditorUserId``, ``last_order_id``, ``latest_review_id``, ``final_...``)."""
+    words = name_words(col)
+    return ", " not in col and bool(words) and words[0].startswith(
+        ("last", "latest", "final", "recent"))
+
+
 def last_references(db, where=lambda name, col: f"table {name!r}, column {col!r}") -> None:
     """Warn of a foreign key named as the last row to touch its row (a post's
     ``LastEditorUserId``, a customer's ``last_order_id``): written when the file was
@@ -160,8 +168,7 @@ def last_references(db, where=lambda name, col: f"table {name!r}, column {col!r}
     The draft drops such keys (:func:`rdl.data.draft_times.on_export`)."""
     for name, t in db:
         for col, ref in t.fkeys.items():
-            words = name_words(col)
-            if ", " not in col and words and words[0].startswith(("last", "latest", "final")):
+            if named_last(col):
                 log.warning("%s: a foreign key named as the last %s row to touch this one: "
                             "written when the file was exported, it links a seed to a row "
                             "that may come after it; unless it was set when the row began, "

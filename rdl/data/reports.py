@@ -120,6 +120,8 @@ def steadier(text: str, written: list[str], delimiters=(";", "\t", "|", "\x01"))
             return set()
         return {len(r) for r in rows[:-1] if r}   # (the last may be cut short)
     found = [d for d in delimiters if any(d in w for w in written)]
+    if not found:
+        return None   # (nearly every CSV file: its head is not parsed again)
     commas = widths(",")
     least = max(commas) if len(commas) == 1 else 1   # (both even: the one of more fields)
     steady = {d: w.pop() for d in found if len(w := widths(d)) == 1 and max(w) > least}

@@ -137,18 +137,9 @@ def parts(path: Path) -> list[Path]:
 def archives(folder: Path) -> str:
     """What to say of a folder's archives of several files (a Stack Exchange site's dump is
     one ``.7z``), which rdl does not open: ``""`` where it holds none."""
-    found = sorted(p.name for p in folder.iterdir() if p.is_file() and (
-        p.name.lower().endswith((".7z", ".tar", ".tar.gz", ".tgz", ".rar", ".tar.bz2"))
-        or p.suffix.lower() == ".zip" and _many(p)))
+    found = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(
+        (".7z", ".tar", ".tar.gz", ".tgz", ".rar", ".tar.bz2")))   # (a .zip is read as a table)
     return f" (archives: {', '.join(found[:5])}: extract them into it)" if found else ""
-
-
-def _many(path: Path) -> bool:
-    try:
-        with zipfile.ZipFile(path) as z:
-            return sum(not n.endswith("/") for n in z.namelist()) > 1
-    except (zipfile.BadZipFile, OSError):
-        return False
 
 
 def csv_parts(found: list[Path], where: str) -> bool:
