@@ -477,3 +477,33 @@ def test_events_through_a_timed_table_by_a_path(tiny_cfg):
         mine = items[(whose == row.customer_id) & (items["at"] > row.timestamp)
                      & (items["at"] <= row.timestamp + t.delta)]
         assert row.sum == pytest.approx(mine["price"].sum())
+
+
+def test_a_stray_last_burst_after_a_gap_is_in_no_split():
+    """Sakila's rentals end on 2005-08-23, then 182 more on 2006-02-14: the last whole
+    window before the data's end held no row, and suggest found no task. The split times
+    are the gap's, the rows after it named in a comment."""
+    rng = np.random.default_rng(0)
+    start = pd.Timestamp("2005-01-01")
+    visits = pd.DataFrame({"person": rng.integers(0, 300, 6000),
+                           "at": start + pd.to_timedelta(rng.uniform(0, 240, 6000), "D")})
+    stray = pd.DataFrame({"person": rng.integers(0, 300, 50),
+                          "at": pd.Timestamp("2006-02-14") + pd.to_timedelta(
+                              rng.uniform(0, 0.5, 50), "D")})
+    people = Table(pd.DataFrame({"person": range(300)}), "person", {}, None)
+    lines = suggestions(Database({"people": people, "visits": Table(
+        pd.concat([visits, stray], ignore_index=True), None, {"person": "people"}, "at")}),
+        ["data=x"])
+    gap = visits["at"].max()
+    note = (f"# 50 rows from {stray['at'].min()} on, after {(stray['at'].min() - gap).days} "
+            "days without any")
+    assert any(line.startswith(note) for line in lines)
+    args = dict(a.split("=", 1) for a in shlex.split(lines[2]) if a.startswith("task."))
+    test = pd.Timestamp(args["task.test_timestamp"])
+    assert test + pd.Timedelta(args["task.window"]) <= gap
+    assert not any(line.startswith("# few rows") for line in lines)
+    # the same rows with no stray ones: the same split, and no comment
+    alone = suggestions(Database({"people": people, "visits": Table(
+        visits, None, {"person": "people"}, "at")}), ["data=x"])
+    assert alone[1] == lines[2] and not any("after" in line and "days without" in line
+                                            for line in alone)

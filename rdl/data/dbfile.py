@@ -32,6 +32,8 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from rdl.data import sheets, sqlscript
 from rdl.data.database import DataError
 
@@ -43,10 +45,13 @@ SUFFIXES = (".sqlite", ".sqlite3", ".db", ".db3", ".duckdb", ".ddb")
 
 
 def kind(path) -> str | None:
-    """``"sqlite"``, ``"duckdb"``, ``"xlsx"`` or ``"sql"`` (a script) when ``path`` is such
-    a database file (by its first bytes, whatever its suffix; a workbook by its suffix and
-    contents, a script by its suffix), else None."""
+    """``"sqlite"``, ``"duckdb"``, ``"xlsx"`` or ``"sql"`` (a script, or a folder of them:
+    :func:`rdl.data.sqlscript.scripts_in`) when ``path`` is such a database file (by its
+    first bytes, whatever its suffix; a workbook by its suffix and contents, a script by
+    its suffix), else None."""
     path = Path(path)
+    if path.is_dir() and sqlscript.scripts_in(path):
+        return "sql"
     if not path.is_file():
         return None
     if sheets.is_workbook(path):
@@ -62,10 +67,22 @@ def kind(path) -> str | None:
     return None
 
 
+def within(folder) -> str:
+    """What to say of the database files in a folder that holds no table's file: ``""``
+    where it holds none (a folder of scripts is itself one: :func:`kind`)."""
+    found = sorted(p for p in Path(folder).iterdir() if p.is_file() and kind(p) in (
+        "sqlite", "duckdb"))
+    if not found:
+        return ""
+    return (f" (database files: {', '.join(p.name for p in found[:5])}: draft one of them, "
+            f"python -m rdl.data.draft {found[0]})")
+
+
 def schema_beside(path) -> Path:
-    """The schema file of database file ``path``: ``<stem>.schema.yaml`` beside it."""
+    """The schema file of database file ``path``: ``<stem>.schema.yaml`` beside it (a
+    folder of scripts: its ``schema.yaml``)."""
     path = Path(path)
-    return path.with_name(f"{path.stem}.schema.yaml")
+    return path / "schema.yaml" if path.is_dir() else path.with_name(f"{path.stem}.schema.yaml")
 
 
 @dataclass
@@ -90,8 +107,18 @@ class Declared:
             if bad:
                 notes[t] = (cols[0], f"the declared primary key ({', '.join(cols)}) is missing or "
                             f"repeated in {bad} of {len(v)} rows: not used")
-            elif len(cols) == 1:
-                single[t] = (cols[0], "the primary key the database declares")
+                continue
+            # (a partitioned table's key holds the partition's time: payment_id, payment_date)
+            rest = [c for c in cols if not pd.api.types.is_datetime64_any_dtype(v[c])]
+            if 0 < len(rest) < len(cols) and not (v[rest].isna().any(axis=1)
+                                                  | v[rest].duplicated(keep=False)).any():
+                why = (f"the primary key the database declares, ({', '.join(cols)}), less its "
+                       f"times: {', '.join(rest)} alone unique in every row")
+                cols = rest
+            else:
+                why = "the primary key the database declares"
+            if len(cols) == 1:
+                single[t] = (cols[0], why)
             else:
                 composite[t] = cols
         return single, composite, notes
@@ -243,10 +270,13 @@ def _sqlite_table(con, table: str, target: Path, where: Path) -> None:
     cur = con.execute(f"SELECT * FROM {_quote(table)}")
     names = [d[0] for d in cur.description]
     rows = cur.fetchmany(10_000)
-    blobs = {i for i, (n, typ) in enumerate(
-        (c[1], c[2]) for c in con.execute(f"PRAGMA table_info({_quote(table)})"))
-        if "BLOB" in (typ or "").upper()}
-    blobs |= {i for row in rows for i, v in enumerate(row) if isinstance(v, bytes)}
+    declared = {i for i, c in enumerate(con.execute(f"PRAGMA table_info({_quote(table)})"))
+                if "BLOB" in (c[2] or "").upper()}
+    binary = {i for row in rows for i, v in enumerate(row) if isinstance(v, bytes)}
+    # (binary of 16 bytes or fewer in a column not declared BLOB: a key's UUID, as hex)
+    short = {i for i in binary - declared
+             if all(len(r[i]) <= 16 for r in rows if isinstance(r[i], bytes))}
+    blobs = (declared | binary) - short
     if blobs:
         log.warning("%s: table %r: BLOB column(s) %s left out (binary data, not features)",
                     where, table, [names[i] for i in sorted(blobs)])
@@ -255,7 +285,8 @@ def _sqlite_table(con, table: str, target: Path, where: Path) -> None:
         w = csv.writer(f)
         w.writerow([names[i] for i in keep])
         while rows:
-            w.writerows([["" if row[i] is None or isinstance(row[i], bytes) else row[i]
+            w.writerows([["" if row[i] is None or isinstance(row[i], bytes) and i not in short
+                          else row[i].hex() if isinstance(row[i], bytes) else row[i]
                           for i in keep] for row in rows])
             rows = cur.fetchmany(10_000)
 
@@ -273,9 +304,9 @@ def exported(path, write=None, tag: str = "") -> Path:
 
     write = write or export
     path = Path(path).expanduser().resolve()
-    st = path.stat()
-    digest = hashlib.sha1(f"{path}|{st.st_size}|{st.st_mtime_ns}|{EXPORT_VERSION}|{tag}".encode()
-                          ).hexdigest()[:12]
+    stamp = [(p.name, p.stat().st_size, p.stat().st_mtime_ns)
+             for p in (sqlscript.scripts_in(path) if path.is_dir() else [path])]
+    digest = hashlib.sha1(f"{path}|{stamp}|{EXPORT_VERSION}|{tag}".encode()).hexdigest()[:12]
     root = paths.cache_dir() / "dbfiles"
     folder = root / digest / path.name
     if folder.is_dir():

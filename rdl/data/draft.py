@@ -163,7 +163,8 @@ def draft(folder) -> str:
         raise DataError(f"{folder}: no such folder")
     tables = tables_of(folder)
     if not tables:
-        raise DataError(f"{folder}: no CSV, parquet or JSON file in it" + sources.archives(folder))
+        raise DataError(f"{folder}: no CSV, parquet or JSON file in it" + sources.archives(folder)
+                        + dbfile.within(folder))
     frames, failed, read_as = {}, {}, {}
     for name, file in tables.items():
         try:

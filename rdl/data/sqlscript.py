@@ -1,11 +1,16 @@
 """A database as a SQL script (``.sql``): how sample databases are handed out (Chinook's,
 Northwind's, Sakila's and MySQL's ``employees`` scripts; ``pg_dump``'s plain output), run
-into a SQLite file that :mod:`rdl.data.dbfile` then reads with the keys it declares.
+into a SQLite file that :mod:`rdl.data.dbfile` then reads with the keys it declares. A
+folder of scripts and no data files is one database (:func:`scripts_in`: Sakila's and
+Pagila's schema script beside their data script): every script's tables are made first,
+then every script's rows.
 
 Only what makes tables and rows is run: ``CREATE TABLE``, ``INSERT``, PostgreSQL's ``COPY
 ... FROM stdin`` with its rows, and the keys ``ALTER TABLE ... ADD ... PRIMARY KEY`` or
 ``FOREIGN KEY`` adds (folded into the table's ``CREATE``: SQLite adds no constraint
-later). Everything else (``SET``, ``LOCK``, indexes, views, functions, triggers,
+later). A table PostgreSQL keeps in partitions (``PARTITION OF``, ``ATTACH PARTITION``,
+``INHERITS`` a parent with no column of its own) is one table: the partitions' rows are
+their parent's. Everything else (``SET``, ``LOCK``, indexes, views, functions, triggers,
 sequences, grants) is left out. The dialects' differences SQLite would stop on are
 smoothed, each a rule below: MySQL's table options, ``AUTO_INCREMENT``, ``UNSIGNED``,
 ``KEY`` lines, ``ENUM``, backslash escapes in strings; PostgreSQL's ``public.`` and casts;
@@ -17,15 +22,20 @@ or a download) nor SQLite runs another dialect's script.
 """
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 from rdl.data.database import DataError
-from rdl.data.sources import input_stream
+from rdl.data import sources
+
+log = logging.getLogger(__name__)
 
 SUFFIXES = (".sql",)
+#: files beside a folder's scripts that hold no table (a README.txt is no CSV file)
+_NOT_TABLES = re.compile(r"(?i)^(readme|licen[cs]e|changelog|notice|copying)\b")
 
 
 def is_script(path) -> bool:
@@ -33,6 +43,22 @@ def is_script(path) -> bool:
     s = [x.lower() for x in Path(path).suffixes]
     return bool(s) and (s[-1] == ".sql" or (len(s) > 1 and s[-2] == ".sql"
                                             and s[-1] in (".gz", ".bz2", ".zst")))
+
+
+def scripts_in(folder) -> list[Path]:
+    """The SQL scripts of ``folder`` in name order, where they are its database: one or
+    more, and no file of a table beside them (a folder of CSV files with a script of their
+    DDL is a folder of files); else ``[]``."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    files = [p for p in sorted(folder.iterdir()) if p.is_file()
+             and not p.name.startswith((".", "_")) and not _NOT_TABLES.match(p.name)]
+    scripts = [p for p in files if is_script(p)]
+    if any(not sources.unnamed(p) and (sources.is_csv(p) or sources.is_parquet(p))
+           for p in files if p not in scripts):
+        return []
+    return scripts
 
 
 def statements(text: str):
@@ -143,23 +169,35 @@ def _literal(lit: str, mysql: bool) -> str:
 def sqlite_text(stmt: str, mysql: bool) -> str:
     """A statement as SQLite reads it: names without their schema (``public.actor``,
     ``[dbo].[Album]``), no casts (``'G'::mpaa_rating``), SQL Server's ``N'...'`` plain,
-    MySQL's escapes read."""
+    MySQL's escapes read; a binary string as hex (a picture's: ``0x89504E47...``, as
+    MySQL and SQL Server write them; MySQL's ``_binary '...'``) a blob."""
     literals = []   # each literal a mark (\x00), so that the rules run once on the rest
 
     def mark(m):
-        literals.append(_literal(m.group(0), mysql))
+        hexed = m.group(0)[2:] if m.group(0)[:2].lower() == "0x" else None
+        literals.append(_literal(m.group(0), mysql) if hexed is None else
+                        f"X'{'0' * (len(hexed) % 2)}{hexed}'")
         return "\x00"
-    text = _LITERAL[mysql].sub(mark, stmt.replace("\x00", ""))
+    text = _BLOB_OR_LITERAL[mysql].sub(mark, stmt.replace("\x00", ""))
     text = _QUALIFIED.sub("", text)
     text = re.sub(r"::\s*[\w ]+?(\[\])?(?=[\s,)\x00]|$)", "", text)
     text = re.sub(r"(?i)\bN(?=\x00)", "", text)   # N'...'
+    if mysql:
+        text = re.sub(r"(?i)\b_binary\s*\x00", "CAST(\x00 AS BLOB)", text)
+        text = re.sub(r"(?i)\b_(utf8mb4|utf8|latin1)\s*(?=\x00)", "", text)
     it = iter(literals)
     return re.sub("\x00", lambda _: next(it), text)
+
+
+#: a string literal, or hex digits (marked first: names are looked for in what is left)
+_BLOB_OR_LITERAL = {k: re.compile(rf"\b0[xX][0-9a-fA-F]+\b|{v.pattern}", v.flags)
+                    for k, v in _LITERAL.items()}
 
 
 _DROP_ITEM = re.compile(r"(?is)^\s*((UNIQUE|FULLTEXT|SPATIAL)\s+)?(KEY|INDEX)\b|^\s*(CONSTRAINT\s+"
                         rf"{_NAME}\s+)?(CHECK|EXCLUDE|UNIQUE)\b")
 _DROP_WORDS = [r"AUTO_INCREMENT", r"UNSIGNED", r"ZEROFILL", r"CHARACTER\s+SET\s+\w+",
+               r"(?<=\)\s)BINARY\b(?!\s*\()",   # MySQL's VARCHAR(40) BINARY (not a BINARY(16))
                r"COLLATE\s+\S+", r"COMMENT\s+'(?:[^']|'')*'", r"NOT\s+FOR\s+REPLICATION",
                r"ON\s+UPDATE\s+CURRENT_TIMESTAMP(\(\d*\))?", r"(NON)?CLUSTERED",
                r"DEFAULT\s+[\w.]+\s*\((?:[^()]|\([^()]*\))*\)",   # a function's value: now()
@@ -209,7 +247,9 @@ def create_table(stmt: str, added: dict[str, list[str]]) -> str:
         for word in _DROP_WORDS:
             item = re.sub(rf"(?i)\b{word}", "", item)
         items.append(item.strip())
-    items += added.get(name, [])
+    # the columns before the keys (YugabyteDB's dump writes a key first; SQLite refuses it)
+    keys = [x for x in items if re.match(r"(?i)(CONSTRAINT|PRIMARY\s+KEY|FOREIGN\s+KEY)\b", x)]
+    items = [x for x in items if x not in keys] + keys + added.get(name, [])
     return f'CREATE TABLE "{name}" ({", ".join(items)})'
 
 
@@ -240,44 +280,110 @@ def _copy_rows(rows: str) -> list[list]:
     return out
 
 
-def run(path, target) -> Path:
-    """SQL script ``path`` run into a new SQLite file ``target`` (see the module).
+def _parent(stmt: str) -> tuple[str, str, bool] | None:
+    """``(table, its parent, whether the table lists columns of its own)`` where ``stmt``
+    (as :func:`sqlite_text` writes it) makes a partition: ``CREATE TABLE t PARTITION OF
+    p``, ``CREATE TABLE t (...) INHERITS (p)``, ``ALTER TABLE p ATTACH PARTITION t``."""
+    m = re.match(rf"(?is)CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?({_NAME})\s+PARTITION\s+OF"
+                 rf"\s+({_NAME})", stmt) or re.match(
+        rf"(?is)ALTER\s+TABLE\s+(?:ONLY\s+)?({_NAME})\s+ATTACH\s+PARTITION\s+({_NAME})", stmt)
+    if m:
+        pair = [x.strip('"`[]') for x in m.groups()]
+        return (pair[0], pair[1], False) if stmt.upper().lstrip().startswith("CREATE") else \
+            (pair[1], pair[0], False)
+    m = re.search(rf"(?is)\)\s*INHERITS\s*\(\s*({_NAME})\s*\)\s*$", stmt)
+    if not m:
+        return None
+    own = create_table(stmt, {}).split("(", 1)[1].rsplit(")", 1)[0]
+    columns = [x for x in _split(own) if x.strip() and not re.match(
+        r"(?i)\s*(CONSTRAINT|PRIMARY|FOREIGN)\b", x)]
+    return _table_name(stmt), m.group(1).strip('"`[]'), bool(columns)
 
-    Raises:
-        DataError: the script makes no table, or SQLite refuses a statement (its line).
-    """
-    path, target = Path(path), Path(target)
-    with input_stream(path) as f:
+
+def _table_name(stmt: str) -> str | None:
+    m = re.match(rf"(?is)(?:CREATE\s+(?:TEMPORARY\s+|UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+                 rf"|INSERT\s+(?:IGNORE\s+)?INTO\s+|COPY\s+)({_NAME})", stmt)
+    return m.group(1).strip('"`[]') if m else None
+
+
+def _read(path: Path) -> tuple[str, bool]:
+    """A script's text, and whether it is MySQL's dialect."""
+    with sources.input_stream(path) as f:
         raw = f.read()
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = raw.decode("cp1252", errors="replace")
-    mysql = "`" in text[:200_000] or re.search(r"(?i)ENGINE\s*=", text[:200_000]) is not None
-    creates, work, keys = {}, [], {}
-    for line, stmt, rows in statements(text):
-        s = _strip_comments(stmt)
-        head = s[:60].upper()
-        if re.match(r"CREATE\s+(TEMPORARY\s+|UNLOGGED\s+)?TABLE", head):
-            creates[line] = s
-        elif head.startswith("INSERT"):
-            work.append((line, sqlite_text(s, mysql), None))
-        elif rows is not None:
-            work.append((line, s, rows))
-        elif head.startswith("ALTER TABLE") and (found := added_keys(sqlite_text(s, mysql))):
-            keys.setdefault(found[0], []).extend(found[1])
+    return text, "`" in text[:200_000] or re.search(r"(?i)ENGINE\s*=", text[:200_000]) is not None
+
+
+def run(path, target) -> Path:
+    """SQL script ``path``, or a folder's (:func:`scripts_in`), run into a new SQLite file
+    ``target`` (see the module).
+
+    Raises:
+        DataError: the scripts make no table, or make one twice, or SQLite refuses a
+            statement (its file and line).
+    """
+    path, target = Path(path), Path(target)
+    creates, work, keys, parents = {}, [], {}, {}
+    for script in scripts_in(path) if path.is_dir() else [path]:
+        text, mysql = _read(script)
+        for line, stmt, rows in statements(text):
+            where = f"{script}, line {line}"
+            s = _strip_comments(stmt)
+            head = s[:60].upper()
+            if re.match(r"CREATE\s+(TEMPORARY\s+|UNLOGGED\s+)?TABLE", head):
+                s = sqlite_text(s, mysql)
+                if (part := _parent(s)) and part[2]:
+                    raise DataError(f"{where}: table {part[0]} INHERITS {part[1]} and adds columns "
+                                    "of its own: rdl reads a child table only as a partition of "
+                                    "its parent (its parent's columns)")
+                if part:
+                    parents[part[0]] = part[1]
+                    continue
+                name = _table_name(s)
+                if name in creates:
+                    raise DataError(f"{where}: table {name} is made again (first at "
+                                    f"{creates[name][0]}): a folder's scripts are one database; "
+                                    "keep one script that makes it")
+                creates[name] = (where, s)
+            elif head.startswith("INSERT"):
+                work.append((where, sqlite_text(s, mysql), None))
+            elif rows is not None:
+                work.append((where, s, rows))
+            elif head.startswith("ALTER TABLE") and (part := _parent(sqlite_text(s, mysql))):
+                parents[part[0]] = part[1]
+            elif head.startswith("ALTER TABLE") and (found := added_keys(sqlite_text(s, mysql))):
+                keys.setdefault(found[0], []).extend(found[1])
     if not creates:
-        raise DataError(f"{path}: no CREATE TABLE in it: not a script that makes a database")
+        raise DataError(f"{path}: no CREATE TABLE in it: not a script that makes a database "
+                        "(a script of rows whose tables another script makes: give the folder "
+                        "of both)")
+    for child, parent in parents.items():   # (a partition of a partition: its root's)
+        while parent in parents:
+            parent = parents[parent]
+        parents[child] = parent
+        creates.pop(child, None)
+        if parent not in creates:
+            raise DataError(f"table {child}: a partition of {parent}, which no script makes")
+    if parents:
+        log.info("%s: partitions read as their parents' rows: %s", path,
+                 ", ".join(f"{c} -> {p}" for c, p in sorted(parents.items())))
     with closing(sqlite3.connect(target)) as con:
-        for line, s in creates.items():
+        for name, (where, s) in creates.items():
             try:
-                con.execute(create_table(sqlite_text(s, mysql), keys))
+                con.execute(create_table(s, keys))
             except (sqlite3.Error, ValueError) as e:
-                raise DataError(f"{path}, line {line}: a CREATE TABLE SQLite cannot run ({e}): "
+                raise DataError(f"{where}: a CREATE TABLE SQLite cannot run ({e}): "
                                 f"{s[:120]!r}...") from None
-        for line, s, rows in work:
+        for where, s, rows in work:
+            table = _table_name(s)
             try:
                 if rows is None:
+                    if table in parents:
+                        s = re.sub(rf"(?is)^(INSERT\s+(?:IGNORE\s+)?INTO\s+){_NAME}",
+                                   lambda m: f'{m.group(1)}"{parents[table]}"', s)
                     con.execute(s)
                     continue
                 m = re.match(rf"(?is)COPY\s+({_NAME}(?:\s*\.\s*{_NAME})*)\s*(\((.*?)\))?\s+FROM",
@@ -286,10 +392,9 @@ def run(path, target) -> Path:
                 cols = f"({m.group(3)})" if m.group(3) else ""
                 data = _copy_rows(rows)
                 if data:
-                    con.executemany(f'INSERT INTO "{table}" {cols} VALUES '
+                    con.executemany(f'INSERT INTO "{parents.get(table, table)}" {cols} VALUES '
                                     f"({', '.join('?' * len(data[0]))})", data)
             except sqlite3.Error as e:
-                raise DataError(f"{path}, line {line}: SQLite cannot run it ({e}): "
-                                f"{s[:120]!r}...") from None
+                raise DataError(f"{where}: SQLite cannot run it ({e}): {s[:120]!r}...") from None
         con.commit()
     return target

@@ -132,6 +132,40 @@ def fitting_window(events: pd.DataFrame, born: pd.Series,
     return best
 
 
+def _fit(events: pd.DataFrame, born: pd.Series) -> tuple[tuple | None, bool]:
+    """:func:`fitting_window` of ``label=active``, or, where every entity has events in
+    the window after or none has at every window (a plot surveyed each month: no active
+    task to learn), of the counts; and whether it is the counts'."""
+    fit = fitting_window(events, born)
+    return (fit, False) if fit is not None else (fitting_window(events, born, "count"), True)
+
+
+def before_gap(events: pd.DataFrame, born: pd.Series, tries: int = 10):
+    """``(events, fit, counts, note)``: the events and their :func:`_fit`, or, where their
+    last windows hold too few rows (a stray row months after the rest, a last partial
+    load), the events up to a gap of over a week after which the fit rests on enough
+    (:data:`rdl.tasks.kinds.FEW`), the latest of ``tries`` that keeps half of them; the
+    note says what no split's window reaches."""
+    fit, counts = _fit(events, born)
+    def enough(fit, counts):
+        return fit is not None and fit[2][COUNTS["count" if counts else "active"]] >= FEW
+    if enough(fit, counts):
+        return events, fit, counts, []
+    times = np.unique(events["time"].to_numpy())
+    for i in np.flatnonzero(np.diff(times) > np.timedelta64(7, "D"))[::-1][:tries]:
+        kept = events[events["time"] <= times[i]]
+        if 2 * len(kept) < len(events):
+            break
+        f, c = _fit(kept, born)
+        if enough(f, c):
+            after = pd.Timestamp(times[i + 1])
+            return kept, f, c, [f"# {len(events) - len(kept):,} rows from {after} on, after "
+                                f"{(after - pd.Timestamp(times[i])).days} days without any, "
+                                "are in no split's windows: the windows up to them hold too "
+                                "few rows to train and judge on"]
+    return events, fit, counts, []
+
+
 def split_dates(first, last, window: str, day: int | None = None) -> tuple[str, str] | None:
     """``(val, test)`` for events from ``first`` to ``last``: test's window the last whole
     one by the last day (a calendar window's, from ``day`` of a month); None where no train
@@ -258,10 +292,8 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         events = events_of(db, columns)   # the window and split times of the events it takes
         born = table.df[table.time_col] if table.time_col else \
             pd.Series(pd.NaT, index=table.df.index, dtype="datetime64[ns]")
-        # every entity with events in the window after, or none, at every window (a plot
-        # surveyed each month): no active task to learn; the counts, their own window
-        one_class = (fit := fitting_window(events, born)) is None
-        if one_class and (fit := fitting_window(events, born, "count")) is None:
+        events, fit, one_class, cut = before_gap(events, born)
+        if fit is None:
             continue
         window, seeds, rests = fit
         times = events["time"]
@@ -276,7 +308,7 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         only = [] if len(columns) == len(found) else [events_setting(columns)]
         lines += ["", f"# {name} ({len(table):,} rows): events in "
                   + ", ".join(f"{dotted(t, c)} ({len(db[t]):,})" for t, c in columns.items())
-                  + f"; times {times.min()} to {times.max()}"]
+                  + f"; times {times.min()} to {times.max()}", *cut]
         series = one_class and same_count(events, window, dates[1]) and any(
             _sums(db[t], named=False) for t in columns)
         if one_class:

@@ -81,3 +81,148 @@ def test_a_statement_sqlite_refuses_names_its_line(tmp_path):
     (tmp_path / "none.sql").write_text("SELECT 1;\n")
     with pytest.raises(DataError, match="no CREATE TABLE in it"):
         run(tmp_path / "none.sql", tmp_path / "n.db")
+
+
+# -- a folder of scripts (Sakila's and Pagila's shape), partitions, MySQL's binary strings ----
+SCHEMA = """-- Sakila Sample Database Schema
+SET NAMES utf8mb4;
+CREATE TABLE `store` (
+  store_id TINYINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  PRIMARY KEY  (store_id)
+)ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+CREATE TABLE `staff` (
+  staff_id TINYINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  first_name VARCHAR(45) NOT NULL,
+  picture BLOB DEFAULT NULL,
+  store_id TINYINT UNSIGNED NOT NULL,
+  password VARCHAR(40) BINARY DEFAULT NULL,
+  token BINARY(4) DEFAULT NULL,
+  PRIMARY KEY  (staff_id),
+  KEY idx_fk_store_id (store_id),
+  CONSTRAINT fk_staff_store FOREIGN KEY (store_id) REFERENCES store (store_id)
+)ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+"""
+DATA = """SET FOREIGN_KEY_CHECKS=0;
+INSERT INTO `store` VALUES (1),(2);
+INSERT INTO `staff` VALUES (1,'Mike',0x89504E470D0A1A0A%s,1,
+'8cb2237d0679ca88db6464eac60da96345513964',_binary 'ab\\'c'),
+(2,'Jon',NULL,2,NULL,0x0A0B);
+"""
+
+
+def sakila_folder(tmp_path: Path) -> Path:
+    """Sakila's files as MySQL hands them out (jOOQ's names: the data's sorts first), a
+    script that drops the objects and a README beside them."""
+    folder = tmp_path / "sakila"
+    folder.mkdir()
+    (folder / "sakila-schema.sql").write_text(SCHEMA)
+    (folder / "sakila-insert-data.sql").write_text(DATA % ("AB" * 40_000))   # a picture's
+    (folder / "sakila-drop-objects.sql").write_text("DROP TABLE staff;\nDROP TABLE store;\n")
+    (folder / "README.md").write_text("# Sakila\n")
+    return folder
+
+
+def test_a_folder_of_scripts_is_one_database(tmp_path, caplog):
+    """Every script's tables first, then every script's rows, whatever their names' order;
+    MySQL's binary strings (a picture as 0x..., _binary '...') are blobs, left out of the
+    export; VARCHAR(40) BINARY is text."""
+    folder = sakila_folder(tmp_path)
+    assert dbfile.kind(folder) == "sql" and dbfile.schema_beside(folder) == folder / "schema.yaml"
+    got = rows(run(folder, tmp_path / "s.db"))
+    assert got["store"] == [(1,), (2,)]
+    assert [r[:2] + r[3:5] for r in got["staff"]] == [
+        (1, "Mike", 1, "8cb2237d0679ca88db6464eac60da96345513964"), (2, "Jon", 2, None)]
+    assert got["staff"][0][2][:4] == b"\x89PNG" and len(got["staff"][0][2]) == 40_008
+    assert got["staff"][0][5] == b"ab'c" and got["staff"][1][5] == b"\n\x0b"
+    schema = yaml.safe_load(draft(folder))["tables"]
+    assert schema["staff"]["pkey"] == "staff_id" and schema["staff"]["fkeys"] == {
+        "store_id": "store"}
+    (folder / "schema.yaml").write_text(yaml.safe_dump({"tables": schema}))
+    assert dbfile.kind(folder) == "sql"   # (its schema beside the scripts: still theirs)
+    db = load_folder(folder)
+    assert len(db["staff"]) == 2 and "picture" not in db["staff"].df.columns
+    assert "picture" in caplog.text   # (the blob, named as it is left out)
+    # binary of a key's size (BINARY(16), a UUID) is kept, as hex
+    assert list(db["staff"].df["token"]) == ["61622763", "0a0b"]
+
+
+def test_a_folder_of_scripts_says_what_does_not_make_one_database(tmp_path):
+    folder = sakila_folder(tmp_path)
+    with pytest.raises(DataError, match=r"sakila-insert-data.sql: no CREATE TABLE in it: .*"
+                       "give the folder of both"):
+        run(folder / "sakila-insert-data.sql", tmp_path / "d.db")
+    (folder / "sakila-v2.sql").write_text(SCHEMA)   # two versions of the schema beside
+    with pytest.raises(DataError, match=r"sakila-v2.sql, line 3: table store is made again "
+                       r"\(first at .*sakila-schema.sql, line 3\)"):
+        run(folder, tmp_path / "e.db")
+    (folder / "store.csv").write_text("store_id\n1\n")   # files of tables: a folder of files
+    assert dbfile.kind(folder) is None
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    with sqlite3.connect(lone / "Chinook.sqlite") as con:
+        con.execute("CREATE TABLE t (a int)")
+    con.close()
+    with pytest.raises(DataError, match=r"no CSV, parquet or JSON file in it \(database files: "
+                       r"Chinook.sqlite: draft one of them, python -m rdl.data.draft .*"
+                       r"lone/Chinook.sqlite\)"):
+        draft(lone)
+
+
+PAYMENTS = """CREATE TABLE public.payment (%s
+    payment_id integer NOT NULL,
+    amount numeric(5,2) NOT NULL,
+    payment_date timestamp without time zone NOT NULL%s
+)%s;
+"""
+
+
+@pytest.mark.parametrize("style", ["inherits", "attach", "partition of"])
+def test_a_table_kept_in_partitions_is_one_table(tmp_path, style):
+    """PostgreSQL's partitions (Sakila's pg port: INHERITS, rows in the parent; pg_dump of
+    a partitioned table, Pagila's: a table per partition, ATTACH PARTITION, rows in each;
+    YugabyteDB's dump of Sakila: PARTITION OF, the key before the columns) are one table,
+    their rows their parent's; its key, which must hold the partitions' time, is the
+    rest where that is unique."""
+    if style == "inherits":
+        script = PAYMENTS % ("", "", "") + (
+            "CREATE TABLE payment_p2007_01 (CONSTRAINT payment_p2007_01_payment_date_check CHECK"
+            " (((payment_date >= '2007-01-01 00:00:00'::timestamp without time zone) AND "
+            "(payment_date < '2007-02-01 00:00:00'::timestamp without time zone)))\n)\n"
+            "INHERITS (payment);\nALTER TABLE public.payment_p2007_01 OWNER TO postgres;\n")
+        into = ["payment", "payment_p2007_01"]
+    else:
+        key = "PRIMARY KEY (payment_date, payment_id)"
+        first = style == "partition of"
+        script = PAYMENTS % ("\n    CONSTRAINT payment_pkey " + key + "," if first else "",
+                             "" if first else ",\n    " + key,
+                             "\nPARTITION BY RANGE (payment_date)")
+        for month in ("2022_01", "2022_02"):
+            script += (f"CREATE TABLE public.payment_p{month} PARTITION OF public.payment FOR "
+                       f"VALUES FROM ('{month.replace('_', '-')}-01') TO (MAXVALUE);\n"
+                       if style == "partition of" else
+                       (PAYMENTS % ("", "", "")).replace("payment (", f"payment_p{month} (")
+                       + f"ALTER TABLE ONLY public.payment ATTACH PARTITION public.payment_p"
+                       f"{month} FOR VALUES FROM ('{month.replace('_', '-')}-01') TO "
+                       "('2023-01-01');\n")
+        into = ["payment_p2022_01", "payment_p2022_02"]
+    for i, table in enumerate(into):
+        script += (f"COPY public.{table} (payment_id, amount, payment_date) FROM stdin;\n"
+                   f"{i + 1}\t2.99\t2022-0{i + 1}-05 10:00:00\n\\.\n")
+    script += ("ALTER TABLE ONLY public.payment_p2022_01 ADD CONSTRAINT payment_p2022_01_pkey "
+               "PRIMARY KEY (payment_date, payment_id);\n")
+    path = tmp_path / "pagila.sql"
+    path.write_text(script)
+    got = rows(run(path, tmp_path / "p.db"))
+    assert list(got) == ["payment"]
+    assert sorted(got["payment"]) == [(1, 2.99, "2022-01-05 10:00:00"),
+                                      (2, 2.99, "2022-02-05 10:00:00")]
+    assert yaml.safe_load(draft(path))["tables"]["payment"]["pkey"] == "payment_id"
+
+
+def test_a_child_table_with_columns_of_its_own_is_named(tmp_path):
+    path = tmp_path / "child.sql"
+    path.write_text(PAYMENTS % ("", "", "")
+                    + "CREATE TABLE refund (reason text) INHERITS (payment);\n")
+    with pytest.raises(DataError, match=r"child.sql, line 6: table refund INHERITS payment and "
+                       "adds columns of its own"):
+        run(path, tmp_path / "c.db")
