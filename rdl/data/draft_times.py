@@ -70,11 +70,16 @@ def times_of(df: pd.DataFrame) -> tuple[str | None, str, dict[str, tuple[str, st
         or not any(w.startswith(NOT_ROW_TIMES + AHEAD) for w in words[c]))]
     if not begins:
         return None, "", {**stypes, **_static(times, stypes)}
-    rank = lambda c: (min((i for i, w in enumerate(TIME_WORDS) if w in norm(c)),  # noqa: E731
-                          default=len(TIME_WORDS)), df[c].median())   # then the earliest
-    col = min(begins, key=rank)
+    named = lambda c: min((i for i, w in enumerate(TIME_WORDS) if w in norm(c)),  # noqa: E731
+                          default=len(TIME_WORDS))
+    tied = [c for c in begins if named(c) == min(map(named, begins))]
+    # then the earliest in most rows (a median of the rows holding one misleads: Northwind's
+    # 21 orders not shipped yet are the last ones, so the shipped dates' median is earlier)
+    first = df[tied].min(axis=1)
+    col = max(tied, key=lambda c: float((df[c] <= first).mean()))
     why = "its only column of times" if len(times) == 1 else \
-        f"of its columns of times {times}, by its name"
+        f"of its columns of times {times}, by its name" + (
+            f" and the earliest in most rows (of {tied})" if len(tied) > 1 else "")
     stypes.update(later(df, df[col], [c for c in times if c != col and c not in stypes]))
     ends = [c for c, (st, _) in stypes.items() if st in ("event", "drop")]
     stypes.update({f: ("drop", f"says whether {c} is known in {s:.0%} of rows: what comes "

@@ -138,6 +138,19 @@ def test_a_table_s_time_is_its_own_not_a_birth_or_an_end(tmp_path):
     assert yaml.safe_load(draft(tmp_path))["tables"]["vendors"]["time"] == "vendor_created"
 
 
+def test_of_two_times_named_alike_the_earlier_in_most_rows_is_the_row_s(tmp_path):
+    """Northwind's orders: order_date and shipped_date, named alike; the last orders are
+    not shipped yet, so the shipped dates' median is the earlier one: the order's own
+    time is the one before the other in every row, the shipping a later event."""
+    days = pd.date_range("1996-07-04", periods=100, freq="D")
+    shipped = pd.Series(days + pd.Timedelta(days=5)).where(lambda s: s.index < 60)
+    pd.DataFrame({"order_id": range(100), "order_date": days, "shipped_date": shipped}).to_csv(
+        tmp_path / "orders.csv", index=False)
+    table = yaml.safe_load(draft(tmp_path))["tables"]["orders"]
+    assert shipped.median() < days.to_series().median()   # (what decided before)
+    assert table["time"] == "order_date" and table["events"] == ["shipped_date"]
+
+
 def test_a_table_of_seasons_is_told_how_to_time_its_rows(tmp_path):
     """Years are no period numbers to the loader (a model year is a feature); the draft
     says how a table whose only time is its season would declare it."""
