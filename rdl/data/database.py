@@ -20,6 +20,10 @@ class DataError(ValueError):
     """Bad input data: the message names the file, table or column and what is wrong."""
 
 
+class EmptyTable(DataError):
+    """A table of no rows (a sample database's table that triggers fill, never filled)."""
+
+
 @dataclass
 class Table:
     """One table: ``df`` plus its primary key, foreign keys and time column.

@@ -50,7 +50,7 @@ from rdl.data.draft_implied import (Unheld, implied_lines, implied_names, implie
                                     unnamed_entities)
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score, matching,
                                  pair_share, primary_key, series_keys)
-from rdl.data.database import DataError
+from rdl.data.database import DataError, EmptyTable
 from rdl.data.folder import load_folder
 from rdl.data.times import Placeholder
 from rdl.data.checks import identifiers
@@ -165,12 +165,15 @@ def draft(folder) -> str:
     if not tables:
         raise DataError(f"{folder}: no CSV, parquet or JSON file in it" + sources.archives(folder)
                         + dbfile.within(folder))
-    frames, failed, read_as = {}, {}, {}
+    frames, failed, read_as, empty = {}, {}, {}, []
     for name, file in tables.items():
         try:
             frames[name] = _read(folder, name, file, read_as)
+        except EmptyTable:   # (nothing to learn from, nothing to load: left out, said so)
+            empty.append(name)
         except DataError as e:
             failed[name] = str(e)
+    tables = {n: f for n, f in tables.items() if n not in empty}
     bare = bare_names(frames)
     def owned(n):   # a column another table's name claims as its key (order_id: orders')
         return lambda col: any(m != n and col in df.columns and df[col].is_unique and
@@ -220,6 +223,8 @@ def draft(folder) -> str:
              "# check each; then python -m rdl.tasks.suggest "
              f"{shlex.quote(str(source))} prints tasks that train on it",
              "tables:"]
+    if empty:
+        lines.append(f"  # left out, each empty (0 rows): {', '.join(empty)}")
     implying = {}   # tables implied: true, drafted last: name -> the columns of their keys
     implying_as = implied_names({n[0] for _, k in fkeys.values() for n in k
                                  if isinstance(n, Unheld)})

@@ -59,7 +59,7 @@ from rdl.data.jsonl import is_json
 from rdl.data.xmlrows import is_xml
 from rdl.data.keys import check_references, map_foreign_keys, shared_key
 from rdl.data.schema import TableSchema
-from rdl.data.database import Database, DataError, Table
+from rdl.data.database import Database, DataError, EmptyTable, Table
 from rdl.data.checks import (all_bool, check_finite, check_key, mask_missing, missing_words,
                              numbers, parse_numbers, without_repeats)
 from rdl.data.clocks import looks_like_clock
@@ -354,7 +354,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     elif t.missing:
         df = mask_missing(df, t.missing)
     if len(df) == 0:
-        raise DataError(f"{t.where()}: the table is empty (0 rows)")
+        raise EmptyTable(f"{t.where()}: the table is empty (0 rows)")
     for col in df.columns:
         s, st = df[col], t.stypes.get(col, "")
         if col in keys and col != t.time:

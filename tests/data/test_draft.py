@@ -151,6 +151,17 @@ def test_of_two_times_named_alike_the_earlier_in_most_rows_is_the_row_s(tmp_path
     assert table["time"] == "order_date" and table["events"] == ["shipped_date"]
 
 
+def test_an_empty_table_is_left_out_and_the_draft_loads(tmp_path):
+    """Northwind's customer_demographics holds no row: drafted as a table, it stopped the
+    load of the schema drafted ("the table is empty")."""
+    pd.DataFrame({"order_id": range(5), "at": pd.date_range("2024-01-01", periods=5)}).to_csv(
+        tmp_path / "orders.csv", index=False)
+    (tmp_path / "customer_demographics.csv").write_text("customer_type_id,customer_desc\n")
+    text = draft(tmp_path)
+    assert "  # left out, each empty (0 rows): customer_demographics" in text
+    assert list(load_folder(tmp_path, yaml.safe_load(text)).tables) == ["orders"]
+
+
 def test_a_table_of_seasons_is_told_how_to_time_its_rows(tmp_path):
     """Years are no period numbers to the loader (a model year is a feature); the draft
     says how a table whose only time is its season would declare it."""
