@@ -12,10 +12,11 @@ later). A table PostgreSQL keeps in partitions (``PARTITION OF``, ``ATTACH PARTI
 ``INHERITS`` a parent with no column of its own) is one table: the partitions' rows are
 their parent's. Everything else (``SET``, ``LOCK``, indexes, views, functions, triggers,
 sequences, grants) is left out. The dialects' differences SQLite would stop on are
-smoothed, each a rule below: MySQL's table options, ``AUTO_INCREMENT``, ``UNSIGNED``,
-``KEY`` lines, ``ENUM``, backslash escapes in strings; PostgreSQL's ``public.`` and casts;
-SQL Server's ``[dbo].``, ``N'...'`` and ``GO``. A statement SQLite still refuses stops the
-run, naming its line.
+smoothed, each a rule of :mod:`rdl.data.dialects`: MySQL's table options,
+``AUTO_INCREMENT``, ``UNSIGNED``, ``KEY`` lines, ``ENUM``, backslash escapes in strings;
+PostgreSQL's ``public.`` and casts; SQL Server's ``[dbo].``, ``N'...'`` and ``GO``;
+Oracle's SQL*Plus commands, blocks, masks of times and variables (:mod:`rdl.data.sqlplus`).
+A statement SQLite still refuses stops the run, naming its line.
 
 Written by hand: neither DuckDB (whose PostgreSQL and MySQL readers need a running server
 or a download) nor SQLite runs another dialect's script.
@@ -29,7 +30,8 @@ from contextlib import closing
 from pathlib import Path
 
 from rdl.data.database import DataError
-from rdl.data import sources
+from rdl.data import dialects, sources, sqlplus
+from rdl.data.dialects import LITERAL, NAME
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +91,7 @@ def statements(text: str):
             line_start = i + 1
         elif c in "'\"`[":
             if c == "'":   # ('' ends one string and starts the next: the same split)
-                j = _LITERAL[mysql].match(text, i).end() - 1
+                j = LITERAL[mysql].match(text, i).end() - 1
             else:
                 j = text.find({"[": "]"}.get(c, c), i + 1)
                 j = n if j < 0 else j
@@ -138,182 +140,17 @@ def _strip_comments(stmt: str) -> str:
     return re.sub(r"(?m)^\s*(--|#)[^\n]*$|/\*.*?\*/", "", stmt, flags=re.S).strip()
 
 
-# -- each statement as SQLite runs it ---------------------------------------------------------
-_NAME = r'(?:"[^"]+"|`[^`]+`|\[[^\]]+\]|[^\W\d][\w$]*)'   # (2.5 is no schema and name)
-_QUALIFIED = re.compile(rf"(?:{_NAME}\s*\.\s*)+(?={_NAME})")
-
-
-#: a string literal: '' is a quote inside it, and in MySQL's dialect \\ escapes a character
-_LITERAL = {False: re.compile(r"'[^']*(?:''[^']*)*'?"),
-            True: re.compile(r"'[^'\\]*(?:(?:\\.|'')[^'\\]*)*'?", re.S)}
-
-
-_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "0": "\0", "Z": "\x1a", "b": "\b"}
-
-
-def _literal(lit: str, mysql: bool) -> str:
-    """A string literal as SQLite writes it ('' for a quote), MySQL's escapes read."""
-    if not mysql or "\\" not in lit:
-        return lit
-    body, out, i = lit[1:-1], [], 0
-    while i < len(body):
-        if body[i] == "\\" and i + 1 < len(body):
-            out.append(_ESCAPES.get(body[i + 1], body[i + 1]))
-            i += 2
-        else:
-            out.append(body[i])
-            i += 1
-    return "'" + "".join(out).replace("'", "''") + "'"
-
-
-def sqlite_text(stmt: str, mysql: bool) -> str:
-    """A statement as SQLite reads it: names without their schema (``public.actor``,
-    ``[dbo].[Album]``), no casts (``'G'::mpaa_rating``), SQL Server's ``N'...'`` plain,
-    MySQL's escapes read; a binary string as hex (a picture's: ``0x89504E47...``, as
-    MySQL and SQL Server write them; MySQL's ``_binary '...'``) a blob."""
-    literals = []   # each literal a mark (\x00), so that the rules run once on the rest
-
-    def mark(m):
-        hexed = m.group(0)[2:] if m.group(0)[:2].lower() == "0x" else None
-        literals.append(_literal(m.group(0), mysql) if hexed is None else
-                        f"X'{'0' * (len(hexed) % 2)}{hexed}'")
-        return "\x00"
-    text = _BLOB_OR_LITERAL[mysql].sub(mark, stmt.replace("\x00", ""))
-    text = _QUALIFIED.sub("", text)
-    text = re.sub(r"::\s*[\w ]+?(\[\])?(?=[\s,)\x00]|$)", "", text)
-    text = re.sub(r"(?i)\bN(?=\x00)", "", text)   # N'...'
-    if mysql:
-        text = re.sub(r"(?i)\b_binary\s*\x00", "CAST(\x00 AS BLOB)", text)
-        text = re.sub(r"(?i)\b_(utf8mb4|utf8|latin1)\s*(?=\x00)", "", text)
-    it = iter(literals)
-    return re.sub("\x00", lambda _: next(it), text)
-
-
-#: a string literal, or hex digits (marked first: names are looked for in what is left)
-_BLOB_OR_LITERAL = {k: re.compile(rf"\b0[xX][0-9a-fA-F]+\b|{v.pattern}", v.flags)
-                    for k, v in _LITERAL.items()}
-
-
-_DROP_ITEM = re.compile(r"(?is)^\s*((UNIQUE|FULLTEXT|SPATIAL)\s+)?(KEY|INDEX)\b|^\s*(CONSTRAINT\s+"
-                        rf"{_NAME}\s+)?(CHECK|EXCLUDE|UNIQUE)\b")
-_DROP_WORDS = [r"AUTO_INCREMENT", r"UNSIGNED", r"ZEROFILL", r"CHARACTER\s+SET\s+\w+",
-               r"(?<=\)\s)BINARY\b(?!\s*\()",   # MySQL's VARCHAR(40) BINARY (not a BINARY(16))
-               r"COLLATE\s+\S+", r"COMMENT\s+'(?:[^']|'')*'", r"NOT\s+FOR\s+REPLICATION",
-               r"ON\s+UPDATE\s+CURRENT_TIMESTAMP(\(\d*\))?", r"(NON)?CLUSTERED",
-               r"DEFAULT\s+[\w.]+\s*\((?:[^()]|\([^()]*\))*\)",   # a function's value: now()
-               r"GENERATED\s+(ALWAYS|BY\s+DEFAULT)\s+AS\s+IDENTITY(\s*\([^)]*\))?",
-               r"IDENTITY\s*\(\s*\d+\s*,\s*\d+\s*\)", r"CHECK\s*\((?:[^()]|\([^()]*\))*\)"]
-
-
-def _split(body: str) -> list[str]:
-    """A list's items at its top-level commas (not inside parentheses or strings)."""
-    items, depth, start, quote = [], 0, 0, None
-    for i, c in enumerate(body):
-        if quote:
-            quote = None if c == quote else quote
-        elif c in "'\"`":
-            quote = c
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "," and depth == 0:
-            items.append(body[start:i])
-            start = i + 1
-    return [*items, body[start:]]
-
-
-def create_table(stmt: str, added: dict[str, list[str]]) -> str:
-    """A ``CREATE TABLE`` as SQLite runs it: its columns and keys (and ``added[table]``,
-    the keys an ``ALTER TABLE`` adds), without indexes, checks, table options and the
-    column options SQLite does not know; ``ENUM`` and ``SET`` as text."""
-    m = re.match(rf"(?is)CREATE\s+(?:TEMPORARY\s+|UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
-                 rf"({_NAME})\s*\(", stmt)
-    if not m:
-        raise ValueError("no table name and column list")
-    name = m.group(1).strip('"`[]')
-    depth, end = 0, None
-    for i in range(m.end() - 1, len(stmt)):
-        depth += {"(": 1, ")": -1}.get(stmt[i], 0)
-        if depth == 0:
-            end = i
-            break
-    items = []
-    for item in _split(stmt[m.end():end]):
-        if not item.strip() or _DROP_ITEM.match(item):
-            continue
-        item = re.sub(r"(?i)\b(enum|set)\s*\((?:[^()']|'(?:[^']|'')*')*\)", "TEXT", item)
-        item = re.sub(r"\[\]", "", item) if not re.match(r"\s*\[", item) else item
-        for word in _DROP_WORDS:
-            item = re.sub(rf"(?i)\b{word}", "", item)
-        items.append(item.strip())
-    # the columns before the keys (YugabyteDB's dump writes a key first; SQLite refuses it)
-    keys = [x for x in items if re.match(r"(?i)(CONSTRAINT|PRIMARY\s+KEY|FOREIGN\s+KEY)\b", x)]
-    items = [x for x in items if x not in keys] + keys + added.get(name, [])
-    return f'CREATE TABLE "{name}" ({", ".join(items)})'
-
-
-def added_keys(stmt: str) -> tuple[str, list[str]] | None:
-    """``ALTER TABLE t ADD [CONSTRAINT c] PRIMARY KEY (...)`` (or FOREIGN KEY ... REFERENCES
-    ...; several ADDs too): the table and its key clauses; None for another statement."""
-    m = re.match(rf"(?is)ALTER\s+TABLE\s+(?:ONLY\s+)?(?:IF\s+EXISTS\s+)?({_NAME})\s+(ADD\b.*)", stmt)
-    if not m:
-        return None
-    clauses = []
-    for part in re.split(r"(?i),\s*(?=ADD\b)", m.group(2)):
-        k = re.match(rf"(?is)ADD\s+(?:CONSTRAINT\s+{_NAME}\s+)?((PRIMARY|FOREIGN)\s+KEY\b.*)",
-                     part.strip())
-        if k:
-            clauses.append(re.sub(r"(?is)\s+(NOT\s+)?DEFERRABLE.*$|\s+NOT\s+VALID\s*$", "",
-                                  k.group(1).strip()))
-    return (m.group(1).strip('"`[]'), clauses) if clauses else None
-
-
-def _copy_rows(rows: str) -> list[list]:
-    """PostgreSQL's COPY text rows: tab-separated, ``\\N`` missing, backslash escapes."""
-    out = []
-    for line in rows.split("\n"):
-        if not line:
-            continue
-        out.append([None if v == "\\N" else re.sub(r"\\(.)", lambda m: _ESCAPES.get(
-            m.group(1), m.group(1)), v) for v in line.split("\t")])
-    return out
-
-
-def _parent(stmt: str) -> tuple[str, str, bool] | None:
-    """``(table, its parent, whether the table lists columns of its own)`` where ``stmt``
-    (as :func:`sqlite_text` writes it) makes a partition: ``CREATE TABLE t PARTITION OF
-    p``, ``CREATE TABLE t (...) INHERITS (p)``, ``ALTER TABLE p ATTACH PARTITION t``."""
-    m = re.match(rf"(?is)CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?({_NAME})\s+PARTITION\s+OF"
-                 rf"\s+({_NAME})", stmt) or re.match(
-        rf"(?is)ALTER\s+TABLE\s+(?:ONLY\s+)?({_NAME})\s+ATTACH\s+PARTITION\s+({_NAME})", stmt)
-    if m:
-        pair = [x.strip('"`[]') for x in m.groups()]
-        return (pair[0], pair[1], False) if stmt.upper().lstrip().startswith("CREATE") else \
-            (pair[1], pair[0], False)
-    m = re.search(rf"(?is)\)\s*INHERITS\s*\(\s*({_NAME})\s*\)\s*$", stmt)
-    if not m:
-        return None
-    own = create_table(stmt, {}).split("(", 1)[1].rsplit(")", 1)[0]
-    columns = [x for x in _split(own) if x.strip() and not re.match(
-        r"(?i)\s*(CONSTRAINT|PRIMARY|FOREIGN)\b", x)]
-    return _table_name(stmt), m.group(1).strip('"`[]'), bool(columns)
-
-
-def _table_name(stmt: str) -> str | None:
-    m = re.match(rf"(?is)(?:CREATE\s+(?:TEMPORARY\s+|UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
-                 rf"|INSERT\s+(?:IGNORE\s+)?INTO\s+|COPY\s+)({_NAME})", stmt)
-    return m.group(1).strip('"`[]') if m else None
-
-
 def _read(path: Path) -> tuple[str, bool]:
-    """A script's text, and whether it is MySQL's dialect."""
+    """A script's text (SQL*Plus' made plain SQL: :mod:`rdl.data.sqlplus`), and whether it
+    is MySQL's dialect."""
     with sources.input_stream(path) as f:
         raw = f.read()
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = raw.decode("cp1252", errors="replace")
+    if sqlplus.is_oracle(text):
+        return sqlplus.plain(text), False
     return text, "`" in text[:200_000] or re.search(r"(?i)ENGINE\s*=", text[:200_000]) is not None
 
 
@@ -326,36 +163,43 @@ def run(path, target) -> Path:
             statement (its file and line).
     """
     path, target = Path(path), Path(target)
-    creates, work, keys, parents = {}, [], {}, {}
+    creates, work, keys, parents, names = {}, [], {}, {}, set()
     for script in scripts_in(path) if path.is_dir() else [path]:
         text, mysql = _read(script)
         for line, stmt, rows in statements(text):
             where = f"{script}, line {line}"
             s = _strip_comments(stmt)
             head = s[:60].upper()
+            if (variable := sqlplus.assignment(s)) is not None:   # (PL/SQL's, in a block)
+                names.add(variable[0])
+                work.append((where, dialects.sqlite_text(variable[1], mysql), variable[0]))
+                continue
             if re.match(r"CREATE\s+(TEMPORARY\s+|UNLOGGED\s+)?TABLE", head):
-                s = sqlite_text(s, mysql)
-                if (part := _parent(s)) and part[2]:
+                s = dialects.sqlite_text(s, mysql)
+                if (part := dialects.parent(s)) and part[2]:
                     raise DataError(f"{where}: table {part[0]} INHERITS {part[1]} and adds columns "
                                     "of its own: rdl reads a child table only as a partition of "
                                     "its parent (its parent's columns)")
                 if part:
                     parents[part[0]] = part[1]
                     continue
-                name = _table_name(s)
+                name = dialects.table_name(s)
                 if name in creates:
                     raise DataError(f"{where}: table {name} is made again (first at "
                                     f"{creates[name][0]}): a folder's scripts are one database; "
                                     "keep one script that makes it")
                 creates[name] = (where, s)
             elif head.startswith("INSERT"):
-                work.append((where, sqlite_text(s, mysql), None))
+                work.append((where, sqlplus.bound(dialects.sqlite_text(s, mysql), names,
+                                                  LITERAL[mysql]), None))
             elif rows is not None:
                 work.append((where, s, rows))
-            elif head.startswith("ALTER TABLE") and (part := _parent(sqlite_text(s, mysql))):
-                parents[part[0]] = part[1]
-            elif head.startswith("ALTER TABLE") and (found := added_keys(sqlite_text(s, mysql))):
-                keys.setdefault(found[0], []).extend(found[1])
+            elif head.startswith("ALTER TABLE"):
+                s = dialects.sqlite_text(s, mysql)
+                if part := dialects.parent(s):
+                    parents[part[0]] = part[1]
+                elif found := dialects.added_keys(s):
+                    keys.setdefault(found[0], []).extend(found[1])
     if not creates:
         raise DataError(f"{path}: no CREATE TABLE in it: not a script that makes a database "
                         "(a script of rows whose tables another script makes: give the folder "
@@ -371,26 +215,31 @@ def run(path, target) -> Path:
         log.info("%s: partitions read as their parents' rows: %s", path,
                  ", ".join(f"{c} -> {p}" for c, p in sorted(parents.items())))
     with closing(sqlite3.connect(target)) as con:
+        sqlplus.functions(con)
+        values = {}   # (PL/SQL variables' values, as the script assigns them)
         for name, (where, s) in creates.items():
             try:
-                con.execute(create_table(s, keys))
+                con.execute(dialects.create_table(s, keys))
             except (sqlite3.Error, ValueError) as e:
                 raise DataError(f"{where}: a CREATE TABLE SQLite cannot run ({e}): "
                                 f"{s[:120]!r}...") from None
         for where, s, rows in work:
-            table = _table_name(s)
+            table = dialects.table_name(s)
             try:
+                if rows in names:
+                    values[rows] = con.execute(f"SELECT {s}", values).fetchone()[0]
+                    continue
                 if rows is None:
                     if table in parents:
-                        s = re.sub(rf"(?is)^(INSERT\s+(?:IGNORE\s+)?INTO\s+){_NAME}",
+                        s = re.sub(rf"(?is)^(INSERT\s+(?:IGNORE\s+)?INTO\s+){NAME}",
                                    lambda m: f'{m.group(1)}"{parents[table]}"', s)
-                    con.execute(s)
+                    con.execute(s, values)
                     continue
-                m = re.match(rf"(?is)COPY\s+({_NAME}(?:\s*\.\s*{_NAME})*)\s*(\((.*?)\))?\s+FROM",
+                m = re.match(rf"(?is)COPY\s+({NAME}(?:\s*\.\s*{NAME})*)\s*(\((.*?)\))?\s+FROM",
                              s)
                 table = re.split(r"\s*\.\s*", m.group(1))[-1].strip('"')
                 cols = f"({m.group(3)})" if m.group(3) else ""
-                data = _copy_rows(rows)
+                data = dialects.copy_rows(rows)
                 if data:
                     con.executemany(f'INSERT INTO "{parents.get(table, table)}" {cols} VALUES '
                                     f"({', '.join('?' * len(data[0]))})", data)
