@@ -44,11 +44,18 @@ _COMPACT = (("dat", "zet"), ("dt", "tm"), ("date", "time"), ("datum", "zeit"))
 
 def looks_like_clock(values: pd.Series, n: int = 1000) -> bool:
     """Whether 90 % of a column's first ``n`` present values are times of day: text
-    (``11:38:36``) or Python times (a parquet ``TIME`` column as pandas reads it)."""
+    (``11:38:36``) or Python times (a parquet ``TIME`` column as pandas reads it); not
+    where their minutes pass 59 in more than 1 % of them, or ten or more share one hour
+    (a model's scale, ``1:18``, ``1:24``, ``1:700``: classicmodels' products)."""
     if not (pd.api.types.is_string_dtype(values) or values.dtype == object):
         return False
     head = values.dropna().iloc[:n].astype(str).str.strip()
-    return bool(len(head)) and head.str.fullmatch(CLOCK).mean() >= 0.9
+    parts = head.str.extract(f"^(?:{CLOCK.pattern})$")
+    matched = parts[0].notna()
+    if not len(head) or matched.mean() < 0.9:
+        return False
+    hours, minutes = parts[0][matched].astype(int), parts[1][matched].astype(int)
+    return (minutes > 59).mean() <= 0.01 and (hours.nunique() > 1 or len(hours) < 10)
 
 
 def seconds(raw: pd.Series, where: str) -> pd.Series:

@@ -159,3 +159,21 @@ def test_a_declared_clock_written_as_digits_joins_its_dates(tmp_path, form):
     want = truth.copy()
     want[5] = truth[5].normalize() + pd.Timedelta(days=1)
     assert (got.to_numpy() == want.to_numpy()).all()
+
+
+def test_a_model_s_scale_is_no_time_of_day(tmp_path):
+    """classicmodels' products: productScale 1:10, 1:18, ..., 1:700 (minutes past 59, one
+    "hour"): read as a category, not stopped as times of day that are wrong."""
+    counts = {"1:10": 6, "1:12": 9, "1:18": 42, "1:24": 27, "1:32": 8, "1:50": 4, "1:700": 10,
+              "1:72": 4}   # (as the file holds them: 91 % look like times)
+    scales = [s for s, n in counts.items() for _ in range(n)]
+    pd.DataFrame({"productCode": [f"S{i}" for i in range(len(scales))],
+                  "productScale": scales}).to_csv(tmp_path / "products.csv", index=False)
+    db = load_folder(tmp_path, {"tables": {"products": {"pkey": "productCode"}}})
+    assert list(db["products"].df["productScale"].iloc[[0, 6, 15]]) == ["1:10", "1:12", "1:18"]
+    # times of day with a few wrong ones still stop, named (one hour each: a till's)
+    times = [f"{h}:{m:02d}" for h in range(8, 20) for m in (5, 35)] * 5 + ["9:61"]
+    pd.DataFrame({"sale_id": range(len(times)), "sale_time": times}).to_csv(
+        tmp_path / "sales.csv", index=False)
+    fails(tmp_path, "1 of 121 values are no time of day", "e.g. '9:61'",
+          schema={"tables": {"sales": {"pkey": "sale_id"}}})
