@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rdl.data import sheets, sqlscript
+from rdl.data import pgdump, sheets, sqlscript
 from rdl.data.database import DataError
 
 log = logging.getLogger(__name__)
@@ -45,11 +45,13 @@ SUFFIXES = (".sqlite", ".sqlite3", ".db", ".db3", ".duckdb", ".ddb")
 
 
 def kind(path) -> str | None:
-    """``"sqlite"``, ``"duckdb"``, ``"xlsx"`` or ``"sql"`` (a script, or a folder of them:
-    :func:`rdl.data.sqlscript.scripts_in`) when ``path`` is such a database file (by its
-    first bytes, whatever its suffix; a workbook by its suffix and contents, a script by
-    its suffix), else None."""
+    """``"sqlite"``, ``"duckdb"``, ``"xlsx"``, ``"sql"`` (a script, or a folder of them:
+    :func:`rdl.data.sqlscript.scripts_in`) or ``"pgdump"`` (:mod:`rdl.data.pgdump`, a file
+    or a folder) when ``path`` is such a database file (by its first bytes, whatever its
+    suffix; a workbook by its suffix and contents, a script by its suffix), else None."""
     path = Path(path)
+    if pgdump.is_archive(path):
+        return "pgdump"
     if path.is_dir() and sqlscript.scripts_in(path):
         return "sql"
     if not path.is_file():
@@ -70,8 +72,7 @@ def kind(path) -> str | None:
 def within(folder) -> str:
     """What to say of the database files in a folder that holds no table's file: ``""``
     where it holds none (a folder of scripts is itself one: :func:`kind`)."""
-    found = sorted(p for p in Path(folder).iterdir() if p.is_file() and kind(p) in (
-        "sqlite", "duckdb"))
+    found = sorted(p for p in Path(folder).iterdir() if kind(p) in ("sqlite", "duckdb", "pgdump"))
     if not found:
         return ""
     return (f" (database files: {', '.join(p.name for p in found[:5])}: draft one of them, "
@@ -199,7 +200,7 @@ def declared(path) -> Declared:
     path = Path(path)
     if kind(path) == "xlsx":
         return Declared()
-    if kind(path) == "sql":
+    if kind(path) in ("sql", "pgdump"):
         path = _script_db(path)
     if kind(path) == "sqlite":
         with _sqlite(path) as con:
@@ -247,7 +248,7 @@ def export(path, folder) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     if kind(path) == "xlsx":
         return sheets.export(path, folder)
-    if kind(path) == "sql":
+    if kind(path) in ("sql", "pgdump"):
         path = _script_db(path)
     if kind(path) == "duckdb":
         with _duckdb(path) as con:
@@ -305,7 +306,7 @@ def exported(path, write=None, tag: str = "") -> Path:
     write = write or export
     path = Path(path).expanduser().resolve()
     stamp = [(p.name, p.stat().st_size, p.stat().st_mtime_ns)
-             for p in (sqlscript.scripts_in(path) if path.is_dir() else [path])]
+             for p in (sorted(path.iterdir()) if path.is_dir() else [path]) if p.is_file()]
     digest = hashlib.sha1(f"{path}|{stamp}|{EXPORT_VERSION}|{tag}".encode()).hexdigest()[:12]
     root = paths.cache_dir() / "dbfiles"
     folder = root / digest / path.name
@@ -324,9 +325,14 @@ def exported(path, write=None, tag: str = "") -> Path:
 
 
 def _script_db(path: Path) -> Path:
-    """SQL script ``path`` run into a SQLite file once (:mod:`rdl.data.sqlscript`)."""
-    return exported(path, lambda p, out: sqlscript.run(p, Path(out) / "script.sqlite"),
-                    tag="sqlite") / "script.sqlite"
+    """SQL script ``path`` (or a pg_dump archive's, :mod:`rdl.data.pgdump`) run into a
+    SQLite file once (:mod:`rdl.data.sqlscript`)."""
+    def write(p, out):
+        script = pgdump.to_script(p, Path(out) / "dump.sql") if kind(p) == "pgdump" else p
+        sqlscript.run(script, Path(out) / "script.sqlite")
+        if script != p:
+            script.unlink()
+    return exported(path, write, tag="sqlite") / "script.sqlite"
 
 
 def sheet_as_csv(path, where: str) -> Path:

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, sheets,
+from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, pgdump, sheets,
                       sources)
 from rdl.data.draft_implied import (Unheld, implied_lines, implied_names, implied_tables,
                                     unnamed_entities)
@@ -70,7 +70,8 @@ def tables_of(folder: Path) -> dict[str, str]:
              if not p.name.startswith((".", "_")) and p.name != "schema.yaml" and (
                  (p.is_file() and not sources.unnamed(p) and (  # (a README: no table)
                      sources.is_csv(p) or sources.is_parquet(p) or sheets.is_workbook(p)))
-                 or (p.is_dir() and (lakes.kind(p) or sources.parts(p))))]
+                 or (p.is_dir() and not pgdump.is_archive(p)   # (pg_dump -Fd: a database)
+                     and (lakes.kind(p) or sources.parts(p))))]
     alike: dict[str, list[Path]] = {}
     for p in found:
         if p.is_file():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rdl.data import lakes
+from rdl.data import lakes, pgdump
 from rdl.data.database import DataError
 from rdl.data.jsonl import is_json
 from rdl.data.typed import is_typed
@@ -138,7 +138,8 @@ def archives(folder: Path) -> str:
     """What to say of a folder's archives of several files (a Stack Exchange site's dump is
     one ``.7z``), which rdl does not open: ``""`` where it holds none."""
     found = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(
-        (".7z", ".tar", ".tar.gz", ".tgz", ".rar", ".tar.bz2")))   # (a .zip is read as a table)
+        (".7z", ".tar", ".tar.gz", ".tgz", ".rar", ".tar.bz2"))   # (a .zip is read as a table)
+        and not pgdump.is_archive(p))   # (pg_dump's tar: a database file)
     return f" (archives: {', '.join(found[:5])}: extract them into it)" if found else ""
 
 

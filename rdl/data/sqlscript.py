@@ -151,6 +151,9 @@ def _read(path: Path) -> tuple[str, bool]:
         text = raw.decode("cp1252", errors="replace")
     if sqlplus.is_oracle(text):
         return sqlplus.plain(text), False
+    # psql's own commands, a line each (pg_dump 17.6 and 15.14 on write \restrict KEY first)
+    text = re.sub(r"(?m)^\\(restrict|unrestrict|connect|c|set|echo|encoding|pset|i|ir)\b[^\n]*$",
+                  "", text)
     return text, "`" in text[:200_000] or re.search(r"(?i)ENGINE\s*=", text[:200_000]) is not None
 
 

@@ -226,3 +226,13 @@ def test_a_child_table_with_columns_of_its_own_is_named(tmp_path):
     with pytest.raises(DataError, match=r"child.sql, line 6: table refund INHERITS payment and "
                        "adds columns of its own"):
         run(path, tmp_path / "c.db")
+
+
+def test_psql_s_own_commands_are_no_statements(tmp_path):
+    """pg_dump 17.6 (and 15.14 on) writes \\restrict KEY first, psql's command: it was read
+    as the start of the CREATE TABLE after it, and that table was never made."""
+    path = tmp_path / "plain.sql"
+    path.write_text("\\restrict 7XBmcHahwuZ9JLF9z01lfQB\nCREATE TABLE public.t (a integer);\n"
+                    "COPY public.t (a) FROM stdin;\n1\n\\N\n\\.\n"
+                    "\\unrestrict 7XBmcHahwuZ9JLF9z01lfQB\n")
+    assert rows(run(path, tmp_path / "p.db")) == {"t": [(1,), (None,)]}
