@@ -56,6 +56,7 @@ def sqlite_text(stmt: str, mysql: bool) -> str:
     text = _QUALIFIED.sub("", text)
     text = re.sub(r"::\s*[\w ]+?(\[\])?(?=[\s,)\x00]|$)", "", text)
     text = re.sub(r"(?i)\bN(?=\x00)", "", text)   # N'...'
+    text = re.sub(r"(?i)^(\s*INSERT)\s+(?!(?:INTO|IGNORE|OR)\b)", r"\1 INTO ", text)   # T-SQL's
     if mysql:
         text = re.sub(r"(?i)\b_binary\s*\x00", "CAST(\x00 AS BLOB)", text)
         text = re.sub(r"(?i)\b_(utf8mb4|utf8|latin1)\s*(?=\x00)", "", text)
@@ -131,7 +132,8 @@ def create_table(stmt: str, added: dict[str, list[str]]) -> str:
 def added_keys(stmt: str) -> tuple[str, list[str]] | None:
     """``ALTER TABLE t ADD [CONSTRAINT c] PRIMARY KEY (...)`` (or FOREIGN KEY ... REFERENCES
     ...; several ADDs too): the table and its key clauses; None for another statement."""
-    m = re.match(rf"(?is)ALTER\s+TABLE\s+(?:ONLY\s+)?(?:IF\s+EXISTS\s+)?({NAME})\s+(ADD\b.*)", stmt)
+    m = re.match(rf"(?is)ALTER\s+TABLE\s+(?:ONLY\s+)?(?:IF\s+EXISTS\s+)?({NAME})\s+"
+                 r"(?:WITH\s+(?:NO)?CHECK\s+)?(ADD\b.*)", stmt)   # (SQL Server's WITH NOCHECK)
     if not m:
         return None
     clauses, adds = [], m.group(2)
@@ -140,9 +142,11 @@ def added_keys(stmt: str) -> tuple[str, list[str]] | None:
     for part in re.split(r"(?i),\s*(?=ADD\b)", adds):
         k = re.match(rf"(?is)ADD\s+(?:CONSTRAINT\s+{NAME}\s+)?((PRIMARY|FOREIGN)\s+KEY\b.*)",
                      part.strip())
-        if k:
-            clauses.append(re.sub(r"(?is)\s+(NOT\s+)?DEFERRABLE.*$|\s+NOT\s+VALID\s*$", "",
-                                  k.group(1).strip()))
+        if k:   # (less what SQLite does not know: SQL Server's NONCLUSTERED, ON [PRIMARY])
+            clause = re.sub(r"(?is)\s+(NOT\s+)?DEFERRABLE.*$|\s+NOT\s+VALID\s*$", "",
+                            k.group(1).strip())
+            clause = re.sub(r"(?i)\s+(NON)?CLUSTERED\b", "", clause)
+            clauses.append(re.sub(r"(?is)\)\s*(ON\s+\S+|WITH\s*\(.*\))\s*$", ")", clause))
     return (m.group(1).strip('"`[]'), clauses) if clauses else None
 
 

@@ -83,10 +83,10 @@ def statements(text: str):
                 delim, start, start_line = this.split()[1], i + 1, line
                 special = re.compile(r"[\n'\"`\[\-/$" + ("#" if mysql else "") + "]|"
                                      + re.escape(delim))
-            elif this.lower() == "go":
-                stmt = text[start:line_start].strip()
-                if stmt:
-                    yield _first_line(text, start, start_line), stmt, None
+            elif this.lower() == "go":   # (SQL Server's batch: statements need no ;)
+                for at, stmt in _batch(text[start:line_start]):
+                    yield _first_line(text, start + at, start_line + text.count(
+                        "\n", start, start + at)), stmt, None
                 start, start_line = i + 1, line
             line_start = i + 1
         elif c in "'\"`[":
@@ -127,6 +127,29 @@ def statements(text: str):
     tail = text[start:].strip()
     if tail and _strip_comments(tail):
         yield start_line, tail, None
+
+
+#: words that begin a statement of SQL Server's at the start of a line (not SET of an UPDATE)
+_BEGINS = re.compile(r"(?im)^[ \t]*(INSERT|CREATE|ALTER|DROP|DELETE|TRUNCATE|GRANT|USE|PRINT|"
+                     r"EXEC|EXECUTE|IF|DBCC|SET[ \t]+(IDENTITY_INSERT|QUOTED_IDENTIFIER|NOCOUNT|"
+                     r"ANSI_\w+|DATEFORMAT))\b")
+_HIDDEN = re.compile(r"'[^']*(?:''[^']*)*'|\[[^\]]*\]|\"[^\"]*\"|--[^\n]*|/\*.*?\*/", re.S)
+
+
+def _batch(body: str):
+    """``(where it begins, statement)`` of a SQL Server batch (up to its ``GO``), whose
+    statements need no ``;``: one begins at each line that begins with a statement's word
+    (:data:`_BEGINS`), outside strings, names, comments and parentheses."""
+    masked = _HIDDEN.sub(lambda m: re.sub(r"[^\n]", "x", m.group(0)), body)
+    cuts, depth, last = [0], 0, 0
+    for m in _BEGINS.finditer(masked):
+        depth += masked.count("(", last, m.start()) - masked.count(")", last, m.start())
+        last = m.start()
+        if depth == 0 and m.start() > 0:
+            cuts.append(m.start())
+    for a, b in zip(cuts, [*cuts[1:], len(body)]):
+        if _strip_comments(body[a:b]):
+            yield a, body[a:b].strip()
 
 
 def _first_line(text: str, start: int, line: int) -> int:

@@ -236,3 +236,18 @@ def test_psql_s_own_commands_are_no_statements(tmp_path):
                     "COPY public.t (a) FROM stdin;\n1\n\\N\n\\.\n"
                     "\\unrestrict 7XBmcHahwuZ9JLF9z01lfQB\n")
     assert rows(run(path, tmp_path / "p.db")) == {"t": [(1,), (None,)]}
+
+
+def test_sql_server_s_batches_run_statement_by_statement(tmp_path):
+    """Microsoft's instnwnd.sql: statements a line each with no ; between them up to GO
+    (an INSERT with no INTO, a value holding a line that begins "Insert"), a picture as
+    hex, WITH NOCHECK ADD CONSTRAINT ... NONCLUSTERED (...) ON [PRIMARY]."""
+    path = SCRIPTS / "sqlserver_northwind.sql"
+    got = rows(run(path, tmp_path / "n.db"))
+    assert [r[:2] for r in got["Categories"]] == [(1, "Beverages"),
+                                                 (2, "Condi'ments\nInsert, sauces")]
+    assert got["Orders"] == [(10248, 1, "7/4/1996", 32.38), (10249, 2, "7/5/1996", 11.61)]
+    assert len(got["Order Details"]) == 2
+    given = dbfile.declared(path)
+    assert given.pkeys["Order Details"] == ["OrderID"]
+    assert given.fkeys == {"Order Details": {"OrderID": "Orders"}}
