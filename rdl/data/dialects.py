@@ -56,7 +56,8 @@ def sqlite_text(stmt: str, mysql: bool) -> str:
     text = _QUALIFIED.sub("", text)
     text = re.sub(r"::\s*[\w ]+?(\[\])?(?=[\s,)\x00]|$)", "", text)
     text = re.sub(r"(?i)\bN(?=\x00)", "", text)   # N'...'
-    text = re.sub(r"(?i)^(\s*INSERT)\s+(?!(?:INTO|IGNORE|OR)\b)", r"\1 INTO ", text)   # T-SQL's
+    # T-SQL's INSERT with no INTO
+    text = re.sub(r"(?i)^(\s*INSERT)\b(?!\s+(?:INTO|IGNORE|OR)\b)\s+", r"\1 INTO ", text)
     if mysql:
         text = re.sub(r"(?i)\b_binary\s*\x00", "CAST(\x00 AS BLOB)", text)
         text = re.sub(r"(?i)\b_(utf8mb4|utf8|latin1)\s*(?=\x00)", "", text)

@@ -175,9 +175,41 @@ def _read(path: Path) -> tuple[str, bool]:
     if sqlplus.is_oracle(text):
         return sqlplus.plain(text), False
     # psql's own commands, a line each (pg_dump 17.6 and 15.14 on write \restrict KEY first)
-    text = re.sub(r"(?m)^\\(restrict|unrestrict|connect|c|set|echo|encoding|pset|i|ir)\b[^\n]*$",
+    text = re.sub(r"(?m)^\\(restrict|unrestrict|connect|c|set|echo|encoding|pset)\b[^\n]*$",
                   "", text)
     return text, "`" in text[:200_000] or re.search(r"(?i)ENGINE\s*=", text[:200_000]) is not None
+
+
+#: a client's command that runs another file where it stands: MySQL's ``source`` (``\\.``),
+#: psql's ``\\i`` and ``\\ir`` (MySQL's employees.sql: ``source load_employees.dump ;``)
+_RUNS = r"(?:source|\\\.|\\ir?)[ \t]+['\"]?([^'\";\n]+?)['\"]?[ \t]*;?[ \t]*"
+_INCLUDE = re.compile(rf"(?i)^{_RUNS}(?:\n|$)")   # (a statement's first line)
+
+
+def _includes(script: Path) -> list[Path]:
+    """The files a script runs where it says so (:data:`_INCLUDE`), by its lines."""
+    text, _ = _read(script)
+    return [script.parent / m.group(1).strip()
+            for m in re.finditer(rf"(?im)^[ \t]*{_RUNS}\r?$", text)]
+
+
+def _statements_of(script: Path, seen: tuple = ()):
+    """``(where, statement, COPY rows, MySQL's dialect)`` of a script, comments left out,
+    the files it includes (:data:`_INCLUDE`) in their place, each statement where its own
+    file says."""
+    text, mysql = _read(script)
+    for line, stmt, rows in statements(text):
+        s = _strip_comments(stmt)
+        if (m := _INCLUDE.match(s)) is not None:
+            other = script.parent / m.group(1).strip()
+            if not other.is_file() or other.resolve() in seen:
+                why = "no such file beside it" if not other.is_file() else "it runs itself"
+                raise DataError(f"{script}, line {line}: {s.splitlines()[0]}: {why}")
+            yield from _statements_of(other, (*seen, script.resolve()))
+            s = s[m.end():].strip()   # (a command a line: the rest is a statement of its own)
+            if not s:
+                continue
+        yield f"{script}, line {line}", s, rows, mysql
 
 
 def run(path, target) -> Path:
@@ -190,11 +222,10 @@ def run(path, target) -> Path:
     """
     path, target = Path(path), Path(target)
     creates, work, keys, parents, names = {}, [], {}, {}, set()
-    for script in scripts_in(path) if path.is_dir() else [path]:
-        text, mysql = _read(script)
-        for line, stmt, rows in statements(text):
-            where = f"{script}, line {line}"
-            s = _strip_comments(stmt)
+    scripts = scripts_in(path) if path.is_dir() else [path]
+    included = {p.resolve() for script in scripts for p in _includes(script)}
+    for script in [s for s in scripts if s.resolve() not in included]:
+        for where, s, rows, mysql in _statements_of(script):
             head = s[:60].upper()
             if (variable := sqlplus.assignment(s)) is not None:   # (PL/SQL's, in a block)
                 names.add(variable[0])

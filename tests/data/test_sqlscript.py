@@ -251,3 +251,37 @@ def test_sql_server_s_batches_run_statement_by_statement(tmp_path):
     given = dbfile.declared(path)
     assert given.pkeys["Order Details"] == ["OrderID"]
     assert given.fkeys == {"Order Details": {"OrderID": "Orders"}}
+
+
+def test_a_script_runs_the_files_it_sources_where_it_says(tmp_path):
+    """MySQL's employees sample (datacharmer/test_db): employees.sql makes the tables, then
+    `source load_departments.dump ;` and so on, each file's rows where the line stands;
+    psql's \\i too. Given the folder, a script another runs is not run twice."""
+    folder = tmp_path / "test_db"
+    folder.mkdir()
+    (folder / "employees.sql").write_text(
+        "CREATE TABLE departments (dept_no CHAR(4) NOT NULL, dept_name VARCHAR(40) NOT NULL,\n"
+        "    PRIMARY KEY (dept_no), UNIQUE KEY (dept_name));\n"
+        "flush /*!50503 binary */ logs;\n"
+        "SELECT 'LOADING departments' as 'INFO';\n"
+        "source load_departments.dump ;\n"
+        "\\. more/load_more.dump\n"
+        "source show_elapsed.sql ;\n")
+    (folder / "load_departments.dump").write_text(
+        "insert  into `departments` VALUES \n('d001','Marketing'),\n('d002','Finance');\n")
+    (folder / "more").mkdir()
+    (folder / "more" / "load_more.dump").write_text(
+        "INSERT INTO `departments` VALUES ('d003','Human Resources');\n")
+    (folder / "show_elapsed.sql").write_text("select timediff(1, 2) as data_load_time_diff;\n")
+    want = {"departments": [("d001", "Marketing"), ("d002", "Finance"),
+                            ("d003", "Human Resources")]}
+    assert rows(run(folder / "employees.sql", tmp_path / "a.db")) == want
+    assert rows(run(folder, tmp_path / "b.db")) == want
+    (folder / "load_departments.dump").unlink()
+    with pytest.raises(DataError, match=r"employees.sql, line 5: source load_departments.dump: "
+                       "no such file beside it"):
+        run(folder / "employees.sql", tmp_path / "c.db")
+    psql = tmp_path / "main.sql"
+    psql.write_text("CREATE TABLE t (a int);\n\\i rows.sql\nINSERT INTO t VALUES (2);\n")
+    (tmp_path / "rows.sql").write_text("INSERT INTO t VALUES (1);\n")
+    assert rows(run(psql, tmp_path / "d.db")) == {"t": [(1,), (2,)]}
