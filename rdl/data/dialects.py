@@ -147,6 +147,7 @@ def added_keys(stmt: str) -> tuple[str, list[str]] | None:
             clause = re.sub(r"(?is)\s+(NOT\s+)?DEFERRABLE.*$|\s+NOT\s+VALID\s*$", "",
                             k.group(1).strip())
             clause = re.sub(r"(?i)\s+(NON)?CLUSTERED\b", "", clause)
+            clause = re.sub(r"(?i)^(FOREIGN\s+KEY)\s+\w+\s*\(", r"\1 (", clause)   # DB2's name
             clauses.append(re.sub(r"(?is)\)\s*(ON\s+\S+|WITH\s*\(.*\))\s*$", ")", clause))
     return (m.group(1).strip('"`[]'), clauses) if clauses else None
 

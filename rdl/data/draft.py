@@ -44,15 +44,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from rdl.data import (assembled, clocks, dbfile, epochs, files, lakes, nested, pgdump, sheets,
-                      sources)
+from rdl.data import dbfile, ddl, sources
+from rdl.data.draft_files import read_table, tables_of, unnested
 from rdl.data.draft_implied import (Unheld, implied_lines, implied_names, implied_tables,
                                     unnamed_entities)
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score, matching,
                                  pair_share, primary_key, series_keys)
 from rdl.data.database import DataError, EmptyTable
-from rdl.data.folder import load_folder
-from rdl.data.times import Placeholder
 from rdl.data.checks import identifiers
 from rdl.data.states import named_states
 from rdl.data.draft_parts import borrowed_times
@@ -61,98 +59,6 @@ from rdl.data.draft_times import (calendars_of, later, older_than_parents, on_ex
 from rdl.data.periods import looks_like
 
 log = logging.getLogger(__name__)
-
-def tables_of(folder: Path) -> dict[str, str]:
-    """The folder's tables: name -> its file or folder of parts (relative); files whose
-    names differ only in their numbers (a month's export each: ``sales_2024_01.csv``, ...)
-    one table, by the wildcard naming them alone (``sales_*_*.csv``)."""
-    found = [p for p in sorted(folder.iterdir())
-             if not p.name.startswith((".", "_")) and p.name != "schema.yaml" and (
-                 (p.is_file() and not sources.unnamed(p) and (  # (a README: no table)
-                     sources.is_csv(p) or sources.is_parquet(p) or sheets.is_workbook(p)))
-                 or (p.is_dir() and not pgdump.is_archive(p)   # (pg_dump -Fd: a database)
-                     and (lakes.kind(p) or sources.parts(p))))]
-    alike: dict[str, list[Path]] = {}
-    for p in found:
-        if p.is_file():
-            alike.setdefault(re.sub(r"\d+", "*", p.name), []).append(p)
-    single = {_stem(p.name) for p in found if p.is_file()}
-    out = {}
-    for p in found:
-        pattern = re.sub(r"\d+", "*", p.name)
-        name = re.sub(r"^[_\-. ]+|[_\-. ]+$", "", re.sub(r"[_\-. ]*\*", "", _stem(pattern)))
-        if p.is_file() and len(alike[pattern]) > 1 and name and name not in single and \
-                sorted(folder.glob(pattern)) == alike[pattern]:
-            out.setdefault(name, pattern)
-        else:
-            out.setdefault(_stem(p.name) if p.is_file() else p.name, p.name)
-    return out
-
-
-def _stem(file: str) -> str:
-    """A file's table name: its name without its compression and data suffixes
-    (``dim.tags.csv.gz``: ``dim.tags``)."""
-    name = re.sub(r"\.(gz|bz2|zst|lz4|zip)$", "", file, flags=re.I)
-    return re.sub(r"\.(csv|tsv|txt|psv|tbl|dat|parquet|pq|jsonl|ndjson|json|xlsx|xlsm|orc|arrow|"
-                  r"feather|ipc|avro|sas7bdat|xpt|dta|sav|zsav|por|xls|xml)$", "", name, flags=re.I)
-
-
-def _read(folder: Path, name: str, file: str, given: dict) -> pd.DataFrame:
-    """A table as the loader reads it, with what it needs declared kept in ``given[name]``:
-    a CSV file's fields named ``column_1``, ... where its first row is data (no header),
-    and the forms of numbers that are times since 1970 by their names and sizes."""
-    spec = {"file": file}
-    found = sources.parts(folder / file)
-    lists = nested.lists_in(found)   # lists of objects: tables of their own (unnest:)
-    if lists:
-        spec["stypes"] = {c: None for c in lists}
-    if found and all(map(sources.is_csv, found)):
-        written = files.header(found[0], f"{found[0]} (table {name!r})").written
-        if files.no_header(written):
-            spec["columns"] = [f"column_{i}" for i in range(1, len(written) + 1)]
-    for _ in range(8):   # a column's numbers of times, or its placeholder time, at a time
-        try:
-            db = load_folder(folder, {"tables": {name: spec}})
-            df, joined = db[name].df, clocks.dates_of(db[name].df, db.clocks.get(name, []))
-            parts = {} if "assemble" in spec or any(map(pd.api.types.is_datetime64_any_dtype,
-                                                        df.dtypes)) else assembled.find(df)
-            if not joined and not parts:
-                break
-            if parts:   # a date in parts, a column each, and no other time: read again, made
-                spec["assemble"] = parts
-            spec["clocks"] = {**spec.get("clocks", {}), **joined}   # read again, joined
-        except epochs.EpochNumbers as e:
-            spec["formats"] = {c: epochs.form_of(u) for c, u in e.units.items()}
-        except Placeholder as e:
-            if e.value in spec.setdefault("missing", []):
-                raise
-            spec["missing"].append(e.value)
-    else:
-        df = load_folder(folder, {"tables": {name: spec}})[name].df
-    if "columns" in spec and not written[-1].strip() and df[spec["columns"][-1]].isna().all():
-        df = df.drop(columns=spec["columns"].pop())   # a delimiter ends each line (dbgen's)
-    given[name] = {**{k: v for k, v in spec.items() if k != "file"}, "lists": lists}
-    return df
-
-
-def _unnested(folder: Path, tables: dict, read_as: dict, pkeys: dict):
-    """(table, its column of lists, the table of their elements, its rows) for each table
-    with lists of objects and a key of one column: the elements as the loader reads them
-    (without the key to their table, which ``unnest:`` gives)."""
-    for name, spec in list(read_as.items()):
-        for col in spec.get("lists") or []:
-            child = f"{name}_{col}"
-            if name not in pkeys or child in tables:
-                continue
-            parent = {**{k: v for k, v in spec.items() if k != "lists"},
-                      "file": tables[name], "pkey": pkeys[name]}
-            try:
-                db = load_folder(folder, {"tables": {name: parent,
-                                                     child: {"unnest": {name: col}}}})
-            except DataError:
-                continue   # (the draft says what it could not read where it can)
-            yield name, col, child, db[child].df.drop(columns=list(db[child].fkeys))
-
 
 def draft(folder) -> str:
     """The draft ``schema.yaml`` of ``folder``'s tables (see the module's docstring)."""
@@ -167,14 +73,16 @@ def draft(folder) -> str:
         raise DataError(f"{folder}: no CSV, parquet or JSON file in it" + sources.archives(folder)
                         + dbfile.within(folder))
     frames, failed, read_as, empty = {}, {}, {}, []
+    beside, named = ddl.beside(folder, tables)   # (DDL beside the files: keys, names)
     for name, file in tables.items():
         try:
-            frames[name] = _read(folder, name, file, read_as)
+            frames[name] = read_table(folder, name, file, read_as, named.get(name))
         except EmptyTable:   # (nothing to learn from, nothing to load: left out, said so)
             empty.append(name)
         except DataError as e:
             failed[name] = str(e)
     tables = {n: f for n, f in tables.items() if n not in empty}
+    given = ddl.as_in(beside, frames) if beside.pkeys or beside.fkeys else given
     bare = bare_names(frames)
     def owned(n):   # a column another table's name claims as its key (order_id: orders')
         return lambda col: any(m != n and col in df.columns and df[col].is_unique and
@@ -183,7 +91,7 @@ def draft(folder) -> str:
     keys = {n: single.get(n) or ((None, "") if n in composite else primary_key(
         bare[n], df, owned(n))) for n, df in frames.items()}
     pkeys = {n: k for n, (k, _) in keys.items() if k is not None}
-    for n, col, child, df in _unnested(folder, tables, read_as, pkeys):   # their keys too
+    for n, col, child, df in unnested(folder, tables, read_as, pkeys):   # their keys too
         tables[child], frames[child], read_as[child] = None, df, {"unnest": (n, col)}
         bare = bare_names(frames)
         keys[child] = primary_key(bare[child], df, owned(child))

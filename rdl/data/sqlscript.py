@@ -212,9 +212,9 @@ def _statements_of(script: Path, seen: tuple = ()):
         yield f"{script}, line {line}", s, rows, mysql
 
 
-def run(path, target) -> Path:
-    """SQL script ``path``, or a folder's (:func:`scripts_in`), run into a new SQLite file
-    ``target`` (see the module).
+def run(path, target, scripts: list | None = None) -> Path:
+    """SQL script ``path``, or a folder's (:func:`scripts_in`; or ``scripts``), run into a
+    new SQLite file ``target`` (see the module).
 
     Raises:
         DataError: the scripts make no table, or make one twice, or SQLite refuses a
@@ -222,7 +222,7 @@ def run(path, target) -> Path:
     """
     path, target = Path(path), Path(target)
     creates, work, keys, parents, names = {}, [], {}, {}, set()
-    scripts = scripts_in(path) if path.is_dir() else [path]
+    scripts = scripts or (scripts_in(path) if path.is_dir() else [path])
     included = {p.resolve() for script in scripts for p in _includes(script)}
     for script in [s for s in scripts if s.resolve() not in included]:
         for where, s, rows, mysql in _statements_of(script):

@@ -186,3 +186,48 @@ def test_lines_taking_their_order_s_time_name_it_where_their_file_has_that_name(
     placed = tables["orders"].set_index("o_orderkey")["o_orderdate"]
     want = tables["lineitem"]["l_orderkey"].map(placed).to_numpy()
     assert (db["lineitem"].df["ordered"].to_numpy() == want).all()
+
+
+def dss(folder) -> None:
+    """dbgen's dss.ddl (its tables' columns, upper case, in order) and dss.ri (their keys,
+    in DB2's words: CONNECT TO, a foreign key's name after FOREIGN KEY, no columns after
+    the table it references, COMMIT WORK)."""
+    ddl = "".join(f"CREATE TABLE {name.upper()} ( " + ",\n    ".join(
+        f"{c.upper()} INTEGER NOT NULL" for c in cols) + ");\n\n" for name, cols in COLUMNS.items())
+    (folder / "dss.ddl").write_text("-- Sccsid:     @(#)dss.ddl\t2.1.8.1\n" + ddl)
+    keys = {"region": ["r_regionkey"], "nation": ["n_nationkey"], "customer": ["c_custkey"],
+            "orders": ["o_orderkey"], "partsupp": ["ps_partkey", "ps_suppkey"],
+            "lineitem": ["l_orderkey", "l_linenumber"]}
+    ri = "CONNECT TO TPCD;\n\n--ALTER TABLE TPCD.REGION DROP PRIMARY KEY;\n"
+    ri += "".join(f"ALTER TABLE TPCD.{t.upper()}\nADD PRIMARY KEY ({','.join(k).upper()});\n\n"
+                  for t, k in keys.items())
+    ri += ("ALTER TABLE TPCD.NATION\nADD FOREIGN KEY NATION_FK1 (N_REGIONKEY) references "
+           "TPCD.REGION;\n\nCOMMIT WORK;\n\nALTER TABLE TPCD.ORDERS\nADD FOREIGN KEY ORDERS_FK1 "
+           "(O_CUSTKEY) references TPCD.CUSTOMER;\n\nCOMMIT WORK;\n")
+    (folder / "dss.ri").write_text(ri)
+
+
+def test_the_ddl_beside_the_files_names_their_columns_and_keys(tmp_path):
+    """dbgen's files with its dss.ddl and dss.ri beside them: each headerless file's
+    columns as the DDL names them, in its order, and the keys it declares (the parquet
+    files' lower-case names the DDL's, case aside)."""
+    tables = dbgen(tmp_path)
+    dss(tmp_path)
+    text = draft(tmp_path)
+    schema = yaml.safe_load(text)["tables"]
+    assert set(schema) == set(tables)   # (no table of the DDL's files)
+    for name in tables:
+        assert schema[name]["columns"] == [c.upper() for c in COLUMNS[name]]
+    assert schema["lineitem"]["pkey"] == ["L_ORDERKEY", "L_LINENUMBER"]
+    assert schema["nation"]["fkeys"]["N_REGIONKEY"] == "region"
+    assert "N_REGIONKEY: region   # the database declares it" in text
+    assert "O_CUSTKEY: customer   # the database declares it" in text
+    db = load_folder(tmp_path, {"tables": schema})
+    assert len(db["lineitem"]) == len(tables["lineitem"])
+    for name, df in tables.items():   # (as parquet, named in lower case)
+        df.to_parquet(tmp_path / f"{name}.parquet")
+        (tmp_path / f"{name}.tbl").unlink()
+    schema = yaml.safe_load(draft(tmp_path))["tables"]
+    assert schema["lineitem"]["pkey"] == ["l_orderkey", "l_linenumber"]
+    assert schema["partsupp"]["pkey"] == ["ps_partkey", "ps_suppkey"]
+    assert "columns" not in schema["orders"]

@@ -1,0 +1,110 @@
+"""Which files of a folder are its tables (:func:`tables_of`: a file each, a folder of
+parts, a month's files as one) and each read as the loader reads it, with what the draft
+must declare for that (:func:`read_table`: a header's names, the forms of times), for
+:mod:`rdl.data.draft`."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from rdl.data import assembled, clocks, epochs, files, lakes, nested, pgdump, sheets, sources
+from rdl.data.database import DataError
+from rdl.data.folder import load_folder
+from rdl.data.times import Placeholder
+
+
+def tables_of(folder: Path) -> dict[str, str]:
+    """The folder's tables: name -> its file or folder of parts (relative); files whose
+    names differ only in their numbers (a month's export each: ``sales_2024_01.csv``, ...)
+    one table, by the wildcard naming them alone (``sales_*_*.csv``)."""
+    found = [p for p in sorted(folder.iterdir())
+             if not p.name.startswith((".", "_")) and p.name != "schema.yaml" and (
+                 (p.is_file() and not sources.unnamed(p) and (  # (a README: no table)
+                     sources.is_csv(p) or sources.is_parquet(p) or sheets.is_workbook(p)))
+                 or (p.is_dir() and not pgdump.is_archive(p)   # (pg_dump -Fd: a database)
+                     and (lakes.kind(p) or sources.parts(p))))]
+    alike: dict[str, list[Path]] = {}
+    for p in found:
+        if p.is_file():
+            alike.setdefault(re.sub(r"\d+", "*", p.name), []).append(p)
+    single = {stem(p.name) for p in found if p.is_file()}
+    out = {}
+    for p in found:
+        pattern = re.sub(r"\d+", "*", p.name)
+        name = re.sub(r"^[_\-. ]+|[_\-. ]+$", "", re.sub(r"[_\-. ]*\*", "", stem(pattern)))
+        if p.is_file() and len(alike[pattern]) > 1 and name and name not in single and \
+                sorted(folder.glob(pattern)) == alike[pattern]:
+            out.setdefault(name, pattern)
+        else:
+            out.setdefault(stem(p.name) if p.is_file() else p.name, p.name)
+    return out
+
+
+def stem(file: str) -> str:
+    """A file's table name: its name without its compression and data suffixes
+    (``dim.tags.csv.gz``: ``dim.tags``)."""
+    name = re.sub(r"\.(gz|bz2|zst|lz4|zip)$", "", file, flags=re.I)
+    return re.sub(r"\.(csv|tsv|txt|psv|tbl|dat|parquet|pq|jsonl|ndjson|json|xlsx|xlsm|orc|arrow|"
+                  r"feather|ipc|avro|sas7bdat|xpt|dta|sav|zsav|por|xls|xml)$", "", name, flags=re.I)
+
+
+def read_table(folder: Path, name: str, file: str, given: dict, named=None) -> pd.DataFrame:
+    """A table as the loader reads it, with what it needs declared kept in ``given[name]``:
+    a CSV file's fields named ``column_1``, ... where its first row is data (no header; or
+    as ``named`` names them, the DDL's: :mod:`rdl.data.ddl`), and the forms of numbers
+    that are times since 1970 by their names and sizes."""
+    spec = {"file": file}
+    found = sources.parts(folder / file)
+    lists = nested.lists_in(found)   # lists of objects: tables of their own (unnest:)
+    if lists:
+        spec["stypes"] = {c: None for c in lists}
+    if found and all(map(sources.is_csv, found)):
+        written = files.header(found[0], f"{found[0]} (table {name!r})").written
+        if files.no_header(written):
+            spec["columns"] = [f"column_{i}" for i in range(1, len(written) + 1)]
+            if named and len(named) in (len(written), len(written) - 1):   # (- 1: a last |)
+                spec["columns"][:len(named)] = named
+    for _ in range(8):   # a column's numbers of times, or its placeholder time, at a time
+        try:
+            db = load_folder(folder, {"tables": {name: spec}})
+            df, joined = db[name].df, clocks.dates_of(db[name].df, db.clocks.get(name, []))
+            parts = {} if "assemble" in spec or any(map(pd.api.types.is_datetime64_any_dtype,
+                                                        df.dtypes)) else assembled.find(df)
+            if not joined and not parts:
+                break
+            if parts:   # a date in parts, a column each, and no other time: read again, made
+                spec["assemble"] = parts
+            spec["clocks"] = {**spec.get("clocks", {}), **joined}   # read again, joined
+        except epochs.EpochNumbers as e:
+            spec["formats"] = {c: epochs.form_of(u) for c, u in e.units.items()}
+        except Placeholder as e:
+            if e.value in spec.setdefault("missing", []):
+                raise
+            spec["missing"].append(e.value)
+    else:
+        df = load_folder(folder, {"tables": {name: spec}})[name].df
+    if "columns" in spec and not written[-1].strip() and df[spec["columns"][-1]].isna().all():
+        df = df.drop(columns=spec["columns"].pop())   # a delimiter ends each line (dbgen's)
+    given[name] = {**{k: v for k, v in spec.items() if k != "file"}, "lists": lists}
+    return df
+
+
+def unnested(folder: Path, tables: dict, read_as: dict, pkeys: dict):
+    """(table, its column of lists, the table of their elements, its rows) for each table
+    with lists of objects and a key of one column: the elements as the loader reads them
+    (without the key to their table, which ``unnest:`` gives)."""
+    for name, spec in list(read_as.items()):
+        for col in spec.get("lists") or []:
+            child = f"{name}_{col}"
+            if name not in pkeys or child in tables:
+                continue
+            parent = {**{k: v for k, v in spec.items() if k != "lists"},
+                      "file": tables[name], "pkey": pkeys[name]}
+            try:
+                db = load_folder(folder, {"tables": {name: parent,
+                                                     child: {"unnest": {name: col}}}})
+            except DataError:
+                continue   # (the draft says what it could not read where it can)
+            yield name, col, child, db[child].df.drop(columns=list(db[child].fkeys))
