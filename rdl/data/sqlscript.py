@@ -139,7 +139,12 @@ _HIDDEN = re.compile(r"'[^']*(?:''[^']*)*'|\[[^\]]*\]|\"[^\"]*\"|--[^\n]*|/\*.*?
 def _batch(body: str):
     """``(where it begins, statement)`` of a SQL Server batch (up to its ``GO``), whose
     statements need no ``;``: one begins at each line that begins with a statement's word
-    (:data:`_BEGINS`), outside strings, names, comments and parentheses."""
+    (:data:`_BEGINS`), outside strings, names, comments and parentheses; a procedure,
+    function, trigger or view is its batch whole (its INSERTs are code, not rows)."""
+    if re.match(r"(?is)(CREATE|ALTER)\s+(OR\s+ALTER\s+)?(PROC|PROCEDURE|FUNCTION|TRIGGER|VIEW)\b",
+                _strip_comments(body)):
+        yield 0, body.strip()
+        return
     masked = _HIDDEN.sub(lambda m: re.sub(r"[^\n]", "x", m.group(0)), body)
     cuts, depth, last = [0], 0, 0
     for m in _BEGINS.finditer(masked):

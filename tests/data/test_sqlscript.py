@@ -241,7 +241,8 @@ def test_psql_s_own_commands_are_no_statements(tmp_path):
 def test_sql_server_s_batches_run_statement_by_statement(tmp_path):
     """Microsoft's instnwnd.sql: statements a line each with no ; between them up to GO
     (an INSERT with no INTO, a value holding a line that begins "Insert"), a picture as
-    hex, WITH NOCHECK ADD CONSTRAINT ... NONCLUSTERED (...) ON [PRIMARY]."""
+    hex, WITH NOCHECK ADD CONSTRAINT ... NONCLUSTERED (...) ON [PRIMARY]; a procedure's
+    INSERT is code, not a row."""
     path = SCRIPTS / "sqlserver_northwind.sql"
     got = rows(run(path, tmp_path / "n.db"))
     assert [r[:2] for r in got["Categories"]] == [(1, "Beverages"),

@@ -37,6 +37,14 @@ CREATE TABLE [dbo].[Order Details]
 GO
 set quoted_identifier on
 go
+CREATE PROCEDURE uspLogError
+    @ErrorLogID [int] = 0 OUTPUT
+AS
+BEGIN
+    INSERT [dbo].[Orders] (OrderID, CategoryID) VALUES (@ErrorLogID, 1)
+    SET @ErrorLogID = @@IDENTITY
+END
+GO
 set identity_insert "Categories" on
 go
 ALTER TABLE "Categories" NOCHECK CONSTRAINT ALL
