@@ -58,7 +58,11 @@ def sqlite_text(stmt: str, mysql: bool) -> str:
     text = re.sub(r"(?i)\bN(?=\x00)", "", text)   # N'...'
     # T-SQL's INSERT with no INTO
     text = re.sub(r"(?i)^(\s*INSERT)\b(?!\s+(?:INTO|IGNORE|OR)\b)\s+", r"\1 INTO ", text)
-    if mysql:
+    if mysql:   # (mysqldump --insert-ignore; phpMyAdmin's ON DUPLICATE KEY UPDATE: the last)
+        text = re.sub(r"(?i)^(\s*INSERT)\s+IGNORE\b", r"\1 OR IGNORE", text)
+        if re.search(r"(?i)\bON\s+DUPLICATE\s+KEY\s+UPDATE\b", text):
+            text = re.sub(r"(?is)\s+ON\s+DUPLICATE\s+KEY\s+UPDATE\b.*$", "",
+                          re.sub(r"(?i)^(\s*INSERT)\b", r"\1 OR REPLACE", text))
         text = re.sub(r"(?i)\b_binary\s*\x00", "CAST(\x00 AS BLOB)", text)
         text = re.sub(r"(?i)\b_(utf8mb4|utf8|latin1)\s*(?=\x00)", "", text)
     it = iter(literals)
@@ -185,5 +189,5 @@ def parent(stmt: str) -> tuple[str, str, bool] | None:
 
 def table_name(stmt: str) -> str | None:
     m = re.match(rf"(?is)(?:CREATE\s+(?:TEMPORARY\s+|UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
-                 rf"|INSERT\s+(?:IGNORE\s+)?INTO\s+|COPY\s+)({NAME})", stmt)
+                 rf"|(?:INSERT|REPLACE)\s+(?:(?:OR\s+)?\w+\s+)?INTO\s+|COPY\s+)({NAME})", stmt)
     return m.group(1).strip('"`[]') if m else None

@@ -251,7 +251,7 @@ def run(path, target, scripts: list | None = None) -> Path:
                                     f"{creates[name][0]}): a folder's scripts are one database; "
                                     "keep one script that makes it")
                 creates[name] = (where, s)
-            elif head.startswith("INSERT"):
+            elif head.startswith(("INSERT", "REPLACE")):   # (mysqldump --replace: REPLACE INTO)
                 work.append((where, sqlplus.bound(dialects.sqlite_text(s, mysql), names,
                                                   LITERAL[mysql]), None))
             elif rows is not None:
@@ -293,7 +293,8 @@ def run(path, target, scripts: list | None = None) -> Path:
                     continue
                 if rows is None:
                     if table in parents:
-                        s = re.sub(rf"(?is)^(INSERT\s+(?:IGNORE\s+)?INTO\s+){NAME}",
+                        s = re.sub(rf"(?is)^((?:INSERT|REPLACE)\s+(?:(?:OR\s+)?\w+\s+)?INTO\s+)"
+                                   rf"{NAME}",
                                    lambda m: f'{m.group(1)}"{parents[table]}"', s)
                     con.execute(s, values)
                     continue

@@ -286,3 +286,15 @@ def test_a_script_runs_the_files_it_sources_where_it_says(tmp_path):
     psql.write_text("CREATE TABLE t (a int);\n\\i rows.sql\nINSERT INTO t VALUES (2);\n")
     (tmp_path / "rows.sql").write_text("INSERT INTO t VALUES (1);\n")
     assert rows(run(psql, tmp_path / "d.db")) == {"t": [(1,), (2,)]}
+
+
+def test_mysql_s_ways_of_writing_rows_over_others(tmp_path):
+    """mysqldump --insert-ignore and --replace, phpMyAdmin's ON DUPLICATE KEY UPDATE: the
+    rows are read (REPLACE INTO's were left out without a word; the others stopped)."""
+    path = tmp_path / "dump.sql"
+    path.write_text("CREATE TABLE `t` (`a` int NOT NULL, `b` varchar(9), PRIMARY KEY (`a`))"
+                    " ENGINE=InnoDB;\nINSERT IGNORE INTO `t` VALUES (1,'x'),(1,'dup');\n"
+                    "REPLACE INTO `t` VALUES (2,'y');\nINSERT INTO `t` (`a`,`b`) VALUES "
+                    "(3,'z') ON DUPLICATE KEY UPDATE `b`=VALUES(`b`);\n"
+                    "INSERT INTO `t` VALUES (3,'w') ON DUPLICATE KEY UPDATE `b`='w';\n")
+    assert rows(run(path, tmp_path / "d.db")) == {"t": [(1, "x"), (2, "y"), (3, "w")]}
