@@ -249,7 +249,8 @@ def run(path, target, scripts: list | None = None) -> Path:
                 if name in creates:
                     raise DataError(f"{where}: table {name} is made again (first at "
                                     f"{creates[name][0]}): a folder's scripts are one database; "
-                                    "keep one script that makes it")
+                                    "keep one script that makes it, or give rdl the one script "
+                                    "that makes the database (it runs the files it sources)")
                 creates[name] = (where, s)
             elif head.startswith(("INSERT", "REPLACE")):   # (mysqldump --replace: REPLACE INTO)
                 work.append((where, sqlplus.bound(dialects.sqlite_text(s, mysql), names,
