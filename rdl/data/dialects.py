@@ -44,10 +44,14 @@ def sqlite_text(stmt: str, mysql: bool) -> str:
     """A statement as SQLite reads it: names without their schema (``public.actor``,
     ``[dbo].[Album]``), no casts (``'G'::mpaa_rating``), SQL Server's ``N'...'`` plain,
     MySQL's escapes read; a binary string as hex (a picture's: ``0x89504E47...``, as
-    MySQL and SQL Server write them; MySQL's ``_binary '...'``) a blob."""
+    MySQL and SQL Server write them; MySQL's ``_binary '...'``) a blob; comments left out
+    (AdventureWorks' ``StoreID INT NULL, -- ... is non-null.`` then ``TerritoryID``: read
+    as the name ``null.TerritoryID``, and its commas split columns)."""
     literals = []   # each literal a mark (\x00), so that the rules run once on the rest
 
     def mark(m):
+        if m.group(0).startswith(("--", "/*")):
+            return " "
         hexed = m.group(0)[2:] if m.group(0)[:2].lower() == "0x" else None
         literals.append(_literal(m.group(0), mysql) if hexed is None else
                         f"X'{'0' * (len(hexed) % 2)}{hexed}'")
@@ -69,9 +73,9 @@ def sqlite_text(stmt: str, mysql: bool) -> str:
     return re.sub("\x00", lambda _: next(it), text)
 
 
-#: a string literal, or hex digits (marked first: names are looked for in what is left)
-_BLOB_OR_LITERAL = {k: re.compile(rf"\b0[xX][0-9a-fA-F]+\b|{v.pattern}", v.flags)
-                    for k, v in LITERAL.items()}
+#: a string literal, hex digits or a comment (marked first: names are looked for in the rest)
+_BLOB_OR_LITERAL = {k: re.compile(rf"\b0[xX][0-9a-fA-F]+\b|{v.pattern}|--[^\n]*|/\*.*?\*/",
+                                  v.flags | re.S) for k, v in LITERAL.items()}
 
 
 _DROP_ITEM = re.compile(r"(?is)^\s*((UNIQUE|FULLTEXT|SPATIAL)\s+)?(KEY|INDEX)\b|^\s*(CONSTRAINT\s+"
@@ -136,7 +140,8 @@ def create_table(stmt: str, added: dict[str, list[str]]) -> str:
 
 def added_keys(stmt: str) -> tuple[str, list[str]] | None:
     """``ALTER TABLE t ADD [CONSTRAINT c] PRIMARY KEY (...)`` (or FOREIGN KEY ... REFERENCES
-    ...; several ADDs too): the table and its key clauses; None for another statement."""
+    ...; several ADDs too; or ``ADD [COLUMN] c type``, a column the table has from then
+    on): the table and its clauses; None for another statement."""
     m = re.match(rf"(?is)ALTER\s+TABLE\s+(?:ONLY\s+)?(?:IF\s+EXISTS\s+)?({NAME})\s+"
                  r"(?:WITH\s+(?:NO)?CHECK\s+)?(ADD\b.*)", stmt)   # (SQL Server's WITH NOCHECK)
     if not m:
@@ -147,7 +152,12 @@ def added_keys(stmt: str) -> tuple[str, list[str]] | None:
     for part in re.split(r"(?i),\s*(?=ADD\b)", adds):
         k = re.match(rf"(?is)ADD\s+(?:CONSTRAINT\s+{NAME}\s+)?((PRIMARY|FOREIGN)\s+KEY\b.*)",
                      part.strip())
-        if k:   # (less what SQLite does not know: SQL Server's NONCLUSTERED, ON [PRIMARY])
+        column = re.match(r"(?is)ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?(?!(?:CONSTRAINT|"
+                          r"PRIMARY|FOREIGN|UNIQUE|CHECK|INDEX|KEY|PARTITION)\b)(\S.*)",
+                          part.strip())
+        if k is None and column is not None:
+            clauses.append(column.group(1).strip())
+        elif k:   # (less what SQLite does not know: SQL Server's NONCLUSTERED, ON [PRIMARY])
             clause = re.sub(r"(?is)\s+(NOT\s+)?DEFERRABLE.*$|\s+NOT\s+VALID\s*$", "",
                             k.group(1).strip())
             clause = re.sub(r"(?i)\s+(NON)?CLUSTERED\b", "", clause)

@@ -214,6 +214,10 @@ def _statements_of(script: Path, seen: tuple = ()):
             s = s[m.end():].strip()   # (a command a line: the rest is a statement of its own)
             if not s:
                 continue
+        if re.match(r"(?is)CREATE\s+SCHEMA\b", s):   # (PostgreSQL's, its tables inside it)
+            for at, part in list(_batch(s))[1:]:
+                yield f"{script}, line {line + s.count(chr(10), 0, at)}", part, None, mysql
+            continue
         yield f"{script}, line {line}", s, rows, mysql
 
 
