@@ -19,12 +19,18 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-#: SQL*Plus' commands, each a line of its own (and a block's first line)
+#: SQL*Plus' commands, each a line of its own (and a block's first line); those whose word
+#: could name a column (COLUMN, VAR, SHOW, ...) only in their own forms, for a line of a
+#: CREATE TABLE may begin with a column's name
 _LINE = re.compile(
     r"(?im)^[ \t]*(?:(?:rem|remark|pro|prompt|set|spool|def|define|undef|undefine|acc|accept|"
-    r"whenever|conn|connect|col|column|show|exec|execute|host|pause|timing|var|variable|print|"
-    r"clear|break|compute|ttitle|btitle|exit|quit|store|start)\b[^\n]*|@@?[^\n]*|begin|declare)"
-    r"[ \t]*\r?$")
+    r"whenever|conn|connect|ttitle|btitle|exit|quit)\b[^\n]*|@@?[^\n]*|begin|declare|"
+    r"(?:col|column)\s+[\w$#]+\s+(?:format|heading|new_value|noprint|print|clear|justify|"
+    r"wrapped|truncated|word_wrapped|on|off)\b[^\n]*|(?:var|variable)\s+\w+\s+(?:number|"
+    r"varchar2|char|nchar|clob|refcursor|binary_\w+)\b[^\n]*|show\s+(?:errors?|err|user|all|"
+    r"parameters?|sga|release)\b[^\n]*|exec(?:ute)?\s+[\w.$]+\s*\([^\n]*|timing\s+(?:start|"
+    r"stop|show)\b[^\n]*|clear\s+(?:breaks|columns|computes|screen|buffer|sql)\b[^\n]*|"
+    r"break\s+on\b[^\n]*|sta(?:rt)?\s+\S+\.sql\b[^\n]*)[ \t]*\r?$")
 #: code, never rows: up to its own ``/`` line
 _CODE = re.compile(r"(?ims)^[ \t]*CREATE\s+(?:OR\s+REPLACE\s+)?(?:(?:NON)?EDITIONABLE\s+)?"
                    r"(?:PROCEDURE|FUNCTION|TRIGGER|PACKAGE|TYPE)\b.*?^[ \t]*/[ \t]*\r?$")

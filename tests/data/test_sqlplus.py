@@ -164,3 +164,19 @@ def test_oracle_s_scripts_run_with_their_keys(tmp_path):
     ("03-jan-99 11:05 PM", "DD-MON-RR HH:MI AM", "1999-01-03 23:05:00")])
 def test_oracle_s_format_masks(value, mask, iso):
     assert to_time(value, mask) == iso
+
+
+def test_a_column_named_as_a_command_is_a_column(tmp_path):
+    """A line of a CREATE TABLE may begin with a column's name that is also a word of
+    SQL*Plus' (COL, START, SHOW, VAR): the column, not a command left out."""
+    path = tmp_path / "t_create.sql"
+    path.write_text("rem a table\nSET ECHO OFF\nCOLUMN name FORMAT a20\nCREATE TABLE t\n"
+                    "    ( id NUMBER\n    , col VARCHAR2(10)\n    ,\nstart DATE\n    ,\n"
+                    "show VARCHAR2(1)\n    ,\nvar NUMBER );\nINSERT INTO t VALUES (1, 'a', "
+                    "TO_DATE('02-01-2024', 'dd-MM-yyyy'), 'y', 7);\nCOMMIT;\n")
+    with sqlite3.connect(run(path, tmp_path / "t.db")) as con:
+        names = [c[1] for c in con.execute("PRAGMA table_info(t)")]
+        row = con.execute("SELECT * FROM t").fetchone()
+    con.close()
+    assert names == ["id", "col", "start", "show", "var"]
+    assert row == (1, "a", "2024-01-02 00:00:00", "y", 7)
