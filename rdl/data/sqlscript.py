@@ -30,7 +30,7 @@ from contextlib import closing
 from pathlib import Path
 
 from rdl.data.database import DataError
-from rdl.data import dialects, sources, sqlplus
+from rdl.data import dialects, loads, sources, sqlplus
 from rdl.data.dialects import LITERAL, NAME
 
 log = logging.getLogger(__name__)
@@ -214,11 +214,32 @@ def _statements_of(script: Path, seen: tuple = ()):
             s = s[m.end():].strip()   # (a command a line: the rest is a statement of its own)
             if not s:
                 continue
+        if s.startswith("\\") and "\n" in s:   # (psql's \copy: its line; then a statement)
+            first, s = s.split("\n", 1)
+            yield f"{script}, line {line}", first, loads.parse(first, script), mysql
+            line, s = line + 1, s.strip()
+        if (load := loads.parse(s, script)) is not None:   # (rows from a file beside it)
+            yield f"{script}, line {line}", s, load, mysql
+            continue
         if re.match(r"(?is)CREATE\s+SCHEMA\b", s):   # (PostgreSQL's, its tables inside it)
             for at, part in list(_batch(s))[1:]:
                 yield f"{script}, line {line + s.count(chr(10), 0, at)}", part, None, mysql
             continue
         yield f"{script}, line {line}", s, rows, mysql
+
+
+def _load(con, load: loads.Load, table: str, where: str) -> None:
+    """A file's rows (:mod:`rdl.data.loads`) into ``table`` (MySQL's ``@skip`` columns
+    left out)."""
+    width = len(con.execute(f'PRAGMA table_info("{table}")').fetchall())
+    cols, data = loads.rows(load, width, where)
+    keep = [i for i, c in enumerate(cols or []) if not c.startswith("@")]
+    if cols and len(keep) < len(cols):
+        cols, data = [cols[i] for i in keep], [[r[i] for i in keep] for r in data]
+    if data:
+        names = "(" + ", ".join(f'"{c}"' for c in cols) + ")" if cols else ""
+        con.executemany(f'INSERT INTO "{table}" {names} VALUES ({", ".join("?" * len(data[0]))})',
+                        data)
 
 
 def run(path, target, scripts: list | None = None) -> Path:
@@ -295,6 +316,9 @@ def run(path, target, scripts: list | None = None) -> Path:
             try:
                 if rows in names:
                     values[rows] = con.execute(f"SELECT {s}", values).fetchone()[0]
+                    continue
+                if isinstance(rows, loads.Load):
+                    _load(con, rows, parents.get(rows.table, rows.table), where)
                     continue
                 if rows is None:
                     if table in parents:

@@ -298,3 +298,36 @@ def test_mysql_s_ways_of_writing_rows_over_others(tmp_path):
                     "(3,'z') ON DUPLICATE KEY UPDATE `b`=VALUES(`b`);\n"
                     "INSERT INTO `t` VALUES (3,'w') ON DUPLICATE KEY UPDATE `b`='w';\n")
     assert rows(run(path, tmp_path / "d.db")) == {"t": [(1, "x"), (2, "y"), (3, "w")]}
+
+
+@pytest.mark.parametrize("dialect", ["psql", "postgres", "mysql", "sqlserver"])
+def test_a_script_loads_the_files_beside_it(tmp_path, dialect):
+    """The rows a script loads from files beside it: psql's \\copy (AdventureWorks for
+    PostgreSQL: headerless, tab-delimited), COPY ... FROM 'file' CSV HEADER, MySQL's LOAD
+    DATA INFILE (a server's path, a header line, an @skip column), SQL Server's BULK INSERT
+    (sqlcmd's $(folder) before the name)."""
+    create = ("CREATE TABLE orders (order_id INT PRIMARY KEY, city VARCHAR(30), "
+              "total DECIMAL(8,2));\n")
+    load, body = {
+        "psql": ("\\copy Sales.orders FROM './orders.csv' DELIMITER E'\\t' CSV ENCODING "
+                 "'latin1'\n", "1\tBothell\t12.5\n2\tZürich\t\n"),
+        "postgres": ("COPY orders (order_id, city, total) FROM '/data/orders.csv' WITH (FORMAT "
+                     "csv, HEADER true);\n", 'order_id,city,total\n1,Bothell,12.5\n2,"Zürich",\n'),
+        "mysql": ("LOAD DATA INFILE '/var/lib/mysql-files/orders.csv' INTO TABLE orders FIELDS "
+                  "TERMINATED BY ',' ENCLOSED BY '\"' LINES TERMINATED BY '\\n' IGNORE 1 LINES "
+                  "(order_id, @skip, city, total);\n",
+                  'id,x,city,total\n1,a,Bothell,12.5\n2,b,"Zürich",\\N\n'),
+        "sqlserver": ("BULK INSERT [Sales].[orders] FROM '$(SqlSamplesSourceDataPath)orders.csv' "
+                      "WITH (CODEPAGE='ACP', DATAFILETYPE = 'char', FIELDTERMINATOR= '\\t', "
+                      "ROWTERMINATOR = '\\n', FIRSTROW = 1, KEEPIDENTITY, TABLOCK);\nGO\n",
+                      "1\tBothell\t12.5\n2\tZürich\t\n")}[dialect]
+    (tmp_path / "orders.csv").write_bytes(body.encode("latin-1" if dialect == "psql" else "utf-8"))
+    script = tmp_path / "install.sql"
+    script.write_text(create + load + "INSERT INTO orders VALUES (3, 'Paris', 1);\n")
+    got = rows(run(script, tmp_path / "o.db"))["orders"]
+    assert [(r[0], r[1]) for r in got] == [(1, "Bothell"), (2, "Zürich"), (3, "Paris")]
+    assert float(got[0][2]) == 12.5 and got[1][2] is None
+    (tmp_path / "orders.csv").unlink()
+    with pytest.raises(DataError, match=r"install.sql, line 2: loads orders.csv into orders: "
+                       "no such file beside the script"):
+        run(script, tmp_path / "p.db")
