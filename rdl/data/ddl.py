@@ -7,7 +7,7 @@ row, the names of their columns in order.
 The scripts are run into SQLite once (:mod:`rdl.data.sqlscript`, their rows, if any, left
 as they are: the files are the data); a table is the folder's whose name is the same, case
 aside (``CUSTOMER``, ``TPCD.CUSTOMER``: ``customer.tbl``), a column the file's of the same
-name, case aside. A script SQLite cannot run is said in the draft's log and left out.
+name, case aside. A script SQLite cannot run is left out, the draft's comment says why.
 """
 from __future__ import annotations
 
@@ -36,19 +36,20 @@ def scripts(folder) -> list[Path]:
                   in SUFFIXES and not p.name.startswith((".", "_")) and ddl(p))
 
 
-def beside(folder, tables) -> tuple[dbfile.Declared, dict[str, list[str]]]:
-    """The keys the DDL beside ``folder``'s files declares, and each table's columns in
-    order, by the folder's table names (``tables``); nothing where there is no DDL."""
+def beside(folder, tables) -> tuple[dbfile.Declared, dict[str, list[str]], str]:
+    """The keys the DDL beside ``folder``'s files declares, each table's columns in order,
+    by the folder's table names (``tables``), and why the DDL was left out (``""``: it
+    was not); nothing where there is no DDL."""
     found = scripts(folder)
     if not found:
-        return dbfile.Declared(), {}
+        return dbfile.Declared(), {}, ""
     try:
         db = dbfile.exported(folder, lambda p, out: sqlscript.run(
             p, Path(out) / "ddl.sqlite", found), tag="ddl") / "ddl.sqlite"
         declared = dbfile.declared(db)
     except DataError as e:
         log.warning("%s: the DDL beside the files is left out: %s", folder, e)
-        return dbfile.Declared(), {}
+        return dbfile.Declared(), {}, f"{', '.join(p.name for p in found)} left out: {e}"
     by_name = {t.casefold(): t for t in tables}
     with closing(sqlite3.connect(db)) as con:
         columns = {by_name[t.casefold()]: [c[1] for c in con.execute(
@@ -60,7 +61,7 @@ def beside(folder, tables) -> tuple[dbfile.Declared, dict[str, list[str]]]:
         fkeys={name(t): {c: name(r) for c, r in f.items() if name(r)}
                for t, f in declared.fkeys.items() if name(t)},
         notes={name(t): n for t, n in declared.notes.items() if name(t)})
-    return out, columns
+    return out, columns, ""
 
 
 def as_in(declared: dbfile.Declared, frames: dict) -> dbfile.Declared:

@@ -73,7 +73,7 @@ def draft(folder) -> str:
         raise DataError(f"{folder}: no CSV, parquet or JSON file in it" + sources.archives(folder)
                         + dbfile.within(folder))
     frames, failed, read_as, empty = {}, {}, {}, []
-    beside, named = ddl.beside(folder, tables)   # (DDL beside the files: keys, names)
+    beside, named, unread = ddl.beside(folder, tables)   # (DDL beside the files: keys, names)
     for name, file in tables.items():
         try:
             frames[name] = read_table(folder, name, file, read_as, named.get(name))
@@ -131,7 +131,7 @@ def draft(folder) -> str:
     lines = [f"# drafted by python -m rdl.data.draft from {source}: every guess says why;",
              "# check each; then python -m rdl.tasks.suggest "
              f"{shlex.quote(str(source))} prints tasks that train on it",
-             "tables:"]
+             *([f"# the DDL beside the files: {unread}"] if unread else []), "tables:"]
     if empty:
         lines.append(f"  # left out, each empty (0 rows): {', '.join(empty)}")
     implying = {}   # tables implied: true, drafted last: name -> the columns of their keys

@@ -67,3 +67,14 @@ def test_the_ddl_beside_headerless_files_names_them_and_declares_their_keys(tmp_
     assert "BusinessEntityID: BusinessEntity   # the database declares it" in text
     db = load_folder(tmp_path, {"tables": schema})
     assert db["Address"].df["City"].iloc[0] == "Bothell 0" and len(db["Address"]) == 40
+
+
+def test_ddl_that_cannot_be_read_is_named_in_the_draft(tmp_path):
+    (tmp_path / "schema.sql").write_text("CREATE TABLE orders (order_id int PRIMARY KEY,\n"
+                                         "    total decimal(8, 2) GARBLED[ (1));\n")
+    pd.DataFrame({"order_id": range(5), "total": 1.5}).to_csv(tmp_path / "orders.csv",
+                                                              index=False)
+    text = draft(tmp_path)
+    assert "# the DDL beside the files: schema.sql left out: " in text
+    assert "schema.sql, line 1: a CREATE TABLE SQLite cannot run" in text
+    assert yaml.safe_load(text)["tables"]["orders"]["pkey"] == "order_id"   # (guessed)
