@@ -4,10 +4,10 @@ dataset's DDL. The draft (:mod:`rdl.data.draft`) takes from them what a database
 would declare: the keys (:class:`rdl.data.dbfile.Declared`) and, for files with no header
 row, the names of their columns in order.
 
-The scripts are run into SQLite once (:mod:`rdl.data.sqlscript`, their rows, if any, left
-as they are: the files are the data); a table is the folder's whose name is the same, case
-aside (``CUSTOMER``, ``TPCD.CUSTOMER``: ``customer.tbl``), a column the file's of the same
-name, case aside. A script SQLite cannot run is left out, the draft's comment says why.
+The scripts' tables and keys are made in SQLite once (:mod:`rdl.data.sqlscript`; their
+rows, and the files they load, left out: the files are the data); a table is the
+folder's whose name is the same, case aside (``CUSTOMER``, ``TPCD.CUSTOMER``:
+``customer.tbl``), a column the file's of the same name, case aside. A script SQLite cannot run is left out, the draft's comment says why.
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def beside(folder, tables) -> tuple[dbfile.Declared, dict[str, list[str]], str]:
         return dbfile.Declared(), {}, ""
     try:
         db = dbfile.exported(folder, lambda p, out: sqlscript.run(
-            p, Path(out) / "ddl.sqlite", found), tag="ddl") / "ddl.sqlite"
+            p, Path(out) / "ddl.sqlite", found, with_rows=False), tag="ddl") / "ddl.sqlite"
         declared = dbfile.declared(db)
     except DataError as e:
         log.warning("%s: the DDL beside the files is left out: %s", folder, e)

@@ -242,9 +242,10 @@ def _load(con, load: loads.Load, table: str, where: str) -> None:
                         data)
 
 
-def run(path, target, scripts: list | None = None) -> Path:
+def run(path, target, scripts: list | None = None, with_rows: bool = True) -> Path:
     """SQL script ``path``, or a folder's (:func:`scripts_in`; or ``scripts``), run into a
-    new SQLite file ``target`` (see the module).
+    new SQLite file ``target`` (see the module); with ``with_rows`` false, its tables and keys
+    only (the DDL beside a folder's files: :mod:`rdl.data.ddl`).
 
     Raises:
         DataError: the scripts make no table, or make one twice, or SQLite refuses a
@@ -311,7 +312,7 @@ def run(path, target, scripts: list | None = None) -> Path:
             except (sqlite3.Error, ValueError) as e:
                 raise DataError(f"{where}: a CREATE TABLE SQLite cannot run ({e}): "
                                 f"{s[:120]!r}...") from None
-        for where, s, rows in work:
+        for where, s, rows in work if with_rows else []:
             table = dialects.table_name(s)
             try:
                 if rows in names:
