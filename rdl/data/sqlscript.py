@@ -57,8 +57,8 @@ def scripts_in(folder) -> list[Path]:
     files = [p for p in sorted(folder.iterdir()) if p.is_file()
              and not p.name.startswith((".", "_")) and not _NOT_TABLES.match(p.name)]
     scripts = [p for p in files if is_script(p)]
-    if any(not sources.unnamed(p) and (sources.is_csv(p) or sources.is_parquet(p))
-           for p in files if p not in scripts):
+    if not scripts or any(not sources.unnamed(p) and (sources.is_csv(p) or sources.is_parquet(p))
+                          for p in files if not is_script(p)):   # (checked once per load)
         return []
     return scripts
 
