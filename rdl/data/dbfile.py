@@ -305,8 +305,9 @@ def exported(path, write=None, tag: str = "") -> Path:
 
     write = write or export
     path = Path(path).expanduser().resolve()
-    stamp = [(p.name, p.stat().st_size, p.stat().st_mtime_ns)
-             for p in (sorted(path.iterdir()) if path.is_dir() else [path]) if p.is_file()]
+    stamp = [(p.name, p.stat().st_size, p.stat().st_mtime_ns)   # (a folder's: its files', but
+             for p in (sorted(path.iterdir()) if path.is_dir() else [path])   # its schema)
+             if p.is_file() and not p.name.endswith("schema.yaml")]
     digest = hashlib.sha1(f"{path}|{stamp}|{EXPORT_VERSION}|{tag}".encode()).hexdigest()[:12]
     root = paths.cache_dir() / "dbfiles"
     folder = root / digest / path.name
