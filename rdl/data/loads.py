@@ -74,9 +74,12 @@ def parse(stmt: str, script: Path) -> Load | None:
         return load
     if (m := _MYSQL.match(stmt)) is not None:
         opts, load = m.group(3), Load(_bare(m.group(2)), _where(_unquote(m.group(1)), script))
-        if (d := re.search(r"(?i)TERMINATED\s+BY\s+'((?:[^'\\]|\\.)+)'", opts)) is not None:
+        fields = re.search(r"(?is)\b(?:FIELDS|COLUMNS)\b(.*?)(?=\bLINES\b|\bIGNORE\s+\d|\(|$)",
+                           opts)   # (not LINES TERMINATED BY, a row's end)
+        fields = fields.group(1) if fields else ""
+        if (d := re.search(r"(?i)TERMINATED\s+BY\s+'((?:[^'\\]|\\.)+)'", fields)) is not None:
             load.delimiter = _unquote(d.group(1))
-        if (q := re.search(r"(?i)ENCLOSED\s+BY\s+'((?:[^'\\]|\\.)+)'", opts)) is not None:
+        if (q := re.search(r"(?i)ENCLOSED\s+BY\s+'((?:[^'\\]|\\.)+)'", fields)) is not None:
             load.quote = _unquote(q.group(1))
         if (n := re.search(r"(?i)IGNORE\s+(\d+)\s+(LINES|ROWS)", opts)) is not None:
             load.skip = int(n.group(1))

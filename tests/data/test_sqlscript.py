@@ -300,7 +300,7 @@ def test_mysql_s_ways_of_writing_rows_over_others(tmp_path):
     assert rows(run(path, tmp_path / "d.db")) == {"t": [(1, "x"), (2, "y"), (3, "w")]}
 
 
-@pytest.mark.parametrize("dialect", ["psql", "postgres", "mysql", "sqlserver"])
+@pytest.mark.parametrize("dialect", ["psql", "postgres", "mysql", "mysql-tabs", "sqlserver"])
 def test_a_script_loads_the_files_beside_it(tmp_path, dialect):
     """The rows a script loads from files beside it: psql's \\copy (AdventureWorks for
     PostgreSQL: headerless, tab-delimited), COPY ... FROM 'file' CSV HEADER, MySQL's LOAD
@@ -317,6 +317,8 @@ def test_a_script_loads_the_files_beside_it(tmp_path, dialect):
                   "TERMINATED BY ',' ENCLOSED BY '\"' LINES TERMINATED BY '\\n' IGNORE 1 LINES "
                   "(order_id, @skip, city, total);\n",
                   'id,x,city,total\n1,a,Bothell,12.5\n2,b,"Zürich",\\N\n'),
+        "mysql-tabs": ("LOAD DATA LOCAL INFILE 'orders.csv' INTO TABLE orders LINES TERMINATED "
+                       "BY '\\r\\n';\n", "1\tBothell\t12.5\r\n2\tZürich\t\\N\r\n"),
         "sqlserver": ("BULK INSERT [Sales].[orders] FROM '$(SqlSamplesSourceDataPath)orders.csv' "
                       "WITH (CODEPAGE='ACP', DATAFILETYPE = 'char', FIELDTERMINATOR= '\\t', "
                       "ROWTERMINATOR = '\\n', FIRSTROW = 1, KEEPIDENTITY, TABLOCK);\nGO\n",
