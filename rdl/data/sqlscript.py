@@ -40,9 +40,20 @@ SUFFIXES = (".sql",)
 _NOT_TABLES = re.compile(r"(?i)^(readme|licen[cs]e|changelog|notice|copying)\b")
 
 
+#: names of dumps that may be SQL text (mysqldump's and pg_dump's plain output is often
+#: named so), read as a script where their first lines are SQL's
+DUMPS = (".dump", ".backup", ".bak")
+
+
 def is_script(path) -> bool:
-    """Whether ``path`` is a SQL script (``.sql``, maybe compressed: ``.sql.gz``)."""
+    """Whether ``path`` is a SQL script (``.sql``, maybe compressed: ``.sql.gz``; or a
+    ``.dump`` or ``.backup`` file of SQL text)."""
     s = [x.lower() for x in Path(path).suffixes]
+    if s and s[-1] in DUMPS and Path(path).is_file():   # (pg_dump -Fc's: rdl.data.pgdump)
+        with open(path, "rb") as f:
+            head = f.read(4096)
+        return b"\0" not in head and re.search(rb"(?im)^\s*(--|/\*|create\s|insert\s|set\s|"
+                                               rb"drop\s)", head) is not None
     return bool(s) and (s[-1] == ".sql" or (len(s) > 1 and s[-2] == ".sql"
                                             and s[-1] in (".gz", ".bz2", ".zst")))
 

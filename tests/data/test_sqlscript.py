@@ -333,3 +333,14 @@ def test_a_script_loads_the_files_beside_it(tmp_path, dialect):
     with pytest.raises(DataError, match=r"install.sql, line 2: loads orders.csv into orders: "
                        "no such file beside the script"):
         run(script, tmp_path / "p.db")
+
+
+def test_a_dump_named_dump_that_is_sql_text_is_a_script(tmp_path):
+    """mysqldump's and pg_dump's plain output is often named backup.dump: a script where it
+    is SQL text (a custom-format pg_dump archive is rdl.data.pgdump's)."""
+    path = tmp_path / "backup.dump"
+    path.write_text((SCRIPTS / "mysql_employees.sql").read_text())
+    assert dbfile.kind(path) == "sql"
+    assert len(rows(run(path, tmp_path / "b.db"))["departments"]) == 3
+    (tmp_path / "photo.bak").write_bytes(b"\x00\x01\x02binary")
+    assert dbfile.kind(tmp_path / "photo.bak") is None
