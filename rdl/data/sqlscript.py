@@ -5,10 +5,11 @@ folder of scripts and no data files is one database (:func:`scripts_in`: Sakila'
 Pagila's schema script beside their data script): every script's tables are made first,
 then every script's rows.
 
-Only what makes tables and rows is run: ``CREATE TABLE``, ``INSERT``, PostgreSQL's ``COPY
-... FROM stdin`` with its rows, and the keys ``ALTER TABLE ... ADD ... PRIMARY KEY`` or
-``FOREIGN KEY`` adds (folded into the table's ``CREATE``: SQLite adds no constraint
-later). A table PostgreSQL keeps in partitions (``PARTITION OF``, ``ATTACH PARTITION``,
+Only what makes tables and rows is run: ``CREATE TABLE``, ``INSERT`` (``REPLACE``),
+PostgreSQL's ``COPY ... FROM stdin`` with its rows, the rows a statement loads from a file
+beside the script (:mod:`rdl.data.loads`), the files it sources (MySQL's ``source``,
+psql's ``\\i``) where it sources them, and the keys and columns ``ALTER TABLE ... ADD``
+adds (folded into the table's ``CREATE``: SQLite adds no constraint later). A table PostgreSQL keeps in partitions (``PARTITION OF``, ``ATTACH PARTITION``,
 ``INHERITS`` a parent with no column of its own) is one table: the partitions' rows are
 their parent's. Everything else (``SET``, ``LOCK``, indexes, views, functions, triggers,
 sequences, grants) is left out. The dialects' differences SQLite would stop on are
