@@ -9,10 +9,11 @@ Only what makes tables and rows is run: ``CREATE TABLE``, ``INSERT`` (``REPLACE`
 PostgreSQL's ``COPY ... FROM stdin`` with its rows, the rows a statement loads from a file
 beside the script (:mod:`rdl.data.loads`), the files it sources (MySQL's ``source``,
 psql's ``\\i``) where it sources them, and the keys and columns ``ALTER TABLE ... ADD``
-adds (folded into the table's ``CREATE``: SQLite adds no constraint later). A table PostgreSQL keeps in partitions (``PARTITION OF``, ``ATTACH PARTITION``,
-``INHERITS`` a parent with no column of its own) is one table: the partitions' rows are
-their parent's. Everything else (``SET``, ``LOCK``, indexes, views, functions, triggers,
-sequences, grants) is left out. The dialects' differences SQLite would stop on are
+adds (folded into the table's ``CREATE``: SQLite adds no constraint later). A table
+PostgreSQL keeps in partitions (``PARTITION OF``, ``ATTACH PARTITION``, ``INHERITS`` a
+parent with no column of its own) is one table: the partitions' rows are their parent's.
+Everything else (``SET``, ``LOCK``, indexes, views, functions, triggers, sequences,
+grants) is left out. The dialects' differences SQLite would stop on are
 smoothed, each a rule of :mod:`rdl.data.dialects`: MySQL's table options,
 ``AUTO_INCREMENT``, ``UNSIGNED``, ``KEY`` lines, ``ENUM``, backslash escapes in strings;
 PostgreSQL's ``public.`` and casts; SQL Server's ``[dbo].``, ``N'...'`` and ``GO``;
