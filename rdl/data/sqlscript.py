@@ -285,6 +285,11 @@ def run(path, target, scripts: list | None = None, with_rows: bool = True) -> Pa
                     parents[part[0]] = part[1]
                     continue
                 name = dialects.table_name(s)
+                if re.match(rf"(?is)CREATE\s+(?:\w+\s+)*?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{NAME}"
+                            r"\s*(?:\([^()]*\)\s*)?(AS\b|LIKE\b|\(\s*LIKE\b)", s):
+                    log.info("%s: table %s is made from a query or another table's columns "
+                             "(CREATE TABLE ... AS, LIKE): left out", where, name)
+                    continue
                 if name in creates:
                     raise DataError(f"{where}: table {name} is made again (first at "
                                     f"{creates[name][0]}): a folder's scripts are one database; "

@@ -344,3 +344,17 @@ def test_a_dump_named_dump_that_is_sql_text_is_a_script(tmp_path):
     assert len(rows(run(path, tmp_path / "b.db"))["departments"]) == 3
     (tmp_path / "photo.bak").write_bytes(b"\x00\x01\x02binary")
     assert dbfile.kind(tmp_path / "photo.bak") is None
+
+
+def test_a_table_made_from_a_query_or_another_is_left_out(tmp_path):
+    """CREATE TABLE ... AS SELECT (an analysis' summary beside the data) and MySQL's
+    CREATE TABLE ... LIKE stopped the whole script ("no table name and column list"):
+    they are derived, not data of their own, and left out."""
+    path = tmp_path / "shop.sql"
+    path.write_text("CREATE TABLE orders (order_id INT PRIMARY KEY, total REAL);\n"
+                    "INSERT INTO orders VALUES (1, 2.5), (2, 4.0);\n"
+                    "CREATE TABLE big_orders AS SELECT * FROM orders WHERE total > 3;\n"
+                    "CREATE TABLE totals (n) AS SELECT count(*) FROM orders;\n"
+                    "CREATE TABLE orders_2024 LIKE orders;\n"
+                    "CREATE TABLE orders_copy (LIKE orders INCLUDING ALL);\n")
+    assert rows(run(path, tmp_path / "s.db")) == {"orders": [(1, 2.5), (2, 4.0)]}
