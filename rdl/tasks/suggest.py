@@ -19,25 +19,14 @@ import numpy as np
 import pandas as pd
 
 from rdl.data.database import Database, DataError
-from rdl.tasks.window import MEAN_MONTH, calendar_day, last_split, parse_window, shift
 from rdl.tasks.kinds import FEW
+from rdl.tasks.suggest_windows import BACKTESTS, COUNTS, before_gap, split_dates, window_for
+from rdl.tasks.window import calendar_day, parse_window, shift
 from rdl.tasks.events import event_columns
 from rdl.tasks.paths import dotted, entities_of, events_setting, references, schema_path
 
-#: the windows a suggestion takes (the shortest that fits, at least a week); for events
-#: a month or a quarter apart, on one day of the month (:func:`rdl.tasks.window.calendar_day`),
-#: calendar months: 30 days would hold two such rows around February, none in some months
-WINDOWS = ("1d", "7d", "30d", "91d", "365d")
-CALENDAR_WINDOWS = ("1mo", "3mo", "1y")
-#: at least this many windows in the data's span, where a shorter window allows
-SPAN_WINDOWS = 20
-#: the backtests (``backtest=0,1,...``) a suggested window is judged on: their median split
-BACKTESTS = 5
 #: the share of entities whose events fall in two windows or more, for the events to count
 RECURRING = 0.2
-#: what a split's evidence counts, per label (:func:`evidence`'s tuples): the rarer class of
-#: ``active``; the rows with events in the window after (a label not 0) of ``count``
-COUNTS = {"active": 2, "count": 1}
 #: a numeric column of events named so is summed (``label=sum``)
 AMOUNT = re.compile(r"amount|price|total|value|revenue|sales|quantity|qty|cost|fare|spend|"
                     r"paid|payment|profit|units", re.I)
@@ -47,133 +36,6 @@ def events_of(db: Database, columns: dict) -> pd.DataFrame:
     """``(entity, time)`` of the rows of each ``table: column`` (or path) of ``columns``."""
     return pd.concat([pd.DataFrame({"entity": entities_of(db, t, c), "time": db[t].df[
         db[t].time_col]}).dropna() for t, c in columns.items()], ignore_index=True)
-
-
-def window_for(times: np.ndarray) -> str:
-    """A window for events at ``times``: at least a week, and at least the usual gap
-    between their distinct times (a table of seasons: a year); a shorter one where they
-    span fewer than :data:`SPAN_WINDOWS` of it, but never shorter than that gap."""
-    return windows_for(times)[0]
-
-
-def windows_for(times: np.ndarray) -> list[str]:
-    """The windows events at ``times`` allow, shortest first: :func:`window_for`'s, then
-    each longer one that the events still span :data:`SPAN_WINDOWS` times."""
-    times = np.unique(times)
-    span = pd.Timedelta(times[-1] - times[0])
-    gap = pd.Timedelta(np.median(np.diff(times))) if len(times) > 1 else pd.Timedelta(0)
-    if calendar_day(times):   # months apart (28 to 31 days each): whole months
-        windows, need = CALENDAR_WINDOWS, round(gap / MEAN_MONTH) * MEAN_MONTH
-    else:
-        windows, need = WINDOWS, max(gap, parse_window(WINDOWS[1]))
-    sizes = [parse_window(w) for w in windows]
-    i = next((i for i, w in enumerate(sizes) if w >= need), len(sizes) - 1)
-    while i > 0 and span < SPAN_WINDOWS * sizes[i] and sizes[i - 1] >= gap:
-        i -= 1   # (not below the gap: yearly rows' 91 days would hold none in three of four)
-    longer = [w for w, size in zip(windows[i + 1:], sizes[i + 1:]) if span >= SPAN_WINDOWS * size]
-    return [windows[i], *longer]
-
-
-def evidence(events: pd.DataFrame, window: str, born: pd.Series,
-             label: str = "active") -> dict[str, tuple] | None:
-    """``{seeds: (rows, active, rarer, quiet)}``, for ``task.seeds`` ``active`` and ``all``, of
-    the task with ``window``: a split's seeds (the entities with an event in the window
-    before its time; or every one that exists), those with an event in the window after,
-    and the rarer of the two classes, which AUROC rests on (:data:`rdl.tasks.kinds.FEW`);
-    of the split thinner in what ``label`` counts (:data:`COUNTS`), the median over the
-    :data:`BACKTESTS` backtests that fit (a quiet week or two does not decide; the backtest
-    of the printed command judges on them). Seeds whose printed val or test split holds
-    none of it are left out: the command would not train, or score one class. ``quiet``:
-    the backtests' split times whose split holds none of it (every label one value).
-    ``events``: ``(entity, time)`` rows; ``born``: each entity's time (NaT: from the
-    start). None where no train window fits."""
-    times = events["time"]
-    dates = split_dates(times.min(), times.max(), window, calendar_day(times))
-    if dates is None:
-        return None
-    first, test = pd.Timestamp(times.min()), pd.Timestamp(dates[1])
-    at = lambda k: shift(test, window, -k)   # noqa: E731  (the split time k windows back)
-    back = [b for b in range(BACKTESTS) if at(b + 2) >= first]   # a train window each
-    found = {"active": [], "all": []}
-    for k in range(max(back) + 2):   # the split times, test's back to the earliest val
-        t = at(k)
-        # a seed at t sees events up to t; its label, those after t up to t + window
-        before = set(events["entity"][(times > at(k + 1)) & (times <= t)])
-        after = set(events["entity"][(times > t) & (times <= at(k - 1))])
-        exist = int((born.isna() | (born <= t)).sum())
-        for seeds, n, active in (("active", len(before), len(before & after)),
-                                 ("all", exist, len(after))):
-            found[seeds].append((n, active, min(active, n - active)))
-    out, i = {}, COUNTS[label]
-    for seeds, f in found.items():   # each backtest's thinner split, then their median
-        if min(f[0][i], f[1][i]) == 0:   # the printed command's test (k 0) and val (k 1)
-            continue
-        thinner = sorted((min(f[b], f[b + 1], key=lambda x: x[i]) for b in back),
-                         key=lambda x: x[i])
-        quiet = tuple(str(at(k).date()) for k in range(len(f)) if f[k][i] == 0)
-        out[seeds] = (*thinner[(len(thinner) - 1) // 2], quiet)
-    return out
-
-
-def fitting_window(events: pd.DataFrame, born: pd.Series,
-                   label: str = "active") -> tuple[str, str, tuple] | None:
-    """``(window, seeds, evidence)``: the shortest window of :func:`windows_for` whose
-    val and test rest on at least :data:`rdl.tasks.kinds.FEW` rows of what ``label``
-    counts (:func:`evidence`), with ``task.seeds=active`` where that is enough, else
-    ``all``; where none is, the one of most. None where no window fits."""
-    best, i = None, COUNTS[label]
-    for window in windows_for(events["time"].to_numpy()):
-        found = evidence(events, window, born, label)
-        for seeds, rests in (found or {}).items():
-            if rests[i] >= FEW:
-                return window, seeds, rests
-            if best is None or rests[i] > best[2][i]:
-                best = (window, seeds, rests)
-    return best
-
-
-def _fit(events: pd.DataFrame, born: pd.Series) -> tuple[tuple | None, bool]:
-    """:func:`fitting_window` of ``label=active``, or, where every entity has events in
-    the window after or none has at every window (a plot surveyed each month: no active
-    task to learn), of the counts; and whether it is the counts'."""
-    fit = fitting_window(events, born)
-    return (fit, False) if fit is not None else (fitting_window(events, born, "count"), True)
-
-
-def before_gap(events: pd.DataFrame, born: pd.Series, tries: int = 10):
-    """``(events, fit, counts, note)``: the events and their :func:`_fit`, or, where their
-    last windows hold too few rows (a stray row months after the rest, a last partial
-    load), the events up to a gap of over a week after which the fit rests on enough
-    (:data:`rdl.tasks.kinds.FEW`), the latest of ``tries`` that keeps half of them; the
-    note says what no split's window reaches."""
-    fit, counts = _fit(events, born)
-    def enough(fit, counts):
-        return fit is not None and fit[2][COUNTS["count" if counts else "active"]] >= FEW
-    if enough(fit, counts):
-        return events, fit, counts, []
-    times = np.unique(events["time"].to_numpy())
-    for i in np.flatnonzero(np.diff(times) > np.timedelta64(7, "D"))[::-1][:tries]:
-        kept = events[events["time"] <= times[i]]
-        if 2 * len(kept) < len(events):
-            break
-        f, c = _fit(kept, born)
-        if enough(f, c):
-            after = pd.Timestamp(times[i + 1])
-            return kept, f, c, [f"# {len(events) - len(kept):,} rows from {after} on, after "
-                                f"{(after - pd.Timestamp(times[i])).days} days without any, "
-                                "are in no split's windows: the windows up to them hold too "
-                                "few rows to train and judge on"]
-    return events, fit, counts, []
-
-
-def split_dates(first, last, window: str, day: int | None = None) -> tuple[str, str] | None:
-    """``(val, test)`` for events from ``first`` to ``last``: test's window the last whole
-    one by the last day (a calendar window's, from ``day`` of a month); None where no train
-    window fits before val's."""
-    test = last_split(last, window, day or 1)
-    val = shift(test, window, -1)
-    return None if shift(val, window, -1) < pd.Timestamp(first) else \
-        (str(val.date()), str(test.date()))
 
 
 def recurring(db: Database, table: str, col, window: str) -> bool:
