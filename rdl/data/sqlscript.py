@@ -267,7 +267,8 @@ def run(path, target, scripts: list | None = None, with_rows: bool = True) -> Pa
     path, target = Path(path), Path(target)
     creates, work, keys, parents, names = {}, [], {}, {}, set()
     scripts = scripts or (scripts_in(path) if path.is_dir() else [path])
-    included = {p.resolve() for script in scripts for p in _includes(script)}
+    included = {p.resolve() for script in scripts for p in _includes(script)} \
+        if len(scripts) > 1 else set()   # (a folder's: one another runs is not run twice)
     for script in [s for s in scripts if s.resolve() not in included]:
         for where, s, rows, mysql in _statements_of(script):
             head = s[:60].upper()
