@@ -221,6 +221,34 @@ def missing_words(df: pd.DataFrame, where, declared=()) -> pd.DataFrame:
     return df
 
 
+UNTIMED = ("fail", "drop")
+
+
+def untimed(schema: dict, where: str) -> str:
+    """A schema's ``untimed:``: what becomes of a timed table's rows without a time:
+    ``fail`` (the default: the loader stops, naming them) or ``drop`` (dropped, counted
+    in a warning, as RelBench drops them; references to them then dangle: ``dangling:``)."""
+    policy = str(schema.get("untimed") or "fail")
+    if policy not in UNTIMED:
+        raise DataError(f"{where}: untimed {policy!r}: expected one of {list(UNTIMED)} (what "
+                        "becomes of a timed table's rows without a time)")
+    return policy
+
+
+def without_untimed(df: pd.DataFrame, time: str | None, policy: str, where) -> pd.DataFrame:
+    """``df`` without its rows whose ``time`` (as the file writes it: a date, a date key,
+    a period number) is missing, where the schema says ``untimed: drop``; a warning says
+    how many (``where(column)`` names the place)."""
+    if policy != "drop" or time is None or time not in df.columns:
+        return df
+    missing = df[time].isna().to_numpy()
+    if not missing.any():
+        return df
+    log.warning("%s: %d of %d rows have no time: dropped (untimed: drop; %s)", where(time),
+                int(missing.sum()), len(df), rows(missing))
+    return df[~missing].reset_index(drop=True)
+
+
 def check_not_empty(df: pd.DataFrame, where: str) -> None:
     """A table needs rows: an empty one would fail later in unrelated places (no time range,
     no seeds).

@@ -45,11 +45,12 @@ from pathlib import Path
 import pandas as pd
 
 from rdl.data import dbfile, ddl, sources
+from rdl.data.calendars import day_column
 from rdl.data.draft_files import read_table, tables_of, unnested
 from rdl.data.draft_implied import (Unheld, implied_lines, implied_names, implied_tables,
                                     unnamed_entities)
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score, matching,
-                                 pair_share, primary_key, series_keys)
+                                 pair_share, primary_key, referencing, series_keys)
 from rdl.data.database import DataError, EmptyTable
 from rdl.data.checks import identifiers
 from rdl.data.states import named_states
@@ -88,8 +89,9 @@ def draft(folder) -> str:
         return lambda col: any(m != n and col in df.columns and df[col].is_unique and
                                key_name_score(col, bare[m]) == 4 for m, df in frames.items())
     single, composite, broken = given.keys_in(frames)
+    named_by = referencing(frames, bare)
     keys = {n: single.get(n) or ((None, "") if n in composite else primary_key(
-        bare[n], df, owned(n))) for n, df in frames.items()}
+        bare[n], df, owned(n), lambda c, n=n: named_by(n, c))) for n, df in frames.items()}
     pkeys = {n: k for n, (k, _) in keys.items() if k is not None}
     for n, col, child, df in unnested(folder, tables, read_as, pkeys):   # their keys too
         tables[child], frames[child], read_as[child] = None, df, {"unnest": (n, col)}
@@ -128,10 +130,16 @@ def draft(folder) -> str:
     taking, parted = borrowed_times(timed, frames, pkeys, times, as_timed, dated, fkeys,
                                     rejected, composite)
     seen = seen_ins(timed, pkeys, as_timed, fkeys, taking)
+    untimed = {n: (int(frames[n][c].isna().sum()), len(frames[n])) for n, c in [
+        *((n, t[0]) for n, t in times.items() if t[0] is not None and n not in rejected),
+        *((n, d[0]) for n, d in dated.items())] if frames[n][c].isna().any()}
     lines = [f"# drafted by python -m rdl.data.draft from {source}: every guess says why;",
              "# check each; then python -m rdl.tasks.suggest "
              f"{shlex.quote(str(source))} prints tasks that train on it",
-             *([f"# the DDL beside the files: {unread}"] if unread else []), "tables:"]
+             *([f"# the DDL beside the files: {unread}"] if unread else []),
+             *(["untimed: drop   # rows without a time, which no seed can place, dropped: "
+                + ", ".join(f"{n} {k} of {m}" for n, (k, m) in untimed.items())]
+               if untimed else []), "tables:"]
     if empty:
         lines.append(f"  # left out, each empty (0 rows): {', '.join(empty)}")
     implying = {}   # tables implied: true, drafted last: name -> the columns of their keys
@@ -220,6 +228,11 @@ def draft(folder) -> str:
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}"
                       for c, (t, why) in {**keys_of, **unheld}.items()]
         stypes.update({c: ("drop", why) for c, why in totals.items() if c not in stypes})
+        if time is not None and day_column(df, pkey) == time:   # a calendar's own dates
+            stypes.update({c: ("timestamp", "the calendar's: its day's week, quarter or year "
+                                            "(known that day)") for c, (st, _) in stypes.items()
+                           if st in ("event", "drop") and c in df and
+                           pd.api.types.is_datetime64_any_dtype(df[c])})
         later_events = {c: why for c, (st, why) in stypes.items() if st == "event"}
         stypes.update({c: ("drop", why) for c, why in identifiers(df, {
             pkey, time, *composite.get(name, []), *(p for k in keys_of for p in k.split(", ")),

@@ -91,34 +91,78 @@ def keyish(s: pd.Series) -> bool:
     return pd.api.types.is_string_dtype(s) and (not len(v) or isinstance(v.iloc[0], str))
 
 
-def key_name_score(col: str, table: str) -> int:
-    n = norm(col)
-    if any(n in (f"{t}id", f"{t}key", f"{t}code") for t in _singulars(table)):
+def surrogate(col: str) -> bool:
+    """Whether a column is named as a warehouse's surrogate key (``customer_sk``,
+    ``CustomerSK``: Kimball's convention, TPC-DS's, dbt's), ``sk`` a word of its own."""
+    words = name_words(col)
+    return len(words) > 1 and words[-1] == "sk"
+
+
+def named_key(col: str) -> bool:
+    """Whether a column's name ends as a key's does (``..._id``, ``...Key``, ``..._sk``)."""
+    return norm(col).endswith(("id", "key")) or surrogate(col)
+
+
+def key_name_score(col: str, table: str, pre: str = "") -> int:
+    """How well a column's name says it is ``table``'s key: 4 its own (``customer_id``,
+    ``customer_sk``; ``pre``: the table's column prefix, :func:`prefix`, left out:
+    ``c_customer_sk``), 3 ``id``, 2 a key's ending, 1 none."""
+    n, sk = norm(col), surrogate(col)
+    bare = norm(col[len(pre):]) if pre and str(col).casefold().startswith(pre) else n
+    ends = ("id", "key", "code") + (("sk",) if sk else ())
+    if any(m in {f"{t}{e}" for e in ends} for t in _singulars(table) for m in (n, bare)):
         return 4
     if n == "id":
         return 3
-    if n.endswith(("id", "key", "code", "no", "number", "num")):
+    if n.endswith(("id", "key", "code", "no", "number", "num")) or sk:
         return 2
     return 1
 
 
-def primary_key(name: str, df: pd.DataFrame, owned=None) -> tuple[str | None, str]:
+def primary_key(name: str, df: pd.DataFrame, owned=None,
+                referenced=None) -> tuple[str | None, str]:
     """A table's single-column key and why (or None); ``name`` its bare name
     (:func:`bare_names`), ``owned(column)``: whether another table's name claims the
-    column (``order_id`` is the key of orders, a foreign key in their payments)."""
-    best = None
+    column (``order_id`` is the key of orders, a foreign key in their payments);
+    ``referenced(column)``: the other tables holding a column named as it (by
+    :func:`referencing`). Of a warehouse's two unique keys, its surrogate key
+    (``c_customer_sk``) and its business key (``c_customer_id``), the one other tables
+    name is the key."""
+    best, pre = None, prefix(df.columns)
     for i, col in enumerate(df.columns):
         s = df[col]
         if not keyish(s) or s.isna().any() or not s.is_unique:
             continue
-        score = key_name_score(col, name) + (0.5 if i == 0 else 0)
+        score = key_name_score(col, name, pre) + (0.5 if i == 0 else 0)
         if score < 4 and owned is not None and owned(col):
             continue
-        if score >= 1.5 and (best is None or score > best[0]):
-            best = (score, col)
+        held = referenced(col) if referenced is not None and score >= 2 else []
+        if score >= 1.5 and (best is None or (bool(held), score) > best[0]):
+            best = ((bool(held), score), col, held)
     if best is None:
         return None, ""
-    return best[1], f"unique and filled in, all {len(df)} rows"
+    return best[1], f"unique and filled in, all {len(df)} rows" + (
+        f"; named by {', '.join(best[2][:3])}{' ...' if len(best[2]) > 3 else ''}"
+        if best[2] else "")
+
+
+def referencing(frames: dict[str, pd.DataFrame], bare: dict[str, str]):
+    """``referenced(table, column)``: the columns of other tables named as ``column`` of
+    ``table`` (``store_sales.ss_customer_sk`` names ``customer.c_customer_sk``, each name
+    without its table's prefix, :func:`prefix`; a role before it too:
+    ``ss_sold_date_sk``, ``date_dim.d_date_sk``), as ``table.column``; none where the
+    name is another table's key (``person_id`` in employees: people's; ``bare``: the
+    tables' names as :func:`bare_names`)."""
+    pre = {t: prefix(df.columns) for t, df in frames.items()}
+    stems = {t: {c: stem(c, pre[t]) or norm(c) for c in df.columns} for t, df in frames.items()}
+    def referenced(table: str, col: str) -> list[str]:
+        mine = stems[table].get(col) or norm(col)
+        if mine in ("id", "key", "sk") or not named_key(col) or any(
+                m != table and key_name_score(col, bare[m], pre[table]) == 4 for m in frames):
+            return []
+        return [f"{t}.{c}" for t in frames if t != table for c, s in stems[t].items()
+                if s == mine or (s.endswith(mine) and len(mine) >= 4 and named_key(c))]
+    return referenced
 
 
 def _share(values: pd.Series, keys: pd.Series) -> float:
@@ -156,7 +200,7 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
                                "are keys of it" + _rest(share, t))
                 continue
         text = not pd.api.types.is_numeric_dtype(df[col])
-        if not (text or unnamed or norm(col).endswith(("id", "key"))):
+        if not (text or unnamed or named_key(col)):
             continue
         def cover(t):   # (the share of table t's keys among its values)
             return _share(frames[t][pkeys[t]], df[col])
@@ -175,13 +219,18 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
             most = [t for t in holds if covers[t] > 0.5]
             most = [t for t in most if covers[t] >= 0.9] if len(most) > 1 else most
             holds = most if len(most) == 1 else holds
-        if len(holds) == 1:
+        short = [t for t in holds if abbreviates(col, bare[t])] if len(holds) > 1 else []
+        if len(short) == 1:
+            out[col] = (short[0], f"its name abbreviates {short[0]}'s; {shares[short[0]]:.0%} "
+                                  f"of its values are keys of it (and of {len(holds) - 1} "
+                                  "other tables')" + _rest(shares[short[0]], short[0]))
+        elif len(holds) == 1:
             out[col] = (holds[0], f"{shares[holds[0]]:.0%} of its values are keys of "
                                   f"{holds[0]}" + _rest(shares[holds[0]], holds[0]))
         elif len(holds) > 1:
             notes.append((col, f"{col}: its values are all keys of each of {holds}: a foreign "
                                "key? say which (fkeys: {" + col + ": <table>})"))
-        elif (norm(col).endswith(("id", "key")) or text and norm(col).endswith(TEXT_KEYS)) \
+        elif (named_key(col) or text and norm(col).endswith(TEXT_KEYS)) \
                 and df[col].nunique() < df[col].notna().sum():
             repeated = int(df[col].notna().sum() - df[col].nunique())
             if any(c != col and not df[[c, col]].duplicated().any() for c in out):
@@ -202,13 +251,30 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
     return out, notes
 
 
+def abbreviates(col: str, table: str) -> bool:
+    """Whether a key column's name, before its key word, ends in an abbreviation of the
+    last words of ``table``'s name, each word by its first letters (``ss_hdemo_sk``:
+    household_demographics; ``ca_addr_sk``: customer_address; ``cust_id``: customers)."""
+    words = name_words(col)
+    if len(words) < 2 or words[-1] not in ("id", "key", "sk"):
+        return False
+    names = name_words(table) or [norm(table)]
+    def split(rest: str, names: list[str]) -> bool:   # rest: the names' prefixes, in order
+        if not names:
+            return not rest
+        return any(names[0].startswith(rest[:i]) and split(rest[i:], names[1:])
+                   for i in range(1, len(rest) + 1))
+    return any(len(a) >= 3 and split(a, names[j:]) for a in (words[-2], "".join(words[-3:-1]))
+               for j in range(len(names)))
+
+
 def _by_role(col: str, name: str, pkeys: dict, bare: dict) -> str | None:
     """The table a key column names after a role (``shipping_address_id``,
     ``home_team_id``: addresses, teams) or by the last words of the table's name (Django's
     ``customer_id``: ``shop_customer``; ``user_id``: ``auth_user``); the one of the most
     words matched, where one is; or None."""
     words = name_words(col)
-    if len(words) < 2 or words[-1] not in ("id", "key"):
+    if len(words) < 2 or words[-1] not in ("id", "key", "sk"):
         return None
     found = {}
     for t in pkeys:

@@ -85,7 +85,8 @@ def times_of(df: pd.DataFrame) -> tuple[str | None, str, dict[str, tuple[str, st
     stypes.update({f: ("drop", f"says whether {c} is known in {s:.0%} of rows: what comes "
                                "after the row's time") for f, (c, s) in
                    later_flags(df, df[col], ends, skip={col, *stypes}).items()})
-    return col, why + ("; missing in some rows: the loader stops" if df[col].isna().any()
+    gone = int(df[col].isna().sum())
+    return col, why + (f"; missing in {gone} rows: dropped (untimed: drop, above)" if gone
                        else ""), stypes
 
 
@@ -190,7 +191,8 @@ def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> d
         mine = times[name][0]
         for col, (ref, _) in fkeys[name][0].items():
             theirs = times[ref][0] if ref in times else None
-            if mine is None or theirs is None or ref == name or ", " in col:
+            if mine is None or theirs is None or ref == name or ", " in col or day_column(
+                    frames[ref], pkeys.get(ref)) == theirs:   # (a calendar: by its days)
                 continue
             values, keys = comparable(df[col], frames[ref][pkeys[ref]])
             pos = pd.Index(keys).get_indexer(values)

@@ -23,6 +23,7 @@ foreign keys (``{column: referenced_table}``; a table may reference itself), its
       rentals: {pkey: rental_id, time: rented, events: [returned]}   # a table of returns
       tips: {file: tips.tsv, time: at, columns: [post_id, at, amount]}   # no header row
     dangling: null        # foreign keys matching no row: null (RelBench), drop, fail or add
+    untimed: fail         # a timed table's rows without a time: fail, or drop (RelBench)
     missing: ['?']        # words that mean missing, beyond rdl's (also per table)
 
 A key of several columns is a list (``pkey: [origin, hour]``), a foreign key to it its
@@ -51,9 +52,9 @@ import pandas as pd
 import torch_frame
 import yaml
 
-from rdl.data import (assembled, clocks, composite as composite_key, dbfile, epochs, events,
-                      files, implied, inherit, leaks, nested, parquet, periods, row_numbers,
-                      sheets, sources, states, tallies, typed)
+from rdl.data import (assembled, checks, clocks, composite as composite_key, dbfile, epochs,
+                      events, files, implied, inherit, leaks, nested, parquet, periods,
+                      row_numbers, sheets, sources, states, tallies, typed)
 from rdl.data.calendars import calendar_references, later_days
 from rdl.data.jsonl import is_json
 from rdl.data.xmlrows import is_xml
@@ -71,7 +72,7 @@ log = logging.getLogger(__name__)
 
 TABLE_KEYS = {"file", "pkey", "fkeys", "time", "stypes", "missing", "implied", "formats",
               "events", "columns", "clocks", "unnest", "assemble", "attributes"}
-SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst"}
+SCHEMA_KEYS = {"tables", "dangling", "missing", "dayfirst", "untimed"}
 DANGLING = ("null", "drop", "fail", "add")
 EXTENSIONS = (".parquet", ".csv", ".jsonl", ".json", ".xlsx", ".tsv", ".txt", ".csv.gz",
               *typed.SUFFIXES)   # a table's file when the schema names none
@@ -102,7 +103,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
         raise DataError(f"{where}: expected a mapping with 'tables:' (table name -> pkey, fkeys, "
                         "time, stypes, file)")
     _no_unknown(schema, SCHEMA_KEYS, where)
-    dangling = str(schema.get("dangling") or "null")
+    dangling, untimed = str(schema.get("dangling") or "null"), checks.untimed(schema, where)
     everywhere, dayfirst = _words(schema, where), schema.get("dayfirst")
     if dayfirst not in (None, True, False):
         raise DataError(f"{where}: dayfirst {dayfirst!r}: true (dates written 31/01/2024) or "
@@ -142,7 +143,7 @@ def read_schema(schema, folder) -> tuple[dict[str, TableSchema], str]:
             name, file, named(spec.get("pkey")),
             {named(c): str(r) for c, r in (spec.get("fkeys") or {}).items()},
             period.column if period else None if time is None else str(time), stypes)
-        t.composite, t.via, t.seen_in = composite, via, seen_in
+        t.composite, t.via, t.seen_in, t.untimed = composite, via, seen_in, untimed
         t.missing, t.period, t.dayfirst = [*everywhere, *_words(spec, at)], period, dayfirst
         t.implied = implied.parse(spec, at)
         t.formats = read_formats(spec, stypes, {t.pkey, *t.fkeys} - set(composite), at)
@@ -282,9 +283,8 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     return db
 
 
-def _near(file: Path) -> str:
-    """`` (did you mean 'x.csv'?)``: a data file beside ``file`` named nearly like it."""
-    if not file.parent.is_dir():
+def _near(file: Path) -> str:   # `` (did you mean 'x.csv'?)``: a file named nearly like it
+    if not file.parent.is_dir():   # (nothing beside it)
         return ""
     stems = {p.name.split(".")[0]: p.name for p in file.parent.iterdir()
              if p != file and (sources.is_csv(p) or sources.is_parquet(p) or p.is_dir())}
@@ -353,6 +353,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
                            keys=keys | t.key_columns())
     elif t.missing:
         df = mask_missing(df, t.missing)
+    df = checks.without_untimed(df, t.time, t.untimed, t.where)
     if len(df) == 0:
         raise EmptyTable(f"{t.where()}: the table is empty (0 rows)")
     for col in df.columns:

@@ -22,6 +22,7 @@ class TableSchema:
         self.first: list[str] = []        # those of them that take each key's first value
         self.composite: dict[str, list[str]] = {}   # a key of several columns: its columns
         self.dayfirst: bool | None = None   # the schema's order of dates that read both ways
+        self.untimed = "fail"   # the schema's rows without a time: fail, or drop (checks)
         self.via: str | None = None   # the foreign key whose row's time it takes (inherit)
         self.seen_in: list[str] | None = None   # the tables whose first reference times it
         self.formats: dict[str, str] = {}   # column: the strftime form its times are in

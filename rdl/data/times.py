@@ -187,7 +187,8 @@ def parse_times(raw: pd.Series, where: str, required: bool = True,
     missing = s.isna().to_numpy()
     if required and missing.any():
         raise DataError(f"{where}: time missing in {int(missing.sum())} of {_rows(len(s))} "
-                        f"({rows(missing)}); a timed table needs a time on every row")
+                        f"({rows(missing)}); a timed table needs a time on every row "
+                        "(untimed: drop, at the schema's top, drops such rows)")
     return s.astype("datetime64[ns]")
 
 

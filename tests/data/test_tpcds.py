@@ -1,0 +1,120 @@
+"""A warehouse's star schema, of TPC-DS's shape (dsdgen's tables, Kimball's
+conventions): each dimension holds a surrogate key (``c_customer_sk``, whole numbers, the
+key every fact names) beside its business key (``c_customer_id``, text, as unique); the
+facts have no time of their own, only keys into a date dimension (``ss_sold_date_sk``:
+days numbered as Julian days), some of them empty; a dimension's row may name a day
+after its own (a store's opening). The draft takes the surrogate keys, dates the facts
+through the calendar, drops the rows no day places (``untimed: drop``), and the schema it
+writes loads."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from rdl.data.database import DataError
+from rdl.data.draft import draft
+from rdl.data.folder import load_folder
+
+JULIAN = 2450450   # dsdgen's d_date_sk of 1997-01-01
+
+
+def star(folder, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """800 days from 1997, 120 customers, 60 items (their business key the first column),
+    3 stores, 72 households, 100 addresses, 1,500 sales over 1998, 4 % of them without a
+    day; the keys of households and addresses are numbers every table holds (1, 2, ...),
+    named by abbreviations (``ss_hdemo_sk``, ``ss_addr_sk``)."""
+    rng = np.random.default_rng(seed)
+    days = pd.date_range("1997-01-01", periods=800, freq="D")
+    ids = lambda p, n: [f"AAAAAAAA{p}{i:07d}" for i in range(1, n + 1)]  # noqa: E731
+    t = {"date_dim": pd.DataFrame({
+        "d_date_sk": np.arange(JULIAN, JULIAN + 800), "d_date_id": ids("D", 800),
+        "d_date": days.strftime("%Y-%m-%d"), "d_year": days.year, "d_moy": days.month,
+        "d_day_name": days.day_name(), "d_quarter_name": days.year.astype(str) + "Q"
+        + days.quarter.astype(str)})}   # (read as times: the calendar's, no later event)
+    t["household_demographics"] = pd.DataFrame({
+        "hd_demo_sk": range(1, 73), "hd_buy_potential": rng.choice([">10000", "0-500"], 72),
+        "hd_dep_count": rng.integers(0, 9, 72)})
+    t["customer_address"] = pd.DataFrame({
+        "ca_address_sk": range(1, 101), "ca_address_id": ids("A", 100),
+        "ca_state": rng.choice(["TN", "GA", "OH"], 100)})
+    t["customer"] = pd.DataFrame({
+        "c_customer_sk": range(1, 121), "c_customer_id": ids("C", 120),
+        "c_first_name": rng.choice(["Ann", "Bo", "Cy", "Di"], 120),
+        "c_birth_country": rng.choice(["PERU", "CHAD", "FIJI"], 120),
+        "c_current_addr_sk": rng.integers(1, 101, 120)})
+    t["item"] = pd.DataFrame({
+        "i_item_id": ids("I", 60), "i_item_sk": range(1, 61),
+        "i_current_price": rng.uniform(1, 90, 60).round(2),
+        "i_category": rng.choice(["Books", "Music", "Shoes"], 60)})
+    t["store"] = pd.DataFrame({   # two stores open on a day after their records start
+        "s_store_sk": [1, 2, 3], "s_store_id": ids("S", 3),
+        "s_rec_start_date": ["1997-03-13", "1997-01-05", "1998-02-01"],
+        "s_open_date_sk": [JULIAN + 60, JULIAN + 100, JULIAN + 420],
+        "s_floor_space": [6000, 7500, 5200]})
+    n = 1500
+    sold = rng.integers(365, 765, n).astype("float64")
+    sold[rng.random(n) < 0.04] = np.nan
+    t["store_sales"] = pd.DataFrame({
+        "ss_sold_date_sk": pd.array(np.where(np.isnan(sold), np.nan, sold + JULIAN),
+                                    dtype="Int64"),
+        "ss_item_sk": rng.integers(1, 61, n), "ss_customer_sk": rng.integers(1, 121, n),
+        "ss_store_sk": rng.integers(1, 4, n), "ss_ticket_number": np.arange(n) // 3 + 1,
+        "ss_hdemo_sk": rng.integers(1, 73, n), "ss_addr_sk": rng.integers(1, 101, n),
+        "ss_quantity": rng.integers(1, 100, n),
+        "ss_sales_price": rng.uniform(1, 200, n).round(2)}).drop_duplicates(
+            ["ss_item_sk", "ss_ticket_number"])
+    for name, df in t.items():
+        df.to_csv(folder / f"{name}.csv", index=False)
+    return t
+
+
+def test_the_draft_keys_a_star_by_its_surrogate_keys_and_dates_its_facts_by_the_calendar(
+        tmp_path, caplog):
+    t = star(tmp_path)
+    text = draft(tmp_path)
+    schema = yaml.safe_load(text)
+    tables = schema["tables"]
+    assert {n: tables[n]["pkey"] for n in ("date_dim", "customer", "item", "store")} == {
+        "date_dim": "d_date_sk", "customer": "c_customer_sk", "item": "i_item_sk",
+        "store": "s_store_sk"}
+    sales = tables["store_sales"]
+    assert sales["time"] == {"column": "ss_sold_date_sk", "calendar": {
+        "table": "date_dim", "period": "d_date_sk", "start": "d_date"}}
+    assert sales["fkeys"] == {"ss_item_sk": "item", "ss_customer_sk": "customer",
+                              "ss_store_sk": "store", "ss_hdemo_sk": "household_demographics",
+                              "ss_addr_sk": "customer_address"}
+    assert tables["customer"]["fkeys"] == {"c_current_addr_sk": "customer_address"}
+    assert tables["date_dim"]["time"] == "d_date"   # (a store opens on a later day: still)
+    assert "events" not in tables["date_dim"]
+    assert tables["store"]["fkeys"] == {"s_open_date_sk": "date_dim"}
+    untimed = int(t["store_sales"]["ss_sold_date_sk"].isna().sum())
+    assert schema["untimed"] == "drop" and f"store_sales {untimed} of" in text
+    (tmp_path / "schema.yaml").write_text(text)
+    with caplog.at_level(logging.WARNING):
+        db = load_folder(tmp_path)
+    assert len(db["store_sales"]) == len(t["store_sales"]) - untimed > 0
+    assert f"{untimed} of {len(t['store_sales'])} rows have no time: dropped" in caplog.text
+    assert len(db["customer"]) == 120 and db["store_sales"].time_col == "ss_sold_date_sk"
+
+
+def test_rows_without_a_time_stop_the_loader_unless_the_schema_drops_them(tmp_path, caplog):
+    pd.DataFrame({"id": [1, 2, 3, 4], "at": ["2024-01-02", None, "2024-01-05", ""],
+                  "x": [1.0, 2.0, 3.0, 4.0]}).to_csv(tmp_path / "visits.csv", index=False)
+    pd.DataFrame({"visit_id": [1, 2, 4, 3], "on": ["2024-02-01"] * 4}).to_csv(
+        tmp_path / "notes.csv", index=False)
+    schema = {"tables": {"visits": {"pkey": "id", "time": "at"},
+                         "notes": {"time": "on", "fkeys": {"visit_id": "visits"}}}}
+    with pytest.raises(DataError, match=r"visits.csv \(table 'visits', column 'at'\): time "
+                                        r"missing in 2 of 4 rows .*untimed: drop"):
+        load_folder(tmp_path, schema)
+    with caplog.at_level(logging.WARNING):
+        db = load_folder(tmp_path, {**schema, "untimed": "drop"})
+    assert list(db.keys["visits"]) == [1, 3]
+    assert db["notes"].df["visit_id"].isna().sum() == 2   # (their references dangle)
+    assert "2 of 4 rows have no time: dropped (untimed: drop; rows 1, 3)" in caplog.text
+    with pytest.raises(DataError, match=r"untimed 'skip': expected one of \['fail', 'drop'\]"):
+        load_folder(tmp_path, {**schema, "untimed": "skip"})
