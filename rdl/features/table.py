@@ -85,6 +85,19 @@ def children_features(db: Database, parent: str, ids: np.ndarray, seeds: np.ndar
     return parts
 
 
+def feature_columns(db: Database, parent: str) -> int:
+    """How many columns :func:`entity_features` makes for entities of ``parent``, counted
+    from the schema before any is computed (the entity's own columns and its label
+    history's, about 10, left out): its child tables' counts and sums, each window's and
+    all time's, and their days since the first and last row."""
+    n = 0
+    for _, table in db:
+        for _ in [f for f, ref in table.fkeys.items() if ref == parent]:
+            width = 1 + len(numeric_columns(table))
+            n += width if table.time_col is None else width * (len(WINDOWS) + 1) + 2
+    return n
+
+
 def with_own(task: Task, db: Database, df: pd.DataFrame, rest: pd.DataFrame) -> pd.DataFrame:
     """``rest``, the features of ``df`` computed with ``own=False``, with the entity row's
     own columns before them: what :func:`entity_features` returns with ``own=True``."""

@@ -64,7 +64,7 @@ class DataSettings:
             batch (None: ``batch_size``).
         strict: neighbours must be strictly older than the seed (RelBench v3 rule).
         label_history, seed_features, tree_prior, prior_from, prior_margin, prior_trees,
-            tree_blocks, tree_rows, train_seeds:
+            tree_blocks, tree_rows, train_seeds, feature_cells:
             the node family's (:mod:`rdl.families.node`); a link task leaves them out.
             deep_features: the depth-2 synthesis's bounds (node tasks' trees; link tasks'
             ranker).
@@ -104,6 +104,7 @@ class DataSettings:
     tree_blocks: int
     tree_rows: int
     train_seeds: int | None
+    feature_cells: int | None
     deep_features: DeepSettings | None
     ranker: RankerSettings | None
     text_embedder: object
@@ -144,6 +145,12 @@ class DataSettings:
             raise ValueError(f"data.train_seeds={cap!r}: expected a whole number >= 1 (the "
                              "train rows a node task keeps, a seeded sample where there are "
                              "more) or null (all)")
+        cells = self.feature_cells
+        if cells is not None and (isinstance(cells, bool) or not isinstance(cells, int)
+                                  or cells < 1):
+            raise ValueError(f"data.feature_cells={cells!r}: expected a whole number >= 1 (the "
+                             "cells, rows by columns, of a node task's train feature table) "
+                             "or null (no bound but data.train_seeds)")
         # dicts from the config become the objects they describe, once, here
         convert = {"deep_features": DeepSettings.of(self.deep_features),
                    "ranker": RankerSettings.of(self.ranker),

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rdl.features.table import entity_features, is_free_text, is_name
+from rdl.features.table import entity_features, feature_columns, is_free_text, is_name
 from rdl.data import Database, Table
 from .shop import VAL, W, make_task, shop_db, shop_tables
 
@@ -180,3 +180,36 @@ def test_a_static_child_table_is_counted():
     plain = entity_features(task, db, seeds(), history)
     pd.testing.assert_frame_equal(X.drop(columns=["licence.count_all", "licence.fee.sum_all"]),
                                   plain)
+
+
+def test_the_schema_counts_the_child_columns_the_features_make():
+    """:func:`feature_columns`, counted from the schema before any feature is computed
+    (what ``data.feature_cells`` divides by), is the number of child-table columns the
+    feature table has: the sale table's counts, sums and days since."""
+    task, db, tables = make_task(), shop_db(), shop_tables()
+    X = entity_features(task, db, seeds(), task.history(tables), own=False)
+    made = [c for c in X.columns if c.startswith("sale.")]
+    assert feature_columns(db, "shop") == len(made) == 3 * 4 + 2
+    assert feature_columns(db, "sale") == 0
+
+
+def test_feature_cells_bound_the_train_rows_by_the_feature_table_s_width(caplog):
+    """``data.feature_cells``: the train split keeps at most that many cells over the
+    feature columns a row (a seeded sample, said in the log), where ``data.train_seeds``
+    would keep more; the label history keeps every label."""
+    import logging
+    from types import SimpleNamespace
+    from rdl.families.node.prepare import labelled
+    task, db, tables = make_task(), shop_db(), shop_tables()
+    tables["train"] = pd.concat([tables["train"]] * 5, ignore_index=True)   # 40 rows
+    width = feature_columns(db, "shop") + len(db["shop"].df.columns)
+    settings = SimpleNamespace(train_seeds=30, feature_cells=width * 12 + 5, random_seed=0,
+                               now=False)
+    with caplog.at_level(logging.INFO):
+        out = labelled(task, db, settings, dict(tables))
+    assert len(out["tables"]["train"]) == 12 and len(out["history"]) == 40 + 4
+    assert f"a sample of 12 of its 40 rows (data.feature_cells: about {width}" in caplog.text
+    loose = SimpleNamespace(**{**vars(settings), "feature_cells": width * 1000})
+    assert len(labelled(task, db, loose, dict(tables))["tables"]["train"]) == 30
+    unbound = SimpleNamespace(**{**vars(settings), "feature_cells": None, "train_seeds": None})
+    assert len(labelled(task, db, unbound, dict(tables))["tables"]["train"]) == 40
