@@ -126,28 +126,42 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
     times = df["timestamp"].to_numpy()
     order = np.argsort(times, kind="stable")
     shared: dict = {}  # what the chunks share (Synthesis.once): made once per call
-    chunks, filled = [], _Filled(len(df))
-    for rows in bar(list(_chunks(times[order], chunk_rows)), "depth-2 synthesis", unit="chunk"):
-        sub = df.iloc[order[rows]]
-        part = _features(Synthesis(task, db, sub, strict, settings, shared), history)
-        # float32: a full-size train split has millions of rows (LightGBM bins them anyway)
-        part = part.astype({c: np.float32 for c in part.columns
-                            if part[c].dtype == np.float64})
-        part.index = order[rows]
-        if not (filled.active and filled.add(part)):
-            chunks += [*filled.frames(), part]
+    chunks, filled, made = [], _Filled(len(df), settings.max_features), None
+    # the first chunk small: its width sizes the others (a wide schema's thousands of
+    # features a row: TPC-DS's customers filled 24 GB in chunks of 250,000 rows)
+    size, start = min(chunk_rows, FIRST_CHUNK), 0
+    with bar(desc="depth-2 synthesis", total=len(df), unit="row") as progress:
+        while start < len(df):
+            rows = _chunk(times[order], start, size)
+            sub = df.iloc[order[rows]]
+            part = _features(Synthesis(task, db, sub, strict, settings, shared), history)
+            # float32: a full-size train split has millions of rows (LightGBM bins them)
+            part = part.astype({c: np.float32 for c in part.columns
+                                if part[c].dtype == np.float64})
+            part.index = order[rows]
+            made = made or part.shape[1]
+            if not (filled.active and filled.add(part)):
+                chunks += [*filled.frames(), part]
+            size = min(chunk_rows, max(1, CHUNK_CELLS // max(1, part.shape[1])))
+            progress.update(rows.stop - start)
+            start = rows.stop
     if filled.active and filled.rows:
         out = filled.frame()
     elif chunks:
         out = pd.concat(chunks).sort_index()
     else:
         out = _features(Synthesis(task, db, df, strict, settings, shared), history)
-    if out.shape[1] > settings.max_features:
+    if (made or out.shape[1]) > settings.max_features:
         log.info("deep features: %d of %d kept (data.deep_features.max_features)",
-                 settings.max_features, out.shape[1])
+                 settings.max_features, made or out.shape[1])
         out = out.iloc[:, :settings.max_features]
     out.index = df.index
     return out
+
+
+#: the first chunk's rows (:func:`deep_features`), and the cells (rows x features) of each
+#: chunk after it
+FIRST_CHUNK, CHUNK_CELLS = 20_000, 100_000_000
 
 
 class _Filled:
@@ -157,19 +171,20 @@ class _Filled:
     copied every feature again (at four times rel-hm's size, gigabytes). A chunk with
     other columns turns it back into frames, put together as before."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, keep: int):
         self.n, self.active, self.array, self.columns, self.rows = n, True, None, None, []
+        self.keep, self.made = keep, None   # (the first ``keep`` columns: all that are kept)
 
     def add(self, part: pd.DataFrame) -> bool:
         """``part`` written in place; False (and no longer active) where it cannot be."""
         if not all(dtype == np.float32 for dtype in part.dtypes) or (
-                self.columns is not None and not part.columns.equals(self.columns)):
+                self.made is not None and not part.columns.equals(self.made)):
             self.active = False
             return False
         if self.array is None:
-            self.columns = part.columns
-            self.array = np.empty((self.n, part.shape[1]), dtype=np.float32)
-        self.array[part.index.to_numpy()] = part.to_numpy()
+            self.made, self.columns = part.columns, part.columns[:self.keep]
+            self.array = np.empty((self.n, len(self.columns)), dtype=np.float32)
+        self.array[part.index.to_numpy()] = part.iloc[:, :self.keep].to_numpy()
         self.rows.append(part.index.to_numpy())
         return True
 
@@ -186,15 +201,11 @@ class _Filled:
         return pd.DataFrame(self.array, columns=self.columns)
 
 
-def _chunks(times: np.ndarray, size: int):
-    """Slices of sorted ``times``, each of whole seed times and about ``size`` rows."""
-    cuts = np.flatnonzero(times[1:] != times[:-1]) + 1  # where a seed time starts
-    start = 0
-    while start < len(times):
-        after = cuts[cuts >= start + size]
-        end = int(after[0]) if len(after) else len(times)
-        yield slice(start, end)
-        start = end
+def _chunk(times: np.ndarray, start: int, size: int) -> slice:
+    """The slice of sorted ``times`` from ``start`` of whole seed times and about ``size``
+    rows (at least one seed time's)."""
+    after = np.flatnonzero(times[start + size:] != times[start + size - 1:-1])
+    return slice(start, start + size + int(after[0]) if len(after) else len(times))
 
 
 def _features(syn: "Synthesis", history: pd.DataFrame | None) -> pd.DataFrame:

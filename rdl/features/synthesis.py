@@ -263,10 +263,10 @@ class Synthesis:
         src = table.df
         keep = src[fkey].notna().to_numpy() & src[table.time_col].notna().to_numpy()
         rows = np.flatnonzero(keep)
-        c = pd.DataFrame({"e": src[fkey].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
-                          .astype(np.int64),
-                          "t": src[table.time_col].to_numpy().astype("datetime64[ns]")
-                          [rows].astype(np.int64)})
+        c = {"e": src[fkey].to_numpy(dtype=np.float64, na_value=np.nan)[rows].astype(np.int64),
+             "t": src[table.time_col].to_numpy().astype("datetime64[ns]")[rows].astype(np.int64)}
+        # (columns gathered, one frame made at the end: a wide schema's hundreds, each
+        # inserted into a frame, fragmented it; pandas warned)
         cols = []   # (sql expression over the windows, name), in output order
         wmax = max(settings.windows)
         win = {n: f"c.t > q.l{n}" for n in (1, *settings.windows)}
@@ -291,7 +291,7 @@ class Synthesis:
             parent = self.db[ref]
             if parent.pkey is None or ref == task.entity_table:
                 continue
-            pidx = self.rows_of(ref, c[f"k{k}"].to_numpy())
+            pidx = self.rows_of(ref, c[f"k{k}"])
             has = pidx >= 0
             pidx = np.maximum(pidx, 0)
             pp = up(name, table.fkeys, f, path=prefix)
@@ -316,7 +316,7 @@ class Synthesis:
             for v, value in enumerate(top):
                 cols.append((f"count(*) FILTER (WHERE c.c{j} = {v})",
                              f"{pp}.{col}={value}.count_{wmax}"))
-        return c, cols, pops, prefix
+        return pd.DataFrame(c), cols, pops, prefix
 
     def popularity_over_rows(self, c, ref_col, pop, pp, wmax) -> dict:
         """The parent's popularity at ``s``, averaged over the entity's child rows ``c``

@@ -178,6 +178,33 @@ def test_chunks_of_seed_times_give_the_same_features():
     pd.testing.assert_frame_equal(whole, chunked)
 
 
+def test_a_wide_split_goes_in_chunks_sized_by_its_width_and_keeps_only_its_cap(monkeypatch):
+    """The first chunk's width sizes the chunks after it (``CHUNK_CELLS`` over its
+    features), and only the ``max_features`` kept are held for the split's rows: the
+    features are those of one pass, capped."""
+    from rdl.features import deep
+    db, labels = chain_db(2)
+    df = labels.sample(frac=1.0, random_state=0)
+    task = make_task()
+    history = task.history({"train": labels, "val": labels.iloc[:0], "test": labels.iloc[:0]})
+    capped = DeepSettings(max_features=7)
+    whole = deep_features(task, db, df, history, settings=capped, chunk_rows=10**9)
+    made = deep._features
+    sizes = []
+
+    def counted(syn, hist):
+        sizes.append(len(syn.ids))
+        return made(syn, hist)
+    width = deep_features(task, db, df.iloc[:5], history).shape[1]
+    monkeypatch.setattr(deep, "_features", counted)
+    monkeypatch.setattr(deep, "FIRST_CHUNK", 40)
+    monkeypatch.setattr(deep, "CHUNK_CELLS", width * 90)
+    chunked = deep_features(task, db, df, history, settings=capped, chunk_rows=10**9)
+    assert list(whole.columns) == list(chunked.columns) and len(whole.columns) == 7 < width
+    pd.testing.assert_frame_equal(whole, chunked)
+    assert sizes[0] == 60 and set(sizes[1:-1]) == {90} and len(sizes) > 3   # (30 a time)
+
+
 def test_chunks_with_other_columns_are_put_together_as_frames(monkeypatch):
     """The chunks' features are written in place while every chunk has the first one's
     float32 columns; a chunk with another column (or another type) turns the rows so far
@@ -202,3 +229,20 @@ def test_chunks_with_other_columns_are_put_together_as_frames(monkeypatch):
     pd.testing.assert_frame_equal(chunked[whole.columns], whole)
     extra = chunked["extra"]
     assert extra.notna().sum() == seen[2] and extra.dtype == np.float32
+
+
+def test_a_parent_of_many_columns_makes_no_fragmented_frame():
+    """A child's rows carry each parent's numbers (a warehouse's dimensions: hundreds);
+    they were inserted into a frame one by one, which pandas warned of at every chunk."""
+    import warnings
+    db, labels = chain_db(1)
+    product = db["product"].df
+    for j in range(120):
+        product[f"m{j}"] = np.arange(len(product), dtype=float) * j
+    task = make_task()
+    history = task.history({"train": labels, "val": labels.iloc[:0], "test": labels.iloc[:0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.PerformanceWarning)
+        out = deep_features(task, db, labels.iloc[:60], history,
+                            settings=DeepSettings(max_features=10**6))
+    assert sum(".m119." in c for c in out.columns) > 0
