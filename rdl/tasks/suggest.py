@@ -18,6 +18,7 @@ import sys
 import numpy as np
 import pandas as pd
 
+from rdl.data.calendars import day_column
 from rdl.data.database import Database, DataError
 from rdl.tasks.kinds import FEW
 from rdl.tasks.suggest_windows import BACKTESTS, COUNTS, before_gap, split_dates, window_for
@@ -132,8 +133,8 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
     and the commands that train its tasks."""
     lines = []
     for name, table in db:
-        if not isinstance(table.pkey, str):
-            continue
+        if not isinstance(table.pkey, str) or day_column(table.df, table.pkey) is not None:
+            continue   # (a calendar's days: a date dimension's rows are no entities)
         try:
             found = event_columns(name, db, name, None)   # (quietly: its log is INFO)
         except DataError:

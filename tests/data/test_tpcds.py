@@ -18,6 +18,7 @@ import yaml
 from rdl.data.database import DataError
 from rdl.data.draft import draft
 from rdl.data.folder import load_folder
+from rdl.tasks.suggest import suggestions
 
 JULIAN = 2450450   # dsdgen's d_date_sk of 1997-01-01
 
@@ -25,7 +26,7 @@ JULIAN = 2450450   # dsdgen's d_date_sk of 1997-01-01
 def star(folder, seed: int = 0) -> dict[str, pd.DataFrame]:
     """800 days from 1997, 120 customers, 60 items (their business key the first column),
     3 stores, 72 households, 100 addresses, 1,500 sales over 1998, 4 % of them without a
-    day; the keys of households and addresses are numbers every table holds (1, 2, ...),
+    day, 600 catalog orders, each shipped days after it is sold; the keys of households and addresses are numbers every table holds (1, 2, ...),
     named by abbreviations (``ss_hdemo_sk``, ``ss_addr_sk``)."""
     rng = np.random.default_rng(seed)
     days = pd.date_range("1997-01-01", periods=800, freq="D")
@@ -67,6 +68,13 @@ def star(folder, seed: int = 0) -> dict[str, pd.DataFrame]:
         "ss_quantity": rng.integers(1, 100, n),
         "ss_sales_price": rng.uniform(1, 200, n).round(2)}).drop_duplicates(
             ["ss_item_sk", "ss_ticket_number"])
+    m = 600   # a catalog's orders: a bill-to customer (a role), shipped days after sold
+    sold = rng.integers(365, 740, m)
+    t["catalog_sales"] = pd.DataFrame({
+        "cs_sold_date_sk": sold + JULIAN, "cs_ship_date_sk": sold + rng.integers(2, 20, m)
+        + JULIAN, "cs_bill_customer_sk": rng.integers(1, 121, m),
+        "cs_item_sk": rng.integers(1, 61, m), "cs_order_number": np.arange(m) + 1,
+        "cs_quantity": rng.integers(1, 100, m)})
     for name, df in t.items():
         df.to_csv(folder / f"{name}.csv", index=False)
     return t
@@ -88,6 +96,9 @@ def test_the_draft_keys_a_star_by_its_surrogate_keys_and_dates_its_facts_by_the_
                               "ss_store_sk": "store", "ss_hdemo_sk": "household_demographics",
                               "ss_addr_sk": "customer_address"}
     assert tables["customer"]["fkeys"] == {"c_current_addr_sk": "customer_address"}
+    assert tables["catalog_sales"]["time"]["column"] == "cs_sold_date_sk"
+    assert tables["catalog_sales"]["fkeys"] == {
+        "cs_ship_date_sk": "date_dim", "cs_bill_customer_sk": "customer", "cs_item_sk": "item"}
     assert tables["date_dim"]["time"] == "d_date"   # (a store opens on a later day: still)
     assert "events" not in tables["date_dim"]
     assert tables["store"]["fkeys"] == {"s_open_date_sk": "date_dim"}
@@ -99,6 +110,9 @@ def test_the_draft_keys_a_star_by_its_surrogate_keys_and_dates_its_facts_by_the_
     assert len(db["store_sales"]) == len(t["store_sales"]) - untimed > 0
     assert f"{untimed} of {len(t['store_sales'])} rows have no time: dropped" in caplog.text
     assert len(db["customer"]) == 120 and db["store_sales"].time_col == "ss_sold_date_sk"
+    told = "\n".join(suggestions(db, ["python -m rdl.train"]))
+    assert "# customer (120 rows)" in told and "task.entity_table=customer" in told
+    assert "date_dim" not in told.replace("date_dim.d_date", "")   # (a calendar's days)
 
 
 def test_rows_without_a_time_stop_the_loader_unless_the_schema_drops_them(tmp_path, caplog):
