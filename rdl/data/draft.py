@@ -45,7 +45,6 @@ from pathlib import Path
 import pandas as pd
 
 from rdl.data import dbfile, ddl, sources
-from rdl.data.calendars import day_column
 from rdl.data.draft_files import read_table, tables_of, unnested
 from rdl.data.draft_implied import (Unheld, implied_lines, implied_names, implied_tables,
                                     unnamed_entities)
@@ -120,8 +119,9 @@ def draft(folder) -> str:
     for (name, col), why in on_export(frames, pkeys, fkeys, times).items():
         times[name][2][col] = ("drop", why)
         fkeys[name][0].pop(col, None)   # (a last editor's key: no link)
-    rejected = older_than_parents(frames, pkeys, times, fkeys)
     dated = calendars_of(frames, pkeys, times, fkeys)
+    calendars = {d[1] for d in dated.values()}   # (date dimensions other tables are dated by)
+    rejected = older_than_parents(frames, pkeys, times, fkeys, calendars)
     # the tables dated through a calendar, as if timed by their rows' times (their parts
     # take them: time: {via: ...})
     timed = {n: df.assign(**{dated[n][0]: dated[n][4]}) if n in dated else df
@@ -228,7 +228,7 @@ def draft(folder) -> str:
             lines += [f"      {_yaml(c)}: {_yaml(t)}   # {why}"
                       for c, (t, why) in {**keys_of, **unheld}.items()]
         stypes.update({c: ("drop", why) for c, why in totals.items() if c not in stypes})
-        if time is not None and day_column(df, pkey) == time:   # a calendar's own dates
+        if name in calendars:   # a calendar's own dates: its day's
             stypes.update({c: ("timestamp", "the calendar's: its day's week, quarter or year "
                                             "(known that day)") for c, (st, _) in stypes.items()
                            if st in ("event", "drop") and c in df and

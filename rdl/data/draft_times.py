@@ -181,7 +181,8 @@ def years(col: str, values: pd.Series) -> str | None:
             f"first: {int(v.min())}}}")
 
 
-def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
+def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict,
+                       calendars=()) -> dict:
     """Tables whose drafted time is after most rows that reference them (an account made
     when the data was migrated, after its history): no time their rows began, so they
     are static (:func:`rdl.data.leaks.future_references`); table -> why, their time's
@@ -191,8 +192,8 @@ def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> d
         mine = times[name][0]
         for col, (ref, _) in fkeys[name][0].items():
             theirs = times[ref][0] if ref in times else None
-            if mine is None or theirs is None or ref == name or ", " in col or day_column(
-                    frames[ref], pkeys.get(ref)) == theirs:   # (a calendar: by its days)
+            if mine is None or theirs is None or ref == name or ", " in col or \
+                    ref in calendars:   # (a calendar that dates other tables: by its days)
                 continue
             values, keys = comparable(df[col], frames[ref][pkeys[ref]])
             pos = pd.Index(keys).get_indexer(values)

@@ -133,8 +133,9 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
     and the commands that train its tasks."""
     lines = []
     for name, table in db:
-        if not isinstance(table.pkey, str) or day_column(table.df, table.pkey) is not None:
-            continue   # (a calendar's days: a date dimension's rows are no entities)
+        if not isinstance(table.pkey, str) or (len(table) >= 365 and day_column(
+                table.df, table.pkey) is not None):   # (a date dimension's days: no entities)
+            continue
         try:
             found = event_columns(name, db, name, None)   # (quietly: its log is INFO)
         except DataError:
