@@ -134,14 +134,15 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
         while start < len(df):
             rows = _chunk(times[order], start, size)
             sub = df.iloc[order[rows]]
-            part = _features(Synthesis(task, db, sub, strict, settings, shared), history)
+            part = _features(Synthesis(task, db, sub, strict, settings, shared), history,
+                             settings.max_features)
             # float32: a full-size train split has millions of rows (LightGBM bins them)
             part = part.astype({c: np.float32 for c in part.columns
                                 if part[c].dtype == np.float64})
             part.index = order[rows]
             made = made or part.shape[1]
-            if not (filled.active and filled.add(part)):
-                chunks += [*filled.frames(), part]
+            if not (filled.active and filled.add(part)):   # (a parent's categories, ...)
+                chunks += [*filled.frames(), part.iloc[:, :settings.max_features]]
             size = min(chunk_rows, max(1, CHUNK_CELLS // max(1, part.shape[1])))
             progress.update(rows.stop - start)
             start = rows.stop
@@ -150,10 +151,11 @@ def deep_features(task: Task, db: Database, df: pd.DataFrame, history: pd.DataFr
     elif chunks:
         out = pd.concat(chunks).sort_index()
     else:
-        out = _features(Synthesis(task, db, df, strict, settings, shared), history)
+        out = _features(Synthesis(task, db, df, strict, settings, shared), history,
+                        settings.max_features)
     if (made or out.shape[1]) > settings.max_features:
-        log.info("deep features: %d of %d kept (data.deep_features.max_features)",
-                 settings.max_features, made or out.shape[1])
+        log.info("deep features: the first %d kept (data.deep_features.max_features; %d "
+                 "made)", settings.max_features, made or out.shape[1])
         out = out.iloc[:, :settings.max_features]
     out.index = df.index
     return out
@@ -208,13 +210,24 @@ def _chunk(times: np.ndarray, start: int, size: int) -> slice:
     return slice(start, start + size + int(after[0]) if len(after) else len(times))
 
 
-def _features(syn: "Synthesis", history: pd.DataFrame | None) -> pd.DataFrame:
-    """Every part of the synthesis for the seeds of ``syn``, side by side."""
+def _features(syn: "Synthesis", history: pd.DataFrame | None,
+              keep: int | None = None) -> pd.DataFrame:
+    """Every part of the synthesis for the seeds of ``syn``, side by side; ``keep``: the
+    parts until they hold that many columns, the rest not made (the first ``keep``
+    columns are the same: a later part renames none of them; a warehouse's customers
+    made 7,314 features a row, 400 of them kept)."""
     task, db = syn.task, syn.db
-    parts = [syn.parents(), syn.group_histories(history)]
+    makes = [syn.parents, lambda: syn.group_histories(history)]
     for name, table in db:
         for fkey in [f for f, ref in table.fkeys.items() if ref == task.entity_table]:
             if table.time_col is not None:
-                parts.append(syn.child(name, table, fkey))
-    parts = [p for p in parts if p is not None and len(p.columns)]
+                makes.append(lambda name=name, table=table, fkey=fkey:
+                             syn.child(name, table, fkey))
+    parts = []
+    for make in makes:
+        if keep is not None and sum(len(p.columns) for p in parts) >= keep:
+            break
+        part = make()
+        if part is not None and len(part.columns):
+            parts.append(part)
     return side_by_side(parts) if parts else pd.DataFrame(index=pd.RangeIndex(len(syn.ids)))

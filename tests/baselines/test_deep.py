@@ -159,6 +159,9 @@ def test_the_feature_cap_and_top_k_bound_the_count():
     assert full.shape[1] > 20
     capped = features(db, labels, df, max_features=10)
     assert list(capped.columns) == list(full.columns[:10])
+    for cap in (10, 12):   # (the parts after the cap are not made: the first are the same)
+        pd.testing.assert_frame_equal(features(db, labels, df, max_features=cap),
+                                      full.iloc[:, :cap])
     one = features(db, labels, df, top_k=1)
     assert sum("=" in c for c in one.columns) < sum("=" in c for c in full.columns)
     with pytest.raises(ValueError, match="data.deep_features.top_k"):
@@ -187,20 +190,23 @@ def test_a_wide_split_goes_in_chunks_sized_by_its_width_and_keeps_only_its_cap(m
     df = labels.sample(frac=1.0, random_state=0)
     task = make_task()
     history = task.history({"train": labels, "val": labels.iloc[:0], "test": labels.iloc[:0]})
-    capped = DeepSettings(max_features=7)
+    capped = DeepSettings(max_features=12)
     whole = deep_features(task, db, df, history, settings=capped, chunk_rows=10**9)
     made = deep._features
-    sizes = []
+    sizes, widths = [], []
 
-    def counted(syn, hist):
+    def counted(syn, hist, *rest):
+        out = made(syn, hist, *rest)
         sizes.append(len(syn.ids))
-        return made(syn, hist)
-    width = deep_features(task, db, df.iloc[:5], history).shape[1]
+        widths.append(out.shape[1])
+        return out
     monkeypatch.setattr(deep, "_features", counted)
     monkeypatch.setattr(deep, "FIRST_CHUNK", 40)
+    deep_features(task, db, df.iloc[:5], history, settings=capped)
+    width, sizes[:] = widths[0], []   # (the parts until 12 columns: more than 12)
     monkeypatch.setattr(deep, "CHUNK_CELLS", width * 90)
     chunked = deep_features(task, db, df, history, settings=capped, chunk_rows=10**9)
-    assert list(whole.columns) == list(chunked.columns) and len(whole.columns) == 7 < width
+    assert list(whole.columns) == list(chunked.columns) and len(whole.columns) == 12 < width
     pd.testing.assert_frame_equal(whole, chunked)
     assert sizes[0] == 60 and set(sizes[1:-1]) == {90} and len(sizes) > 3   # (30 a time)
 
@@ -217,8 +223,8 @@ def test_chunks_with_other_columns_are_put_together_as_frames(monkeypatch):
     made = deep._features
     seen = []
 
-    def odd(syn, hist):   # the third chunk has a column more, of float64
-        out = made(syn, hist)
+    def odd(syn, hist, *rest):   # the third chunk has a column more, of float64
+        out = made(syn, hist, *rest)
         seen.append(len(out))
         return out.assign(extra=np.arange(len(out), dtype=np.float64)) if len(seen) == 3 else out
     whole = deep_features(task, db, df, history, chunk_rows=10**9)
