@@ -111,14 +111,16 @@ def steadier(text: str, written: list[str], delimiters=(";", "\t", "|", "\x01"))
     first row, split by commas, is ``written``: one that row holds too and that splits
     every line of ``text`` into as many fields, where commas split them unevenly (a file
     without a header, TPC-H's dbgen's ``1|Customer#1|IVhz ot,c,E|15|...|``: an address
-    with commas in the first row), or into more fields where commas split them evenly too
-    (the same commas in each line's comment); else None."""
+    with commas in the first row; TPC-DS's one store at a small scale, one line), or into
+    more fields where commas split them evenly too (the same commas in each line's
+    comment); else None."""
     def widths(d: str) -> set[int]:
         try:
             rows = list(csv.reader(io.StringIO(text), delimiter=d))[:_HEAD]
         except csv.Error:
             return set()
-        return {len(r) for r in rows[:-1] if r}   # (the last may be cut short)
+        whole = text.endswith("\n")   # (else the head's last line may be cut short)
+        return {len(r) for r in (rows if whole else rows[:-1]) if r}
     found = [d for d in delimiters if any(d in w for w in written)]
     if not found:
         return None   # (nearly every CSV file: its head is not parsed again)

@@ -132,3 +132,25 @@ def test_rows_without_a_time_stop_the_loader_unless_the_schema_drops_them(tmp_pa
     assert "2 of 4 rows have no time: dropped (untimed: drop; rows 1, 3)" in caplog.text
     with pytest.raises(DataError, match=r"untimed 'skip': expected one of \['fail', 'drop'\]"):
         load_folder(tmp_path, {**schema, "untimed": "skip"})
+
+
+def test_a_table_of_one_line_as_dsdgen_writes_it_is_read_by_its_bars(tmp_path):
+    """dsdgen's ``.dat`` files: no header, ``|`` between fields and ending each line,
+    columns named by the kit's DDL beside them. At a small scale the store table is one
+    line, whose description holds a comma: read by commas it was two fields, its one row
+    taken for a header, and the table left out as empty."""
+    (tmp_path / "tpcds.sql").write_text(
+        "create table store (s_store_sk integer not null, s_store_id char(16) not null,\n"
+        "  s_rec_start_date date, s_market_desc varchar(100), s_floor_space integer,\n"
+        "  primary key (s_store_sk));\n"
+        "create table store_sales (ss_sold_date_sk integer, ss_store_sk integer,\n"
+        "  ss_ticket_number integer not null, ss_quantity integer);\n")
+    (tmp_path / "store.dat").write_text(
+        "1|AAAAAAAABAAAAAAA|1997-03-13|Enough high areas stop expectations. Elaborate, "
+        "local is|5250760|\n")
+    (tmp_path / "store_sales.dat").write_text("".join(
+        f"{2450815 + i}|1|{i + 1}|{i % 7 + 1}|\n" for i in range(30)))
+    tables = yaml.safe_load(draft(tmp_path))["tables"]
+    assert tables["store"]["pkey"] == "s_store_sk"
+    assert tables["store"]["columns"][:2] == ["s_store_sk", "s_store_id"]
+    assert tables["store_sales"]["fkeys"] == {"ss_store_sk": "store"}
