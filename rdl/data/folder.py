@@ -239,7 +239,7 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
         if not t.parts:
             also = f" or {t.file.with_suffix('.csv').name}" if t.file.suffix == ".parquet" else ""
             what = ("no CSV, parquet or JSON file in it" if t.file.is_dir()
-                    else "missing" + _near(t.file))
+                    else "missing" + sources.near(t.file))
             raise DataError(f"{t.file}{also}: {what} (the data file of table {t.name!r})")
     headers = {name: files.headers(t.parts, name, t.columns) if sources.csv_parts(
         t.parts, t.where()) else None for name, t in files_of.items()}
@@ -281,15 +281,6 @@ def load_folder(path, schema=None, dangling: str | None = None) -> Database:
     db.clocks = {name: t.read_clocks for name, t in tables.items() if t.read_clocks}
     log.info("%s: %s", folder, ", ".join(f"{n} {len(t)} rows" for n, t in db))
     return db
-
-
-def _near(file: Path) -> str:   # `` (did you mean 'x.csv'?)``: a file named nearly like it
-    if not file.parent.is_dir():   # (nothing beside it)
-        return ""
-    stems = {p.name.split(".")[0]: p.name for p in file.parent.iterdir()
-             if p != file and (sources.is_csv(p) or sources.is_parquet(p) or p.is_dir())}
-    near = difflib.get_close_matches(file.name.split(".")[0], stems, n=1, cutoff=0.75)
-    return f" (did you mean {stems[near[0]]!r}?)" if near else ""
 
 
 # -- reading one table ------------------------------------------------------------------------

@@ -5,6 +5,7 @@ pyarrow reads for each: its name (pyarrow decompresses ``.gz``, ``.bz2``, ``.zst
 table), the bytes of its one file."""
 from __future__ import annotations
 
+import difflib
 import re
 import zipfile
 from functools import lru_cache
@@ -165,3 +166,14 @@ def csv_parts(found: list[Path], where: str) -> bool:
         raise DataError(f"{where}: holds {' and '.join(sorted(kinds))} files "
                         f"({', '.join(kinds[k] for k in sorted(kinds))}); keep one kind per table")
     return all(csv)
+
+
+def near(file: Path) -> str:
+    """`` (did you mean 'x.csv'?)``: a data file beside ``file`` named nearly like it, for
+    the message that says ``file`` is missing; else ``""``."""
+    if not file.parent.is_dir():
+        return ""
+    stems = {p.name.split(".")[0]: p.name for p in file.parent.iterdir()
+             if p != file and (is_csv(p) or is_parquet(p) or p.is_dir())}
+    found = difflib.get_close_matches(file.name.split(".")[0], stems, n=1, cutoff=0.75)
+    return f" (did you mean {stems[found[0]]!r}?)" if found else ""
