@@ -92,9 +92,9 @@ def feature_columns(db: Database, parent: str) -> int:
     all time's, and their days since the first and last row."""
     n = 0
     for _, table in db:
-        for _ in [f for f, ref in table.fkeys.items() if ref == parent]:
+        if keys := sum(ref == parent for ref in table.fkeys.values()):
             width = 1 + len(numeric_columns(table))
-            n += width if table.time_col is None else width * (len(WINDOWS) + 1) + 2
+            n += keys * (width if table.time_col is None else width * (len(WINDOWS) + 1) + 2)
     return n
 
 
