@@ -70,24 +70,37 @@ def without_repeats(df: pd.DataFrame, key: str, where: str) -> pd.DataFrame:
     return df
 
 
-def check_finite(values: pd.Series, where: str) -> None:
+class Infinite(DataError):
+    """A column's values a model cannot take (:func:`check_finite`); ``words``: how a
+    text file wrote its infinite ones (``inf``, ``Infinity``), which ``missing:`` can
+    declare missing (empty where the file writes nothing: numbers too large)."""
+
+    def __init__(self, message: str, count: int, words: list[str]):
+        super().__init__(message)
+        self.count, self.words = count, words
+
+
+def check_finite(values: pd.Series, where: str, written: list[str] = ()) -> None:
     """Numbers a model can take: no infinity (``inf``, or a value too large for float64
     that a file wrote, ``1e400``) and none beyond float32, which PyTorch Frame's tensors
     use (it would make them infinite). Left in, one such value makes a column's mean and
     scale infinite and a model's outputs NaN, and training goes on without a word.
+    ``written``: the words a text file wrote for the infinite ones (:func:`numbers`).
 
     Raises:
-        DataError: naming ``where``, how many values, a few rows and what to do.
+        Infinite: naming ``where``, how many values, a few rows and what to do.
     """
     if not pd.api.types.is_float_dtype(values):
         return
     v = values.to_numpy(dtype="float64", na_value=np.nan)
     bad = np.isinf(v) | (np.abs(np.nan_to_num(v)) > FLOAT32_MAX)
     if bad.any():
-        raise DataError(f"{where}: {int(bad.sum())} of {len(v)} values are infinite or beyond "
-                        f"float32 (±3.4e38), e.g. {show(v[bad][0])} ({rows(bad)}); write them "
-                        "empty (missing) or as finite numbers, or drop the column from the "
-                        "schema's stypes (column: null)")
+        words = [w for w in written if not re.search(r"\d", w)]   # (not 1e400)
+        declare = f", declare them missing (missing: [{', '.join(words)}])" if words else ""
+        raise Infinite(f"{where}: {int(bad.sum())} of {len(v)} values are infinite or beyond "
+                       f"float32 (±3.4e38), e.g. {show(v[bad][0])} ({rows(bad)}); write them "
+                       f"empty (missing) or as finite numbers{declare}, or drop the column "
+                       "from the schema's stypes (column: null)", int(bad.sum()), words)
 
 
 def _bad(parsed: pd.Series, raw: pd.Series) -> pd.Series:
@@ -143,14 +156,15 @@ def parse_numbers(raw: pd.Series, where: str, integer: bool = False,
 
 
 def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset(),
-            keys: set[str] = frozenset()) -> pd.DataFrame:
+            keys: set[str] = frozenset(), infinite: dict | None = None) -> pd.DataFrame:
     """``df`` (text columns) with numbers for the columns, but those in ``keep``, whose
     every value is one: ``int64`` where all are whole and present, else ``float64``.
     Zero-padded codes (``0042``) and whole numbers that float64 cannot hold exactly (ids
     of many digits) stay text, as the file wrote them; numbers as exports format them
     (``1,234,567``, ``4752,32``, ``$12.50``, ``12.5%``: :mod:`rdl.data.numbers`) are numbers,
     but in ``keys``, where only thousands separators are (``1,20`` and ``1,2`` are two
-    keys, not one number). ``where(col)``: how messages name a column."""
+    keys, not one number). ``where(col)``: how messages name a column; ``infinite``, where
+    given, gets each column's words for its infinite values (``inf``), as written."""
     for col in df.columns:
         if col in keep:
             continue
@@ -168,7 +182,10 @@ def numbers(df: pd.DataFrame, where, keep: set[str] = frozenset(),
             num = found[0]
             log.info("%s: numbers with %s (e.g. %r)", where(col), found[1], found[2])
         f = num.astype("float64")
-        whole = bool(np.isfinite(f).all()) and bool((f % 1 == 0).all())
+        finite = np.isfinite(f)
+        if infinite is not None and not finite[f.notna()].all():
+            infinite[col] = sorted(set(values[~finite & f.notna()].str.strip()))
+        whole = bool(finite.all()) and bool((f % 1 == 0).all())
         complete = len(values) == len(df)
         if whole and complete and bool(num.between(-2 ** 63, 2 ** 63 - 1).all()):
             df[col] = num.astype("int64").reindex(df.index)

@@ -168,8 +168,10 @@ def draft(folder) -> str:
                          f"filled in as a pair, all {len(df)} rows (a composite key)")
         time, why, stypes = times[name]
         if read_as.get(name, {}).get("missing"):
-            lines.append(f"    missing: [{', '.join(map(_yaml, read_as[name]['missing']))}]   # "
-                         "placeholders for 'never' or 'unknown' (beyond rdl's years)")
+            n, words = read_as[name].get("infinite", 0), read_as[name]["missing"]
+            lines.append(f"    missing: [{', '.join(map(_yaml, words))}]   # " + (
+                f"{n} infinite numbers, which no model takes: read as missing (or drop the column)"
+                if n else "placeholders for 'never' or 'unknown' (beyond rdl's years)"))
         if read_as.get(name, {}).get("formats"):
             forms = ", ".join(f"{_yaml(c)}: {f}" for c, f in read_as[name]["formats"].items())
             lines.append(f"    formats: {{{forms}}}   # numbers named as times, sized as times "

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from rdl.data import assembled, clocks, epochs, files, lakes, nested, pgdump, sheets, sources
+from rdl.data.checks import Infinite
 from rdl.data.database import DataError
 from rdl.data.folder import load_folder
 from rdl.data.times import Placeholder
@@ -20,7 +21,8 @@ def tables_of(folder: Path) -> dict[str, str]:
     names differ only in their numbers (a month's export each: ``sales_2024_01.csv``, ...)
     one table, by the wildcard naming them alone (``sales_*_*.csv``)."""
     found = [p for p in sorted(folder.iterdir())
-             if not p.name.startswith((".", "_")) and p.name != "schema.yaml" and (
+             if not p.name.startswith((".", "_")) and p.name != "schema.yaml" and \
+             not sources.is_notes(p) and (
                  (p.is_file() and not sources.unnamed(p) and (  # (a README: no table)
                      sources.is_csv(p) or sources.is_parquet(p) or sheets.is_workbook(p)))
                  or (p.is_dir() and not pgdump.is_archive(p)   # (pg_dump -Fd: a database)
@@ -53,8 +55,9 @@ def stem(file: str) -> str:
 def read_table(folder: Path, name: str, file: str, given: dict, named=None) -> pd.DataFrame:
     """A table as the loader reads it, with what it needs declared kept in ``given[name]``:
     a CSV file's fields named ``column_1``, ... where its first row is data (no header; or
-    as ``named`` names them, the DDL's: :mod:`rdl.data.ddl`), and the forms of numbers
-    that are times since 1970 by their names and sizes."""
+    as ``named`` names them, the DDL's: :mod:`rdl.data.ddl`), the forms of numbers
+    that are times since 1970 by their names and sizes, and the words for never (a
+    date's placeholder) or infinite numbers (``inf``) that mean missing."""
     spec = {"file": file}
     found = sources.parts(folder / file)
     lists = nested.lists_in(found)   # lists of objects: tables of their own (unnest:)
@@ -66,6 +69,7 @@ def read_table(folder: Path, name: str, file: str, given: dict, named=None) -> p
             spec["columns"] = [f"column_{i}" for i in range(1, len(written) + 1)]
             if named and len(named) in (len(written), len(written) - 1):   # (- 1: a last |)
                 spec["columns"][:len(named)] = named
+    infinite = 0   # values read as missing by the words the file writes for infinity
     for _ in range(8):   # a column's numbers of times, or its placeholder time, at a time
         try:
             db = load_folder(folder, {"tables": {name: spec}})
@@ -83,11 +87,17 @@ def read_table(folder: Path, name: str, file: str, given: dict, named=None) -> p
             if e.value in spec.setdefault("missing", []):
                 raise
             spec["missing"].append(e.value)
+        except Infinite as e:   # inf: missing, as the rest of the file writes it (empty)
+            if not e.words or set(e.words) <= set(spec.get("missing", [])):
+                raise
+            spec["missing"] = [*spec.get("missing", []), *e.words]
+            infinite += e.count
     else:
         df = load_folder(folder, {"tables": {name: spec}})[name].df
     if "columns" in spec and not written[-1].strip() and df[spec["columns"][-1]].isna().all():
         df = df.drop(columns=spec["columns"].pop())   # a delimiter ends each line (dbgen's)
-    given[name] = {**{k: v for k, v in spec.items() if k != "file"}, "lists": lists}
+    given[name] = {**{k: v for k, v in spec.items() if k != "file"}, "lists": lists,
+                   "infinite": infinite}
     return df
 
 
@@ -100,7 +110,7 @@ def unnested(folder: Path, tables: dict, read_as: dict, pkeys: dict):
             child = f"{name}_{col}"
             if name not in pkeys or child in tables:
                 continue
-            parent = {**{k: v for k, v in spec.items() if k != "lists"},
+            parent = {**{k: v for k, v in spec.items() if k not in ("lists", "infinite")},
                       "file": tables[name], "pkey": pkeys[name]}
             try:
                 db = load_folder(folder, {"tables": {name: parent,

@@ -324,6 +324,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
     """A table's rows with parsed times (period numbers converted: ``calendar``, the
     rows of its calendar and their name) and numbers and a checked primary key."""
     keys = {c for c in (t.pkey, *t.fkeys) if c is not None} - set(t.composite)  # ids, as written
+    infinite: dict = {}   # a column of text -> its words for infinite numbers (inf)
     if headers is not None:
         df = pd.concat([files.read_csv(p, f"{p} (table {t.name!r})", h)
                         for p, h in zip(t.parts, headers)], ignore_index=True)
@@ -341,7 +342,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         times = {c for c in text if c not in t.stypes and c not in keys
                  and looks_like_times(df[c])} | set(t.formats)
         df[text] = numbers(df[text], t.where, keep={t.time, *as_text, *times, *t.events},
-                           keys=keys | t.key_columns())
+                           keys=keys | t.key_columns(), infinite=infinite)
     elif t.missing:
         df = mask_missing(df, t.missing)
     df = checks.without_untimed(df, t.time, t.untimed, t.where)
@@ -377,7 +378,7 @@ def _read(t: TableSchema, headers: list[files.Header] | None,
         elif st == "numerical" and not pd.api.types.is_numeric_dtype(s):
             df[col] = parse_numbers(s, t.where(col), schema=True)
         if st in ("", "numerical"):
-            check_finite(df[col], t.where(col))
+            check_finite(df[col], t.where(col), infinite.get(col, ()))
     assembled.build(t, df)
     clocks.join(t, df)
     composite_key.add_ids(df, t.composite, t.where)

@@ -79,6 +79,18 @@ def is_csv(path: Path) -> bool:
                         or (len(s) > 1 and s[-2] in TEXT and s[-1] in COMPRESSED))
 
 
+#: names of files beside a folder's tables that hold none (a README.txt is no CSV file;
+#: nor is the Lahman databank's readme2014.txt)
+NOTES = re.compile(r"(?i)^(readme|licen[cs]e|changelog|notice|copying)(?![a-z])")
+
+
+def is_notes(path: Path) -> bool:
+    """Whether ``path`` is named as notes beside the data (a readme, a license; as text,
+    not ``notice.csv``)."""
+    return bool(NOTES.match(path.name)) and path.suffix.lower() in (
+        "", ".txt", ".md", ".rst", ".html", ".pdf")
+
+
 def unnamed(path: Path) -> bool:
     """A part named without a data suffix (Redshift's ``orders_0000_part_00``, maybe
     ``.gz``; Hive's ``000000_0``): what it holds says what it is."""

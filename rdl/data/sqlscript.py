@@ -38,10 +38,6 @@ from rdl.data.dialects import LITERAL, NAME
 log = logging.getLogger(__name__)
 
 SUFFIXES = (".sql",)
-#: files beside a folder's scripts that hold no table (a README.txt is no CSV file)
-_NOT_TABLES = re.compile(r"(?i)^(readme|licen[cs]e|changelog|notice|copying)\b")
-
-
 #: names of dumps that may be SQL text (mysqldump's and pg_dump's plain output is often
 #: named so), read as a script where their first lines are SQL's
 DUMPS = (".dump", ".backup", ".bak")
@@ -68,7 +64,7 @@ def scripts_in(folder) -> list[Path]:
     if not folder.is_dir():
         return []
     files = [p for p in sorted(folder.iterdir()) if p.is_file()
-             and not p.name.startswith((".", "_")) and not _NOT_TABLES.match(p.name)]
+             and not p.name.startswith((".", "_")) and not sources.is_notes(p)]
     scripts = [p for p in files if is_script(p)]
     if not scripts or any(not sources.unnamed(p) and (sources.is_csv(p) or sources.is_parquet(p))
                           for p in files if not is_script(p)):   # (checked once per load)
