@@ -54,8 +54,8 @@ from rdl.data.database import DataError, EmptyTable
 from rdl.data.checks import identifiers
 from rdl.data.states import named_states
 from rdl.data.draft_parts import borrowed_times
-from rdl.data.draft_times import (calendars_of, later, older_than_parents, on_export, seen_ins,
-                                  times_of, years)
+from rdl.data.draft_times import (calendars_of, later, older_than_parents, on_export, seasons,
+                                  seen_ins, times_of, years)
 from rdl.data.periods import looks_like
 
 log = logging.getLogger(__name__)
@@ -116,6 +116,7 @@ def draft(folder) -> str:
                     fkeys[name][0][", ".join(cols)] = (
                         t, f"the composite key of {t}; {share:.0%} of its pairs are keys of it")
     one_link(frames, pkeys, composite, fkeys, times)
+    yearly = seasons(frames, composite, fkeys, times)   # (their years now times, as loaded)
     for (name, col), why in on_export(frames, pkeys, fkeys, times).items():
         times[name][2][col] = ("drop", why)
         fkeys[name][0].pop(col, None)   # (a last editor's key: no link)
@@ -187,6 +188,8 @@ def draft(folder) -> str:
                          "each: one column of times")
         if name in rejected:
             lines.append(f"    # time: {_yaml(time)}   # not declared: {rejected[name]}")
+        elif name in yearly:
+            lines.append(f"    time: {yearly[name][0]}   # {yearly[name][1]}")
         elif time is not None:
             lines += [f"    time: {_yaml(time)}   # {why}"] + (
                 [f"    # {parted[name]}"] if name in parted else [])

@@ -13,7 +13,8 @@ reference, decided as the loader's time checks (:mod:`rdl.data.leaks`) would jud
   was migrated) is static, its time dropped;
 * a table of facts without a time of its own whose keys all match timed rows takes their
   time (``time: {via: order_id}``, :mod:`rdl.data.inherit`): :mod:`rdl.data.draft_parts`;
-* a column of years (``yearID``) is told the declaration that would time its rows;
+* a table keyed by a year (``pkey: [yearID, teamID]``), or referencing such a key, is
+  timed by it (:func:`seasons`); elsewhere a column of years is told the declaration;
 * a column that is a total or average of later rows, computed on export, is dropped, as
   are tallies of attention on tables whose rows have events (:mod:`rdl.data.tallies`)
   and foreign keys named as the last row to touch theirs (:func:`on_export`).
@@ -179,6 +180,33 @@ def years(col: str, values: pd.Series) -> str | None:
         return None
     return (f"time: {{column: {col}, unit: year, origin: {int(v.min())}-01-01, "
             f"first: {int(v.min())}}}")
+
+
+def seasons(frames: dict, composite: dict, fkeys: dict, times: dict) -> dict[str, tuple]:
+    """Tables without a time keyed by a year (Lahman's team seasons, ``pkey: [yearID,
+    teamID]``; a country's year in a panel), and those referencing such a key (a player's
+    season with a team): rows about a year, each known at the year's end, as ``unit:
+    year`` times them. Each such table's year column becomes those times in ``frames`` and
+    its time in ``times`` (for the draft's later rules); table -> (its declaration, why)."""
+    def year(n, c):
+        return times[n][0] is None and c in frames[n] and years(c, frames[n][c]) is not None
+    keyed = {n: c for n, cols in composite.items()
+             if (c := next((c for c in cols if year(n, c)), None))}
+    found = {n: (c, f"{c} is a year in its key") for n, c in keyed.items()}
+    for n, (keys_of, _) in fkeys.items():
+        for key, (t, _) in keys_of.items():
+            cols = key.split(", ")
+            if n not in found and t in keyed and len(cols) == len(composite[t]) and \
+                    year(n, c := cols[composite[t].index(keyed[t])]):
+                found[n] = (c, f"{c} is a year in its key to {t}")
+    out = {}
+    for n, (c, why) in found.items():
+        out[n] = (years(c, frames[n][c]).removeprefix("time: "), f"{why}: a row about a "
+                  "year, known once it is over (each at its end)")
+        frames[n] = frames[n].assign(**{c: pd.to_datetime(
+            (frames[n][c] + 1).astype("Int64").astype(str) + "-01-01", errors="coerce")})
+        times[n] = (c, "", times[n][2])
+    return out
 
 
 def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict,
