@@ -507,3 +507,40 @@ def test_a_stray_last_burst_after_a_gap_is_in_no_split():
         visits, None, {"person": "people"}, "at")}), ["data=x"])
     assert alone[1] == lines[2] and not any("after" in line and "days without" in line
                                             for line in alone)
+
+
+def test_a_thin_tail_of_one_table_s_rows_is_in_no_split():
+    """TPC-DS's store sales end on 2003-01-02, its returns go on for half a year at a
+    tenth of the rate: suggest put val and test in May 2003, splits of returns alone,
+    where no LightGBM fitted on the sales years beat a label mean. The split times are
+    now before the tail, named in a comment; a slow last season (40 % of the rate) is the
+    data's own and stays."""
+    rng = np.random.default_rng(0)
+    start, end = pd.Timestamp("2001-01-01"), pd.Timestamp("2003-01-02")
+    days = (end - start).days
+    sales = pd.DataFrame({"person": rng.integers(0, 400, 40_000),
+                          "at": start + pd.to_timedelta(rng.uniform(0, days, 40_000), "D")})
+    returns = pd.DataFrame({"person": rng.integers(0, 400, 4_000),
+                            "at": start + pd.to_timedelta(rng.uniform(0, days + 180, 4_000),
+                                                          "D")})
+    people = Table(pd.DataFrame({"person": range(400)}), "person", {}, None)
+
+    def split(*tables):
+        db = Database({"people": people, **{f"t{i}": Table(t, None, {"person": "people"}, "at")
+                                            for i, t in enumerate(tables)}})
+        lines = suggestions(db, ["data=x"])
+        cmd = next(line for line in lines if line.startswith("python"))
+        args = dict(a.split("=", 1) for a in shlex.split(cmd) if a.startswith("task."))
+        return lines, pd.Timestamp(args["task.test_timestamp"]) + pd.Timedelta(
+            args["task.window"].replace("d", "D"))
+
+    lines, test_end = split(sales, returns)
+    assert test_end <= end + pd.Timedelta(days=1)   # test's window, the sales' last
+    tail = (returns["at"] >= end).sum()   # (the sales end on the day before)
+    assert any(line.startswith(f"# {tail:,} rows from ") and "in no split's windows" in line
+               for line in lines), lines[:3]
+    # a slow last season: the last 60 days at 40 % of the rate, one table
+    slow = sales[(sales["at"] < end - pd.Timedelta(days=60)) | (rng.random(len(sales)) < 0.4)]
+    lines, test_end = split(slow)
+    assert test_end > end - pd.Timedelta(days=30)
+    assert not any("in no split's windows" in line for line in lines)

@@ -21,7 +21,8 @@ import pandas as pd
 from rdl.data.calendars import day_column
 from rdl.data.database import Database, DataError
 from rdl.tasks.kinds import FEW
-from rdl.tasks.suggest_windows import BACKTESTS, COUNTS, before_gap, split_dates, window_for
+from rdl.tasks.suggest_windows import (BACKTESTS, COUNTS, before_gap, split_dates, thin_tail,
+                                      window_for)
 from rdl.tasks.window import calendar_day, parse_window, shift
 from rdl.tasks.events import event_columns
 from rdl.tasks.paths import dotted, entities_of, events_setting, references, schema_path
@@ -153,10 +154,12 @@ def suggestions(db: Database, base: list[str]) -> list[str]:
         columns = {t: c for t, c in found.items() if recurring(db, t, c, first)}
         if not columns:
             continue
-        events = events_of(db, columns)   # the window and split times of the events it takes
+        # the window and split times of the events it takes
+        events, thin = thin_tail(events_of(db, columns), first)
         born = table.df[table.time_col] if table.time_col else \
             pd.Series(pd.NaT, index=table.df.index, dtype="datetime64[ns]")
         events, fit, one_class, cut = before_gap(events, born)
+        cut = thin + cut
         if fit is None:
             continue
         window, seeds, rests = fit

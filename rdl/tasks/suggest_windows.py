@@ -1,7 +1,8 @@
 """The window and split times a suggested task takes (:mod:`rdl.tasks.suggest`): the
 shortest window the events' times allow whose val and test splits rest on enough rows
 (:func:`fitting_window`, over the backtests the printed command is judged on), and split
-times before a gap the last windows fall in (:func:`before_gap`); test the last whole
+times before a gap the last windows fall in (:func:`before_gap`) or a thin tail of few
+events (:func:`thin_tail`); test the last whole
 window before the data's end, val the one before (:func:`split_dates`)."""
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ CALENDAR_WINDOWS = ("1mo", "3mo", "1y")
 SPAN_WINDOWS = 20
 #: the backtests (``backtest=0,1,...``) a suggested window is judged on: their median split
 BACKTESTS = 5
+#: a run of last windows each holding fewer events than this share of the median
+#: window's is a thin tail, in no split (:func:`thin_tail`)
+THIN = 0.25
 #: what a split's evidence counts, per label (:func:`evidence`'s tuples): the rarer class of
 #: ``active``; the rows with events in the window after (a label not 0) of ``count``
 COUNTS = {"active": 2, "count": 1}
@@ -113,6 +117,55 @@ def _fit(events: pd.DataFrame, born: pd.Series) -> tuple[tuple | None, bool]:
     task to learn), of the counts; and whether it is the counts'."""
     fit = fitting_window(events, born)
     return (fit, False) if fit is not None else (fitting_window(events, born, "count"), True)
+
+
+def thin_tail(events: pd.DataFrame, window: str) -> tuple[pd.DataFrame, list[str]]:
+    """``(events, note)``: the events without their thin tail, the run of last windows
+    (counted back from the last event) each holding fewer than :data:`THIN` of the median
+    window's events, where the rows of most events ended and a few go on (TPC-DS's store
+    returns for half a year after its sales end, at a tenth of their rate; a table
+    exported later than the others): val and test there would judge a model on those few
+    alone. A tail of more than a quarter of the windows is the data's own trend, kept."""
+    times = events["time"].to_numpy()
+    if not len(times):
+        return events, []
+    size = parse_window(window).to_timedelta64()
+    back = ((times.max() - times) // size).astype(np.int64)   # 0: the last window
+    counts = np.bincount(back)
+    if len(counts) < 8:
+        return events, []
+    usual = np.median(counts[:-1])   # (the first window, maybe partial, left out)
+    thin = int(np.argmax(counts >= THIN * usual))   # the last windows below it
+    if thin == 0 or thin > len(counts) // 4:
+        return events, []
+    end = _step(times, times.max() - thin * size, size)
+    kept, spans = events[times < end], (times.max() - end) / size   # (windows it spans)
+    if len(kept) == len(events) or spans < 1:
+        return events, []
+    start = pd.Timestamp(times[times >= end].min())
+    rate = (len(events) - len(kept)) / spans / usual
+    return kept, [f"# {len(events) - len(kept):,} rows from {start} on (the last "
+                  f"{spans:.0f} x {window}) hold {rate:.0%} of the events a window usually "
+                  "does, where most events' rows end (a table exported later, returns "
+                  "after the sales): in no split's windows"]
+
+
+def _step(times: np.ndarray, edge, size) -> pd.Timestamp:
+    """The day within a window of ``edge`` where the events' daily counts step down: the
+    split of the days from two windows before it to the last into a busy part and a thin
+    one, each counted as its mean, that leaves the least squared error (a day's noise, a
+    busy day in the tail, moves it less than a threshold would)."""
+    recent = pd.DatetimeIndex(times[times >= edge - 2 * size]).floor("D")
+    daily = pd.Series(1, index=recent).groupby(level=0).sum()
+    days = pd.date_range(daily.index.min(), daily.index.max(), freq="D")
+    x = daily.reindex(days, fill_value=0).to_numpy(dtype=np.float64)
+    c1, c2 = np.concatenate([[0], np.cumsum(x)]), np.concatenate([[0], np.cumsum(x * x)])
+    k, n = np.arange(1, len(x)), len(x)
+    cost = c2[k] - c1[k] ** 2 / k + (c2[n] - c2[k]) - (c1[n] - c1[k]) ** 2 / (n - k)
+    near = (days[k] > edge - size) & (days[k] <= edge + size)
+    if not near.any():
+        return pd.Timestamp(edge)
+    return days[k[near][np.argmin(cost[near])]]
 
 
 def before_gap(events: pd.DataFrame, born: pd.Series, tries: int = 10):
