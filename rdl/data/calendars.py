@@ -18,13 +18,14 @@ import pandas as pd
 
 from rdl.data.database import DataError
 from rdl.data.keys import comparable
-from rdl.data.leaks import LATER_SHARE, calendar_days
+from rdl.data.days import calendar_days
+from rdl.data.leaks import LATER_SHARE
 from rdl.data.messages import rows
 
 
 def day_column(df: pd.DataFrame, pkey: str | None) -> str | None:
     """The column of days of a table keyed by ``pkey`` if it is a calendar (7 rows or
-    more, a column of :func:`~rdl.data.leaks.calendar_days`), else None."""
+    more, a column of :func:`~rdl.data.days.calendar_days`), else None."""
     if pkey is None or len(df) < 7:
         return None
     return next((c for c in df.columns if c != pkey and pd.api.types.

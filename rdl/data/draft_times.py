@@ -238,7 +238,7 @@ def older_than_parents(frames: dict, pkeys: dict, times: dict, fkeys: dict,
 
 def calendars_of(frames: dict, pkeys: dict, times: dict, fkeys: dict) -> dict:
     """Tables without a time of their own whose foreign keys reference a calendar (a date
-    dimension, :func:`rdl.data.leaks.calendar_days`): table -> (the key, the calendar, its
+    dimension, :func:`rdl.data.days.calendar_days`): table -> (the key, the calendar, its
     key, its column of days, each row's time). Their rows are dated by the key whose days
     come first, each at its period's end, the next period's start (the loader stops on
     such a table left static:

@@ -32,6 +32,7 @@ import pandas as pd
 
 from rdl.data.database import DataError
 from rdl.data.messages import rows
+from rdl.data.days import calendar_days
 from rdl.data.names import name_words
 from rdl.data.schema import TableSchema
 
@@ -239,17 +240,6 @@ def static_times(tables: dict, frames: dict, calendars=(),
 def _known_ahead(col: str, s: pd.Series) -> bool:
     """A birth (by its name), or a calendar's days (:func:`calendar_days`)."""
     return any(w.startswith(BIRTH) for w in name_words(col)) or calendar_days(s)
-
-
-def calendar_days(s: pd.Series) -> bool:
-    """Whether a column of times is a calendar's days: distinct, one a day, week or month
-    without a gap (a date dimension's)."""
-    days = s.dropna().sort_values()
-    if len(days) < 3 or not days.is_unique or (days != days.dt.normalize()).any():
-        return False
-    months = days.dt.year * 12 + days.dt.month
-    return days.diff().iloc[1:].nunique() == 1 or (
-        (days.dt.day == 1).all() and (months.diff().iloc[1:] == 1).all())
 
 
 def totals(db, where, declared: dict, share: float = 0.9, stypes_at=None) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from hydra.utils import instantiate
 
 from rdl.data.database import DataError
 from rdl.data.draft import draft
@@ -154,3 +155,35 @@ def test_a_table_of_one_line_as_dsdgen_writes_it_is_read_by_its_bars(tmp_path):
     assert tables["store"]["pkey"] == "s_store_sk"
     assert tables["store"]["columns"][:2] == ["s_store_sk", "s_store_id"]
     assert tables["store_sales"]["fkeys"] == {"ss_store_sk": "store"}
+
+
+def test_a_calendar_of_two_centuries_is_no_span_of_the_data(tmp_path, tiny_cfg):
+    """TPC-DS's ``date_dim`` holds 1900 to 2100. Timed by its days, it was the data's span:
+    an events task's train seed times began in 1900 (53.7M train rows at 7 days over
+    10,000 customers, a century of windows before any fact), the trees fitted on a sample
+    of them stopped at one, and the forward-chained prior of the last train weeks was one
+    value (AUROC 0.5). The span is now the other tables'; so is the first time of a key
+    a static table names (``implied: true``)."""
+    t = star(tmp_path)
+    days = pd.date_range("1900-01-02", "2100-01-01", freq="D")
+    first = JULIAN - (pd.Timestamp("1997-01-01") - days[0]).days
+    pd.DataFrame({"d_date_sk": np.arange(first, first + len(days)),
+                  "d_date": days.strftime("%Y-%m-%d"), "d_year": days.year}).to_csv(
+        tmp_path / "date_dim.csv", index=False)
+    t["customer"].assign(c_salutation=np.where(np.arange(120) % 2, "Mr.", "Ms.")).to_csv(
+        tmp_path / "customer.csv", index=False)
+    tables = yaml.safe_load(draft(tmp_path))["tables"]
+    tables["salutations"] = {"pkey": "c_salutation", "implied": True}
+    tables["customer"]["fkeys"]["c_salutation"] = "salutations"
+    db = load_folder(tmp_path, {"untimed": "drop", "tables": tables})
+    assert db["date_dim"].time_col == "d_date" and len(db["date_dim"]) == len(days)
+    others = [tab.df[tab.time_col] for name, tab in db
+              if tab.time_col and name not in ("date_dim", "salutations")]
+    assert db.min_time == min(s.min() for s in others) >= pd.Timestamp("1997-01-01")
+    assert db.max_time == max(s.max() for s in others) <= pd.Timestamp("2000-01-01")
+    assert db["salutations"].df[db["salutations"].time_col].min() == db.min_time
+    task = instantiate(tiny_cfg("task=events", "task.entity_table=customer",
+                                "task.window=30d", "task.val_timestamp=1998-11-01",
+                                "task.test_timestamp=1998-12-01").task, _convert_="all")
+    train = task.timestamps("train", db)
+    assert min(train) >= db.min_time and len(train) < 30
