@@ -15,6 +15,7 @@ import pandas as pd
 
 from rdl.data.database import DataError
 from rdl.data.messages import _rows, _stypes, rows, show
+from rdl.data.names import name_words
 from rdl.data.numbers import written_numbers
 from rdl.data.times import looks_like_times
 
@@ -305,6 +306,14 @@ def is_identifier(values: pd.Series) -> bool:
     v = values.dropna()
     return len(v) >= 1000 and v.nunique() >= 0.99 * len(v) and \
         not v.astype(str).str.contains(r"\s").any()
+
+
+def numbered(col: str, values: pd.Series) -> bool:
+    """Whether a column of numbers is named as one that names a row, no quantity
+    (``ss_ticket_number``, ``order_no``, ``line_id``)."""
+    words = name_words(col)
+    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values) \
+        and bool(words) and words[-1] in ("number", "num", "no", "nr", "id", "sk", "key")
 
 
 def identifiers(df: pd.DataFrame, skip=()) -> dict[str, str]:

@@ -51,7 +51,7 @@ from rdl.data.draft_implied import (Unheld, implied_lines, implied_names, implie
 from rdl.data.draft_keys import (bare_names, composites, foreign_keys, key_name_score, matching,
                                  pair_share, primary_key, referencing, series_keys)
 from rdl.data.database import DataError, EmptyTable
-from rdl.data.checks import identifiers
+from rdl.data.checks import identifiers, numbered
 from rdl.data.states import named_states
 from rdl.data.draft_parts import borrowed_times
 from rdl.data.draft_times import (calendars_of, later, older_than_parents, on_export, seasons,
@@ -242,6 +242,10 @@ def draft(folder) -> str:
         stypes.update({c: ("drop", why) for c, why in identifiers(df, {
             pkey, time, *composite.get(name, []), *(p for k in keys_of for p in k.split(", ")),
             *unheld, *stypes}).items()})
+        stypes.update({c: ("drop", "a number of the composite key that names, no quantity "
+                                   "(summed or scaled it means nothing)")
+                       for c in composite.get(name, []) if c not in parts and c != time
+                       and c not in stypes and c in df and numbered(c, df[c])})
         keyed = pkey is not None or name in composite   # (an event's row references its row)
         stypes = {c: (st, why) if st != "event" else ("drop", why + "; dropped: the table has "
                                                       "no key for its events")

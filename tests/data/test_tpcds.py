@@ -189,3 +189,23 @@ def test_a_calendar_of_two_centuries_is_no_span_of_the_data(tmp_path, tiny_cfg):
                                 "task.test_timestamp=1998-12-01").task, _convert_="all")
     train = task.timestamps("train", db)
     assert min(train) >= db.min_time and len(train) < 30
+
+
+def test_a_number_of_a_composite_key_is_no_feature(tmp_path):
+    """A sale is a ticket's line, keyed ``[ss_item_sk, ss_ticket_number]`` (its returns
+    name both): the ticket number names, and as a feature the trees summed it (the second
+    most-gain feature of LightGBM on TPC-DS's customers was ``ss_ticket_number.sum_12``).
+    The draft drops it; the item stays a key."""
+    t = star(tmp_path)
+    sales = t["store_sales"].dropna(subset=["ss_sold_date_sk"]).iloc[:300]
+    sales.assign(ss_sold_date_sk=sales["ss_sold_date_sk"].astype(int)).to_csv(
+        tmp_path / "store_sales.csv", index=False)
+    back = sales.iloc[::2]   # (two lines of a ticket, some: no key of its own)
+    pd.DataFrame({"sr_returned_date_sk": back["ss_sold_date_sk"].astype(int) + 5,
+                  "sr_item_sk": back["ss_item_sk"], "sr_ticket_number": back["ss_ticket_number"],
+                  "sr_return_quantity": 1}).to_csv(tmp_path / "store_returns.csv", index=False)
+    tables = yaml.safe_load(draft(tmp_path))["tables"]
+    assert tables["store_sales"]["pkey"] == ["ss_item_sk", "ss_ticket_number"]
+    assert tables["store_sales"]["stypes"]["ss_ticket_number"] == "drop"
+    assert tables["store_sales"]["fkeys"]["ss_item_sk"] == "item"
+    assert "ss_quantity" not in tables["store_sales"]["stypes"]
