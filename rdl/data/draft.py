@@ -54,8 +54,8 @@ from rdl.data.database import DataError, EmptyTable
 from rdl.data.checks import identifiers, numbered
 from rdl.data.states import named_states
 from rdl.data.draft_parts import borrowed_times
-from rdl.data.draft_times import (calendars_of, later, older_than_parents, on_export, seasons,
-                                  seen_ins, times_of, years)
+from rdl.data.draft_times import (calendars_of, details_of, later, older_than_parents, on_export,
+                                  seasons, seen_ins, times_of, years)
 from rdl.data.periods import looks_like
 
 log = logging.getLogger(__name__)
@@ -239,6 +239,8 @@ def draft(folder) -> str:
                            if st in ("event", "drop") and c in df and
                            pd.api.types.is_datetime64_any_dtype(df[c])})
         later_events = {c: why for c, (st, why) in stypes.items() if st == "event"}
+        stypes.update({c: ("drop", why) for c, why in details_of(df, later_events, {
+            pkey, time, *composite.get(name, []), *parts, *unheld, *stypes}).items()})
         stypes.update({c: ("drop", why) for c, why in identifiers(df, {
             pkey, time, *composite.get(name, []), *(p for k in keys_of for p in k.split(", ")),
             *unheld, *stypes}).items()})

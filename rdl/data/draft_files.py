@@ -13,6 +13,7 @@ from rdl.data import assembled, clocks, epochs, files, lakes, nested, pgdump, sh
 from rdl.data.checks import Infinite
 from rdl.data.database import DataError
 from rdl.data.folder import load_folder
+from rdl.data.leaks import LATER_SHARE
 from rdl.data.times import Placeholder
 
 
@@ -74,8 +75,7 @@ def read_table(folder: Path, name: str, file: str, given: dict, named=None) -> p
         try:
             db = load_folder(folder, {"tables": {name: spec}})
             df, joined = db[name].df, clocks.dates_of(db[name].df, db.clocks.get(name, []))
-            parts = {} if "assemble" in spec or any(map(pd.api.types.is_datetime64_any_dtype,
-                                                        df.dtypes)) else assembled.find(df)
+            parts = {} if "assemble" in spec else later_parts(df, assembled.find(df))
             if not joined and not parts:
                 break
             if parts:   # a date in parts, a column each, and no other time: read again, made
@@ -99,6 +99,27 @@ def read_table(folder: Path, name: str, file: str, given: dict, named=None) -> p
     given[name] = {**{k: v for k, v in spec.items() if k != "file"}, "lists": lists,
                    "infinite": infinite}
     return df
+
+
+def later_parts(df: pd.DataFrame, found: dict) -> dict:
+    """``found`` (:func:`rdl.data.assembled.find`), where ``df`` has times of its own
+    (the row's time among them), only the moments after those in 1 % of rows or more (a
+    player's death beside his debut, in the Lahman databank's people): numbers there tell
+    each seed a future (the year a player dies). A birth's parts stay numbers."""
+    times = df.select_dtypes(include="datetime").min(axis=1)
+    if times.isna().all():
+        return found
+    out = {}
+    for name, cols in found.items():
+        parts = df[cols[:3]].set_axis(["year", "month", "day"][:len(cols[:3])], axis=1)
+        moment = pd.to_datetime(parts.assign(**({} if "day" in parts else {"day": 1})),
+                                errors="coerce") if all(map(
+                                    pd.api.types.is_numeric_dtype, parts.dtypes)) else None
+        known = moment.notna() & times.notna() if moment is not None else None
+        if known is not None and known.any() and \
+                (moment[known] > times[known]).mean() >= LATER_SHARE:
+            out[name] = cols
+    return out
 
 
 def unnested(folder: Path, tables: dict, read_as: dict, pkeys: dict):

@@ -182,6 +182,23 @@ def years(col: str, values: pd.Series) -> str | None:
             f"first: {int(v.min())}}}")
 
 
+def details_of(df: pd.DataFrame, events, skip) -> dict[str, str]:
+    """Columns named as details of a later event, their name's first word its own
+    (``deathCity`` beside ``death_date``, in the Lahman databank's people): filled only
+    once it happened, they tell each seed of it before (a player's death, so his last
+    season): column -> why it is dropped (but ``skip``: keys, times, declared)."""
+    out, firsts = {}, [name_words(str(c))[:1] for c in df.columns]
+    for e in events:
+        words = [w for w in name_words(e) if w not in ("date", "at", "time", "on", "ts", "dt")]
+        if len(words) != 1 or 2 * firsts.count(words) > len(firsts):
+            continue   # (review_answer_timestamp: the table's prefix, review_, names them all)
+        for c in df.columns:
+            if c != e and c not in skip and name_words(str(c))[:1] == words:
+                out[c] = (f"a detail of the later event {e}: filled once it happened, it tells "
+                          "each seed of it before")
+    return out
+
+
 def seasons(frames: dict, composite: dict, fkeys: dict, times: dict) -> dict[str, tuple]:
     """Tables without a time keyed by a year (Lahman's team seasons, ``pkey: [yearID,
     teamID]``; a country's year in a panel), and those referencing such a key (a player's

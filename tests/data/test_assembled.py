@@ -148,6 +148,43 @@ def test_the_draft_leaves_the_parts_of_a_table_timed_otherwise(tmp_path):
     assert "assemble" not in spec and spec["time"] == "joined"
 
 
+def test_the_draft_makes_a_later_moment_in_parts_an_event_and_drops_its_details(tmp_path):
+    """The Lahman databank's people: a debut (the row's time), a birth and a death in parts
+    (``deathYear, deathMonth, deathDay``) and the death's place. Left numbers, the death's
+    year told every seed which players would die, so stop playing; its city, that they
+    would. The death is now a later event, seen once it happened, its details dropped; the
+    birth's parts stay numbers."""
+    station(tmp_path)
+    n = 40
+    rng = np.random.default_rng(1)
+    debut = pd.Timestamp("1990-04-01") + pd.to_timedelta(rng.integers(0, 3000, n), "D")
+    dies = np.arange(n) % 3 == 0
+    death = debut + pd.to_timedelta(rng.integers(2000, 9000, n), "D")
+    people = pd.DataFrame({
+        "person_id": range(n), "birthYear": debut.year - 22, "birthMonth": rng.integers(1, 13, n),
+        "birthDay": rng.integers(1, 29, n), "birthCity": rng.choice(["Ely", "Rye"], n),
+        "debut": debut.strftime("%Y-%m-%d"),
+        "deathYear": pd.array(np.where(dies, death.year, np.nan), dtype="Int64"),
+        "deathMonth": pd.array(np.where(dies, death.month, np.nan), dtype="Int64"),
+        "deathDay": pd.array(np.where(dies, death.day, np.nan), dtype="Int64"),
+        "deathCity": np.where(dies, "Rye", None)})
+    people.to_csv(tmp_path / "people.csv", index=False)
+    text = draft(tmp_path)
+    spec = yaml.safe_load(text)["tables"]["people"]
+    assert spec["assemble"] == {"death_date": ["deathYear", "deathMonth", "deathDay"]}
+    assert spec["time"] == "debut" and spec["events"] == ["death_date"]
+    assert spec["stypes"]["deathCity"] == "drop" and "birthCity" not in spec["stypes"]
+    db = load_folder(tmp_path, yaml.safe_load(text))
+    got, dropped = db["people"].df, {c for c, st in db.stypes["people"].items() if st is None}
+    assert {"birthYear", "birthMonth", "birthDay", "birthCity"} <= set(got.columns) - dropped
+    assert not {"deathYear", "deathMonth", "deathDay"} & set(got.columns)
+    assert {"deathCity", "death_date"} <= dropped   # (kept for a task's SQL, no feature)
+    events = [tab for name, tab in db if name != "people" and "people" in tab.fkeys.values()
+              and tab.time_col]
+    assert len(events) == 1 and len(events[0]) == int(dies.sum())
+    assert sorted(events[0].df[events[0].time_col]) == sorted(death[dies].normalize())
+
+
 def test_a_fiscal_year_s_months_are_not_assembled():
     """Fiscal month 1 may be July: no calendar date, so the draft leaves them."""
     from rdl.data.assembled import find
