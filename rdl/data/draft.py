@@ -116,7 +116,7 @@ def draft(folder) -> str:
                     fkeys[name][0][", ".join(cols)] = (
                         t, f"the composite key of {t}; {share:.0%} of its pairs are keys of it")
     one_link(frames, pkeys, composite, fkeys, times)
-    yearly = seasons(frames, composite, fkeys, times)   # (their years now times, as loaded)
+    yearly = seasons(frames, composite, fkeys, times, pkeys)   # (their years, times as loaded)
     for (name, col), why in on_export(frames, pkeys, fkeys, times).items():
         times[name][2][col] = ("drop", why)
         fkeys[name][0].pop(col, None)   # (a last editor's key: no link)
@@ -224,7 +224,7 @@ def draft(folder) -> str:
         parts = {c for key in keys_of for c in key.split(", ")}   # a composite key's columns
         unheld = {c: (implying_as[c], n[1]) for n in notes
                   if isinstance(n, Unheld) and (c := n[0]) not in parts
-                  and c not in composite.get(name, []) and not years(c, df[c])
+                  and c not in composite.get(name, []) and c != time and not years(c, df[c])
                   }   # keys of tables implied: true, below
         chained, attributes, totals = implied_tables(name, df, list(unheld), {
             pkey, time, *parts, *stypes}, time)   # (chained: b -> a, one b per a: told)

@@ -87,7 +87,7 @@ def read_table(folder: Path, name: str, file: str, given: dict, named=None) -> p
             if e.value in spec.setdefault("missing", []):
                 raise
             spec["missing"].append(e.value)
-        except Infinite as e:   # inf: missing, as the rest of the file writes it (empty)
+        except Infinite as e:   # inf: declared missing (no model takes it), read again
             if not e.words or set(e.words) <= set(spec.get("missing", [])):
                 raise
             spec["missing"] = [*spec.get("missing", []), *e.words]

@@ -199,10 +199,27 @@ def details_of(df: pd.DataFrame, events, skip) -> dict[str, str]:
     return out
 
 
-def seasons(frames: dict, composite: dict, fkeys: dict, times: dict) -> dict[str, tuple]:
+def _after(df: pd.DataFrame, key: str, year: str, parent: pd.DataFrame, pkey: str,
+           time: str) -> bool:
+    """Whether most of ``df``'s rows' years end after the time of the ``parent`` row their
+    ``key`` names (an award after a debut; not college years, before it)."""
+    values, keys = comparable(df[key], parent[pkey])
+    at = pd.Index(keys).get_indexer(values)
+    begun = pd.Series(parent[time].to_numpy()[np.maximum(at, 0)]).where(at >= 0)
+    ends = pd.to_datetime((df[year] + 1).astype("Int64").astype(str) + "-01-01",
+                          errors="coerce").reset_index(drop=True)
+    known = begun.notna() & ends.notna()
+    return bool(known.any()) and float((ends[known] > begun[known]).mean()) > 0.5
+
+
+def seasons(frames: dict, composite: dict, fkeys: dict, times: dict,
+            pkeys: dict) -> dict[str, tuple]:
     """Tables without a time keyed by a year (Lahman's team seasons, ``pkey: [yearID,
-    teamID]``; a country's year in a panel), and those referencing such a key (a player's
-    season with a team): rows about a year, each known at the year's end, as ``unit:
+    teamID]``; a country's year in a panel), those referencing such a key (a player's
+    season with a team), and those naming a timed row with one column named only as a
+    year (``yearID``, ``season``; not ``model_year``), most of them after that row began
+    (a player's award after his debut; not his college years): rows about a year, each
+    known at the year's end, as ``unit:
     year`` times them. Each such table's year column becomes those times in ``frames`` and
     its time in ``times`` (for the draft's later rules); table -> (its declaration, why)."""
     def year(n, c):
@@ -216,6 +233,15 @@ def seasons(frames: dict, composite: dict, fkeys: dict, times: dict) -> dict[str
             if n not in found and t in keyed and len(cols) == len(composite[t]) and \
                     year(n, c := cols[composite[t].index(keyed[t])]):
                 found[n] = (c, f"{c} is a year in its key to {t}")
+    for n, (keys_of, _) in fkeys.items():   # (a player's award of a year)
+        named = [c for c in frames[n].columns if year(n, c) and
+                 set(name_words(str(c))) - {"id"} in ({"year"}, {"yr"}, {"season"})]
+        for key, (t, _) in keys_of.items():
+            if n not in found and len(named) == 1 and ", " not in key and pkeys.get(t) \
+                    and times[t][0] is not None and _after(frames[n], key, named[0],
+                                                           frames[t], pkeys[t], times[t][0]):
+                found[n] = (named[0], f"{named[0]}: a year after its {t} row began, in "
+                            "most rows")
     out = {}
     for n, (c, why) in found.items():
         out[n] = (years(c, frames[n][c]).removeprefix("time: "), f"{why}: a row about a "

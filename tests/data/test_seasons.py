@@ -33,6 +33,10 @@ def databank(folder):
                             "yearID": [2005 + i % 4 for i in range(90)],
                             "credits": np.arange(90) % 7})
     college.to_csv(folder / "college.csv", index=False)
+    # a hall of fame's ballots, after the players' seasons: no key, a year after a debut
+    pd.DataFrame({"playerID": [f"p{i:03d}" for i in range(0, 60, 2)],
+                  "yearID": [2021 + i % 3 for i in range(30)],
+                  "votes": np.arange(30) * 3}).to_csv(folder / "ballots.csv", index=False)
     return stints
 
 
@@ -46,7 +50,11 @@ def test_a_season_keyed_table_and_its_references_are_timed_at_the_year_end(tmp_p
     assert tables["teams"]["pkey"] == ["yearID", "teamID"]
     assert tables["batting"]["fkeys"]["yearID, teamID"] == "teams"
     assert "yearID is a year in its key" in text
-    assert "time" not in tables["college"]
+    assert "time" not in tables["college"]   # (years before a debut: no rule times them)
+    assert tables["ballots"]["time"] == season | {"origin": datetime.date(2021, 1, 1),
+                                                  "first": 2021}
+    assert "yearID: a year after its players row began, in most rows" in text
+    assert tables["players"]["time"] == "debut"
     assert "# yearID: period numbers? if they are the rows' time: time: {column: yearID" in text
     db = load_folder(tmp_path, {"tables": tables})
     got = db["batting"].df
