@@ -122,19 +122,17 @@ class Database:
         """The first time of any timed row but a calendar's (:class:`DataError` if there is
         none): a date dimension's days (TPC-DS's ``date_dim``, 1900 to 2100) are no span
         of the data's, and seeds from 1900 would be a century of empty windows."""
-        return min(t.df[t.time_col].min() for t in self._spanning())
+        return min(s.min() for s in self._spanning())
 
     @property
     def max_time(self) -> pd.Timestamp:
         """The last time of any timed row but a calendar's (:attr:`min_time`)."""
-        return max(t.df[t.time_col].max() for t in self._spanning())
+        return max(s.max() for s in self._spanning())
 
-    def _spanning(self) -> list[Table]:
-        """The timed tables but calendars (:func:`rdl.data.days.is_calendar`); all
-        of them where each is one."""
-        from rdl.data.days import is_calendar   # (it reads tables of this module)
-        timed = self._timed()
-        return [t for t in timed if not is_calendar(t.df, t.pkey, t.time_col)] or timed
+    def _spanning(self) -> list[pd.Series]:
+        """The timed tables' times but calendars' (:func:`rdl.data.days.spanning`)."""
+        from rdl.data.days import spanning   # (it reads tables of this module)
+        return spanning([(t.df, t.pkey, t.time_col) for t in self._timed()])
 
     def _timed(self) -> list[Table]:
         # Empty tables have no time range (NaT, which pandas then fails on far away).

@@ -28,3 +28,11 @@ def is_calendar(df: pd.DataFrame, pkey, time: str | None) -> bool:
     if len(df) > (times.max() - times.min()).days + 1:
         return False   # (more rows than days: no calendar; cheap, before sorting)
     return calendar_days(times)
+
+
+def spanning(timed: list[tuple[pd.DataFrame, object, str]]) -> list[pd.Series]:
+    """The time columns of ``timed`` tables (each ``(rows, key, time column)``) but the
+    calendars' (:func:`is_calendar`), whose days are no span of the data's; all of them
+    where each is one."""
+    cols = [(df[time], is_calendar(df, pkey, time)) for df, pkey, time in timed]
+    return [s for s, calendar in cols if not calendar] or [s for s, _ in cols]

@@ -112,12 +112,11 @@ def later_parts(df: pd.DataFrame, found: dict) -> dict:
     out = {}
     for name, cols in found.items():
         parts = df[cols[:3]].set_axis(["year", "month", "day"][:len(cols[:3])], axis=1)
-        moment = pd.to_datetime(parts.assign(**({} if "day" in parts else {"day": 1})),
-                                errors="coerce") if all(map(
-                                    pd.api.types.is_numeric_dtype, parts.dtypes)) else None
-        known = moment.notna() & times.notna() if moment is not None else None
-        if known is not None and known.any() and \
-                (moment[known] > times[known]).mean() >= LATER_SHARE:
+        if not all(map(pd.api.types.is_numeric_dtype, parts.dtypes)):
+            continue   # (a month's name: no later moment told apart here)
+        moment = pd.to_datetime(parts.assign(day=parts.get("day", 1)), errors="coerce")
+        known = moment.notna() & times.notna()
+        if known.any() and (moment[known] > times[known]).mean() >= LATER_SHARE:
             out[name] = cols
     return out
 

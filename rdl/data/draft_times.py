@@ -199,6 +199,11 @@ def details_of(df: pd.DataFrame, events, skip) -> dict[str, str]:
     return out
 
 
+def year_ends(years: pd.Series) -> pd.Series:
+    """Each year's end, the next one's first day, as ``unit: year`` times a row."""
+    return pd.to_datetime((years + 1).astype("Int64").astype(str) + "-01-01", errors="coerce")
+
+
 def _after(df: pd.DataFrame, key: str, year: str, parent: pd.DataFrame, pkey: str,
            time: str) -> bool:
     """Whether most of ``df``'s rows' years end after the time of the ``parent`` row their
@@ -206,8 +211,7 @@ def _after(df: pd.DataFrame, key: str, year: str, parent: pd.DataFrame, pkey: st
     values, keys = comparable(df[key], parent[pkey])
     at = pd.Index(keys).get_indexer(values)
     begun = pd.Series(parent[time].to_numpy()[np.maximum(at, 0)]).where(at >= 0)
-    ends = pd.to_datetime((df[year] + 1).astype("Int64").astype(str) + "-01-01",
-                          errors="coerce").reset_index(drop=True)
+    ends = year_ends(df[year]).reset_index(drop=True)
     known = begun.notna() & ends.notna()
     return bool(known.any()) and float((ends[known] > begun[known]).mean()) > 0.5
 
@@ -246,8 +250,7 @@ def seasons(frames: dict, composite: dict, fkeys: dict, times: dict,
     for n, (c, why) in found.items():
         out[n] = (years(c, frames[n][c]).removeprefix("time: "), f"{why}: a row about a "
                   "year, known once it is over (each at its end)")
-        frames[n] = frames[n].assign(**{c: pd.to_datetime(
-            (frames[n][c] + 1).astype("Int64").astype(str) + "-01-01", errors="coerce")})
+        frames[n] = frames[n].assign(**{c: year_ends(frames[n][c])})
         times[n] = (c, "", times[n][2])
     return out
 

@@ -50,7 +50,7 @@ from collections.abc import Hashable
 import numpy as np
 import pandas as pd
 
-from rdl.data.days import is_calendar
+from rdl.data.days import spanning
 from rdl.data.database import DataError
 from rdl.data.keys import comparable, matches_nothing
 from rdl.data.schema import TableSchema
@@ -190,9 +190,8 @@ def complete(tables: dict[str, TableSchema], frames: dict[str, pd.DataFrame],
         DataError: a foreign key none of whose values matches a row of the table's own
             file (keys written differently on each side: adding them all would hide it).
     """
-    timed = [frames[n][t.time] for n, t in tables.items() if t.time and n in frames
-             and not is_calendar(frames[n], t.pkey, t.time)] or [
-        frames[n][t.time] for n, t in tables.items() if t.time and n in frames]
+    timed = spanning([(frames[n], t.pkey, t.time) for n, t in tables.items()
+                      if t.time and n in frames])
     start = min(s.min() for s in timed) if timed else None   # a static row's "appearance"
     frames, taken = dict(frames), []
     for name, t in tables.items():
