@@ -36,3 +36,19 @@ def spanning(timed: list[tuple[pd.DataFrame, object, str]]) -> list[pd.Series]:
     where each is one."""
     cols = [(df[time], is_calendar(df, pkey, time)) for df, pkey, time in timed]
     return [s for s, calendar in cols if not calendar] or [s for s, _ in cols]
+
+
+def times_of_day(df: pd.DataFrame) -> bool:
+    """Whether a table's rows are the times of a day (a time-of-day dimension: Kimball's
+    ``DimTime``, TPC-DS's ``time_dim``, a row a second): 96 rows or more (a quarter hour
+    each) with a whole-number column holding each hour 0 to 23 in as many rows. Its rows
+    are no entities: a sale's second of the day is when it was, not who."""
+    if len(df) < 96 or len(df) % 24:
+        return False
+    for col in df.columns:
+        s = df[col]
+        if pd.api.types.is_integer_dtype(s) and s.min() == 0 and s.max() == 23:
+            counts = s.value_counts()
+            if len(counts) == 24 and counts.nunique() == 1:
+                return True
+    return False

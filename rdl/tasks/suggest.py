@@ -20,6 +20,7 @@ import pandas as pd
 
 from rdl.data.calendars import day_column
 from rdl.data.database import Database, DataError
+from rdl.data.days import times_of_day
 from rdl.tasks.kinds import FEW
 from rdl.tasks.suggest_windows import (BACKTESTS, COUNTS, before_gap, split_dates, thin_tail,
                                       window_for)
@@ -27,6 +28,8 @@ from rdl.tasks.window import calendar_day, parse_window, shift
 from rdl.tasks.events import event_columns
 from rdl.tasks.paths import dotted, entities_of, events_setting, references, schema_path
 
+#: the entity tables whose tasks are printed: a warehouse's 24 tables made 800 commands
+TABLES = 5
 #: the share of entities whose events fall in two windows or more, for the events to count
 RECURRING = 0.2
 #: a numeric column of events named so is summed (``label=sum``)
@@ -49,6 +52,21 @@ def recurring(db: Database, table: str, col, window: str) -> bool:
         return False
     bins = (df["time"] - df["time"].min()) // parse_window(window)
     return float((bins.groupby(df["entity"].to_numpy()).nunique() > 1).mean()) >= RECURRING
+
+
+def _of_time(table) -> bool:
+    """Whether a table's rows are days (a date dimension) or times of a day
+    (:func:`rdl.data.days.times_of_day`): no entities, nor targets to rank."""
+    return len(table) >= 365 and day_column(table.df, table.pkey) is not None or \
+        times_of_day(table.df)
+
+
+def named_once(db: Database, table: str, col: str) -> bool:
+    """Whether most of the rows that ``table``'s column ``col`` names are named by one
+    of its rows alone (a return's sale; a demographic profile of millions): no catalogue
+    whose rows an entity's events name again, nothing to rank (an item sold many times)."""
+    counts = db[table].df[col].value_counts()
+    return bool(len(counts)) and float(counts.median()) <= 1
 
 
 def born_with(db: Database, table: str, col: str, ref: str) -> bool:
@@ -102,6 +120,18 @@ def _time_part(values: pd.Series, table) -> bool:
 FAN_OUTS = (128, 64)
 
 
+def _eval_k() -> int:
+    from omegaconf import OmegaConf
+
+    from rdl.paths import CONF_DIR
+    return int(OmegaConf.load(CONF_DIR / "task" / "events-links.yaml").eval_k)
+
+
+#: the targets a link task ranks (``task.eval_k``, as its config says): a target table of
+#: no more rows is no link task, its top is every row
+EVAL_K = _eval_k()
+
+
 def _reach(db: Database, entity: str, target: str) -> list[str]:
     """The settings a link model needs to reach ``target`` from ``entity`` where it lies
     further than its two layers (a chained schema: customers, invoices, lines, stocks):
@@ -129,101 +159,124 @@ def _row_number(values: pd.Series) -> bool:
     return pd.api.types.is_integer_dtype(values) and bool((np.diff(values.to_numpy()) == 1).all())
 
 
-def suggestions(db: Database, base: list[str]) -> list[str]:
+def suggestions(db: Database, base: list[str], tables: int = 0) -> list[str]:
     """The lines :func:`main` prints: per entity table with recurring events, a comment
-    and the commands that train its tasks."""
-    lines = []
-    for name, table in db:
-        if not isinstance(table.pkey, str) or (len(table) >= 365 and day_column(
-                table.df, table.pkey) is not None):   # (a date dimension's days: no entities)
-            continue
-        try:
-            found = event_columns(name, db, name, None)   # (quietly: its log is INFO)
-        except DataError:
-            found = {}
-        # tables of events that reference it by several columns: a person says which
-        twice = {t: refs for t, tab in db if tab.time_col and t != name
-                 and len(refs := references(db, t, name)) > 1}
-        notes = [f"# {t} references {name} by {', '.join(refs)}: task.events={{{t}: {refs[0]}}} "
-                 f"takes its rows by {refs[0]} as events of {name}" for t, refs in twice.items()]
-        if not found:
-            lines += ["", f"# {name} ({len(table):,} rows):", *notes] if notes else []
-            continue
-        # (once: every table's recurrence by it)
-        first = window_for(events_of(db, found)["time"].to_numpy())
-        columns = {t: c for t, c in found.items() if recurring(db, t, c, first)}
-        if not columns:
-            continue
-        # the window and split times of the events it takes
-        events, thin = thin_tail(events_of(db, columns), first)
-        born = table.df[table.time_col] if table.time_col else \
-            pd.Series(pd.NaT, index=table.df.index, dtype="datetime64[ns]")
-        events, fit, one_class, cut = before_gap(events, born)
-        cut = thin + cut
-        if fit is None:
-            continue
-        window, seeds, rests = fit
-        times = events["time"]
-        dates = split_dates(times.min(), times.max(), window, calendar_day(times))
-        run = ["python", "-m", "rdl.train", *base]
-        settings = [f"task.entity_table={name}", f"task.window={window}",
-                    f"task.val_timestamp={dates[0]}", f"task.test_timestamp={dates[1]}"]
-        cmd = lambda *a: shlex.join([*run, *a[:1], *settings, *a[1:]])   # noqa: E731
-        # every entity a seed where those with events in the window before are too few
-        every = [] if seeds == "active" else ["task.seeds=all"]
-        # the events a task's default would take, less those that do not recur
-        only = [] if len(columns) == len(found) else [events_setting(columns)]
-        lines += ["", f"# {name} ({len(table):,} rows): events in "
-                  + ", ".join(f"{dotted(t, c)} ({len(db[t]):,})" for t, c in columns.items())
-                  + f"; times {times.min()} to {times.max()}", *cut]
-        series = one_class and same_count(events, window, dates[1]) and any(
-            _sums(db[t], named=False) for t in columns)
-        if one_class:
-            lines.append(f"# label=active is one class in the val or test split at every "
-                         f"window (every seed of {name} has events in the window after, or "
-                         "none has): " + ("label=count one value too (as many events in each "
-                                          "window): their values' sums" if series else
-                                          "its counts only"))
-        if rests[COUNTS["count" if one_class else "active"]] < FEW:   # as rdl.train's report
-            whom = "with events in the window before a split time" if seeds == "active" \
-                else "by a split time"
-            lines.append(f"# few rows at every window: at {window}, the median of "
-                         f"{BACKTESTS} backtests' thinner split has {rests[0]:,} {name} "
-                         f"{whom}, {rests[1]:,} of them with events in the window after; "
-                         "judge over many windows: python -m rdl.train -m ... "
-                         "backtest=0,1,2,3,4, then python -m rdl.backtest")
-        if rests[3]:   # (rdl.tasks.kinds.one_value: such a val chooses nothing)
-            lines.append(f"# every label one value at {len(rests[3])} of the split times of "
-                         f"backtest=0,...,{BACKTESTS - 1} ({', '.join(rests[3])}: no "
-                         f"{name} with events in the window after, or all): a run whose val "
-                         "it is chooses nothing on it, one whose test it is scores what "
-                         "predicts that value")
-        lines += [cmd("task=events", *only, *every)] if not one_class else []
-        lines += [cmd("task=events", *only, *every, "task.label=count")] if not series else []
-        for t, col in columns.items():
-            one = [] if len(found) == 1 else [events_setting({t: col})]
-            lines += [cmd("task=events", *one, *every, "task.label=sum", f"task.value={v}")
-                      for v in _sums(db[t], named=not series)[:2]]
-            links = [(t, col, f"task.events={t}")] if isinstance(col, str) else []
-            for u, up in _naming(db, t, name) if isinstance(col, str) else ():
-                lines += [cmd("task=events", events_setting({u: [up, col]}), *every,
-                              "task.label=sum", f"task.value={v}") for v in _sums(db[u])[:2]]
-                links.append((u, up, events_setting({u: [up, col]})))
-            for u, by, events in links:   # (by: the events' key to the entity, or its path's)
-                targets = [(c, ref) for c, ref in db[u].fkeys.items() if c != by and
-                           isinstance(db[ref].pkey, str) and not born_with(db, u, c, ref)]
-                for c, ref in targets:
-                    several = sum(r == ref for _, r in targets) > 1
-                    lines.append(cmd("task=events-links", events, f"task.target_table={ref}",
-                                     *([f"task.target_key={c}"] if several else []),
-                                     *_reach(db, name, ref)))
-        lines += notes
-    if not any(line.startswith("python") for line in lines):
+    and the commands that train its tasks; the tables whose splits rest on the most rows
+    first (a warehouse's customers before its one call centre; those on too few after), the
+    first ``tables`` of them where that is not 0, and a line naming the rest."""
+    blocks = [(name, *_block(db, name, table, base)) for name, table in db
+              if isinstance(table.pkey, str) and not _of_time(table)]
+    if not any(line.startswith("python") for _, _, lines in blocks for line in lines):
         raise DataError("no table holds recurring events of a keyed table (rows of a timed "
                         "table with a foreign key to it, in two windows or more for a fifth "
                         "of its rows): a task needs its own SQL (the README's 'Your own "
                         "configs and tasks')" + _unheld(db))
+    # (those on few rows after, in the schema's order: their counts rank nothing)
+    ranked = sorted((b for b in blocks if b[1] is not None), key=lambda b: -b[1] * (b[1] >= FEW))
+    shown = ranked[:tables] if tables else ranked
+    lines = [line for _, _, block in shown for line in block]
+    rest = [name for name, _, _ in ranked[len(shown):]]
+    if rest:
+        lines += ["", f"# {len(rest)} more tables with events, fewer rows in their splits: "
+                  f"{', '.join(rest)} (--tables 0 prints every one)"]
+    lines += [line for _, score, block in blocks if score is None for line in block]
     return lines[1:]
+
+
+def _block(db: Database, name: str, table, base: list[str]) -> tuple[int | None, list[str]]:
+    """``(score, lines)`` of the entity table ``name``: the rows its splits rest on (the
+    evidence of :func:`rdl.tasks.suggest_windows.evidence` of what its label counts; None
+    where it has no task) and the lines that say so, each task's command."""
+    try:
+        found = event_columns(name, db, name, None)   # (quietly: its log is INFO)
+    except DataError:
+        found = {}
+    # tables of events that reference it by several columns: a person says which
+    twice = {t: refs for t, tab in db if tab.time_col and t != name
+             and len(refs := references(db, t, name)) > 1}
+    notes = [f"# {t} references {name} by {', '.join(refs)}: task.events={{{t}: {refs[0]}}} "
+             f"takes its rows by {refs[0]} as events of {name}" for t, refs in twice.items()]
+    empty = (None, ["", f"# {name} ({len(table):,} rows):", *notes] if notes else [])
+    if not found:
+        return empty
+    # (once: every table's recurrence by it)
+    first = window_for(events_of(db, found)["time"].to_numpy())
+    columns = {t: c for t, c in found.items() if recurring(db, t, c, first)}
+    if not columns:
+        return None, []
+    # the window and split times of the events it takes
+    events, thin = thin_tail(events_of(db, columns), first)
+    born = table.df[table.time_col] if table.time_col else \
+        pd.Series(pd.NaT, index=table.df.index, dtype="datetime64[ns]")
+    events, fit, one_class, cut = before_gap(events, born)
+    cut = thin + cut
+    if fit is None:
+        return None, []
+    window, seeds, rests = fit
+    times = events["time"]
+    dates = split_dates(times.min(), times.max(), window, calendar_day(times))
+    run = ["python", "-m", "rdl.train", *base]
+    settings = [f"task.entity_table={name}", f"task.window={window}",
+                f"task.val_timestamp={dates[0]}", f"task.test_timestamp={dates[1]}"]
+    cmd = lambda *a: shlex.join([*run, *a[:1], *settings, *a[1:]])   # noqa: E731
+    # every entity a seed where those with events in the window before are too few
+    every = [] if seeds == "active" else ["task.seeds=all"]
+    # the events a task's default would take, less those that do not recur
+    only = [] if len(columns) == len(found) else [events_setting(columns)]
+    lines = ["", f"# {name} ({len(table):,} rows): events in "
+             + ", ".join(f"{dotted(t, c)} ({len(db[t]):,})" for t, c in columns.items())
+             + f"; times {times.min()} to {times.max()}", *cut]
+    series = one_class and same_count(events, window, dates[1]) and any(
+        _sums(db[t], named=False) for t in columns)
+    if one_class:
+        lines.append(f"# label=active is one class in the val or test split at every "
+                     f"window (every seed of {name} has events in the window after, or "
+                     "none has): " + ("label=count one value too (as many events in each "
+                                      "window): their values' sums" if series else
+                                      "its counts only"))
+    score = rests[COUNTS["count" if one_class else "active"]]
+    if score < FEW:   # as rdl.train's report
+        whom = "with events in the window before a split time" if seeds == "active" \
+            else "by a split time"
+        lines.append(f"# few rows at every window: at {window}, the median of "
+                     f"{BACKTESTS} backtests' thinner split has {rests[0]:,} {name} "
+                     f"{whom}, {rests[1]:,} of them with events in the window after; "
+                     "judge over many windows: python -m rdl.train -m ... "
+                     "backtest=0,1,2,3,4, then python -m rdl.backtest")
+    if rests[3]:   # (rdl.tasks.kinds.one_value: such a val chooses nothing)
+        lines.append(f"# every label one value at {len(rests[3])} of the split times of "
+                     f"backtest=0,...,{BACKTESTS - 1} ({', '.join(rests[3])}: no "
+                     f"{name} with events in the window after, or all): a run whose val "
+                     "it is chooses nothing on it, one whose test it is scores what "
+                     "predicts that value")
+    lines += [cmd("task=events", *only, *every)] if not one_class else []
+    lines += [cmd("task=events", *only, *every, "task.label=count")] if not series else []
+    few = set()
+    for t, col in columns.items():
+        one = [] if len(found) == 1 else [events_setting({t: col})]
+        lines += [cmd("task=events", *one, *every, "task.label=sum", f"task.value={v}")
+                  for v in _sums(db[t], named=not series)[:2]]
+        events_of_t = [(t, col, f"task.events={t}")] if isinstance(col, str) else []
+        for u, up in _naming(db, t, name) if isinstance(col, str) else ():
+            lines += [cmd("task=events", events_setting({u: [up, col]}), *every,
+                          "task.label=sum", f"task.value={v}") for v in _sums(db[u])[:2]]
+            events_of_t.append((u, up, events_setting({u: [up, col]})))
+        for u, by, events in events_of_t:   # (by: the events' key to the entity, or its path's)
+            targets = [(c, ref) for c, ref in db[u].fkeys.items() if c != by and
+                       isinstance(db[ref].pkey, str) and not _of_time(db[ref])
+                       and not born_with(db, u, c, ref) and not named_once(db, u, c)]
+            for c, ref in targets:
+                if len(db[ref]) <= EVAL_K:
+                    few.add(ref)
+                    continue
+                several = sum(r == ref for _, r in targets) > 1
+                lines.append(cmd("task=events-links", events, f"task.target_table={ref}",
+                                 *([f"task.target_key={c}"] if several else []),
+                                 *_reach(db, name, ref)))
+    if few:
+        lines.append(f"# links to {', '.join(sorted(few))}: {EVAL_K} rows or fewer each, a "
+                     f"top {EVAL_K} (task.eval_k) is every one of them: left out")
+    return score, lines + notes
 
 
 def _unheld(db: Database) -> str:
@@ -255,6 +308,9 @@ def main(argv=None) -> None:
                    "DuckDB file (data=folder data.db.path=PATH)")
     p.add_argument("overrides", nargs="*", help="rdl.train's overrides that read the database "
                    "(data=nycflights13, data.db.*=...)")
+    p.add_argument("--tables", type=int, default=TABLES, metavar="N", help="the tasks of "
+                   f"the N tables whose splits rest on the most rows (default {TABLES}; 0: "
+                   "every table's)")
     args = p.parse_args(argv)
     if args.path and "=" in args.path:   # no path: the overrides say which data
         args.overrides, args.path = [args.path, *args.overrides], None
@@ -262,7 +318,7 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     from hydra.errors import HydraException, InstantiationException
     try:
-        print("\n".join(suggestions(database(base), base)))
+        print("\n".join(suggestions(database(base), base, args.tables)))
     except InstantiationException as e:   # what the data's loader raised, as rdl.train says it
         if not isinstance(e.__cause__, (DataError, FileNotFoundError, ValueError)):
             raise
