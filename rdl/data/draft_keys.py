@@ -202,11 +202,16 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
         text = not pd.api.types.is_numeric_dtype(df[col])
         if not (text or unnamed or named_key(col)):
             continue
+        # (digits written as text, a zip code kept for its leading zeros, are numbers: any
+        # of them below a table's count is a key of it, TPC-DS's ca_zip of its 192,080
+        # demographics; a word, JFK, is not by chance an airport's)
+        by_values = unnamed or named_key(col) or not _digits(df[col])
         def cover(t):   # (the share of table t's keys among its values)
             return _share(frames[t][pkeys[t]], df[col])
         shares = {t: _share(df[col], frames[t][k]) for t, k in pkeys.items()
                   if (t != name or not text and _to_itself(col, bare[name]))
-                  and keyish(frames[t][k]) and (text or not unnamed or cover(t) > 0.5)}
+                  and keyish(frames[t][k]) and (text or not unnamed or cover(t) > 0.5)
+                  } if by_values else {}
         holds = [t for t, share in shares.items() if share >= 0.9]
         covers = {t: cover(t) for t in holds}
         own = any(w in norm(col) for w in SELF_WORDS)
@@ -249,6 +254,11 @@ def foreign_keys(name: str, df: pd.DataFrame, pkeys: dict[str, str],
             notes.append(Unheld((col, "keys of no table here, repeated: each a row of the "
                                       "table implied: true it names (below)")))
     return out, notes
+
+
+def _digits(s: pd.Series) -> bool:
+    v = s.dropna()
+    return bool(len(v)) and bool(v.astype(str).str.fullmatch(r"\d+").all())
 
 
 def abbreviates(col: str, table: str) -> bool:
