@@ -26,11 +26,12 @@ from rdl.bench.report import load_average, report
 
 def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     """One task at one ``backtest``: a row per split, each baseline's monitored metric."""
-    from rdl.api import config, load_database, load_task
+    from rdl.api import config, data_settings, load_database, load_task
     from rdl.baselines.history import history_baselines, monitor
     from rdl.baselines.trees import DEPTH1, DEPTH2, choose_depth2, fit_tree_baselines
     from rdl.features.deep import DeepSettings
     from rdl.families.node import NodeTask
+    from rdl.families.node.prepare import labelled
 
     cfg = config(f"task={task_name}", f"backtest={back}", *overrides)
     db, task = load_database(cfg), load_task(cfg)
@@ -38,8 +39,11 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
         raise SystemExit(f"task {task_name!r} is {task.kind.name}: the tree baselines are "
                          "node tasks' (leave it out of --tasks)")
     db = task.database(db)
-    tables = {s: task.split_table(s, db) for s in ("train", "val", "test")}
-    history = task.history(tables)
+    # the run's split tables: its train rows bounded as the run bounds them
+    # (data.train_seeds, data.feature_cells: a wide warehouse's 3.6M rows filled 24 GiB)
+    given = labelled(task, db, data_settings(cfg),
+                     {s: task.split_table(s, db) for s in ("train", "val", "test")})
+    tables, history = given["tables"], given["history"]
     view = task.inputs(db.upto(task.test_time))
     start = time.perf_counter()
     deep = DeepSettings.of(cfg.data.deep_features) or DeepSettings()
