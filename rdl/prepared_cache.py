@@ -47,14 +47,15 @@ from rdl.safe_load import load, plain, unplain
 log = logging.getLogger("rdl.preparation")
 
 #: bump when what is prepared changes for the same inputs: older entries are not read
-PREPARED_VERSION = 10   # 2: dropped columns left out of the trees' features; 3: tables of no
+PREPARED_VERSION = 11   # 2: dropped columns left out of the trees' features; 3: tables of no
 #: row by the test time left out of the graph and the features (preparation.without_empty);
 #: 4: no prior chosen on a val split whose labels are one value (the trees: kinds.one_value);
 #: 5: a sum over events whose values are all NULL is no label (left out), not 0; 6: depth
 #: 2's windows whole months for a calendar window; 7: a calendar window's seed month; 8:
 #: its label a year before, and that baseline among the priors; 9: names left out of the
 #: trees' features (features.table.is_name); 10: train seed times from the data's first
-#: row but a calendar's (Database.min_time: TPC-DS's date_dim starts in 1900)
+#: row but a calendar's (Database.min_time: TPC-DS's date_dim starts in 1900); 11: trees
+#: stopped on train's latest seed time where val's labels are one value (baselines.stopping)
 #: the libraries whose numbers the prepared data holds (the task's SQL, the tree fits)
 LIBRARIES = ("duckdb", "lightgbm", "pandas", "numpy")
 #: data settings that change the graph, the loaders or the baselines fitted after

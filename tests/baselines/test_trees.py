@@ -218,3 +218,27 @@ def test_regression_trees_keep_to_the_range_of_the_train_labels_as_the_model_doe
     binary = make_task("binary_classification")   # other kinds: no clamp
     assert np.array_equal(to_prediction(binary, np.array([-9.0, 9.0]), (0.0, 1.0)),
                           1 / (1 + np.exp([9.0, -9.0])))
+
+
+@pytest.mark.parametrize("kind", ["binary_classification", "regression"])
+def test_a_val_of_one_value_stops_the_trees_on_train_s_latest_week(kind, caplog):
+    """A week in which every val label is the same (nobody churned): every metric prefers
+    the fewest trees there, and LightGBM stopped at one or two, predicting about the same
+    for every shop. The trees stop on train's latest seed time instead, then fit on every
+    train row: as many trees as the real val would have chosen, give or take, and a test
+    score near the real val's fit."""
+    import logging
+
+    from rdl.baselines.trees import fit_lightgbm
+    task = make_task(kind)
+    db, tables = problem(kind)
+    history = task.history(tables)   # (the same for both: only where they stop differs)
+    real = fit_lightgbm(task, db, tables, history)
+    same = {**tables, "val": tables["val"].assign(y=0)}
+    with caplog.at_level(logging.INFO, logger="rdl.baselines.trees"):
+        fit = fit_lightgbm(task, db, same, history)
+    assert "every val label one value" in caplog.text and "fitted again" in caplog.text
+    assert fit.rounds > 10, (fit.rounds, real.rounds)
+    key = "auroc" if kind == "binary_classification" else "mae"
+    test, best = fit.scores()["LightGBM"]["test"][key], real.scores()["LightGBM"]["test"][key]
+    assert abs(test - best) < 0.05 * abs(best), (test, best)
