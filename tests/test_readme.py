@@ -387,8 +387,6 @@ SLOW_COMMANDS = {
     "python -m rdl.train task=item-sales data.prior_from=trees",
     "python -m rdl.train task=user-churn model.channels=64 trainer.max_epochs=2 lr=0.001",
     "python -m rdl.train compile.cpu_patches=false keep_freed_memory=false",
-    "python -m rdl.train trainer.max_time=00:00:10:00",
-    "python -m rdl.train callbacks.early_stopping.patience=1 trainer.max_epochs=20",
     # test_train.py's and test_predict.py's short runs train these three already
     "python -m rdl.train task=item-sales",
     "python -m rdl.train task=user-item-purchase model=idgnn",
