@@ -42,9 +42,11 @@ def plural(word: str) -> str:
 def implied_name(col) -> str:
     """The name of the table an ``implied: true`` would make of a key column that no table
     holds: its words before ``id``, ``key``, ``code``, ... in plural (``species_id``:
-    species; a column ``id``: ids, to be named)."""
-    return plural(re.sub(r"[\s_.-]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I)
-                  or str(col))
+    species; a column ``id``: ids, to be named), without a first word of one or two
+    letters before others, the prefix a warehouse gives each column of a table
+    (TPC-DS's ``i_brand_id``: brands, not i_brands; ``wp_web_page_id``: web_pages)."""
+    stem = re.sub(r"[\s_.-]*(id|key|code|no|number|sku)$", "", str(col), flags=re.I)
+    return plural(re.sub(r"^[A-Za-z]{1,2}[\s_.-]+(?=[A-Za-z])", "", stem) or stem or str(col))
 
 
 def implied_names(columns) -> dict[str, str]:

@@ -228,3 +228,19 @@ def test_a_zip_code_is_no_key_of_a_table_numbered_past_it(tmp_path):
     tables = yaml.safe_load(draft(tmp_path))["tables"]
     assert "ca_zip" not in tables["customer_address"].get("fkeys", {})
     assert tables["customer"]["fkeys"] == {"c_current_addr_sk": "customer_address"}
+
+
+def test_a_table_implied_by_a_prefixed_key_is_named_without_the_prefix(tmp_path):
+    """TPC-DS gives each column its table's prefix (``i_``, ``wp_``): the tables implied by
+    repeated keys no table holds were named ``i_brands``, ``wp_web_pages``, ``ca_suites``
+    in the draft; a first word of one or two letters is that prefix, left out."""
+    from rdl.data.draft_implied import implied_name
+    t = star(tmp_path)
+    item = t["item"].assign(i_brand_id=np.arange(60) % 12 + 1001)
+    item.to_csv(tmp_path / "item.csv", index=False)
+    tables = yaml.safe_load(draft(tmp_path))["tables"]
+    assert tables["item"]["fkeys"]["i_brand_id"] == "brands"
+    assert tables["brands"]["pkey"] == "i_brand_id" and tables["brands"]["implied"] is True
+    assert [implied_name(c) for c in ("wp_web_page_id", "ca_suite_number", "web_site_id",
+                                      "species_id", "sm_code")] == [
+        "web_pages", "suites", "web_sites", "species", "sms"]
