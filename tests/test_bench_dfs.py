@@ -101,3 +101,24 @@ def test_the_trees_benchmark_keeps_the_train_rows_the_run_keeps(rdl_cache, monke
     with pytest.raises(Seen) as kept:
         trees.week_rows("user-churn", 0, ["data=hm-tiny", "data.train_seeds=50"])
     assert every.value.args[0] > 50 and kept.value.args == (50, every.value.args[1])
+
+
+def test_the_trees_benchmark_leaves_out_the_features_asked(rdl_cache, monkeypatch):
+    """``--without customer.c_first_name``: the ablation that said whether TPC-DS's names
+    help its trees (docs/results.md); a name of no feature stops, named."""
+    import rdl.baselines.trees
+    from rdl.bench import trees
+
+    class Seen(Exception):
+        pass
+
+    def fit(task, db, tables, *a, features=None, **k):
+        raise Seen(None if features is None else list(features["train"].columns))
+    monkeypatch.setenv("RDL_CACHE", str(rdl_cache))
+    monkeypatch.setattr(rdl.baselines.trees, "fit_tree_baselines", fit)
+    with pytest.raises(Seen) as every:
+        trees.week_rows("user-churn", 0, ["data=hm-tiny"], ("history.count",))
+    columns = every.value.args[0]
+    assert columns and "history.count" not in columns and "history.mean_all" in columns
+    with pytest.raises(SystemExit, match="--without customer.nothing: no such depth-1 feature"):
+        trees.week_rows("user-churn", 0, ["data=hm-tiny"], ("customer.nothing",))

@@ -1,5 +1,6 @@
 """The tree baselines over many weeks, no graph model: ``python -m rdl.bench trees
-[--tasks user-churn item-sales] [--backtest 0 2 4 6 8] [--set KEY=VALUE ...]``.
+[--tasks user-churn item-sales] [--backtest 0 2 4 6 8] [--set KEY=VALUE ...]
+[--without FEATURE ...]``.
 
 For each task and each ``backtest=k`` (val and test ``k`` windows earlier, as ``rdl.train``
 moves them), in this process: the split tables and label history, then LightGBM on
@@ -24,8 +25,10 @@ import time
 from rdl.bench.report import load_average, report
 
 
-def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
-    """One task at one ``backtest``: a row per split, each baseline's monitored metric."""
+def week_rows(task_name: str, back: int, overrides: list[str],
+              without: tuple[str, ...] = ()) -> list[dict]:
+    """One task at one ``backtest``: a row per split, each baseline's monitored metric;
+    ``without``: depth-1 features left out (``customer.c_first_name``), by name."""
     from rdl.api import config, data_settings, load_database, load_task
     from rdl.baselines.history import history_baselines, monitor
     from rdl.baselines.trees import DEPTH1, DEPTH2, choose_depth2, fit_tree_baselines
@@ -49,9 +52,18 @@ def week_rows(task_name: str, back: int, overrides: list[str]) -> list[dict]:
     deep = DeepSettings.of(cfg.data.deep_features) or DeepSettings()
     # with data.deep_features.select, the depth-2 trees on all features and the ones chosen
     # on val, side by side: one fit on all, then select_on_val as fit_tree_baselines runs it
+    features = None
+    if without:   # (the features fit_tree_baselines would make, less those)
+        from rdl.features.table import entity_features
+        features = {s: entity_features(task, view.upto(task.test_time), df, history,
+                                       cfg.data.strict) for s, df in tables.items()}
+        if missing := sorted(set(without) - set(features["train"].columns)):
+            raise SystemExit(f"--without {' '.join(missing)}: no such depth-1 feature of task "
+                             f"{task_name!r} (its own row's: {task.entity_table}.<column>)")
+        features = {s: f.drop(columns=list(without)) for s, f in features.items()}
     fits, feats = fit_tree_baselines(task, view, tables, history, cfg.data.strict,
                                      deep=dataclasses.replace(deep, select=()),
-                                     max_train_rows=cfg.data.tree_rows)
+                                     max_train_rows=cfg.data.tree_rows, features=features)
     seconds = time.perf_counter() - start
     scores = {k: v for fit in fits.values() for k, v in fit.scores().items()}
     if deep.select:   # as fit_tree_baselines chooses (on val, or data.deep_features.select_weeks)
@@ -128,6 +140,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--backtest", type=int, nargs="+", default=[0, 2, 4, 6, 8])
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                    help="config overrides, e.g. data=forum or data.deep_features.top_k=10")
+    p.add_argument("--without", nargs="*", default=[], metavar="FEATURE",
+                   help="depth-1 features left out, e.g. customer.c_first_name (an ablation)")
     p.add_argument("--out", default=None, help="report folder (default outputs/bench/<time>-trees)")
     args = p.parse_args(argv)
     from rdl.baselines.trees import DEPTH1, DEPTH2
@@ -136,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     for task in args.tasks:
         mine = []
         for back in args.backtest:
-            got = week_rows(task, back, args.set)
+            got = week_rows(task, back, args.set, tuple(args.without))
             for r in got:
                 print(f"{task} backtest={back} {r['split']}: depth 1 {r[DEPTH1]:.5f}, "
                       f"depth 2 {r[DEPTH2]:.5f}"
