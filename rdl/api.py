@@ -47,7 +47,7 @@ from rdl.settings import (check_settings, data_key, process_settings, several_pr
 from rdl.tasks import Task
 from rdl.tracking import log_results
 from rdl.training.compile import STATIC_GRAPHS
-from rdl.training.compile import stats as compile_stats
+from rdl.training.compile import PHASES, phases as compile_phases, stats as compile_stats
 from rdl.training.data_settings import DataSettings
 from rdl.training.datamodule import RelDataModule
 from rdl.training.module import TaskModule
@@ -212,7 +212,7 @@ def fit(cfg: DictConfig, data: RelDataModule | None = None, model: nn.Module | N
 
 
 def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -> dict:
-    compiled_before = compile_stats()
+    compiled_before = {**compile_stats(), **compile_phases()}
     ckpt_path = checked_resume(cfg)
     out = Path(cfg.output_dir)
     cfg, data, module, shared = _run_pieces(cfg, data, model)
@@ -310,7 +310,8 @@ def _scored_rows(trainer: pl.Trainer, data: RelDataModule) -> dict:
 def _print_compiled(data: RelDataModule, compiled_before: dict) -> None:
     """How many graphs this job compiled, against what is expected (this job's own: the
     jobs of a multirun share a process and Dynamo's counters)."""
-    c = {k: v - compiled_before[k] for k, v in compile_stats().items()}
+    c = {k: v - compiled_before.get(k, 0) for k, v in {**compile_stats(),
+                                                     **compile_phases()}.items()}
     expected = "one graph per mode, train and eval, is expected"
     if data.settings.buckets is not None:
         planned = sum(len(p) for p in data.bucket_profiles.values())
@@ -318,4 +319,8 @@ def _print_compiled(data: RelDataModule, compiled_before: dict) -> None:
                     "buckets planned")
     print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
           f"breaks ({expected}; compile.log=true says why each happened)")
+    spent = {k: v for k, v in c.items() if k in PHASES and v >= 0.5}
+    if spent:   # (a cold compile's minutes, by phase; nested: they overlap, no total)
+        print("compile time, by Dynamo's timers: " + ", ".join(
+            f"{k} {v:.0f} s" for k, v in spent.items()))
 

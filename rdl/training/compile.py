@@ -236,3 +236,24 @@ def stats() -> dict[str, int]:
         "graph_breaks": int(sum(counters["graph_break"].values())),
         "frames": int(counters["frames"]["total"]),
     }
+
+
+#: compile's phases as Dynamo's own timers name them (``torch._dynamo.utils.compile_times``:
+#: diagnostics, read only): where a wide schema's minutes go (docs/compile.md, "Where the
+#: compile time goes"); each counted where this torch times it
+PHASES = {"Dynamo's trace": "bytecode_tracing", "AOTAutograd's joint graph":
+          "aot_trace_joint_graph", "Inductor's lowering": "GraphLowering.run",
+          "its code generation": "GraphLowering.codegen", "the C++ compiler": "compile_file",
+          "waiting on compile workers": "async_compile.wait"}
+
+
+def phases() -> dict[str, float]:
+    """Seconds this process spent so far in each of :data:`PHASES` that this torch times
+    (``{}`` where it times none, or has no such record)."""
+    try:
+        from torch._dynamo.utils import compile_times
+        names, values = compile_times(repr="csv", aggregate=True)
+    except (ImportError, TypeError, ValueError):   # (a torch without it, or of another form)
+        return {}
+    got = dict(zip(names, values))
+    return {label: float(got[key]) for label, key in PHASES.items() if key in got}
