@@ -85,7 +85,7 @@ def test_a_step_s_peak_memory_is_its_own():
 def test_the_trees_benchmark_keeps_the_train_rows_the_run_keeps(rdl_cache, monkeypatch):
     """The benchmark fitted on every train row: on TPC-DS's customers (3.58M rows, 774
     feature columns) it filled 24 GiB and was killed, where the run keeps the rows
-    data.train_seeds and data.feature_cells allow."""
+    data.train_seeds and data.feature_cells allow; and it saw the columns the run drops."""
     import rdl.baselines.trees
     from rdl.bench import trees
 
@@ -93,14 +93,17 @@ def test_the_trees_benchmark_keeps_the_train_rows_the_run_keeps(rdl_cache, monke
         pass
 
     def fit(task, db, tables, *a, **k):
-        raise Seen(len(tables["train"]), len(tables["val"]))
+        raise Seen(len(tables["train"]), len(tables["val"]), list(db["customer"].df.columns))
     monkeypatch.setenv("RDL_CACHE", str(rdl_cache))
     monkeypatch.setattr(rdl.baselines.trees, "fit_tree_baselines", fit)
     with pytest.raises(Seen) as every:
         trees.week_rows("user-churn", 0, ["data=hm-tiny"])
     with pytest.raises(Seen) as kept:
-        trees.week_rows("user-churn", 0, ["data=hm-tiny", "data.train_seeds=50"])
-    assert every.value.args[0] > 50 and kept.value.args == (50, every.value.args[1])
+        trees.week_rows("user-churn", 0, ["data=hm-tiny", "data.train_seeds=50",
+                                          "data.stypes.customer.age=null"])
+    assert every.value.args[0] > 50 and kept.value.args[:2] == (50, every.value.args[1])
+    # nor the columns the run drops (TPC-DS's ss_ticket_number: summed by the benchmark)
+    assert "age" in every.value.args[2] and "age" not in kept.value.args[2]
 
 
 def test_the_trees_benchmark_leaves_out_the_features_asked(rdl_cache, monkeypatch):

@@ -35,6 +35,7 @@ def week_rows(task_name: str, back: int, overrides: list[str],
     from rdl.features.deep import DeepSettings
     from rdl.families.node import NodeTask
     from rdl.families.node.prepare import labelled
+    from rdl.preparation import graph_database
 
     cfg = config(f"task={task_name}", f"backtest={back}", *overrides)
     db, task = load_database(cfg), load_task(cfg)
@@ -43,11 +44,13 @@ def week_rows(task_name: str, back: int, overrides: list[str],
                          "node tasks' (leave it out of --tasks)")
     db = task.database(db)
     # the run's split tables: its train rows bounded as the run bounds them
-    # (data.train_seeds, data.feature_cells: a wide warehouse's 3.6M rows filled 24 GiB)
-    given = labelled(task, db, data_settings(cfg),
+    # (data.train_seeds, data.feature_cells: a wide warehouse's 3.6M rows filled 24 GiB),
+    # and the run's view of the database: without the columns the schema drops
+    settings = data_settings(cfg)
+    given = labelled(task, db, settings,
                      {s: task.split_table(s, db) for s in ("train", "val", "test")})
     tables, history = given["tables"], given["history"]
-    view = task.inputs(db.upto(task.test_time))
+    view = graph_database(task, db, settings)[0]
     start = time.perf_counter()
     deep = DeepSettings.of(cfg.data.deep_features) or DeepSettings()
     # with data.deep_features.select, the depth-2 trees on all features and the ones chosen
