@@ -212,7 +212,8 @@ def fit(cfg: DictConfig, data: RelDataModule | None = None, model: nn.Module | N
 
 
 def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -> dict:
-    compiled_before = {**compile_stats(), **compile_phases()}
+    # (compile's phases: read from torch's private timers only where compile.log asks)
+    compiled_before = {**compile_stats(), **(compile_phases() if cfg.compile.get("log") else {})}
     ckpt_path = checked_resume(cfg)
     out = Path(cfg.output_dir)
     cfg, data, module, shared = _run_pieces(cfg, data, model)
@@ -231,7 +232,7 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
          "monitor": task.monitor, "monitor_mode": task.monitor_mode,
          "higher": directions(task)}, indent=2))   # each metric's: is higher better
     if module.compile_options.enabled:
-        _print_compiled(data, compiled_before)
+        _print_compiled(data, compiled_before, module.compile_options.log)
     return results
 
 
@@ -307,11 +308,12 @@ def _scored_rows(trainer: pl.Trainer, data: RelDataModule) -> dict:
     return rows
 
 
-def _print_compiled(data: RelDataModule, compiled_before: dict) -> None:
+def _print_compiled(data: RelDataModule, compiled_before: dict, phases: bool = False) -> None:
     """How many graphs this job compiled, against what is expected (this job's own: the
-    jobs of a multirun share a process and Dynamo's counters)."""
-    c = {k: v - compiled_before.get(k, 0) for k, v in {**compile_stats(),
-                                                     **compile_phases()}.items()}
+    jobs of a multirun share a process and Dynamo's counters); with ``phases``
+    (``compile.log=true``), the seconds compiling spent by phase."""
+    now = {**compile_stats(), **(compile_phases() if phases else {})}
+    c = {k: v - compiled_before.get(k, 0) for k, v in now.items()}
     expected = "one graph per mode, train and eval, is expected"
     if data.settings.buckets is not None:
         planned = sum(len(p) for p in data.bucket_profiles.values())
@@ -323,4 +325,7 @@ def _print_compiled(data: RelDataModule, compiled_before: dict) -> None:
     if spent:   # (a cold compile's minutes, by phase; nested: they overlap, no total)
         print("compile time, by Dynamo's timers: " + ", ".join(
             f"{k} {v:.0f} s" for k, v in spent.items()))
+    elif phases and not any(k in PHASES for k in now):
+        print(f"compile time by phase: torch {torch.__version__} times none of "
+              f"{', '.join(PHASES.values())} (torch._dynamo.utils.compile_times)")
 

@@ -10,11 +10,16 @@ are fitted again on every train row for the rounds it chose. LightGBM's own earl
 takes no rows other than those given; choosing which is the task's time order, rdl's."""
 from __future__ import annotations
 
+import logging
+from typing import Callable
+
 import numpy as np
 import pandas as pd
 
 from rdl.tasks import Task
 from rdl.tasks.kinds import one_value
+
+log = logging.getLogger("rdl.baselines.trees")   # (the fit's own lines, beside its stage)
 
 
 def held_out(task: Task, train: pd.DataFrame, val: pd.DataFrame) -> np.ndarray | None:
@@ -28,3 +33,19 @@ def held_out(task: Task, train: pd.DataFrame, val: pd.DataFrame) -> np.ndarray |
         if y[rows].nunique() > 1:
             return rows
     return None
+
+
+def stopped_on_train(task: Task, train: tuple, held: np.ndarray, seed: int, fit: Callable,
+                     name: str):
+    """The booster of ``fit`` (:func:`rdl.baselines.trees.train_trees`, passed in: that
+    module calls this one) on every row of ``train`` ``(X, y, base)``, with as many trees as
+    early stopping on the ``held`` rows chose when fitted on the others."""
+    def rows(mask):
+        return tuple(None if v is None else v[mask] for v in train)
+    X, y, base = rows(~held)
+    stopped = fit(task, X, y, base, seed, valid=rows(held))
+    rounds = max(1, int(stopped.best_iteration or 0))
+    log.info("%s: every val label one value: %d trees, stopped on the train split's latest "
+             "seed time (%d rows), fitted again on every train row", name, rounds,
+             int(held.sum()))
+    return fit(task, *train, seed, rounds=rounds)

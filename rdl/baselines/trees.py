@@ -31,7 +31,7 @@ from rdl.features.table import entity_features
 from rdl.baselines.history import (CHANGE, from_history, last_label, monitor, seasonal,
                                    statistic, statistic_values)
 from rdl.baselines.scoring import score
-from rdl.baselines.stopping import held_out
+from rdl.baselines.stopping import held_out, stopped_on_train
 from rdl.features.labels import train_prior, visible_labels
 from rdl.data.database import Database
 from rdl.progress import bar, stage
@@ -298,17 +298,9 @@ def fit_lightgbm(task: Task, db: Database, tables: dict[str, pd.DataFrame],
     if (held := held_out(task, frames["train"], frames["val"])) is None:
         booster = train_trees(task, X["train"], y["train"], base["train"], seed,
                               valid=(X["val"], y["val"], base["val"]))
-    else:   # (val's labels one value: rdl.baselines.stopping)
-        part = lambda v, rows: None if v is None else v[rows]   # noqa: E731
-        rest = ~held
-        stopped = train_trees(task, X["train"][rest], y["train"][rest], part(base["train"], rest),
-                              seed, valid=(X["train"][held], y["train"][held],
-                                           part(base["train"], held)))
-        rounds = max(1, int(stopped.best_iteration or 0))
-        log.info("%s: every val label one value: %d trees, stopped on the train split's "
-                 "latest seed time (%d rows), fitted again on every train row", name, rounds,
-                 int(held.sum()))
-        booster = train_trees(task, X["train"], y["train"], base["train"], seed, rounds=rounds)
+    else:   # (val's labels one value)
+        booster = stopped_on_train(task, (X["train"], y["train"], base["train"]), held, seed,
+                                   train_trees, name)
     fit = TreeFit(task, booster, frames, X, base, name, task.kind.label_range(
         tables["train"][task.target_col].to_numpy(dtype=np.float64)), names)
     top = fit.importance().nlargest(3)

@@ -450,8 +450,8 @@ def test_compile_dynamo_is_a_setting(tiny_cfg, monkeypatch):
 
 def test_a_compile_s_time_is_told_by_phase(capsys):
     """A wide schema's cold compile took 11 minutes on the CPU (Lahman's 134 edge types):
-    the run says where they went, by Dynamo's own timers, as what this process spent
-    since the job began (a multirun's jobs share it)."""
+    with compile.log=true the run says where they went, by Dynamo's own timers, as what
+    this process spent since the job began (a multirun's jobs share it)."""
     from types import SimpleNamespace
 
     from rdl.api import _print_compiled
@@ -464,7 +464,10 @@ def test_a_compile_s_time_is_told_by_phase(capsys):
     after = phases()
     assert set(after) <= set(PHASES) and "Dynamo's trace" in after
     assert after["Dynamo's trace"] > before.get("Dynamo's trace", 0.0)
-    _print_compiled(SimpleNamespace(settings=SimpleNamespace(buckets=None)), before)
+    data = SimpleNamespace(settings=SimpleNamespace(buckets=None))
+    _print_compiled(data, before)   # (compile.log=false: no phases read)
+    assert "compile time" not in capsys.readouterr().out
+    _print_compiled(data, before, phases=True)
     out = capsys.readouterr().out
     assert "torch.compile: 1 graphs compiled, 0 graph breaks" in out
     # the phases of half a second or more, each (how many: the machine's speed)
