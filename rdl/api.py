@@ -232,7 +232,8 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
          "monitor": task.monitor, "monitor_mode": task.monitor_mode,
          "higher": directions(task)}, indent=2))   # each metric's: is higher better
     if module.compile_options.enabled:
-        _print_compiled(data, compiled_before, module.compile_options.log)
+        _print_compiled(data, compiled_before, module.compile_options.log,
+                        module._eval_compiled)
     return results
 
 
@@ -308,17 +309,20 @@ def _scored_rows(trainer: pl.Trainer, data: RelDataModule) -> dict:
     return rows
 
 
-def _print_compiled(data: RelDataModule, compiled_before: dict, phases: bool = False) -> None:
+def _print_compiled(data: RelDataModule, compiled_before: dict, phases: bool = False,
+                    compile_eval: bool = True) -> None:
     """How many graphs this job compiled, against what is expected (this job's own: the
     jobs of a multirun share a process and Dynamo's counters); with ``phases``
     (``compile.log=true``), the seconds compiling spent by phase."""
     now = {**compile_stats(), **(compile_phases() if phases else {})}
     c = {k: v - compiled_before.get(k, 0) for k, v in now.items()}
-    expected = "one graph per mode, train and eval, is expected"
+    modes = ("one graph per mode, train and eval," if compile_eval else
+             "one graph, training's (evaluation eager, as compile.eval says),")
+    expected = f"{modes} is expected"
     if data.settings.buckets is not None:
         planned = sum(len(p) for p in data.bucket_profiles.values())
-        expected = (f"one graph per mode and bucket used is expected, of {planned} "
-                    "buckets planned")
+        per = "mode and bucket used" if compile_eval else "training bucket used"
+        expected = f"one graph per {per} is expected, of {planned} buckets planned"
     print(f"torch.compile: {c['graphs']} graphs compiled, {c['graph_breaks']} graph "
           f"breaks ({expected}; compile.log=true says why each happened)")
     spent = {k: v for k, v in c.items() if k in PHASES and v >= 0.5}

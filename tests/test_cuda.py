@@ -42,7 +42,7 @@ def graphs(out) -> tuple[int, int]:
 
 
 def test_a_compiled_run_trains_on_the_gpu(run_train, tmp_path):
-    out = run_train(tmp_path, "trainer=gpu", "compile.enabled=true")
+    out = run_train(tmp_path, "trainer=gpu", "compile.enabled=true", "compile.eval=true")
     trained(out, tmp_path)
     n, breaks = graphs(out)
     assert breaks == 0 and 1 <= n <= 2, out.stdout[-2000:]   # train and eval
@@ -55,7 +55,7 @@ def test_buckets_replay_cuda_graphs(run_train, tmp_path, launch_bound):
     # compile.log names each graph break and recompile in the output
     out = run_train(tmp_path, "trainer=gpu", "experiment=buckets",
                     "+compile.kwargs.mode=reduce-overhead", f"launch_bound={launch_bound}",
-                    "compile.log=true")
+                    "compile.log=true", "compile.eval=true")
     trained(out, tmp_path)
     n, breaks = graphs(out)
     planned = int(re.search(r"of (\d+) buckets planned", out.stdout)[1])

@@ -109,7 +109,7 @@ def test_compiled_run_trains_with_one_warning_where_the_patches_cannot_apply(tmp
     """The compiled path end to end (the CPU patches themselves: tests/training), with the
     internals the patches need removed: it trains, says so once, and keeps its guarantees."""
     out = run_train(tmp_path, "task=user-churn", "trainer.limit_train_batches=4",
-                    "compile.enabled=true", "compile.log=true",
+                    "compile.enabled=true", "compile.log=true", "compile.eval=true",
                     python=(sys.executable, "-c", WITHOUT_PATCH_INTERNALS))
     check_report(out, tmp_path, "user-churn")
     assert out.stderr.count("CpuPatchWarning") == 1, out.stderr[-3000:]
@@ -127,7 +127,8 @@ def test_compiled_run_trains_with_one_warning_where_the_patches_cannot_apply(tmp
 @pytest.mark.slow   # two compiles: minutes on 2 cores
 def test_each_job_of_a_compiled_multirun_reports_its_own_compiles(tmp_path, run_train):
     out = run_train(tmp_path, "task=user-churn", "lr=0.001,0.005", f"hydra.sweep.dir={tmp_path}",
-                    "compile.enabled=true", python=(sys.executable, "-m", "rdl.train", "-m"))
+                    "compile.enabled=true", "compile.eval=true",
+                   python=(sys.executable, "-m", "rdl.train", "-m"))
     assert out.returncode == 0, out.stderr[-3000:]
     assert len(list(tmp_path.glob("*/metrics.json"))) == 2
     reports = re.findall(r"torch.compile: (\d+) graphs compiled", out.stdout)
@@ -136,7 +137,8 @@ def test_each_job_of_a_compiled_multirun_reports_its_own_compiles(tmp_path, run_
 
 @pytest.mark.slow   # a compile of its own: minutes on 2 cores
 def test_compiled_bf16_mixed_run(tmp_path, run_train):
-    out = run_train(tmp_path, "task=item-sales", "trainer.precision=bf16-mixed")
+    out = run_train(tmp_path, "task=item-sales", "trainer.precision=bf16-mixed",
+                    "compile.eval=true")
     check_report(out, tmp_path, "item-sales")
     assert "torch.compile: 2 graphs compiled, 0 graph breaks" in out.stdout, out.stdout[-2000:]
 

@@ -17,7 +17,8 @@ from torchmetrics import MetricCollection
 from rdl.nn.encoder import HeteroEncoder
 from rdl.tasks import Task
 from rdl.training.buckets import warm
-from rdl.training.compile import CompileOptions, compile_model, compile_optimizer_step
+from rdl.training.compile import (EVAL_BATCHES, CompileOptions, compile_model,
+                                  compile_optimizer_step, planned_eval_batches)
 from rdl.training.shapes import Padded, Shapes
 
 
@@ -68,6 +69,7 @@ class TaskModule(pl.LightningModule):
         object.__setattr__(self, "_encoder", next(
             (m for m in model.modules() if isinstance(m, HeteroEncoder)), None))
         self._warmed: set[str] = set()
+        self._eval_compiled = self.compile_options.eval is True   # see choose_eval
 
     def compile_loss(self, loss: Callable) -> None:
         """``train_fn``: the model with ``loss(output, *targets)`` after it
@@ -139,9 +141,23 @@ class TaskModule(pl.LightningModule):
                 {t: batch[t].tok_time for t in timed},
                 pad_seeds(seed_time, batch[types[0]].tok_mask.size(0)))
 
+    @property
+    def model_fn(self) -> Callable:
+        """The model as this mode runs it: compiled (``forward_fn``), or eager where
+        evaluation is not compiled (``compile.eval=false``)."""
+        return self.forward_fn if self.training or self._eval_compiled else self.model
+
+    def choose_eval(self) -> None:
+        """Whether evaluation runs compiled (``compile.eval``; ``auto``: decided at the
+        first evaluation, prediction or test by the batches planned,
+        :func:`~rdl.training.compile.planned_eval_batches`; once compiled, it stays)."""
+        trainer = self._trainer
+        if self.compile_options.eval == "auto" and not self._eval_compiled and trainer:
+            self._eval_compiled = planned_eval_batches(trainer) >= EVAL_BATCHES
+
     def forward(self, batch, *extra):
         args, kwargs = self.inputs(batch)
-        out = self.forward_fn(*args, *extra, **kwargs)
+        out = self.model_fn(*args, *extra, **kwargs)
         n = self.shapes.keep(batch, self.entity)
         if n is not None:   # pad seeds' outputs dropped (a size the host knows: no sync)
             out = tuple(o[:n] for o in out) if isinstance(out, tuple) else out[:n]
@@ -164,7 +180,14 @@ class TaskModule(pl.LightningModule):
         self.zero_grad(set_to_none=True)
 
     def on_validation_start(self):
+        self.choose_eval()
         self.warm_buckets("val")
+
+    def on_test_start(self):
+        self.choose_eval()
+
+    def on_predict_start(self):
+        self.choose_eval()
 
     def warm_buckets(self, split: str) -> None:
         """With static-shape buckets (``data.buckets.warm``) and a compiled model, every
@@ -172,8 +195,8 @@ class TaskModule(pl.LightningModule):
         (:func:`rdl.training.buckets.warm`)."""
         dm = getattr(self.trainer, "datamodule", None)
         settings = getattr(dm, "buckets", None)
-        if not (self.compile_options.enabled and settings and settings.warm) or \
-                split in self._warmed:
+        compiled = self.compile_options.enabled and (split == "train" or self._eval_compiled)
+        if not (compiled and settings and settings.warm) or split in self._warmed:
             return
         self._warmed.add(split)
         warm(self, dm.bucket_examples(split), train=split == "train")

@@ -127,7 +127,8 @@ def test_padding_reports_what_the_buckets_add():
 
 @pytest.mark.slow  # a training run in a subprocess (about 20 s); the tests above hold the parts
 def test_a_run_with_buckets_trains_evaluates_and_reports_its_graphs(run_train, tmp_path):
-    out = run_train(tmp_path, "experiment=buckets", "+compile.kwargs.backend=aot_eager")
+    out = run_train(tmp_path, "experiment=buckets", "+compile.kwargs.backend=aot_eager",
+                    "compile.eval=true")
     assert out.returncode == 0, out.stderr[-3000:]
     graphs, breaks, planned = map(int, re.search(
         r"torch.compile: (\d+) graphs compiled, (\d+) graph breaks \(one graph per mode and "

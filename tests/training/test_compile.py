@@ -20,6 +20,7 @@ from rdl.graph.transforms import PAD
 from rdl.training.compile import compile_optimizer_step
 from rdl.training.batches import SeedBatches
 from rdl.training.buckets import BucketSettings
+from rdl.training.module import TaskModule
 from rdl.training.shapes import Buckets, Exact, Padded, Tokens, pad_inputs
 
 # user-churn/sage and contextgnn compile with fullgraph=True in the no-recompile test. Slow
@@ -32,7 +33,8 @@ MODELS = [pytest.param("item-sales", "sage", marks=pytest.mark.slow),
 
 
 def setup(tiny_cfg, task, model, *overrides):
-    cfg = tiny_cfg(f"task={task}", f"model={model}", *overrides)
+    # evaluation compiled too: a tiny run's few batches would run it eager (compile.eval=auto)
+    cfg = tiny_cfg(f"task={task}", f"model={model}", "compile.eval=true", *overrides)
     torch.manual_seed(0)
     return build(cfg)
 
@@ -475,3 +477,39 @@ def test_a_compile_s_time_is_told_by_phase(capsys):
     told = re.search(r"compile time, by Dynamo's timers: (.*)", out)
     assert bool(told) == bool(spent), (out, after, before)
     assert not told or [p.rsplit(" ", 2)[0] for p in told[1].split(", ")] == spent
+
+
+@pytest.mark.parametrize("task,model", [("user-churn", "sage"),
+                                        ("user-item-purchase", "two-tower")])
+def test_evaluation_runs_the_eager_model_with_compile_eval_false(tiny_cfg, task, model, capsys):
+    """``compile.eval=false``: training compiles its one graph, evaluation (and a two-tower
+    model's candidates, embedded at the split's start) run the eager model, with its
+    outputs, and no second graph is compiled. (AOTAutograd's graphs: a compile is
+    counted as Inductor's is, in seconds.)"""
+    from types import SimpleNamespace
+
+    from rdl.api import _print_compiled
+
+    _, dm, module = setup(tiny_cfg, task, model, "compile.eval=false",
+                          "+compile.kwargs.backend=aot_eager")
+    opt = torch.optim.Adam(module.model.parameters(), lr=torch.tensor(1e-3), fused=True)
+    module.train()
+    train_step(module, next(iter(dm.train_dataloader())), opt)
+    assert graphs() == 1
+    module.eval()
+    prepare_eval(module, dm)
+    batch = next(iter(dm.val_dataloader()))
+    eval_step(module, batch)
+    assert graphs() == 1, "evaluation compiled a graph"
+    if task == "user-churn":   # (a link model's forward takes the candidates too)
+        with torch.no_grad():
+            args, kwargs = module.inputs(batch)
+            want = module.model(*args, **kwargs)
+            got = TaskModule.forward(module, batch)   # (the model's, before the head)
+        assert torch.equal(got, want[:got.size(0)])
+    module.train()   # training still runs the compiled model
+    assert module.model_fn is module.forward_fn is not module.model
+    _print_compiled(SimpleNamespace(settings=SimpleNamespace(buckets=None)),
+                    {"graphs": 0, "graph_breaks": 0}, compile_eval=False)
+    assert ("1 graphs compiled, 0 graph breaks (one graph, training's (evaluation eager, as "
+            "compile.eval says)") in capsys.readouterr().out

@@ -63,7 +63,7 @@ class LinkTaskModule(TaskModule):
         for batch in self.trainer.datamodule.dst_loader(split):
             batch = batch.to(self.device)
             args, kwargs = self.inputs(batch, self.dst)
-            run = Run(lambda *extra, a=args, k=kwargs: self.forward_fn(*a, *extra, **k),
+            run = Run(lambda *extra, a=args, k=kwargs: self.model_fn(*a, *extra, **k),
                       lambda node_type, b=batch: self.shapes.spare(b, node_type))
             out.append(self.model.candidate_embeddings(run, batch))
         self.model.candidates = torch.cat(out)
