@@ -82,3 +82,28 @@ def test_times_of_day_are_told_from_a_table_of_hours_named_so_by_chance():
     uneven = pd.DataFrame({"k": range(96), "hour": np.r_[np.arange(92) // 4, [0, 1, 2, 3]]})
     assert not times_of_day(uneven)
     assert not times_of_day(quarter.head(48))
+
+
+def test_a_sale_sums_what_was_paid_before_a_unit_s_cost():
+    """TPC-DS's sales hold 13 amounts, a unit's cost and price first: the sums suggested
+    were ``ss_quantity`` and ``ss_wholesale_cost``. A row's total comes first (what was
+    paid), then one of another word (not the tax-inclusive repeat); units before a unit's
+    price (an online shop's lines: Quantity, UnitPrice)."""
+    from rdl.tasks.suggest import _first_sums
+
+    db = warehouse()
+    sales = db["sales"].df.drop(columns="amount")
+    rng = np.random.default_rng(1)
+    for c in ("ss_quantity", "ss_wholesale_cost", "ss_list_price", "ss_ext_sales_price",
+              "ss_net_paid", "ss_net_paid_inc_tax", "ss_net_profit"):
+        sales[c] = rng.gamma(2.0, 10.0, len(sales))
+    db["sales"].df = sales
+    lines = suggestions(db, ["data=x"])
+    sums = {line.split("task.value=")[1].split()[0] for line in lines
+            if "task.entity_table=people" in line and "task.value=" in line}
+    assert sums == {"ss_net_paid", "ss_ext_sales_price"}
+    lines_of = Table(pd.DataFrame({"InvoiceNo": [1], "Quantity": [2], "UnitPrice": [1.5],
+                                   "at": pd.Timestamp("2011-01-01")}), None, {}, "at")
+    assert _first_sums(lines_of) == ["Quantity", "UnitPrice"]
+    one = Table(pd.DataFrame({"price": [1.0], "at": pd.Timestamp("2020-01-01")}), None, {}, "at")
+    assert _first_sums(one) == ["price"]

@@ -32,9 +32,12 @@ from rdl.tasks.paths import dotted, entities_of, events_setting, references, sch
 TABLES = 5
 #: the share of entities whose events fall in two windows or more, for the events to count
 RECURRING = 0.2
-#: a numeric column of events named so is summed (``label=sum``)
-AMOUNT = re.compile(r"amount|price|total|value|revenue|sales|quantity|qty|cost|fare|spend|"
-                    r"paid|payment|profit|units", re.I)
+#: a numeric column of events named so is summed (``label=sum``); suggested in this
+#: order, at most two with different words: a row's total before its units, before a
+#: unit's price or cost (a warehouse's sale: ``ss_net_paid``, not ``ss_wholesale_cost``)
+AMOUNTS = ("spend", "paid", "payment", "revenue", "amount", "total", "sales", "value", "fare",
+           "profit", "quantity", "qty", "units", "price", "cost")
+AMOUNT = re.compile("|".join(AMOUNTS), re.I)
 
 
 def events_of(db: Database, columns: dict) -> pd.DataFrame:
@@ -103,6 +106,18 @@ def _sums(table, named: bool = True) -> list[str]:
                                                         and not _row_number(df[c])
                                                         and not _time_part(df[c], table))
             and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+
+
+def _first_sums(table, named: bool = True) -> list[str]:
+    """The two of :func:`_sums` a suggestion sums: in the file's order where not ``named``
+    (a series' values), else by :data:`AMOUNTS`' order of the first word each names, the
+    second of another word (``ss_net_paid_inc_tax`` repeats ``ss_net_paid``)."""
+    found = _sums(table, named)
+    if not named:
+        return found[:2]
+    word = {c: min(AMOUNTS.index(w.lower()) for w in AMOUNT.findall(str(c))) for c in found}
+    ranked = sorted(found, key=word.get)   # (stable: the file's order among equals)
+    return ranked[:1] + [c for c in ranked if word[c] != word[ranked[0]]][:1]
 
 
 def _time_part(values: pd.Series, table) -> bool:
@@ -255,11 +270,11 @@ def _block(db: Database, name: str, table, base: list[str]) -> tuple[int | None,
     for t, col in columns.items():
         one = [] if len(found) == 1 else [events_setting({t: col})]
         lines += [cmd("task=events", *one, *every, "task.label=sum", f"task.value={v}")
-                  for v in _sums(db[t], named=not series)[:2]]
+                  for v in _first_sums(db[t], named=not series)]
         events_of_t = [(t, col, f"task.events={t}")] if isinstance(col, str) else []
         for u, up in _naming(db, t, name) if isinstance(col, str) else ():
             lines += [cmd("task=events", events_setting({u: [up, col]}), *every,
-                          "task.label=sum", f"task.value={v}") for v in _sums(db[u])[:2]]
+                          "task.label=sum", f"task.value={v}") for v in _first_sums(db[u])]
             events_of_t.append((u, up, events_setting({u: [up, col]})))
         for u, by, events in events_of_t:   # (by: the events' key to the entity, or its path's)
             targets = [(c, ref) for c, ref in db[u].fkeys.items() if c != by and
