@@ -233,7 +233,7 @@ def _fit(cfg: DictConfig, data: RelDataModule | None, model: nn.Module | None) -
          "higher": directions(task)}, indent=2))   # each metric's: is higher better
     if module.compile_options.enabled:
         _print_compiled(data, compiled_before, module.compile_options.log,
-                        module._eval_compiled)
+                        module.eval_compiled)
     return results
 
 

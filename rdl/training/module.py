@@ -69,7 +69,8 @@ class TaskModule(pl.LightningModule):
         object.__setattr__(self, "_encoder", next(
             (m for m in model.modules() if isinstance(m, HeteroEncoder)), None))
         self._warmed: set[str] = set()
-        self._eval_compiled = self.compile_options.eval is True   # see choose_eval
+        #: evaluation runs the compiled model (:meth:`choose_eval`)
+        self.eval_compiled = self.compile_options.eval is True
 
     def compile_loss(self, loss: Callable) -> None:
         """``train_fn``: the model with ``loss(output, *targets)`` after it
@@ -144,16 +145,16 @@ class TaskModule(pl.LightningModule):
     @property
     def model_fn(self) -> Callable:
         """The model as this mode runs it: compiled (``forward_fn``), or eager where
-        evaluation is not compiled (``compile.eval=false``)."""
-        return self.forward_fn if self.training or self._eval_compiled else self.model
+        evaluation is not compiled (:meth:`choose_eval`)."""
+        return self.forward_fn if self.training or self.eval_compiled else self.model
 
     def choose_eval(self) -> None:
         """Whether evaluation runs compiled (``compile.eval``; ``auto``: decided at the
         first evaluation, prediction or test by the batches planned,
         :func:`~rdl.training.compile.planned_eval_batches`; once compiled, it stays)."""
         trainer = self._trainer
-        if self.compile_options.eval == "auto" and not self._eval_compiled and trainer:
-            self._eval_compiled = planned_eval_batches(trainer) >= EVAL_BATCHES
+        if self.compile_options.eval == "auto" and not self.eval_compiled and trainer:
+            self.eval_compiled = planned_eval_batches(trainer) >= EVAL_BATCHES
 
     def forward(self, batch, *extra):
         args, kwargs = self.inputs(batch)
@@ -195,7 +196,7 @@ class TaskModule(pl.LightningModule):
         (:func:`rdl.training.buckets.warm`)."""
         dm = getattr(self.trainer, "datamodule", None)
         settings = getattr(dm, "buckets", None)
-        compiled = self.compile_options.enabled and (split == "train" or self._eval_compiled)
+        compiled = self.compile_options.enabled and (split == "train" or self.eval_compiled)
         if not (compiled and settings and settings.warm) or split in self._warmed:
             return
         self._warmed.add(split)
