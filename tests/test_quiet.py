@@ -88,8 +88,8 @@ def test_a_compiled_run_on_a_cached_graph_says_when_it_compiles_and_nothing_else
     cache, _, _ = cold
     graphs = sorted(p.name for p in (cache / "graphs").iterdir())
     # Dynamo's eager backend: the compiled path (traced, timed) without Inductor's minutes
-    out = run("rdl.train", tmp_path, cache, *RUN, "compile.enabled=true",
-              "+compile.kwargs.backend=eager")
+    out = run("rdl.train", tmp_path, cache, *RUN, "compile.enabled=true", "compile.eval=true",
+              "+compile.kwargs.backend=eager")   # (evaluation compiled too: its line)
     assert sorted(p.name for p in (cache / "graphs").iterdir()) == graphs  # read, not built
     assert noise(out) == []
     logs = out.stdout + out.stderr
