@@ -45,9 +45,9 @@ DYNAMO_SETTINGS = dict(specialize_float=True)
 STATIC_GRAPHS = 64
 
 #: ``compile.eval=auto`` compiles evaluation where a run evaluates this many batches or
-#: more. Its graph's compile against the eager model's time a batch, user-churn's default
-#: model on a 2-core CPU: 34.6 s cold (6.3 s from Inductor's cache) against 24 ms a batch,
-#: even at 1,487 (253) batches; the default run evaluates 3 batches an epoch
+#: more: about a cold compile's break-even, user-churn's default model on a 2-core CPU
+#: (``python -m rdl.bench evaluation``: 30.7 s cold, 6.1 s from Inductor's cache, against
+#: 32 ms a batch saved: even at 947 and 168 batches); its default run evaluates about 40
 #: (docs/compile.md, "Evaluation eager where it is short").
 EVAL_BATCHES = 1000
 
