@@ -109,7 +109,7 @@ class CompileOptions:
     dynamo: dict = field(default_factory=lambda: dict(DYNAMO_SETTINGS))
 
     def __post_init__(self):
-        if self.eval not in (True, False, "auto"):
+        if not (isinstance(self.eval, bool) or self.eval == "auto"):   # (1 == True)
             raise ValueError(f"compile.eval={self.eval!r}: true, false or auto")
         self.cpu_patches = CpuPatches.of(self.cpu_patches)
         self.dynamo = dict(self.dynamo or {})

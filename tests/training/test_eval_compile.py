@@ -50,7 +50,7 @@ def test_auto_compiles_evaluation_where_it_is_long_and_keeps_it_compiled(tiny_cf
     module._trainer = None
 
 
-@pytest.mark.parametrize("value", ["yes", 1000, None])
+@pytest.mark.parametrize("value", ["yes", 1000, 1, None])
 def test_compile_eval_takes_true_false_or_auto(value):
     with pytest.raises(ValueError, match="compile.eval"):
         CompileOptions(eval=value)
