@@ -65,8 +65,9 @@ def planned_eval_batches(trainer) -> float:
     if fn != "fit":
         return each
     epochs = trainer.max_epochs
-    if epochs is None or epochs < 0:   # (a run bounded by its steps)
-        epochs = trainer.max_steps / max(trainer.num_training_batches, 1)
+    if epochs is None or epochs < 0:   # (a run bounded by its steps, or by nothing)
+        steps = trainer.max_steps
+        epochs = steps / max(trainer.num_training_batches, 1) if steps > 0 else float("inf")
     interval = trainer.val_check_interval
     if trainer.check_val_every_n_epoch is None:   # every `interval` steps
         times = epochs * trainer.num_training_batches / interval

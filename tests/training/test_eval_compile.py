@@ -26,6 +26,7 @@ def trainer(fn="fit", val=(3,), train=50, max_epochs=10, max_steps=-1, every=1,
     ({"interval": 0.25}, 3 * 41),                        # four times an epoch
     ({"every": None, "interval": 100}, 3 * 6),           # every 100 steps of 500
     ({"max_epochs": -1, "max_steps": 1000}, 3 * 21),     # 1,000 steps of 50 an epoch
+    ({"max_epochs": -1, "max_steps": -1}, float("inf")),  # until stopped
     ({"val": (float("inf"),)}, float("inf")),            # a loader of unknown length
     ({"fn": "validate"}, 3), ({"fn": "test"}, 4), ({"fn": "predict"}, 7)])
 def test_the_batches_a_trainer_call_evaluates(kw, want):
