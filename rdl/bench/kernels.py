@@ -14,8 +14,12 @@ on a GPU), ``library`` calls (``extern_kernels.*``: matmuls) and ``fallback`` AT
 (scatters and other ops Inductor leaves to ATen); ``cpu_rng`` counts apart the random
 seeds of CPU dropout (one ``randint`` per dropout, rdl's ``hash_dropout``), which a GPU
 graph draws inside its kernels. ``kernels`` is their sum without ``cpu_rng``: on a CPU a
-proxy for the GPU's count, whose fusion differs (Triton splits some reductions Inductor's
-C++ keeps whole); the GPU check's profile counts the GPU's own.
+loose proxy for the GPU's count, whose fusion differs (Triton splits some reductions
+Inductor's C++ keeps whole); the GPU check's profile counts the GPU's own.
+``--codegen triton`` (``--device cpu``) counts instead the Triton code Inductor generates
+for a GPU, generated on the CPU and not run (:mod:`rdl.bench.gpu_codegen`; needs the
+``triton`` package): the proxy to follow where no GPU is lent (``cpu_rng`` is then the
+graph's one seed kernel, counted).
 
 ``outside`` counts the ATen ops of one more step that make data outside every compiled
 graph, each a kernel on a GPU (the backward's seed, the loss's own ops, autograd's glue);
@@ -74,8 +78,14 @@ def count_calls(code: str) -> Counter:
     return out
 
 
-def measure(task: str, variant: str, overrides: list[str], device: str) -> dict:
-    """Compile the task's model, run one training step's loss and backward, count."""
+def measure(task: str, variant: str, overrides: list[str], device: str,
+            codegen: str = "device") -> dict:
+    """Compile the task's model, run one training step's loss and backward, count.
+    ``codegen="triton"``: a GPU's code generated on the CPU, not run
+    (:mod:`rdl.bench.gpu_codegen`)."""
+    if codegen == "triton":
+        from rdl.bench.gpu_codegen import Stopped, triton_codegen
+        triton_codegen()
     try:
         from torch._inductor.utils import run_and_get_code
     except ImportError as e:
@@ -97,20 +107,27 @@ def measure(task: str, variant: str, overrides: list[str], device: str) -> dict:
 
     def step():
         module.zero_grad(set_to_none=True)      # as Lightning's optimiser loop does
-        loss, _ = module.step_loss(batch)
-        loss.backward()
-        return loss
+        try:
+            loss, _ = module.step_loss(batch)
+            loss.backward()
+        except Exception as e:
+            if codegen != "triton" or not isinstance(e, Stopped):
+                raise
 
     start = time.perf_counter()
     _, codes = run_and_get_code(step)
     seconds = time.perf_counter() - start
-    grad_copies, outside = outside_graphs(step)
+    # (a GPU's code is not run: what it does outside its graphs is the device row's)
+    grad_copies, outside = outside_graphs(step) if codegen == "device" else (None, Counter())
     dm.teardown()
     counts = [count_calls(c) for c in codes]
     total = sum(counts, Counter())
-    kernels = total["generated"] + total["library"] + total["fallback"]
+    # a GPU's graph draws its dropout's seeds in one kernel (the CPU's draws them apart)
+    rng = 1 if codegen == "triton" else 0
+    kernels = total["generated"] + total["library"] + total["fallback"] + rng * total["cpu_rng"]
     return {"graphs": len(codes), "kernels": kernels,
-            "per_graph": " + ".join(str(sum(c.values()) - c["cpu_rng"]) for c in counts),
+            "per_graph": " + ".join(str(sum(c.values()) - (1 - rng) * c["cpu_rng"])
+                                    for c in counts),
             **{k: total[k] for k in ("generated", "library", "fallback", "cpu_rng")},
             "grad_copies": grad_copies, "outside": sum(outside.values()),
             "outside_ops": dict(outside.most_common()), "compile_s": seconds}
@@ -167,10 +184,16 @@ def main(argv: list[str] | None = None) -> None:
                    help="TASK or TASK:MODEL (default model: the config's)")
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--codegen", choices=["device", "triton"], default="device",
+                   help="triton: the code Inductor generates for a GPU (an H100's "
+                   "properties), generated on the CPU and counted, not run "
+                   "(rdl/bench/gpu_codegen.py; needs the triton package)")
     p.add_argument("--set", nargs="*", default=[], dest="sets", metavar="OVERRIDE")
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
+    if args.codegen == "triton" and args.device != "cpu":
+        p.error("--codegen triton generates a GPU's code on the CPU: --device cpu")
 
     from rdl.bench.train.runner import _run_child
 
@@ -180,7 +203,8 @@ def main(argv: list[str] | None = None) -> None:
         base = None
         for variant in args.variants:
             print(f"{task} {variant} ...", flush=True)
-            spec = dict(task=task, variant=variant, overrides=args.sets, device=args.device)
+            spec = dict(task=task, variant=variant, overrides=args.sets, device=args.device,
+                        codegen=args.codegen)
             res = _run_child(spec, args.timeout, out / "logs" / f"{len(rows):02d}.log",
                              module="rdl.bench.kernels", result=RESULT)
             row = {"task": task, "variant": variant,
@@ -197,7 +221,9 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(row)
     report("kernels", rows, out, header=(
         f"Kernels per compiled training step (forward + backward graphs), device "
-        f"{args.device}, torch {torch.__version__}\n\n"
+        f"{args.device}" + (", code generated as for a GPU (Triton, an H100's properties)"
+                            if args.codegen == "triton" else "") +
+        f", torch {torch.__version__}\n\n"
         f"`python -m rdl.bench kernels {' '.join(argv)}`"))
 
 
