@@ -3,8 +3,10 @@ that it cannot rot between the rare days a GPU is lent: its stages, its report, 
 run two at once and timed in turn, and its time budget."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -40,10 +42,23 @@ def test_the_check_runs_its_stages_on_the_cpu(tmp_path, rdl_cache):
                           "--profile", "2", "--jobs", "2", "--min-row", "0",
                           "--set", "+compile.kwargs.backend=aot_eager")
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["gpu.json", "gpu.md", "logs.tgz",
-                                                     "matmuls.csv", "matmuls.md", "tests.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "evaluation.csv", "evaluation.md", "gpu.json", "gpu.md", "kernels", "logs.tgz",
+        "matmuls.csv", "matmuls.md", "tests.txt"]
+    # part 1's, on the CPU beside the rows: the kernels the proxy counts without a GPU
+    # (its table where the triton package is installed, else why not)
+    proxy = doc["kernels_codegen"]
+    if importlib.util.find_spec("triton"):
+        assert re.search(r"\| user-churn \| stacked \| \d+ \|", proxy), proxy
+    else:
+        assert "needs the triton package" in proxy, proxy
+    assert "--codegen triton" in (out / "kernels" / "output.txt").read_text()
     # part 1's first seconds: the ways to compute the stacked weight gradient, timed
     assert "| padded bmm, split-K 4 |" in doc["matmuls"]
+    # part 2's: evaluation compiled against eager, the batches after which its compile pays
+    assert "| user-churn | cpu |" in doc["evaluation"], doc["evaluation"]
+    assert "even_after" in doc["evaluation"]
+    assert "compile.eval=auto" in (out / "gpu.md").read_text()
     assert doc["env"]["torch"] and doc["env"]["cpu_cores"] >= 1
     # pytest -m cuda ran: every CUDA test is skipped on the CPU, none failed
     assert "skipped" in doc["tests"]["summary"] and not doc["tests"]["failed"], doc["tests"]

@@ -24,7 +24,13 @@ by default: the check must end inside 8 minutes with its start), writing under `
    (:mod:`rdl.bench.turns`: the others are stopped meanwhile), in the order above; a row
    that cannot start with ``--min-row`` seconds of the budget left is listed as not run.
 4. ``matmuls.md`` (part 1, before the rows, seconds): ``python -m rdl.bench matmuls``, the
-   ways to compute the stacked encoders' weight gradient, each timed on the device.
+   ways to compute the stacked encoders' weight gradient, each timed on the device; and
+   ``evaluation.md`` (part 2, before its rows, a minute or two): ``python -m rdl.bench
+   evaluation``, the first task's evaluation compiled against eager at ``experiment=gpu``,
+   after how many batches its compile pays (``compile.eval=auto``'s threshold); and
+   ``kernels/`` (part 1, on the CPU beside the rows): ``python -m rdl.bench kernels
+   --codegen triton``, the kernels that the proxy counts without a GPU, for the first
+   task's model under this torch, beside the profiled rows' own.
 5. ``gpu.md`` and ``gpu.json`` and ``logs.tgz`` (each row's output, a long one cut to its
    head and tail), all rewritten after every row, so a check stopped early leaves what it
    measured.
@@ -69,19 +75,59 @@ def start_tests(out: Path) -> subprocess.Popen:
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def run_matmuls(out: Path, device: str, tiny: bool, timeout: float = 120) -> str:
-    """``python -m rdl.bench matmuls`` (the ways to compute the stacked encoders' weight
-    gradient, timed: seconds of the budget, before the rows), into ``matmuls.md``;
-    returns its table, or why there is none."""
-    cmd = [sys.executable, "-m", "rdl.bench", "matmuls", "--device", device, "--out", str(out),
-           *(["--rows", "300", "200", "50", "--repeat", "2"] if tiny else [])]
+def run_bench(name: str, out: Path, args: list[str], timeout: float) -> str:
+    """``python -m rdl.bench NAME ARGS --out OUT`` alone on the device (seconds of the
+    budget, before the rows), into ``NAME.md``; returns its table, or why there is none."""
+    cmd = [sys.executable, "-m", "rdl.bench", name, *args, "--out", str(out)]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=max(timeout, 1))
     except subprocess.TimeoutExpired:
         return f"stopped after {timeout:.0f} s"
     if done.returncode != 0:
         return "failed: " + error_line(done.stdout + done.stderr)
-    return (out / "matmuls.md").read_text()
+    return (out / f"{name}.md").read_text()
+
+
+def run_matmuls(out: Path, device: str, tiny: bool, timeout: float = 120) -> str:
+    """``python -m rdl.bench matmuls``: the ways to compute the stacked encoders' weight
+    gradient, each timed (part 1)."""
+    return run_bench("matmuls", out, ["--device", device, *(
+        ["--rows", "300", "200", "50", "--repeat", "2"] if tiny else [])], timeout)
+
+
+#: what ``compile.eval=auto`` weighs on this device (part 2): the first task's model at
+#: ``experiment=gpu``, its first compiled evaluation call against the eager model's batches
+EVALUATION = ["--batches", "5", "--repeat", "3"]
+
+
+def run_evaluation(out: Path, device: str, task: str, sets: list[str],
+                   timeout: float = 150) -> str:
+    """``python -m rdl.bench evaluation``: after how many val batches evaluation's compile
+    pays on this device (``rdl.training.compile.EVAL_BATCHES``; part 2)."""
+    return run_bench("evaluation", out, ["--device", device, "--tasks", task, *EVALUATION,
+                                         "--set", *sets], timeout)
+
+
+def start_codegen_count(out: Path, task: str, sets: list[str]) -> subprocess.Popen:
+    """``python -m rdl.bench kernels --codegen triton`` in the background, on the CPU: the
+    kernels that the proxy followed without a GPU (:mod:`rdl.bench.gpu_codegen`) counts for
+    the first task's model, under the same torch as the profiled rows, to set beside
+    theirs (``kernel_kinds``); into ``kernels/``, its output in ``kernels/output.txt``."""
+    (out / "kernels").mkdir(exist_ok=True)
+    cmd = [sys.executable, "-m", "rdl.bench", "kernels", "--device", "cpu", "--codegen",
+           "triton", "--tasks", task, "--variants", "stacked", "--out", str(out / "kernels"),
+           "--set", *sets, "trainer.accelerator=cpu"]
+    log = open(out / "kernels" / "output.txt", "w")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def codegen_result(out: Path, stopped: bool) -> str:
+    """The proxy's table (:func:`start_codegen_count`), or why there is none."""
+    table = out / "kernels" / "kernels.md"
+    if table.exists():
+        return table.read_text()
+    text = (out / "kernels" / "output.txt").read_text(errors="replace")
+    return "stopped at the budget" if stopped else "failed: " + error_line(text)
 
 
 def tests_result(out: Path, stopped: bool) -> dict:
@@ -248,6 +294,13 @@ def main(argv: list[str] | None = None) -> None:
     if not args.part or 1 in args.part:    # seconds, alone on the device, before the rows
         header["matmuls"] = run_matmuls(out, args.device, args.tiny)
         print(header["matmuls"], flush=True)
+    if not args.part or 2 in args.part:    # alone on the device too, before the rows
+        sets = ["debug=tiny", *TINY] if args.tiny else CONFIGS["gpu"]
+        left = min(150, deadline - time.monotonic() - args.min_row)
+        header["evaluation"] = run_evaluation(
+            out, args.device, args.tasks[0].partition(":")[0], [*sets, *args.sets],
+            left) if left >= 30 else "not run: the budget holds its rows alone"
+        print(header["evaluation"], flush=True)
     background = {}
     # part 1's, beside the rows: stopped while one is timed
     if args.tests and (not args.part or 1 in args.part):
@@ -255,6 +308,12 @@ def main(argv: list[str] | None = None) -> None:
             header["tests"] = tests_result(out, stopped)
             print(f"pytest -m cuda: {header['tests']['summary']}", flush=True)
         background["tests"] = (start_tests(out), tests_done)
+    if not args.part or 1 in args.part:
+        def codegen_done(stopped: bool):
+            header["kernels_codegen"] = codegen_result(out, stopped)
+        background["codegen"] = (start_codegen_count(
+            out, args.tasks[0], ["debug=tiny", *TINY] if args.tiny else CONFIGS["gpu"]),
+            codegen_done)
     save()
     try:
         run_rows(rows, args, deadline, logs, save, background)

@@ -132,6 +132,12 @@ def write(out: Path, header: dict, rows: list[dict]) -> None:
     if header.get("matmuls"):
         text += ["## The stacked encoders' weight gradient, each way timed", "",
                  header["matmuls"].strip(), ""]
+    if header.get("kernels_codegen"):
+        text += ["## Kernels as the CPU's proxy counts them (`--codegen triton`)", "",
+                 header["kernels_codegen"].strip(), ""]
+    if header.get("evaluation"):
+        text += ["## Evaluation compiled or eager (`compile.eval=auto`'s threshold)", "",
+                 header["evaluation"].strip(), ""]
     host = host_md(rows)
     if host:
         text += ["## Where the host's time goes (cProfile, ms a step of the step alone)", "",
