@@ -169,6 +169,16 @@ def stacked_layer_norm(xs: list[Tensor], norms: list[torch.nn.LayerNorm]) -> lis
         return [n(x) for n, x in zip(norms, xs)]
     c = xs[0].size(-1)
     y = F.layer_norm(torch.cat(xs), (c,), eps=eps.pop())
-    w = torch.cat([n.weight.expand(s, c) for n, s in zip(norms, sizes)])
-    b = torch.cat([n.bias.expand(s, c) for n, s in zip(norms, sizes)])
+    if torch.compiler.is_compiling():
+        # each row's weight chosen by where its type's rows end: compiled, one pointwise
+        # kernel with the scaling (a concatenation of the types' weights expanded to their
+        # rows is a copy kernel per type on a GPU, and a buffer of the rows' size)
+        row = torch.arange(y.size(0), device=y.device).unsqueeze(1)
+        w, b = norms[-1].weight, norms[-1].bias
+        for n, end in zip(norms[-2::-1], _starts(sizes)[:0:-1]):
+            below = row < end
+            w, b = torch.where(below, n.weight, w), torch.where(below, n.bias, b)
+    else:   # eager: one concatenation each, where the chain is a kernel per type
+        w = torch.cat([n.weight.expand(s, c) for n, s in zip(norms, sizes)])
+        b = torch.cat([n.bias.expand(s, c) for n, s in zip(norms, sizes)])
     return list(torch.split(y * w + b, sizes))

@@ -73,15 +73,22 @@ def test_aggregations_it_cannot_fuse_run_per_edge_type():
     assert model.float()({t: v.float() for t, v in x.items()}, ei)["a"].shape == (7, 6)
 
 
-def test_stacked_layer_norm_equals_a_norm_per_type():
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("rows", [(4, 0, 9), (3, 5, 2, 7), (6, 0)])
+def test_stacked_layer_norm_equals_a_norm_per_type(compiled, rows):
+    """Eager, each type's weight expanded to its rows; compiled (traced by Dynamo), each
+    row's weight chosen by where its type's rows end: a type with no row included."""
     torch.manual_seed(0)
-    norms = [torch.nn.LayerNorm(5).double() for _ in range(3)]
+    norms = [torch.nn.LayerNorm(5).double() for _ in rows]
     for n in norms:
         torch.nn.init.normal_(n.weight)
         torch.nn.init.normal_(n.bias)
-    xs = [torch.randn(r, 5, dtype=torch.float64, requires_grad=True) for r in (4, 0, 9)]
+    xs = [torch.randn(r, 5, dtype=torch.float64, requires_grad=True) for r in rows]
     ref = [n(x) for n, x in zip(norms, xs)]
-    out = stacked_layer_norm(xs, norms)
+    fn = torch.compile(stacked_layer_norm, backend="aot_eager", dynamic=True, fullgraph=True) \
+        if compiled else stacked_layer_norm
+    torch._dynamo.reset()
+    out = fn(xs, norms)
     for a, b in zip(out, ref):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
     w = [torch.randn_like(r) for r in ref]
