@@ -176,8 +176,8 @@ def test_the_check_fails_when_every_row_failed(tmp_path, rdl_cache):
 def test_the_parts_hold_every_row_once_most_wanted_first():
     """``--part N``: part 1 is the CUDA tests' and the rows wanted first since the H200s of
     2026-12-04 measured packed batches: user-churn eager and compiled, and compiled with
-    one copy a batch to the GPU, with the stacked encoders in chunks, TF32, C++ launches and
-    combo kernels, then eager and compiled item-sales and
+    one copy a batch to the GPU, with the stacked encoders in chunks, TF32, C++ launches,
+    combo kernels and unsplit reductions, then eager and compiled item-sales and
     user-item-purchase at experiment=gpu; part 2 the rest of experiment=gpu (user-churn
     unpacked and by file name, CUDA graphs over buckets (not applicable to the link task), buckets
     alone, the model's ops fused unstacked and per type, no loader worker, the sampler on
@@ -191,7 +191,7 @@ def test_the_parts_hold_every_row_once_most_wanted_first():
                 for r in plan_rows(TASKS, ["gpu", "default"], GPU_VARIANTS, True, "cuda", [],
                                    parts)]
     every = plan(None)
-    assert plan(PARTS) == every and len(set(every)) == len(every) == 40
+    assert plan(PARTS) == every and len(set(every)) == len(every) == 41
     assert [r[0] for r in every] == sorted(r[0] for r in every)   # parts in order
     assert sum((plan([p]) for p in PARTS), []) == every
     assert [r[1:5] + r[6:7] for r in plan([1])] == [
@@ -202,6 +202,7 @@ def test_the_parts_hold_every_row_once_most_wanted_first():
         ("user-churn", "sage", "gpu", None, "dynamic-tf32"),
         ("user-churn", "sage", "gpu", None, "dynamic-cpp-wrapper"),
         ("user-churn", "sage", "gpu", None, "dynamic-combo-kernels"),
+        ("user-churn", "sage", "gpu", None, "dynamic-unsplit"),
         ("item-sales", "sage", "gpu", None, "eager"),
         ("item-sales", "sage", "gpu", None, "dynamic"),
         ("user-item-purchase", "contextgnn", "gpu", None, "eager"),

@@ -105,6 +105,12 @@ VARIANTS = {
     "dynamic-combo-kernels": ("compile dynamic=True, combo kernels",
                               ["compile.enabled=true",
                                "+compile.kwargs.options={combo_kernels:true}"]),
+    # each reduction in one kernel: a parameter's gradient summed over a batch's rows is two
+    # kernels where Inductor splits it (the GPU proxy: 354 kernels a user-churn step, 285
+    # unsplit; python -m rdl.bench kernels --codegen triton)
+    "dynamic-unsplit": ("compile dynamic=True, reductions unsplit",
+                        ["compile.enabled=true",
+                         "+compile.kwargs.options={split_reductions:false}"]),
 }
 #: variants that replay CUDA graphs: skipped on a CPU
 CUDA_ONLY = ("reduce-overhead", "reduce-overhead+buckets", "dynamic-device-sampler",

@@ -13,8 +13,10 @@ not fit in one check. The parts, most wanted first (docs/performance.md, "The GP
    matmuls (``matmul_precision=high``: the
    stacked encoders' weight gradients are half a compiled step's kernel time; its one row
    of 2026-12-04 ran slower, unexplained), with its kernels launched from C++
-   (``cpp_wrapper``) and with combo kernels (the compiled step's host time is now the
-   larger part of it), then eager and compiled item-sales and user-item-purchase (the
+   (``cpp_wrapper``), with combo kernels (the compiled step's host time is now the
+   larger part of it) and with no reduction split in two (``split_reductions``: 69 of the
+   354 kernels a step by the GPU proxy, ``python -m rdl.bench kernels --codegen triton``,
+   are the second halves of split sums), then eager and compiled item-sales and user-item-purchase (the
    latter not measured since batches are packed);
 2. at ``experiment=gpu``, user-churn compiled with the workers' batches not packed in
    one buffer (``data.pack_batches=false``, as before) and shared by file name
@@ -48,7 +50,8 @@ CONFIGS = {"gpu": ["experiment=gpu"], "default": []}
 GPU_VARIANTS = ["eager", "dynamic", "reduce-overhead+buckets", "buckets", "dynamic-fused",
                 "dynamic-per-type", "dynamic-device-sampler", "dynamic-tf32",
                 "dynamic-file-system", "dynamic-unpacked", "dynamic-cpp-wrapper",
-                "dynamic-combo-kernels", "dynamic-packed-to-device", "dynamic-chunked"]
+                "dynamic-combo-kernels", "dynamic-packed-to-device", "dynamic-chunked",
+                "dynamic-unsplit"]
 #: the tasks, each as TASK:MODEL (a link task trains with its experiment's model)
 TASKS = ["user-churn", "item-sales", "user-item-purchase:contextgnn"]
 FAST, GRAPHS = ("eager", "dynamic"), ("reduce-overhead+buckets", "buckets")
@@ -58,7 +61,7 @@ OPS = ("dynamic-fused", "dynamic-per-type")
 #: the tasks, ``first`` the first of them, ``rest`` the others
 #: the compiled step's own options (its host time, its kernels)
 STEP = ("dynamic-packed-to-device", "dynamic-chunked", "dynamic-tf32", "dynamic-cpp-wrapper",
-        "dynamic-combo-kernels")
+        "dynamic-combo-kernels", "dynamic-unsplit")
 GROUPS = [
     (1, "gpu", None, (*FAST, *STEP), "first", "full"),
     (1, "gpu", None, FAST, "rest", "full"),
