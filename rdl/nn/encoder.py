@@ -12,6 +12,7 @@ from torch_frame.nn.encoder.stypewise_encoder import StypeWiseFeatureEncoder
 from torch_frame.nn.models import ResNet
 from torch_geometric.nn import PositionalEncoding
 
+from rdl.nn.joined import JoinedInput
 from rdl.nn.stacked import (StackedTail, resnet_forward, stack_sizes, stackable,
                              stacked_resnets)
 from rdl.nn.names import TypeDict
@@ -279,6 +280,20 @@ class HeteroEncoder(torch.nn.Module):
         if stacked and stackable(models):
             names = {p: n for n, p in self.named_parameters()}
             self.tail = StackedTail(models, names)
+        if self.fused or self.tail is not None:   # (both run the first block fused)
+            for m in models:
+                if len(m.backbone) and JoinedInput.joinable(m.backbone[0]):
+                    m.backbone[0].joined = JoinedInput(m.backbone[0])
+        #: each parameter held for several per-table ones: its name -> (their names, its
+        #: sizes along dim 0 that are theirs; None: stacked, one index each)
+        self.sources = {f"tail.{k}": (v, None)
+                        for k, v in (self.tail.sources if self.tail is not None else {}).items()}
+        for name, mod in self.named_modules():
+            if isinstance(mod, JoinedInput):
+                block = name.removesuffix("joined")
+                self.sources.update({f"{name}.{a}": ([f"{block}lin1.{a}", f"{block}shortcut.{a}"],
+                                                     mod.sizes) for a in ("weight", "bias")})
+        if self.sources:
             self.register_state_dict_post_hook(_per_table_state)
             self.register_load_state_dict_pre_hook(_stacked_state)
         #: rows per chunk of the stacked encoders (0: padded to the largest table)
@@ -332,20 +347,22 @@ class HeteroEncoder(torch.nn.Module):
         return out
 
 
-# A stacked encoder's state holds each table's parameters under the per-table modules'
-# names (checkpoints load into either layout, and read as the per-table model's).
+# An encoder's state holds each table's parameters under the per-table modules' names,
+# the stacked and joined ones split (checkpoints load into either layout, and read as the
+# per-table model's).
 def _per_table_state(module, state: dict, prefix: str, metadata) -> None:
-    for name, sources in module.tail.sources.items():
-        stacked = state.pop(prefix + "tail." + name)
-        for t, source in enumerate(sources):
-            state[prefix + source] = stacked[t].clone()
+    for name, (sources, sizes) in module.sources.items():
+        held = state.pop(prefix + name)
+        parts = held.unbind() if sizes is None else held.split(sizes)
+        for source, part in zip(sources, parts):
+            state[prefix + source] = part.clone()
 
 
 def _stacked_state(module, state: dict, prefix: str, *args) -> None:
-    for name, sources in module.tail.sources.items():
+    for name, (sources, sizes) in module.sources.items():
         if all(prefix + s in state for s in sources):
-            state[prefix + "tail." + name] = torch.stack([state.pop(prefix + s)
-                                                          for s in sources])
+            parts = [state.pop(prefix + s) for s in sources]
+            state[prefix + name] = torch.stack(parts) if sizes is None else torch.cat(parts)
 
 
 class RelativeTimeEncoder(torch.nn.Module):

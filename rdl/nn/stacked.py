@@ -40,8 +40,12 @@ def resnet_head(model, tf) -> Tensor:
     block = model.backbone[0]
     if block.shortcut is None:
         return block(x)
-    both = F.linear(x, torch.cat([block.lin1.weight, block.shortcut.weight]),
-                    _cat_bias(block.lin1.bias, block.shortcut.bias))
+    joined = getattr(block, "joined", None)
+    if joined is not None:
+        both = F.linear(x, joined.weight, joined.bias)
+    else:
+        both = F.linear(x, torch.cat([block.lin1.weight, block.shortcut.weight]),
+                        _cat_bias(block.lin1.bias, block.shortcut.bias))
     out, short = both.split(block.lin1.out_features, dim=-1)
     return _block_rest(block, out) + short
 

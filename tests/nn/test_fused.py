@@ -134,7 +134,7 @@ def run(enc, tfs):
                for o in out.values())
     loss.backward()
     g = {n: p.grad.clone() for n, p in enc.named_parameters()}
-    if enc.tail is not None:
+    if enc.sources:   # stacked or joined
         _per_table_state(enc, g, "", None)
     return out, g
 
@@ -160,6 +160,33 @@ def test_fused_and_stacked_table_encoders_equal_pytorch_frames_resnets(fused, st
         torch.testing.assert_close(out[t], out_ref[t], rtol=1e-10, atol=1e-12)
     for name in g:
         torch.testing.assert_close(g[name], g_ref[name], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_fused_encoders_hold_each_first_blocks_input_maps_as_one(stacked):
+    """``lin1`` and the ``shortcut`` of a table's first block, held as one parameter
+    (concatenated at each step, they were a copy kernel each on a GPU): initialised as the
+    two maps are from the same seed, saved and loaded under their names, either way."""
+    ref, tfs = encoder(fused=False)
+    enc, _ = encoder(fused=True, stacked=stacked)
+    joined = [m.backbone[0].joined for m in enc.encoders.values()]
+    assert [j.weight.shape for j in joined] == [(16, 24), (16, 32), (16, 24)]
+    if not stacked:   # three tables: 4 parameters of their first maps become 2
+        assert len(list(ref.parameters())) - len(list(enc.parameters())) == 3 * 2
+    state, want = enc.state_dict(), ref.state_dict()
+    assert sorted(state) == sorted(want)
+    assert all(torch.equal(state[k], want[k]) for k in want)
+    for seed in (1, 2):   # the same random numbers, drawn in the same order
+        torch.manual_seed(seed)
+        enc.reset_parameters()
+        torch.manual_seed(seed)
+        ref.reset_parameters()
+        state, want = enc.state_dict(), ref.state_dict()
+        assert all(torch.equal(state[k], want[k]) for k in want)
+    with pytest.raises(RuntimeError, match="input maps joined"):
+        enc.encoders["x"].backbone[0](torch.zeros(2, 24, dtype=torch.float64))
+    back = like(enc, fused=False)   # and back into the two maps
+    assert all(torch.equal(back.state_dict()[k], want[k]) for k in want)
 
 
 @pytest.mark.parametrize("stacked", [True, 3])
