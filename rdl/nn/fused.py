@@ -175,7 +175,8 @@ def stacked_layer_norm(xs: list[Tensor], norms: list[torch.nn.LayerNorm]) -> lis
         # rows is a copy kernel per type on a GPU, and a buffer of the rows' size)
         row = torch.arange(y.size(0), device=y.device).unsqueeze(1)
         w, b = norms[-1].weight, norms[-1].bias
-        for n, end in zip(norms[-2::-1], _starts(sizes)[:0:-1]):
+        ends = _starts(sizes)[1:]            # type t's rows end where t + 1's start
+        for n, end in reversed(list(zip(norms[:-1], ends))):   # the first type outermost
             below = row < end
             w, b = torch.where(below, n.weight, w), torch.where(below, n.bias, b)
     else:   # eager: one concatenation each, where the chain is a kernel per type
